@@ -1,0 +1,201 @@
+"""Kubernetes resource quantities as exact integers.
+
+CPU is held in millicores, memory, ephemeral storage and hugepages in bytes, every other
+resource (``nvidia.com/gpu``, ``pods`` ...) as a plain count. Parsing goes through
+:class:`fractions.Fraction` so that no value is ever rounded by binary floating point;
+conversion to an integer unit rounds *up*, as Kubernetes does (``0.1m`` CPU is 1
+millicore, ``0.5`` bytes is 1 byte).
+
+Formatting is canonical: the shortest exact spelling a person would write (``"1"`` not
+``"1000m"``, ``"256Mi"`` not ``"268435456"``), and ``parse(format(x)) == x`` for every
+integer ``x``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from fractions import Fraction
+from functools import lru_cache
+
+__all__ = [
+    "MIB",
+    "QuantityError",
+    "format_bytes",
+    "format_cpu",
+    "format_resource",
+    "parse_quantity",
+    "parse_resource",
+    "round_up",
+    "to_bytes",
+    "to_count",
+    "to_millicores",
+]
+
+MIB = 1024**2
+
+_BINARY_SUFFIXES: dict[str, int] = {
+    "Ki": 1024,
+    "Mi": 1024**2,
+    "Gi": 1024**3,
+    "Ti": 1024**4,
+    "Pi": 1024**5,
+    "Ei": 1024**6,
+}
+_DECIMAL_SUFFIXES: dict[str, Fraction] = {
+    "n": Fraction(1, 10**9),
+    "u": Fraction(1, 10**6),
+    "m": Fraction(1, 1000),
+    "k": Fraction(10**3),
+    "M": Fraction(10**6),
+    "G": Fraction(10**9),
+    "T": Fraction(10**12),
+    "P": Fraction(10**15),
+    "E": Fraction(10**18),
+}
+# Largest first, so formatting picks the largest exact suffix.
+_BINARY_FORMAT = tuple(reversed(_BINARY_SUFFIXES.items()))
+_DECIMAL_FORMAT = tuple((s, int(f)) for s, f in reversed(_DECIMAL_SUFFIXES.items()) if f >= 1000)
+
+# The Kubernetes grammar: <sign><digits>[.<digits>](<binarySI>|<decimalSI>|e<int>|E<int>).
+# The suffix alternatives are tried before the exponent so that a lone "E" means exa and
+# "1E3" still reads as 1000.
+_QUANTITY_RE = re.compile(
+    r"(?P<sign>[+-]?)(?P<number>\d+(?:\.\d*)?|\.\d+)"
+    r"(?:(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])|[eE](?P<exponent>[+-]?\d+))?"
+)
+# An exponent this large is a typo or an attack, never a resource size; refusing it keeps
+# a hostile manifest from making us build a number with millions of digits.
+_MAX_EXPONENT = 64
+
+_BYTE_RESOURCES = frozenset({"memory", "ephemeral-storage"})
+
+
+class QuantityError(ValueError):
+    """A text that is not a valid Kubernetes quantity."""
+
+
+@lru_cache(maxsize=8192)
+def _parse_text(text: str) -> Fraction:
+    match = _QUANTITY_RE.fullmatch(text)
+    if match is None:
+        raise QuantityError(
+            f"invalid quantity {text!r}: expected a number with an optional "
+            "suffix such as 250m, 1.5Gi, 129M or 1e3"
+        )
+    value = Fraction(match["number"])
+    suffix = match["suffix"]
+    exponent = match["exponent"]
+    if suffix is not None:
+        value *= _BINARY_SUFFIXES.get(suffix) or _DECIMAL_SUFFIXES[suffix]
+    elif exponent is not None:
+        power = int(exponent)
+        if abs(power) > _MAX_EXPONENT:
+            raise QuantityError(f"invalid quantity {text!r}: exponent out of range")
+        value *= Fraction(10) ** power
+    return -value if match["sign"] == "-" else value
+
+
+def parse_quantity(text: str | int | float) -> Fraction:
+    """Parse a Kubernetes quantity (``"250m"``, ``"1.5Gi"``, ``"129e6"``, ``2``) exactly.
+
+    Numbers are accepted because YAML turns ``cpu: 2`` or ``cpu: 0.5`` into one; a float
+    is read through its shortest decimal spelling so ``0.1`` means one tenth. Raises
+    :class:`QuantityError` naming the text for anything else.
+    """
+    if isinstance(text, str):
+        return _parse_text(text)
+    # bool is an int subclass, but `cpu: true` is a mistake, not one core.
+    if isinstance(text, bool) or not isinstance(text, int | float):
+        raise QuantityError(f"invalid quantity {text!r}: expected a string or a number")
+    if isinstance(text, float):
+        if not math.isfinite(text):
+            raise QuantityError(f"invalid quantity {text!r}: not a finite number")
+        return Fraction(repr(text))
+    return Fraction(text)
+
+
+def _ceil(value: Fraction) -> int:
+    return -(-value.numerator // value.denominator)
+
+
+@lru_cache(maxsize=8192)
+def _millicores_of_text(text: str) -> int:
+    return _ceil(_parse_text(text) * 1000)
+
+
+@lru_cache(maxsize=8192)
+def _units_of_text(text: str) -> int:
+    return _ceil(_parse_text(text))
+
+
+def to_millicores(text: str | int | float) -> int:
+    """CPU quantity in whole millicores, rounded up (``"0.25"`` → 250, ``"1"`` → 1000)."""
+    if isinstance(text, str):
+        return _millicores_of_text(text)
+    return _ceil(parse_quantity(text) * 1000)
+
+
+def to_bytes(text: str | int | float) -> int:
+    """Byte quantity (memory, storage) in whole bytes, rounded up (``"1Ki"`` → 1024)."""
+    if isinstance(text, str):
+        return _units_of_text(text)
+    return _ceil(parse_quantity(text))
+
+
+def to_count(text: str | int | float) -> int:
+    """Countable resource (GPUs, pods ...) as an integer, rounded up (``"1.5"`` → 2)."""
+    # Bytes and counts share the rule "whole units, rounded up"; only the name differs.
+    return to_bytes(text)
+
+
+def _is_byte_resource(resource: str) -> bool:
+    return resource in _BYTE_RESOURCES or resource.startswith("hugepages-")
+
+
+def parse_resource(resource: str, text: str | int | float) -> int:
+    """Parse ``text`` in the integer unit of ``resource``.
+
+    ``cpu`` → millicores; ``memory``, ``ephemeral-storage``, ``hugepages-*`` → bytes;
+    anything else → a count.
+    """
+    if resource == "cpu":
+        return to_millicores(text)
+    return to_bytes(text)
+
+
+def format_cpu(millicores: int) -> str:
+    """Canonical CPU quantity: whole cores without a suffix (``"2"``), else ``"250m"``."""
+    if millicores % 1000 == 0:
+        return str(millicores // 1000)
+    return f"{millicores}m"
+
+
+def format_bytes(n: int) -> str:
+    """Canonical byte quantity: the largest exact binary suffix (``"256Mi"``), else the
+    largest exact decimal suffix (``"129M"``), else the plain integer."""
+    if n == 0:
+        return "0"
+    for suffix, size in _BINARY_FORMAT:
+        if n % size == 0:
+            return f"{n // size}{suffix}"
+    for suffix, size in _DECIMAL_FORMAT:
+        if n % size == 0:
+            return f"{n // size}{suffix}"
+    return str(n)
+
+
+def format_resource(resource: str, value: int) -> str:
+    """Format ``value`` (in the unit :func:`parse_resource` gives ``resource``) canonically."""
+    if resource == "cpu":
+        return format_cpu(value)
+    if _is_byte_resource(resource):
+        return format_bytes(value)
+    return str(value)
+
+
+def round_up(value: int, unit: int) -> int:
+    """Round ``value`` up to a whole multiple of ``unit`` (e.g. a whole MiB), ``unit`` > 0."""
+    if unit <= 0:
+        raise ValueError(f"unit must be positive, got {unit}")
+    return -(-value // unit) * unit

@@ -1,0 +1,232 @@
+from fractions import Fraction
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from app.quantities import (
+    MIB,
+    QuantityError,
+    format_bytes,
+    format_cpu,
+    format_resource,
+    parse_quantity,
+    parse_resource,
+    round_up,
+    to_bytes,
+    to_count,
+    to_millicores,
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "millicores"),
+    [
+        ("250m", 250),
+        ("0.5", 500),
+        ("1", 1000),
+        ("1e3", 1_000_000),
+        ("2", 2000),
+        (".5", 500),
+        ("1.", 1000),
+        ("+1", 1000),
+        ("0", 0),
+        ("1.5", 1500),
+        ("100u", 1),  # rounds up to a whole millicore
+        ("0.1m", 1),
+        ("1500000n", 2),
+        ("1k", 1_000_000),
+        (2, 2000),
+        (0.5, 500),
+        (0.1, 100),
+    ],
+)
+def test_cpu_forms(text: str | int | float, millicores: int) -> None:
+    assert to_millicores(text) == millicores
+
+
+@pytest.mark.parametrize(
+    ("text", "nbytes"),
+    [
+        ("128974848", 128974848),
+        ("129e6", 129_000_000),
+        ("129M", 129_000_000),
+        ("123Mi", 123 * MIB),
+        ("1Gi", 1024**3),
+        ("1.5Gi", 1536 * MIB),
+        ("1Ki", 1024),
+        ("1Ti", 1024**4),
+        ("1Pi", 1024**5),
+        ("1Ei", 1024**6),
+        ("1k", 1000),
+        ("1G", 10**9),
+        ("1T", 10**12),
+        ("1P", 10**15),
+        ("1E", 10**18),
+        ("1E3", 1000),
+        ("1e-3", 1),  # a thousandth of a byte rounds up
+        ("100m", 1),
+        ("0.5", 1),
+        ("12E+2", 1200),
+        (1073741824, 1024**3),
+    ],
+)
+def test_byte_forms(text: str | int, nbytes: int) -> None:
+    assert to_bytes(text) == nbytes
+
+
+def test_parse_is_exact() -> None:
+    assert parse_quantity("0.1") == Fraction(1, 10)
+    assert parse_quantity("1.5Gi") == Fraction(3 * 1024**3, 2)
+    assert parse_quantity("-250m") == Fraction(-1, 4)
+    assert parse_quantity("1e-2") == Fraction(1, 100)
+
+
+def test_negative_rounds_up_toward_positive() -> None:
+    assert to_millicores("-0.0005") == 0
+    assert to_millicores("-1") == -1000
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "abc",
+        "12Mb",
+        "1.2.3",
+        "1 Gi",
+        " 1",
+        "1i",
+        "Gi",
+        "1e",
+        "1ee3",
+        "--1",
+        "1KI",
+        "1mi",
+        "1e999",
+        ".",
+        "1e3.5",
+    ],
+)
+def test_rejects_garbage(text: str) -> None:
+    with pytest.raises(QuantityError, match="invalid quantity"):
+        parse_quantity(text)
+
+
+def test_error_names_the_text() -> None:
+    with pytest.raises(QuantityError) as info:
+        to_bytes("12Mb")
+    assert "'12Mb'" in str(info.value)
+    assert isinstance(info.value, ValueError)
+
+
+@pytest.mark.parametrize("value", [True, None, float("nan"), float("inf"), [1]])
+def test_rejects_non_quantities(value: object) -> None:
+    with pytest.raises(QuantityError):
+        parse_quantity(value)  # type: ignore[arg-type]
+
+
+def test_to_count_rounds_up() -> None:
+    assert to_count("1") == 1
+    assert to_count("1.5") == 2
+    assert to_count("2k") == 2000
+    assert to_count(4) == 4
+
+
+@pytest.mark.parametrize(
+    ("resource", "text", "value"),
+    [
+        ("cpu", "250m", 250),
+        ("memory", "1Gi", 1024**3),
+        ("ephemeral-storage", "2G", 2 * 10**9),
+        ("hugepages-2Mi", "4Mi", 4 * MIB),
+        ("nvidia.com/gpu", "2", 2),
+        ("pods", "110", 110),
+    ],
+)
+def test_parse_resource_dispatch(resource: str, text: str, value: int) -> None:
+    assert parse_resource(resource, text) == value
+
+
+@pytest.mark.parametrize(
+    ("millicores", "text"),
+    [(1000, "1"), (250, "250m"), (0, "0"), (1500, "1500m"), (4000, "4"), (1, "1m")],
+)
+def test_format_cpu(millicores: int, text: str) -> None:
+    assert format_cpu(millicores) == text
+
+
+@pytest.mark.parametrize(
+    ("nbytes", "text"),
+    [
+        (268435456, "256Mi"),
+        (0, "0"),
+        (1024, "1Ki"),
+        (1536 * MIB, "1536Mi"),
+        (1024**3, "1Gi"),
+        (129_000_000, "129M"),
+        (128974848, "123Mi"),
+        (1000, "1k"),
+        (2000 * 1024, "2000Ki"),
+        (10**9, "1G"),  # 2**9 * 5**9: no binary suffix divides it
+        (10**18, "976562500000000Ki"),  # binary wins whenever it is exact
+        (1024**6 * 3, "3Ei"),
+        (1023, "1023"),
+        (1, "1"),
+    ],
+)
+def test_format_bytes(nbytes: int, text: str) -> None:
+    assert format_bytes(nbytes) == text
+
+
+def test_format_resource_dispatch() -> None:
+    assert format_resource("cpu", 2000) == "2"
+    assert format_resource("memory", 256 * MIB) == "256Mi"
+    assert format_resource("hugepages-1Gi", 1024**3) == "1Gi"
+    assert format_resource("ephemeral-storage", 10**9) == "1G"
+    assert format_resource("nvidia.com/gpu", 1024) == "1024"
+
+
+def test_round_up() -> None:
+    assert round_up(0, MIB) == 0
+    assert round_up(1, MIB) == MIB
+    assert round_up(MIB, MIB) == MIB
+    assert round_up(501, 1) == 501
+    assert round_up(-1, 10) == 0
+    with pytest.raises(ValueError):
+        round_up(5, 0)
+
+
+_INTS = st.integers(min_value=-(2**70), max_value=2**70)
+
+
+@given(_INTS)
+def test_cpu_round_trip(millicores: int) -> None:
+    assert to_millicores(format_cpu(millicores)) == millicores
+
+
+@given(_INTS)
+def test_bytes_round_trip(nbytes: int) -> None:
+    assert to_bytes(format_bytes(nbytes)) == nbytes
+
+
+@given(st.integers(min_value=0, max_value=2**40).map(lambda n: n * MIB))
+def test_mib_multiples_format_binary(nbytes: int) -> None:
+    assert format_bytes(nbytes).endswith(("Mi", "Gi", "Ti", "Pi", "Ei")) or nbytes == 0
+
+
+@given(_INTS)
+def test_count_round_trip(count: int) -> None:
+    assert to_count(format_resource("nvidia.com/gpu", count)) == count
+
+
+@given(st.sampled_from(["cpu", "memory", "pods", "hugepages-2Mi"]), st.integers(0, 2**50))
+def test_resource_round_trip(resource: str, value: int) -> None:
+    assert parse_resource(resource, format_resource(resource, value)) == value
+
+
+@given(st.integers(0, 10**6), st.integers(1, 10**4))
+def test_round_up_properties(value: int, unit: int) -> None:
+    rounded = round_up(value, unit)
+    assert rounded % unit == 0
+    assert value <= rounded < value + unit
