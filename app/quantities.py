@@ -62,7 +62,8 @@ _DECIMAL_FORMAT = tuple((s, int(f)) for s, f in reversed(_DECIMAL_SUFFIXES.items
 # "1E3" still reads as 1000.
 _QUANTITY_RE = re.compile(
     r"(?P<sign>[+-]?)(?P<number>\d+(?:\.\d*)?|\.\d+)"
-    r"(?:(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])|[eE](?P<exponent>[+-]?\d+))?"
+    r"(?:(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])|[eE](?P<exponent>[+-]?\d+))?",
+    re.ASCII,  # Kubernetes accepts ASCII digits only, not every Unicode digit
 )
 # An exponent this large is a typo or an attack, never a resource size; refusing it keeps
 # a hostile manifest from making us build a number with millions of digits.

@@ -106,6 +106,7 @@ def test_negative_rounds_up_toward_positive() -> None:
         "1e999",
         ".",
         "1e3.5",
+        "\u0661",
     ],
 )
 def test_rejects_garbage(text: str) -> None:
