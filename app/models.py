@@ -1,0 +1,746 @@
+"""Pydantic models for every kerf custom resource (SPEC §2).
+
+These models are the single source of truth for validation and for the CRD schemas
+(`app/crdgen.py` generates `manifests/crds/` from them). Attributes are snake_case; the
+YAML/JSON form is camelCase through aliases, exactly as users write it.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    model_validator,
+)
+from pydantic.alias_generators import to_camel
+
+from app.durations import DurationError, parse_duration
+from app.quantities import QuantityError, parse_quantity
+
+API_GROUP = "rightsizing.kubex.ai"
+API_VERSION = f"{API_GROUP}/v1alpha1"
+
+DEFAULT_WORKLOAD_TYPES: tuple[str, ...] = (
+    "Deployment",
+    "StatefulSet",
+    "CronJob",
+    "Rollout",
+    "Job",
+    "AnalysisRun",
+    "DaemonSet",
+    "Model",
+)
+WorkloadType = Literal[
+    "Deployment",
+    "StatefulSet",
+    "CronJob",
+    "Rollout",
+    "Job",
+    "AnalysisRun",
+    "DaemonSet",
+    "Model",
+    "StrimziPodSet",
+]
+Weekday = Literal["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
+Mode = Literal["auto", "audit"]
+
+DEFAULT_PRECEDENCE: tuple[tuple[str, int], ...] = (
+    ("RollbackPolicy", 130),
+    ("ClusterRollbackPolicy", 130),
+    ("GpuReactivePolicy", 120),
+    ("ClusterGpuReactivePolicy", 110),
+    ("ContainerArgsPolicy", 100),
+    ("StaticPolicy", 90),
+    ("ClusterStaticPolicy", 90),
+    ("ProactivePolicy", 70),
+    ("ClusterProactivePolicy", 70),
+)
+
+
+def _check_quantity(value: str) -> str:
+    try:
+        parse_quantity(value)
+    except QuantityError as exc:
+        raise ValueError(str(exc)) from None
+    return value
+
+
+def _check_duration(value: str) -> str:
+    try:
+        parse_duration(value)
+    except DurationError as exc:
+        raise ValueError(str(exc)) from None
+    return value
+
+
+def _check_ratio(value: str) -> str:
+    try:
+        number = float(value)
+    except ValueError:
+        raise ValueError(f"{value!r} is not a decimal number") from None
+    if not 0 <= number <= 1:
+        raise ValueError(f"{value!r} must be between 0 and 1")
+    return value
+
+
+# Quantities and durations stay strings in the object (as users wrote them); the
+# validators guarantee they parse, and the CRD carries a matching pattern.
+Quantity = Annotated[str, AfterValidator(_check_quantity)]
+Duration = Annotated[str, AfterValidator(_check_duration)]
+Ratio = Annotated[str, AfterValidator(_check_ratio)]
+TIME_PATTERN = r"^([01][0-9]|2[0-3]):[0-5][0-9]$"
+END_TIME_PATTERN = r"^(([01][0-9]|2[0-3]):[0-5][0-9]|24:00)$"
+ARG_NAME_PATTERN = r"^--?[^\s=]+$"
+
+
+class KerfModel(BaseModel):
+    """Base: camelCase aliases, unknown fields rejected (a typo is an error, not a no-op)."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="forbid",
+        frozen=True,
+    )
+
+
+# --------------------------------------------------------------------------- scope
+
+
+class LabelSelectorRequirement(KerfModel):
+    key: str = Field(min_length=1)
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
+    values: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _values_fit_operator(self) -> LabelSelectorRequirement:
+        if self.operator in ("In", "NotIn") and not self.values:
+            raise ValueError(f"operator {self.operator} needs at least one value")
+        if self.operator in ("Exists", "DoesNotExist") and self.values:
+            raise ValueError(f"operator {self.operator} takes no values")
+        return self
+
+
+class LabelSelector(KerfModel):
+    match_labels: dict[str, str] = Field(default_factory=dict)
+    match_expressions: list[LabelSelectorRequirement] = Field(default_factory=list)
+
+
+class NamespaceSelector(KerfModel):
+    operator: Literal["In", "NotIn"]
+    values: list[str] = Field(min_length=1)
+
+
+class Scope(KerfModel):
+    label_selector: LabelSelector | None = None
+    workload_types: list[WorkloadType] = Field(default_factory=lambda: list(DEFAULT_WORKLOAD_TYPES))
+    namespace_selector: NamespaceSelector | None = None
+    containers: list[str] | None = None
+
+
+# --------------------------------------------------------------------------- guardrails
+
+
+class RollbackGuardrails(KerfModel):
+    """Health thresholds after a change; None = inherit from the next layer."""
+
+    watch_duration: Duration | None = None
+    oom_kills: int | None = Field(default=None, ge=0)
+    restarts: int | None = Field(default=None, ge=0)
+    throttling_ratio: Ratio | None = None
+
+
+class ApplySettings(KerfModel):
+    fallback_after: Duration | None = None
+
+
+class Guardrails(KerfModel):
+    """A guardrails block. Every field is optional so the layers (built-in defaults ←
+    GlobalConfiguration.guardrailDefaults ← policy) can be merged; the CRD therefore sets
+    no defaults here, or the API server would fill them in and hide the lower layers."""
+
+    learning_period: Duration | None = None
+    min_confidence: Ratio | None = None
+    max_change_percent: int | None = Field(default=None, ge=1, le=100)
+    min_cpu: Quantity | None = Field(default=None, alias="minCPU")
+    min_memory: Quantity | None = None
+    cooldown: Duration | None = None
+    rollback: RollbackGuardrails | None = None
+    allow_single_replica_disruption: bool | None = None
+    apply: ApplySettings | None = None
+
+
+# --------------------------------------------------------------------------- strategy
+
+
+class ContainerBounds(KerfModel):
+    floor: Quantity | None = None
+    ceiling: Quantity | None = None
+
+    @model_validator(mode="after")
+    def _floor_below_ceiling(self) -> ContainerBounds:
+        if self.floor is not None and self.ceiling is not None:
+            if parse_quantity(self.floor) > parse_quantity(self.ceiling):
+                raise ValueError(f"floor {self.floor} is above ceiling {self.ceiling}")
+        return self
+
+
+class FieldEnablement(ContainerBounds):
+    """Switches for one resource field; requests and memory limits default to all on."""
+
+    upsize: bool = True
+    downsize: bool = True
+    set_from_unspecified: bool = True
+    containers: dict[str, ContainerBounds] = Field(default_factory=dict)
+
+
+class CpuLimitsEnablement(FieldEnablement):
+    """CPU limits are not invented for a container without one (throttling risk)."""
+
+    set_from_unspecified: bool = False
+
+
+class GpuFieldEnablement(FieldEnablement):
+    """GPU changes are opt-in: every switch defaults to off."""
+
+    upsize: bool = False
+    downsize: bool = False
+    set_from_unspecified: bool = False
+
+
+class CpuEnablement(KerfModel):
+    requests: FieldEnablement = Field(default_factory=FieldEnablement)
+    limits: CpuLimitsEnablement = Field(default_factory=CpuLimitsEnablement)
+
+
+class MemoryEnablement(KerfModel):
+    requests: FieldEnablement = Field(default_factory=FieldEnablement)
+    limits: FieldEnablement = Field(default_factory=FieldEnablement)
+
+
+class GpuEnablement(KerfModel):
+    requests: GpuFieldEnablement = Field(default_factory=GpuFieldEnablement)
+    limits: GpuFieldEnablement = Field(default_factory=GpuFieldEnablement)
+
+
+class Enablement(KerfModel):
+    cpu: CpuEnablement = Field(default_factory=CpuEnablement)
+    memory: MemoryEnablement = Field(default_factory=MemoryEnablement)
+    gpu: GpuEnablement = Field(default_factory=GpuEnablement)
+
+
+class InPlaceResize(KerfModel):
+    enabled: bool = True
+    container_restart: bool = False
+
+
+class PodEviction(KerfModel):
+    enabled: bool = True
+
+
+class Window(KerfModel):
+    name: str = Field(min_length=1)
+    timezone: str = "UTC"
+    weekdays: list[Weekday] = Field(default_factory=list)
+    start: str = Field(pattern=TIME_PATTERN)
+    end: str = Field(pattern=END_TIME_PATTERN)
+
+    @model_validator(mode="after")
+    def _start_differs_from_end(self) -> Window:
+        if self.start == self.end:
+            raise ValueError(f"window {self.name!r}: start and end are both {self.start}")
+        return self
+
+
+class Scheduling(KerfModel):
+    inclusion_windows: list[Window] = Field(default_factory=list)
+    exclusion_windows: list[Window] = Field(default_factory=list)
+
+
+class AutomationStrategySpec(KerfModel):
+    enablement: Enablement = Field(default_factory=Enablement)
+    in_place_resize: InPlaceResize = Field(default_factory=InPlaceResize)
+    pod_eviction: PodEviction = Field(default_factory=PodEviction)
+    scheduling: Scheduling = Field(default_factory=Scheduling)
+
+
+# --------------------------------------------------------------------------- policies
+
+
+class ObjectRef(KerfModel):
+    name: str = Field(min_length=1)
+
+
+class ResourceValues(KerfModel):
+    requests: dict[str, Quantity] = Field(default_factory=dict)
+    limits: dict[str, Quantity] = Field(default_factory=dict)
+
+
+class StaticResources(KerfModel):
+    containers: dict[str, ResourceValues] = Field(min_length=1)
+
+
+class SafetyChecks(KerfModel):
+    max_analysis_age_days: int = Field(default=5, ge=1)
+
+
+class StaticPolicySpec(KerfModel):
+    automation_strategy_ref: ObjectRef
+    resources: StaticResources
+    scope: Scope = Field(default_factory=Scope)
+    weight: int = Field(default=0, ge=0)
+    mode: Mode = "auto"
+    guardrails: Guardrails = Field(default_factory=Guardrails)
+
+
+class ProactivePolicySpec(KerfModel):
+    automation_strategy_ref: ObjectRef
+    safety_checks: SafetyChecks = Field(default_factory=SafetyChecks)
+    scope: Scope = Field(default_factory=Scope)
+    weight: int = Field(default=0, ge=0)
+    mode: Mode = "auto"
+    guardrails: Guardrails = Field(default_factory=Guardrails)
+
+
+class GpuMetrics(KerfModel):
+    source: Literal["dcgm", "prometheus"] = "dcgm"
+    window: Duration = "10m"
+
+
+class GpuUpsize(KerfModel):
+    utilization_threshold_percent: int = Field(default=80, ge=1, le=100)
+    step: int = Field(default=1, ge=1)
+    max_gpus: int | None = Field(default=None, ge=1)
+
+
+class GpuScaleBack(KerfModel):
+    utilization_threshold_percent: int = Field(default=20, ge=1, le=100)
+    after: Duration = "1h"
+
+
+class GpuReactivePolicySpec(KerfModel):
+    automation_strategy_ref: ObjectRef
+    metrics: GpuMetrics = Field(default_factory=GpuMetrics)
+    upsize: GpuUpsize = Field(default_factory=GpuUpsize)
+    scale_back: GpuScaleBack = Field(default_factory=GpuScaleBack)
+    scope: Scope = Field(default_factory=Scope)
+    weight: int = Field(default=0, ge=0)
+    mode: Mode = "auto"
+
+    @model_validator(mode="after")
+    def _scale_back_below_upsize(self) -> GpuReactivePolicySpec:
+        if (
+            self.scale_back.utilization_threshold_percent
+            >= self.upsize.utilization_threshold_percent
+        ):
+            raise ValueError("scaleBack.utilizationThresholdPercent must be below upsize's")
+        return self
+
+
+class ArgOperation(KerfModel):
+    name: str = Field(pattern=ARG_NAME_PATTERN)
+    operation: Literal["AddOrUpdate", "Remove"] = "AddOrUpdate"
+    value: str | None = None
+
+    @model_validator(mode="after")
+    def _remove_has_no_value(self) -> ArgOperation:
+        if self.operation == "Remove" and self.value is not None:
+            raise ValueError(f"argument {self.name}: Remove takes no value")
+        return self
+
+
+class ContainerArgs(KerfModel):
+    args: list[ArgOperation] = Field(min_length=1)
+
+
+class ContainerArgsPolicySpec(KerfModel):
+    containers: dict[str, ContainerArgs] = Field(min_length=1)
+    scope: Scope
+    weight: int = Field(default=0, ge=0)
+    replace_existing_pods: bool = False
+
+
+class Backoff(KerfModel):
+    time_period: Duration
+    multiply_by_turn: int = Field(ge=1)
+    max_attempts: int = Field(ge=1)
+
+
+class RollbackPolicySpec(KerfModel):
+    scope: Scope = Field(default_factory=Scope)
+    monitoring_period: Duration
+    rollback_target: Literal["manifest", "lastSuccessful"]
+    adoption_threshold_percent: int = Field(ge=1, le=100)
+    backoff: Backoff
+    weight: int = Field(default=0, ge=0)
+    enable_monitoring_reopen: bool = True
+
+
+class Precedence(KerfModel):
+    type: str = Field(min_length=1)
+    priority: int = Field(ge=0)
+
+
+class PolicyEvaluationSpec(KerfModel):
+    precedence: list[Precedence] = Field(
+        default_factory=lambda: [Precedence(type=t, priority=p) for t, p in DEFAULT_PRECEDENCE]
+    )
+
+    @model_validator(mode="after")
+    def _types_unique(self) -> PolicyEvaluationSpec:
+        seen: set[str] = set()
+        for entry in self.precedence:
+            if entry.type in seen:
+                raise ValueError(f"precedence lists type {entry.type} twice")
+            seen.add(entry.type)
+        return self
+
+
+class GlobalConfigurationSpec(KerfModel):
+    automation_enabled: bool = True
+    multi_policy_container_rightsizing_enabled: bool = False
+    protected_namespace_patterns: list[str] = Field(
+        default_factory=lambda: ["kube-*", "openshift-*", "gmp-*"]
+    )
+    tolerance_percent: int = Field(default=5, ge=0, le=100)
+    guardrail_defaults: Guardrails = Field(default_factory=Guardrails)
+    recommendation_reload_interval: Duration = "1h"
+    webhook_lease_max_age: Duration = "60s"
+
+
+class TargetRef(KerfModel):
+    api_version: str = Field(min_length=1)
+    kind: str = Field(min_length=1)
+    name: str = Field(min_length=1)
+
+
+class RightsizingRecommendationSpec(KerfModel):
+    target_ref: TargetRef
+
+
+# --------------------------------------------------------------------------- status
+
+
+class Condition(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow")
+
+    type: str
+    status: Literal["True", "False", "Unknown"]
+    reason: str | None = None
+    message: str | None = None
+    last_transition_time: datetime | None = None
+    observed_generation: int | None = None
+
+
+class LastApplied(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow")
+
+    at: datetime
+    method: Literal["admission", "inPlace", "evict"] | None = None
+    containers: dict[str, ResourceValues] = Field(default_factory=dict)
+
+
+class LastRollback(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow")
+
+    at: datetime
+    resources: list[str] = Field(default_factory=list)
+    reason: str | None = None
+
+
+class RecommendationStatus(BaseModel):
+    """Status written by the reconciler; lenient (extra allowed) so older writers load."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow")
+
+    phase: (
+        Literal[
+            "Pending",
+            "Proposed",
+            "Applied",
+            "Blocked",
+            "Skipped",
+            "RollingBack",
+            "RolledBack",
+            "Failed",
+        ]
+        | None
+    ) = None
+    conditions: list[Condition] = Field(default_factory=list)
+    observed_generation: int | None = None
+    last_applied: LastApplied | None = None
+    last_rollback: LastRollback | None = None
+    next_allowed_at: datetime | None = None
+
+
+class Status(BaseModel):
+    """Generic status of the policy kinds: conditions and observedGeneration."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow")
+
+    conditions: list[Condition] = Field(default_factory=list)
+    observed_generation: int | None = None
+
+
+# --------------------------------------------------------------------------- objects
+
+
+class OwnerReference(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow")
+
+    api_version: str
+    kind: str
+    name: str
+    uid: str | None = None
+    controller: bool | None = None
+
+
+class ObjectMeta(BaseModel):
+    """The metadata kerf reads; other fields are kept but not interpreted."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="allow", frozen=True
+    )
+
+    name: str = Field(min_length=1)
+    namespace: str | None = None
+    uid: str | None = None
+    labels: dict[str, str] = Field(default_factory=dict)
+    annotations: dict[str, str] = Field(default_factory=dict)
+    creation_timestamp: datetime | None = None
+    generation: int = 1
+    resource_version: str | None = None
+    owner_references: list[OwnerReference] = Field(default_factory=list)
+
+
+class KerfResource(BaseModel):
+    """A kerf custom resource: apiVersion, kind, metadata, spec, status."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True
+    )
+
+    cluster_scoped: ClassVar[bool] = False
+    #: A fixed object name for the cluster singletons.
+    singleton_name: ClassVar[str | None] = None
+    #: additionalPrinterColumns of the CRD: (name, type, jsonPath).
+    printer_columns: ClassVar[tuple[tuple[str, str, str], ...]] = ()
+    short_names: ClassVar[tuple[str, ...]] = ()
+
+    api_version: Literal["rightsizing.kubex.ai/v1alpha1"]
+    kind: str
+    metadata: ObjectMeta
+    status: Status | None = None
+
+    @model_validator(mode="after")
+    def _scope_rules(self) -> KerfResource:
+        cls = type(self)
+        if cls.cluster_scoped and self.metadata.namespace:
+            raise ValueError(f"{self.kind} is cluster-scoped: metadata.namespace must be empty")
+        if not cls.cluster_scoped and not self.metadata.namespace:
+            raise ValueError(f"{self.kind} is namespaced: metadata.namespace is required")
+        if cls.singleton_name and self.metadata.name != cls.singleton_name:
+            raise ValueError(
+                f"{self.kind} is a singleton: metadata.name must be {cls.singleton_name!r}"
+            )
+        scope = getattr(getattr(self, "spec", None), "scope", None)
+        if cls.cluster_scoped and scope is not None and _has_scope(cls):
+            if scope.namespace_selector is None:
+                raise ValueError(f"{self.kind}: spec.scope.namespaceSelector is required")
+        if not cls.cluster_scoped and scope is not None and scope.namespace_selector is not None:
+            raise ValueError(
+                f"{self.kind} is namespaced: spec.scope.namespaceSelector is only for cluster kinds"
+            )
+        return self
+
+
+def _has_scope(cls: type[KerfResource]) -> bool:
+    spec_type = cls.model_fields["spec"].annotation
+    return isinstance(spec_type, type) and "scope" in spec_type.model_fields
+
+
+class PolicyResource(KerfResource):
+    """Common base of kinds that target workloads through a scope."""
+
+    printer_columns = (
+        ("Weight", "integer", ".spec.weight"),
+        ("Ready", "string", '.status.conditions[?(@.type=="Ready")].status'),
+        ("Age", "date", ".metadata.creationTimestamp"),
+    )
+
+
+class PolicyEvaluation(KerfResource):
+    cluster_scoped = True
+    singleton_name = "policy-evaluation"
+    kind: Literal["PolicyEvaluation"]
+    spec: PolicyEvaluationSpec = Field(default_factory=PolicyEvaluationSpec)
+
+
+class GlobalConfiguration(KerfResource):
+    cluster_scoped = True
+    singleton_name = "global-config"
+    printer_columns = (
+        ("Automation", "boolean", ".spec.automationEnabled"),
+        ("MultiPolicy", "boolean", ".spec.multiPolicyContainerRightsizingEnabled"),
+        ("Age", "date", ".metadata.creationTimestamp"),
+    )
+    kind: Literal["GlobalConfiguration"]
+    spec: GlobalConfigurationSpec = Field(default_factory=GlobalConfigurationSpec)
+
+
+class AutomationStrategy(KerfResource):
+    printer_columns = (
+        ("InPlace", "boolean", ".spec.inPlaceResize.enabled"),
+        ("Eviction", "boolean", ".spec.podEviction.enabled"),
+        ("Age", "date", ".metadata.creationTimestamp"),
+    )
+    kind: Literal["AutomationStrategy"]
+    spec: AutomationStrategySpec = Field(default_factory=AutomationStrategySpec)
+
+
+class ClusterAutomationStrategy(AutomationStrategy):
+    cluster_scoped = True
+    kind: Literal["ClusterAutomationStrategy"]  # type: ignore[assignment]
+
+
+class StaticPolicy(PolicyResource):
+    kind: Literal["StaticPolicy"]
+    spec: StaticPolicySpec
+
+
+class ClusterStaticPolicy(StaticPolicy):
+    cluster_scoped = True
+    kind: Literal["ClusterStaticPolicy"]  # type: ignore[assignment]
+
+
+class ProactivePolicy(PolicyResource):
+    kind: Literal["ProactivePolicy"]
+    spec: ProactivePolicySpec
+
+
+class ClusterProactivePolicy(ProactivePolicy):
+    cluster_scoped = True
+    kind: Literal["ClusterProactivePolicy"]  # type: ignore[assignment]
+
+
+class GpuReactivePolicy(PolicyResource):
+    kind: Literal["GpuReactivePolicy"]
+    spec: GpuReactivePolicySpec
+
+
+class ClusterGpuReactivePolicy(GpuReactivePolicy):
+    cluster_scoped = True
+    kind: Literal["ClusterGpuReactivePolicy"]  # type: ignore[assignment]
+
+
+class ContainerArgsPolicy(PolicyResource):
+    cluster_scoped = True
+    kind: Literal["ContainerArgsPolicy"]
+    spec: ContainerArgsPolicySpec
+
+
+class RollbackPolicy(PolicyResource):
+    printer_columns = (
+        ("Target", "string", ".spec.rollbackTarget"),
+        ("Period", "string", ".spec.monitoringPeriod"),
+        ("Weight", "integer", ".spec.weight"),
+        ("Age", "date", ".metadata.creationTimestamp"),
+    )
+    kind: Literal["RollbackPolicy"]
+    spec: RollbackPolicySpec
+
+
+class ClusterRollbackPolicy(RollbackPolicy):
+    cluster_scoped = True
+    kind: Literal["ClusterRollbackPolicy"]  # type: ignore[assignment]
+
+
+class RightsizingRecommendation(KerfResource):
+    printer_columns = (
+        ("Phase", "string", ".status.phase"),
+        ("Reason", "string", '.status.conditions[?(@.type=="Blocked")].reason'),
+        ("Age", "date", ".metadata.creationTimestamp"),
+    )
+    kind: Literal["RightsizingRecommendation"]
+    spec: RightsizingRecommendationSpec
+    status: RecommendationStatus | None = None  # type: ignore[assignment]
+
+
+KINDS: dict[str, type[KerfResource]] = {
+    cls.model_fields["kind"].annotation.__args__[0]: cls  # type: ignore[union-attr]
+    for cls in (
+        PolicyEvaluation,
+        GlobalConfiguration,
+        AutomationStrategy,
+        ClusterAutomationStrategy,
+        StaticPolicy,
+        ClusterStaticPolicy,
+        ProactivePolicy,
+        ClusterProactivePolicy,
+        GpuReactivePolicy,
+        ClusterGpuReactivePolicy,
+        ContainerArgsPolicy,
+        RollbackPolicy,
+        ClusterRollbackPolicy,
+        RightsizingRecommendation,
+    )
+}
+
+
+class InvalidObject(ValueError):
+    """A kerf object failed validation; the message names the source, object and field."""
+
+
+def object_label(doc: Any) -> str:
+    """`Kind namespace/name` (or `Kind name`) of a raw object, for messages."""
+    if not isinstance(doc, dict):
+        return "object"
+    meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
+    name = meta.get("name", "<unnamed>")
+    ns = meta.get("namespace")
+    return f"{doc.get('kind', '<no kind>')} {ns + '/' if ns else ''}{name}"
+
+
+def _loc(loc: tuple[Any, ...]) -> str:
+    parts: list[str] = []
+    for item in loc:
+        if isinstance(item, int):
+            parts.append(f"[{item}]")
+        elif isinstance(item, str) and not re.match(r"^(function-|literal\[|[a-z_]+\[)", item):
+            parts.append(("." if parts else "") + item)
+    return "".join(parts)
+
+
+def format_validation_error(exc: ValidationError) -> str:
+    """One line per problem: `field.path: message`, joined with '; '."""
+    lines = []
+    for err in exc.errors():
+        message = err["msg"].removeprefix("Value error, ")
+        loc = _loc(err["loc"])
+        lines.append(f"{loc}: {message}" if loc else message)
+    return "; ".join(lines)
+
+
+def parse_object(doc: Any, source: str = "<input>") -> KerfResource:
+    """Validate one kerf object; raise InvalidObject with one clear message on failure."""
+    label = object_label(doc)
+    if not isinstance(doc, dict):
+        raise InvalidObject(f"{source}: expected a mapping, got {type(doc).__name__}")
+    if doc.get("apiVersion") != API_VERSION:
+        raise InvalidObject(
+            f"{source}: {label}: apiVersion must be {API_VERSION}, got {doc.get('apiVersion')!r}"
+        )
+    cls = KINDS.get(doc.get("kind", ""))
+    if cls is None:
+        raise InvalidObject(f"{source}: {label}: unknown kind {doc.get('kind')!r}")
+    try:
+        return cls.model_validate(doc)
+    except ValidationError as exc:
+        raise InvalidObject(f"{source}: {label}: {format_validation_error(exc)}") from None

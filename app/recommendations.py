@@ -1,0 +1,152 @@
+"""The recommendation source (SPEC §4): ConfigMap rows in, typed rows out.
+
+The interface is deliberately small — `parse_rows` turns a document into rows and
+warnings — so a Prometheus-backed recommender can produce the same rows later.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import orjson
+
+from app.quantities import QuantityError, parse_resource
+
+SOURCE_LABEL = "rightsizing.kubex.ai/recommendations"
+DATA_KEY = "recommendations.json"
+_REQUIRED = (
+    "namespace",
+    "ownerKind",
+    "ownerName",
+    "container",
+    "requests",
+    "analyzedAt",
+    "coverageHours",
+    "samples",
+    "confidence",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class RecommendationRow:
+    """One container's recommendation from the source."""
+
+    namespace: str
+    owner_kind: str
+    owner_name: str
+    container: str
+    requests: dict[str, str]
+    limits: dict[str, str]
+    analyzed_at: datetime
+    coverage_hours: float
+    samples: int
+    confidence: float
+    cpu_throttling_ratio: float | None
+
+    @property
+    def owner_key(self) -> tuple[str, str, str]:
+        """(kind, namespace, name) of the workload the row is for."""
+        return (self.owner_kind, self.namespace, self.owner_name)
+
+
+def is_recommendation_configmap(obj: Mapping[str, Any]) -> bool:
+    """A ConfigMap labelled as a recommendation source."""
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    return obj.get("kind") == "ConfigMap" and labels.get(SOURCE_LABEL) == "true"
+
+
+def _resources(value: Any, field: str) -> dict[str, str]:
+    if not isinstance(value, dict):
+        raise ValueError(f"{field} must be a mapping of resource to quantity")
+    for resource, quantity in value.items():
+        try:
+            parse_resource(resource, quantity)
+        except QuantityError as exc:
+            raise ValueError(f"{field}.{resource}: {exc}") from None
+    return {str(r): str(q) for r, q in value.items()}
+
+
+def _row(raw: Any) -> RecommendationRow:
+    if not isinstance(raw, dict):
+        raise ValueError("row is not a mapping")
+    missing = [f for f in _REQUIRED if raw.get(f) in (None, "")]
+    if missing:
+        raise ValueError(f"missing {', '.join(missing)}")
+    try:
+        analyzed_at = datetime.fromisoformat(str(raw["analyzedAt"]))
+    except ValueError:
+        raise ValueError(f"analyzedAt {raw['analyzedAt']!r} is not an RFC3339 time") from None
+    if analyzed_at.tzinfo is None:
+        raise ValueError(f"analyzedAt {raw['analyzedAt']!r} has no time zone")
+    confidence = float(raw["confidence"])
+    if not 0 <= confidence <= 1:
+        raise ValueError(f"confidence {confidence} is outside 0..1")
+    throttling = raw.get("cpuThrottlingRatio")
+    return RecommendationRow(
+        namespace=str(raw["namespace"]),
+        owner_kind=str(raw["ownerKind"]),
+        owner_name=str(raw["ownerName"]),
+        container=str(raw["container"]),
+        requests=_resources(raw["requests"], "requests"),
+        limits=_resources(raw.get("limits") or {}, "limits"),
+        analyzed_at=analyzed_at,
+        coverage_hours=float(raw["coverageHours"]),
+        samples=int(raw["samples"]),
+        confidence=confidence,
+        cpu_throttling_ratio=None if throttling is None else float(throttling),
+    )
+
+
+def parse_rows(text: str | bytes, source: str) -> tuple[list[RecommendationRow], list[str]]:
+    """Rows of a `recommendations.json` document and one warning per skipped row.
+
+    A bad row is skipped with a warning naming it; the rest load. A document that is not
+    JSON at all raises ValueError (the source is then unreachable, not empty).
+    """
+    try:
+        document = orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        raise ValueError(f"{source}: {DATA_KEY} is not JSON: {exc}") from None
+    raw_rows = document.get("recommendations") if isinstance(document, dict) else None
+    if not isinstance(raw_rows, list):
+        raise ValueError(f"{source}: {DATA_KEY} needs a list 'recommendations'")
+    rows: list[RecommendationRow] = []
+    warnings: list[str] = []
+    for index, raw in enumerate(raw_rows):
+        try:
+            rows.append(_row(raw))
+        except (ValueError, TypeError) as exc:
+            who = (
+                f"{raw.get('namespace')}/{raw.get('ownerKind')}/{raw.get('ownerName')}"
+                f"/{raw.get('container')}"
+                if isinstance(raw, dict)
+                else "?"
+            )
+            warnings.append(f"{source}: recommendations[{index}] ({who}) skipped: {exc}")
+    return rows, warnings
+
+
+def rows_from_configmap(obj: Mapping[str, Any]) -> tuple[list[RecommendationRow], list[str]]:
+    """Rows of a recommendation ConfigMap (empty with a warning when the key is missing)."""
+    meta = obj.get("metadata") or {}
+    source = f"ConfigMap {meta.get('namespace')}/{meta.get('name')}"
+    data = obj.get("data") or {}
+    if DATA_KEY not in data:
+        return [], [f"{source}: no {DATA_KEY} key"]
+    return parse_rows(data[DATA_KEY], source)
+
+
+def index_rows(
+    rows: Iterable[RecommendationRow],
+) -> dict[tuple[str, str, str], dict[str, RecommendationRow]]:
+    """Rows by workload (kind, namespace, name) then container; the newest analysis wins."""
+    index: dict[tuple[str, str, str], dict[str, RecommendationRow]] = {}
+    for row in rows:
+        per_container = index.setdefault(row.owner_key, {})
+        known = per_container.get(row.container)
+        if known is None or row.analyzed_at > known.analyzed_at:
+            per_container[row.container] = row
+    return index

@@ -1,0 +1,99 @@
+"""Workloads as the decisions see them: a small typed view of a controller object."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from app.owners import WorkloadRef
+
+WORKLOAD_KINDS: frozenset[str] = frozenset(
+    {
+        "Deployment",
+        "StatefulSet",
+        "DaemonSet",
+        "Job",
+        "CronJob",
+        "Rollout",
+        "AnalysisRun",
+        "Model",
+        "StrimziPodSet",
+    }
+)
+
+ContainerResources = dict[str, dict[str, str]]  # {"requests": {res: qty}, "limits": {...}}
+
+
+def parse_time(value: Any) -> datetime | None:
+    """An RFC3339 timestamp from YAML/JSON (YAML may already give a datetime)."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, datetime):
+        return value
+    return datetime.fromisoformat(str(value))
+
+
+def container_resources(container: Mapping[str, Any]) -> ContainerResources:
+    """Requests and limits of a container spec as plain string maps."""
+    resources = container.get("resources") or {}
+    return {
+        "requests": {k: str(v) for k, v in (resources.get("requests") or {}).items()},
+        "limits": {k: str(v) for k, v in (resources.get("limits") or {}).items()},
+    }
+
+
+def pod_template(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The pod template of a workload object (CronJob: through its jobTemplate)."""
+    spec = obj.get("spec") or {}
+    if obj.get("kind") == "CronJob":
+        spec = ((spec.get("jobTemplate") or {}).get("spec")) or {}
+    return spec.get("template") or {}
+
+
+@dataclass(frozen=True, slots=True)
+class Workload:
+    """A workload kerf may manage."""
+
+    kind: str
+    namespace: str
+    name: str
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    replicas: int | None = None
+    containers: Mapping[str, ContainerResources] = field(default_factory=dict)
+    uid: str | None = None
+
+    @property
+    def ref(self) -> WorkloadRef:
+        """The (kind, namespace, name) identity."""
+        return WorkloadRef(self.kind, self.namespace, self.name)
+
+    @classmethod
+    def from_object(cls, obj: Mapping[str, Any]) -> Workload:
+        """Build from a Kubernetes object dict (Deployment, StatefulSet, CronJob …)."""
+        meta = obj.get("metadata") or {}
+        spec = obj.get("spec") or {}
+        kind = str(obj.get("kind"))
+        replicas: int | None
+        if kind in ("Deployment", "StatefulSet", "Rollout", "StrimziPodSet"):
+            replicas = int(spec.get("replicas", 1))
+        elif kind == "Job":
+            replicas = int(spec.get("parallelism", 1))
+        else:
+            replicas = None
+        template_spec = pod_template(obj).get("spec") or {}
+        containers = {
+            c["name"]: container_resources(c) for c in template_spec.get("containers") or []
+        }
+        return cls(
+            kind=kind,
+            namespace=str(meta.get("namespace") or "default"),
+            name=str(meta["name"]),
+            labels=dict(meta.get("labels") or {}),
+            annotations=dict(meta.get("annotations") or {}),
+            replicas=replicas,
+            containers=containers,
+            uid=meta.get("uid"),
+        )
