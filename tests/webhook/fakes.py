@@ -1,0 +1,127 @@
+"""Test doubles for the webhook: a cluster view and a scripted `admit`.
+
+`AdmissionResult` and `WorkloadRef` come from the shared library when it is present; the
+local stand-ins carry exactly the fields of that interface so the webhook tests run while
+`app.admission` is being written.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+try:
+    from app.admission import AdmissionResult
+
+    from app.owners import WorkloadRef
+except ImportError:
+
+    @dataclass(frozen=True, slots=True)
+    class WorkloadRef:  # type: ignore[no-redef]
+        kind: str
+        namespace: str
+        name: str
+
+    @dataclass(frozen=True, slots=True)
+    class AdmissionResult:  # type: ignore[no-redef]
+        outcome: str
+        reason: str | None
+        message: str
+        owner: WorkloadRef | None
+        resources: dict[str, dict[str, dict[str, str]]]
+        args: dict[str, list[str]]
+        annotations: dict[str, str]
+        selected: list[dict]
+
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "admission"
+POD_INFO = "automation-webhook.kubex.ai/pod-rightsizing-info"
+
+
+def load_example(name: str) -> dict[str, Any]:
+    """One AdmissionReview fixture from examples/admission."""
+    return orjson.loads((EXAMPLES / name).read_bytes())
+
+
+@dataclass
+class FakeView:
+    """The two attributes of `app.view.ClusterView` the server reads."""
+
+    synced: bool = True
+    synced_at: datetime | None = None
+
+
+def result(
+    outcome: str = "apply",
+    *,
+    reason: str | None = None,
+    resources: dict[str, dict[str, dict[str, str]]] | None = None,
+    args: dict[str, list[str]] | None = None,
+    annotations: dict[str, str] | None = None,
+    owner: WorkloadRef | None = None,
+) -> AdmissionResult:
+    """An AdmissionResult whose `selected` lists every resource value it sets."""
+    resources = resources or {}
+    selected = [
+        {
+            "container": container,
+            "field": field_name,
+            "resource": resource,
+            "value": value,
+            "policyKind": "StaticPolicy",
+            "policyNamespace": "shop",
+            "policyName": "web-static",
+            "annotationKey": f"static.rightsizing.kubex.ai/desired-resource-{field_name}",
+        }
+        for container, fields in resources.items()
+        for field_name, values in fields.items()
+        for resource, value in values.items()
+    ]
+    return AdmissionResult(
+        outcome=outcome,
+        reason=reason,
+        message=f"{outcome} {reason or ''}".strip(),
+        owner=owner,
+        resources=resources,
+        args=args or {},
+        annotations=annotations or {},
+        selected=selected,
+    )
+
+
+@dataclass
+class ScriptedAdmit:
+    """An `admit` that returns a fixed result and records what it was asked."""
+
+    answer: AdmissionResult | Callable[[Mapping[str, Any]], AdmissionResult]
+    calls: list[tuple[str, datetime]] = field(default_factory=list)
+
+    def __call__(
+        self, view: Any, pod: Mapping[str, Any], namespace: str, now: datetime
+    ) -> AdmissionResult:
+        self.calls.append((namespace, now))
+        return self.answer(pod) if callable(self.answer) else self.answer
+
+
+@dataclass
+class BlockingAdmit:
+    """An `admit` that never returns before `release` is set: exercises the deadline."""
+
+    release: threading.Event = field(default_factory=threading.Event)
+
+    def __call__(
+        self, view: Any, pod: Mapping[str, Any], namespace: str, now: datetime
+    ) -> AdmissionResult:
+        self.release.wait()
+        return result("skipped", reason="NoSignificantChange")
+
+
+def failing_admit(view: Any, pod: Mapping[str, Any], namespace: str, now: datetime) -> Any:
+    """An `admit` with a bug."""
+    raise RuntimeError("boom")

@@ -1,0 +1,241 @@
+"""The FastAPI app: POST /mutate, POST /noop, GET /healthz, /readyz, /metrics.
+
+The request path never talks to the API server: the decision comes from `admit` over the
+in-memory cluster view. Whatever goes wrong after the body was read as JSON, the answer is
+`allowed: true` without a patch (fail open), because a webhook that blocks pods takes the
+cluster down with it; the failure is counted, logged with the request uid and returned as
+a warning.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import time
+from collections.abc import AsyncIterator, Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import orjson
+from fastapi import FastAPI, Request
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from starlette.responses import Response
+
+from app.annotations import MIRROR_POD
+from webhook.limits import MAX_BODY_BYTES, BodyTooLarge, read_body
+from webhook.logs import LOGGER_NAME, decision_record, log_decision
+from webhook.metrics import WebhookMetrics, create_metrics
+from webhook.patch import build_patch
+from webhook.review import (
+    API_VERSION_V1,
+    AdmissionRequest,
+    BodyError,
+    ReviewError,
+    load_json,
+    parse_review,
+    pod_shape_problem,
+    review_response,
+)
+
+if TYPE_CHECKING:
+    from app.admission import AdmissionResult
+
+    from app.view import ClusterView
+
+    Admit = Callable[[ClusterView, Mapping[str, Any], str, datetime], AdmissionResult]
+
+JSON = "application/json"
+# Enough threads that a few hung decisions (already answered by the deadline) do not
+# starve the next requests; decisions are CPU-bound, so more would not add throughput.
+ADMIT_WORKERS = 4
+
+
+def utc_now() -> datetime:
+    """The default clock: timezone-aware UTC now."""
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class _Answer:
+    """What one /mutate request produced, for the response, the metrics and the log."""
+
+    body: bytes
+    outcome: str
+    reason: str | None
+    message: str
+    result: AdmissionResult | None = None
+    patch_ops: int = 0
+
+
+def _error(status: int, message: str) -> Response:
+    return Response(orjson.dumps({"error": message}), status_code=status, media_type=JSON)
+
+
+def _owner(result: AdmissionResult | None) -> dict[str, str] | None:
+    owner = result.owner if result else None
+    if owner is None:
+        return None
+    return {"kind": owner.kind, "namespace": owner.namespace, "name": owner.name}
+
+
+def create_app(
+    view: ClusterView,
+    *,
+    admit: Admit | None = None,
+    deadline_s: float = 1.0,
+    clock: Callable[[], datetime] = utc_now,
+    max_body_bytes: int = MAX_BODY_BYTES,
+) -> FastAPI:
+    """Build the webhook app over `view`.
+
+    `admit` defaults to `app.admission.admit_pod`, the one admission decision of kerf;
+    tests pass a stand-in. `deadline_s` bounds one decision; past it the pod is allowed
+    unchanged. `clock` supplies the decision time.
+    """
+    if admit is None:
+        from app.admission import admit_pod
+
+        admit = admit_pod
+    decide: Admit = admit
+    logger = logging.getLogger(LOGGER_NAME)
+    executor = ThreadPoolExecutor(max_workers=ADMIT_WORKERS, thread_name_prefix="kerf-admit")
+
+    def sync_age() -> float:
+        # The view may record when it was last fully in sync; without it the age is unknown.
+        synced_at = getattr(view, "synced_at", None)
+        if not view.synced or not isinstance(synced_at, datetime):
+            return math.nan
+        return max(0.0, (clock() - synced_at).total_seconds())
+
+    metrics: WebhookMetrics = create_metrics(sync_age)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            # Do not wait for a hung decision: its request was answered long ago.
+            executor.shutdown(wait=False, cancel_futures=True)
+
+    api = FastAPI(title="kerf webhook", lifespan=lifespan, docs_url=None, redoc_url=None)
+    api.state.metrics = metrics
+
+    def fail_open(uid: str, cause: str, message: str, api_version: str = API_VERSION_V1) -> _Answer:
+        metrics.fail_open.labels(cause).inc()
+        warning = f"kerf admitted the pod unchanged: {message}"
+        body = review_response(uid, api_version=api_version, warnings=[warning[:240]])
+        return _Answer(body, "failopen", cause, message)
+
+    async def decide_in_time(request: AdmissionRequest, pod: dict[str, Any]) -> AdmissionResult:
+        metadata = pod.get("metadata") or {}
+        namespace = request.namespace or metadata.get("namespace") or ""
+        loop = asyncio.get_running_loop()
+        job = loop.run_in_executor(executor, decide, view, pod, namespace, clock())
+        return await asyncio.wait_for(job, timeout=deadline_s)
+
+    async def answer(request: AdmissionRequest) -> _Answer:
+        if not request.is_pod_create:
+            body = review_response(request.uid, api_version=request.api_version)
+            return _Answer(body, "ignored", None, "not a pod CREATE")
+        problem = pod_shape_problem(request.object)
+        if problem is not None:
+            return fail_open(request.uid, "UnknownShape", problem, request.api_version)
+        pod = request.object or {}
+        annotations = (pod.get("metadata") or {}).get("annotations") or {}
+        if MIRROR_POD in annotations:
+            body = review_response(request.uid, api_version=request.api_version)
+            return _Answer(body, "skipped", "MirrorPod", "mirror pods are managed by the kubelet")
+        try:
+            result = await decide_in_time(request, pod)
+        except TimeoutError:
+            message = f"decision exceeded the {deadline_s:g}s deadline"
+            return fail_open(request.uid, "Deadline", message, request.api_version)
+        patch = build_patch(pod, result)
+        body = review_response(request.uid, api_version=request.api_version, patch=patch)
+        return _Answer(body, result.outcome, result.reason, result.message, result, len(patch))
+
+    def record(request: AdmissionRequest | None, uid: str, done: _Answer) -> None:
+        metrics.requests.labels(done.outcome, done.reason or "").inc()
+        result = done.result
+        if result is not None and done.patch_ops and request and not request.dry_run:
+            for entry in result.selected:
+                metrics.patched_values.labels(str(entry.get("resource", ""))).inc()
+            if result.args:
+                metrics.patched_values.labels("args").inc(len(result.args))
+        pod = (request.object or {}) if request else {}
+        metadata = pod.get("metadata") or {}
+        log_decision(
+            logger,
+            decision_record(
+                uid=uid,
+                namespace=(request.namespace if request else None) or metadata.get("namespace"),
+                pod=metadata.get("name") or metadata.get("generateName"),
+                owner=_owner(result),
+                outcome=done.outcome,
+                reason=done.reason,
+                message=done.message,
+                selected=result.selected if result else (),
+                patch_ops=done.patch_ops,
+                dry_run=bool(request and request.dry_run),
+            ),
+        )
+
+    @api.post("/mutate")
+    async def mutate(http: Request) -> Response:
+        started = time.perf_counter()
+        try:
+            body = await read_body(http, max_body_bytes)
+            doc = load_json(body)
+        except BodyTooLarge as exc:
+            return _error(413, str(exc))
+        except BodyError as exc:
+            return _error(400, str(exc))
+        request: AdmissionRequest | None = None
+        uid = ""
+        try:
+            request = parse_review(doc)
+            uid = request.uid
+            done = await answer(request)
+        except ReviewError as exc:
+            uid = exc.uid
+            done = fail_open(exc.uid, "MalformedReview", str(exc), exc.api_version)
+        except Exception as exc:  # any failure must still admit the pod
+            logger.exception("admission failed; allowing the pod unchanged (uid %s)", uid)
+            version = request.api_version if request else API_VERSION_V1
+            done = fail_open(uid, "InternalError", type(exc).__name__, version)
+        record(request, uid, done)
+        metrics.latency.observe(time.perf_counter() - started)
+        return Response(done.body, media_type=JSON)
+
+    @api.post("/noop")
+    async def noop(http: Request) -> Response:
+        """Parse and allow without deciding: the benchmark's baseline for /mutate."""
+        try:
+            doc = load_json(await read_body(http, max_body_bytes))
+        except BodyTooLarge as exc:
+            return _error(413, str(exc))
+        except BodyError as exc:
+            return _error(400, str(exc))
+        request = doc.get("request") if isinstance(doc, dict) else None
+        uid = request.get("uid") if isinstance(request, dict) else None
+        return Response(review_response(uid if isinstance(uid, str) else ""), media_type=JSON)
+
+    @api.get("/healthz")
+    async def healthz() -> Response:
+        return Response(b'{"status":"ok"}', media_type=JSON)
+
+    @api.get("/readyz")
+    async def readyz() -> Response:
+        if view.synced:
+            return Response(b'{"status":"ready"}', media_type=JSON)
+        return Response(b'{"status":"cluster view not synced"}', 503, media_type=JSON)
+
+    @api.get("/metrics")
+    async def prometheus() -> Response:
+        return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+    return api
