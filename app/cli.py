@@ -1,0 +1,93 @@
+"""The `kerf` command line: explain, and the services' entry points."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+import orjson
+
+from app.explain import explain, render_text
+from app.models import InvalidObject
+from app.statedir import LoadError, load_view
+
+
+def _now(text: str | None) -> datetime:
+    if text is None:
+        return datetime.now(UTC)
+    try:
+        value = datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--now {text!r} is not an RFC3339 time") from None
+    if value.tzinfo is None:
+        raise argparse.ArgumentTypeError(f"--now {text!r} needs a time zone (e.g. Z)")
+    return value
+
+
+def explain_command(args: argparse.Namespace) -> int:
+    """`kerf explain`: print the decision for every pod of the given files."""
+    view = load_view(args.file)
+    result = explain(view, now=_now(args.now), forced=args.for_)
+    if args.output == "json":
+        sys.stdout.write(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode() + "\n")
+    else:
+        sys.stdout.write(render_text(result))
+    for warning in view.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser with every subcommand."""
+    parser = argparse.ArgumentParser(prog="kerf", description="Kubernetes pod rightsizer")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("explain", help="print the decision for every pod in YAML files")
+    p.add_argument(
+        "-f",
+        "--file",
+        action="append",
+        required=True,
+        metavar="PATH",
+        help="a YAML file or a directory of YAML files (repeatable)",
+    )
+    p.add_argument(
+        "--for",
+        dest="for_",
+        choices=("admission", "running"),
+        default=None,
+        help="decide every pod as new (admission) or running; default: by pod state",
+    )
+    p.add_argument("--now", default=None, metavar="RFC3339", help="the time to decide at")
+    p.add_argument("-o", "--output", choices=("json", "text"), default="json")
+    p.set_defaults(handler=explain_command)
+    _add_service_commands(sub)
+    return parser
+
+
+def _add_service_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """`kerf certs` and `kerf webhook`; their code lives with the webhook package."""
+    from webhook import cli as webhook_cli
+
+    certs = sub.add_parser("certs", help="create a CA and a serving certificate")
+    webhook_cli.add_certs_arguments(certs)
+    certs.set_defaults(handler=webhook_cli.certs_command)
+    serve = sub.add_parser("webhook", help="serve the mutating admission webhook over TLS")
+    webhook_cli.add_webhook_arguments(serve)
+    serve.set_defaults(handler=webhook_cli.webhook_command)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `kerf` console script; user errors exit 2 with one line."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.handler(args))
+    except (LoadError, InvalidObject, argparse.ArgumentTypeError) as exc:
+        print(f"kerf {args.command}: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

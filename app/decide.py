@@ -1,0 +1,837 @@
+"""The decision for one pod: select, filter through enablement, guard (SPEC §5, §6, §7).
+
+`decide_pod` is the only place a pod decision is made; the webhook (admission path),
+the reconciler (running path) and `kerf explain` all call it. Checks run in the spec's
+order and the first match decides; per-value rules drop single parts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+from app.annotations import PAUSE_UNTIL, SKIP_CONTAINERS, dumps
+from app.enablement import GPU, enable
+from app.guardrails import (
+    COOLDOWN,
+    NO_SIGNIFICANT_CHANGE,
+    GuardrailSettings,
+    ValueContext,
+    apply_value_rules,
+    resolve_guardrails,
+)
+from app.models import AutomationStrategySpec, KerfResource, NamespaceSelector
+from app.owners import WorkloadRef
+from app.quantities import MIB, format_resource, parse_resource
+from app.recommendations import RecommendationRow
+from app.scope import match_namespace
+from app.selection import Candidate, Target, select
+from app.sync import ROLLBACK_KINDS
+from app.view import ClusterView, WorkloadPlan
+from app.windows import freeze_verdict, maintenance_verdict
+from app.workloads import Workload, parse_time
+
+Path = Literal["admission", "running"]
+PROACTIVE_KINDS = frozenset({"ProactivePolicy", "ClusterProactivePolicy"})
+IN_PLACE_RESOURCES = frozenset({"cpu", "memory"})
+CPU_HEADROOM_PERCENT = 10
+MEMORY_HEADROOM = 200 * MIB
+JAVA_OPTION_VARS = ("JAVA_TOOL_OPTIONS", "JAVA_OPTS", "JDK_JAVA_OPTIONS")
+_HEAP_RE = re.compile(r"(?:-Xmx|-XX:MaxHeapSize=)(\d+)([kKmMgGtT]?)\b")
+_HEAP_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
+
+Resources = dict[str, dict[str, int]]  # {"requests": {res: amount}, "limits": {...}}
+
+
+@dataclass(frozen=True, slots=True)
+class SelectedValue:
+    """The winning policy for one target, as explain and the pod annotation show it."""
+
+    container: str
+    field: str
+    resource: str
+    value: str
+    policy_kind: str
+    policy_namespace: str
+    policy_name: str
+    annotation_key: str
+
+    def as_dict(self) -> dict[str, str]:
+        """The JSON form of SPEC §9."""
+        return {
+            "container": self.container,
+            "field": self.field,
+            "resource": self.resource,
+            "value": self.value,
+            "policyKind": self.policy_kind,
+            "policyNamespace": self.policy_namespace,
+            "policyName": self.policy_name,
+            "annotationKey": self.annotation_key,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class PodDecision:
+    """`{outcome, reason, message, values}` for one pod, with what explain shows."""
+
+    namespace: str
+    name: str
+    owner: WorkloadRef | None
+    outcome: Literal["apply", "blocked", "skipped"]
+    reason: str | None
+    message: str
+    method: str | None = None
+    containers: dict[str, dict[str, dict[str, str]]] = field(default_factory=dict)
+    values: dict[str, dict[str, dict[str, str]]] = field(default_factory=dict)
+    selected: list[SelectedValue] = field(default_factory=list)
+    dropped: list[tuple[Target, str]] = field(default_factory=list)
+    next_allowed_at: datetime | None = None
+    fingerprint: str | None = None
+    plan: WorkloadPlan | None = None
+
+
+# ---------------------------------------------------------------------- pod facts
+
+
+def target_containers(pod: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    """Containers kerf sizes: the app containers and sidecars (init containers that keep
+    running, `restartPolicy: Always`); plain init containers run once and are left alone."""
+    spec = pod.get("spec") or {}
+    found = {c["name"]: c for c in spec.get("containers") or [] if "name" in c}
+    for init in spec.get("initContainers") or []:
+        if init.get("restartPolicy") == "Always" and "name" in init:
+            found[init["name"]] = init
+    return found
+
+
+def resources_of(container: Mapping[str, Any]) -> Resources:
+    """Parsed requests and limits of a container spec."""
+    raw = container.get("resources") or {}
+    return {
+        fld: {r: parse_resource(r, q) for r, q in (raw.get(fld) or {}).items()}
+        for fld in ("requests", "limits")
+    }
+
+
+def format_resources(resources: Resources) -> dict[str, dict[str, str]]:
+    """Canonical quantity strings, empty fields left out."""
+    return {
+        fld: {r: format_resource(r, v) for r, v in sorted(values.items())}
+        for fld, values in resources.items()
+        if values
+    }
+
+
+def skipped_containers(pod: Mapping[str, Any], workload: Workload) -> set[str]:
+    """`skip-containers`: the pod's value wins (an empty value skips none)."""
+    pod_annotations = (pod.get("metadata") or {}).get("annotations") or {}
+    value = pod_annotations.get(SKIP_CONTAINERS)
+    if value is None:
+        value = workload.annotations.get(SKIP_CONTAINERS, "")
+    return {name.strip() for name in value.split(",") if name.strip()}
+
+
+def is_paused(annotations: Mapping[str, str] | None, now: datetime) -> bool:
+    """`pause-until` is `infinite` or a time still ahead (an unreadable value pauses)."""
+    value = (annotations or {}).get(PAUSE_UNTIL)
+    if value is None:
+        return False
+    if value.strip() == "infinite":
+        return True
+    try:
+        until = parse_time(value.strip())
+    except ValueError:
+        return True  # a typo must not silently resume automation
+    return until is not None and until > now
+
+
+def jvm_heap_bytes(container: Mapping[str, Any]) -> int | None:
+    """A fixed JVM heap (-Xmx / -XX:MaxHeapSize) from command, args or JAVA_* env;
+    the last occurrence wins, as in the JVM."""
+    texts: list[str] = [*(container.get("command") or []), *(container.get("args") or [])]
+    for env in container.get("env") or []:
+        if env.get("name") in JAVA_OPTION_VARS and isinstance(env.get("value"), str):
+            texts.append(env["value"])
+    heap: int | None = None
+    for text in texts:
+        for number, unit in _HEAP_RE.findall(str(text)):
+            heap = int(number) * _HEAP_UNITS[unit.lower()]
+    return heap
+
+
+def oom_killed_since(
+    pods: Iterable[Mapping[str, Any]], container: str, since: datetime | None
+) -> bool:
+    """Whether a container was OOM-killed (in any of the pods) after `since`."""
+    for pod in pods:
+        for status in (pod.get("status") or {}).get("containerStatuses") or []:
+            if status.get("name") != container:
+                continue
+            for state_key in ("lastState", "state"):
+                terminated = (status.get(state_key) or {}).get("terminated") or {}
+                if terminated.get("reason") != "OOMKilled":
+                    continue
+                finished = parse_time(terminated.get("finishedAt"))
+                if since is None or finished is None or finished > since:
+                    return True
+    return False
+
+
+def hpa_coupled_resources(hpas: Iterable[Mapping[str, Any]]) -> set[str]:
+    """Resources an HPA scales on by Utilization (cpu or memory)."""
+    coupled: set[str] = set()
+    for hpa in hpas:
+        for metric in (hpa.get("spec") or {}).get("metrics") or []:
+            resource = metric.get("resource") or metric.get("containerResource") or {}
+            target = resource.get("target") or {}
+            if target.get("type") == "Utilization" and resource.get("name") in ("cpu", "memory"):
+                coupled.add(resource["name"])
+        legacy = (hpa.get("spec") or {}).get("targetCPUUtilizationPercentage")
+        if legacy is not None:
+            coupled.add("cpu")
+    return coupled
+
+
+def fingerprint(annotations: Mapping[str, str]) -> str:
+    """Hash of the physical keys and values of a recommendation (rollback fingerprint)."""
+    return hashlib.sha256(dumps(dict(sorted(annotations.items()))).encode()).hexdigest()[:16]
+
+
+# ---------------------------------------------------------------------- the decision
+
+
+@dataclass
+class _Action:
+    target: Target
+    current: int | None
+    desired: int
+    candidate: Candidate
+
+    @property
+    def restore(self) -> bool:
+        return self.candidate.kind in ROLLBACK_KINDS
+
+
+@dataclass
+class _Context:
+    view: ClusterView
+    pod: Mapping[str, Any]
+    workload: Workload
+    plan: WorkloadPlan
+    now: datetime
+    path: Path
+    current: dict[str, Resources]
+    baseline: dict[str, Resources]
+    selected: dict[Target, Candidate]
+    actions: list[_Action] = field(default_factory=list)
+    dropped: list[tuple[Target, str]] = field(default_factory=list)
+
+    def settings(self, policy: KerfResource | None) -> GuardrailSettings:
+        guardrails = getattr(getattr(policy, "spec", None), "guardrails", None)
+        return resolve_guardrails(self.view.global_config.guardrail_defaults, guardrails)
+
+    def regular(self) -> list[_Action]:
+        return [a for a in self.actions if not a.restore]
+
+    def policies(self) -> list[KerfResource]:
+        seen: dict[int, KerfResource] = {}
+        for action in self.regular():
+            if action.candidate.policy is not None:
+                seen[id(action.candidate.policy)] = action.candidate.policy
+        return list(seen.values())
+
+    def strategies(self) -> list[AutomationStrategySpec]:
+        found = []
+        for policy in self.policies():
+            strategy = self.view.strategy_for(policy)
+            if strategy is not None:
+                found.append(strategy.spec)
+        return found
+
+    def rows(self) -> Mapping[str, RecommendationRow]:
+        return self.view.rows_for(self.workload.ref)
+
+
+class _Stop(Exception):
+    """A check decided: carries the outcome."""
+
+    def __init__(
+        self,
+        outcome: Literal["blocked", "skipped"],
+        reason: str,
+        message: str,
+        next_allowed_at: datetime | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.outcome = outcome
+        self.reason = reason
+        self.message = message
+        self.next_allowed_at = next_allowed_at
+
+
+def _block_regular(ctx: _Context, reason: str, message: str, when: datetime | None = None) -> None:
+    """A check hit the regular actions: rollback restores still go on (they are exempt),
+    otherwise the whole plan stops here."""
+    restores = [a for a in ctx.actions if a.restore]
+    if not restores:
+        raise _Stop("blocked", reason, message, when)
+    ctx.dropped.extend((a.target, reason) for a in ctx.regular())
+    ctx.actions = restores
+
+
+def decide_pod(
+    view: ClusterView, pod: Mapping[str, Any], *, now: datetime, path: Path
+) -> PodDecision:
+    """The decision for one pod on the admission path (a new pod) or the running path."""
+    meta = pod.get("metadata") or {}
+    namespace = str(meta.get("namespace") or "default")
+    name = str(meta.get("name") or meta.get("generateName") or "")
+    containers = target_containers(pod)
+    current = {c: resources_of(spec) for c, spec in containers.items()}
+    owner = view.owner_of(pod)
+
+    def finish(outcome, reason, message, **extra) -> PodDecision:  # type: ignore[no-untyped-def]
+        return PodDecision(
+            namespace=namespace,
+            name=name,
+            owner=owner,
+            outcome=outcome,
+            reason=reason,
+            message=message,
+            containers={c: format_resources(r) for c, r in extra.pop("final", current).items()},
+            **extra,
+        )
+
+    workload = workload_for(view, pod, owner)
+    if workload is None:
+        return finish("skipped", "Unmanaged", "the pod has no controller owner")
+    plan = view.plan_for(workload)
+    if not plan.candidates:
+        return finish(
+            "skipped", "NoMatchingPolicy", "no policy publishes values for this workload", plan=plan
+        )
+
+    skip = skipped_containers(pod, workload)
+    selected = select(plan.candidates, [c for c in containers if c not in skip])
+    ctx = _Context(
+        view=view,
+        pod=pod,
+        workload=workload,
+        plan=plan,
+        now=now,
+        path=path,
+        current=current,
+        baseline=_baseline(view, workload, current, path),
+        selected=selected,
+    )
+    selected_values = [
+        _selected_value(t, c) for t, c in sorted(selected.items(), key=_target_order)
+    ]
+    fp = fingerprint(plan.sync.annotations)
+    try:
+        _build_actions(ctx)
+        method = _run_checks(ctx)
+    except _Stop as stop:
+        return finish(
+            stop.outcome,
+            stop.reason,
+            stop.message,
+            selected=selected_values,
+            dropped=ctx.dropped,
+            next_allowed_at=stop.next_allowed_at,
+            fingerprint=fp,
+            plan=plan,
+        )
+    final = {c: {f: dict(v) for f, v in r.items()} for c, r in current.items()}
+    changed: set[str] = set()
+    for action in ctx.actions:
+        t = action.target
+        final[t.container][t.field][t.resource] = action.desired
+        changed.add(t.container)
+    notes = "; ".join(f"{t.container}.{t.field}.{t.resource}: {r}" for t, r in ctx.dropped)
+    return finish(
+        "apply",
+        None,
+        f"{len(ctx.actions)} value(s) to set" + (f" (left: {notes})" if notes else ""),
+        final=final,
+        method=method,
+        values={c: format_resources(final[c]) for c in sorted(changed)},
+        selected=selected_values,
+        dropped=ctx.dropped,
+        fingerprint=fp,
+        plan=plan,
+    )
+
+
+def workload_for(
+    view: ClusterView, pod: Mapping[str, Any], owner: WorkloadRef | None
+) -> Workload | None:
+    """The pod's workload; one not (yet) in the view is stood in for by the pod's labels,
+    so a pod created right after its Deployment is still sized."""
+    if owner is None:
+        return None
+    meta = pod.get("metadata") or {}
+    return view.workload(owner) or Workload(
+        kind=owner.kind,
+        namespace=owner.namespace,
+        name=owner.name,
+        labels=dict(meta.get("labels") or {}),
+    )
+
+
+def _target_order(item: tuple[Target, Candidate]) -> tuple[str, str, str]:
+    t = item[0]
+    return (t.container, t.field, t.resource)
+
+
+def _selected_value(target: Target, candidate: Candidate) -> SelectedValue:
+    policy = candidate.policy
+    return SelectedValue(
+        container=target.container,
+        field=target.field,
+        resource=target.resource,
+        value=candidate.value,
+        policy_kind=candidate.kind,
+        policy_namespace=(policy.metadata.namespace or "") if policy else "",
+        policy_name=policy.metadata.name if policy else "",
+        annotation_key=candidate.key,
+    )
+
+
+def _baseline(
+    view: ClusterView, workload: Workload, current: dict[str, Resources], path: Path
+) -> dict[str, Resources]:
+    """ "Current" for the guardrails: a running pod's spec; for a new pod the workload's
+    last applied values, else the pod's manifest — so a rollout never undoes a step."""
+    if path == "running":
+        return current
+    record = view.recommendation_for(workload.ref)
+    last = record.status.last_applied if record and record.status else None
+    if last is None:
+        return current
+    baseline = {c: {f: dict(v) for f, v in r.items()} for c, r in current.items()}
+    for container, values in last.containers.items():
+        if container not in baseline:
+            continue
+        for fld in ("requests", "limits"):
+            for resource, quantity in getattr(values, fld).items():
+                baseline[container][fld][resource] = parse_resource(resource, quantity)
+    return baseline
+
+
+def _build_actions(ctx: _Context) -> None:
+    """Selected values through their strategy's enablement (restores are exempt)."""
+    missing: list[str] = []
+    for target, candidate in sorted(ctx.selected.items(), key=_target_order):
+        current = ctx.baseline[target.container][target.field].get(target.resource)
+        if candidate.kind in ROLLBACK_KINDS:
+            ctx.actions.append(_Action(target, current, candidate.amount, candidate))
+            continue
+        strategy = ctx.view.strategy_for(candidate.policy) if candidate.policy else None
+        if strategy is None:
+            missing.append(candidate.policy.metadata.name if candidate.policy else candidate.key)
+            continue
+        enabled = enable(
+            strategy.spec,
+            container=target.container,
+            field=target.field,
+            resource=target.resource,
+            current=current,
+            desired=candidate.amount,
+        )
+        if enabled.value is None:
+            ctx.dropped.append((target, enabled.reason or "NotEnabled"))
+        else:
+            ctx.actions.append(_Action(target, current, enabled.value, candidate))
+    if missing and not ctx.actions:
+        raise _Stop(
+            "blocked",
+            "StrategyNotFound",
+            f"automationStrategyRef of {', '.join(sorted(set(missing)))} names no strategy",
+        )
+    if not ctx.actions:
+        raise _Stop("skipped", "NotEnabled", "the strategies enable none of the selected values")
+
+
+def _run_checks(ctx: _Context) -> str | None:
+    """The checks in the order of SPEC §6; returns the method."""
+    view, now, running = ctx.view, ctx.now, ctx.path == "running"
+    config = view.global_config
+    policies = ctx.policies()
+
+    # Audit (mode)
+    audit = any(getattr(p.spec, "mode", "auto") == "audit" for p in policies)
+    if ctx.regular() and audit and not _approved(ctx):
+        raise _Stop("skipped", "Audit", "audit mode: the proposal is recorded, nothing changes")
+    # AutomationDisabled
+    if ctx.regular() and not config.automation_enabled:
+        _block_regular(ctx, "AutomationDisabled", "GlobalConfiguration.automationEnabled is false")
+    # HubUnreachable (proactive only)
+    if not view.recommendations_reachable and any(
+        a.candidate.kind in PROACTIVE_KINDS for a in ctx.regular()
+    ):
+        _block_regular(ctx, "HubUnreachable", "the recommendation source did not load")
+    # Paused (applies to restores too)
+    paused = paused_by(view, ctx.pod, ctx.workload, now)
+    if paused:
+        raise _Stop("blocked", "Paused", f"paused by the {paused} annotation {PAUSE_UNTIL}")
+    # ProtectedNamespace
+    if ctx.regular() and is_protected(ctx.workload.namespace, view):
+        _block_regular(
+            ctx, "ProtectedNamespace", f"namespace {ctx.workload.namespace} is protected"
+        )
+    _check_recommendation_quality(ctx)
+    # FreezeWindow
+    strategies = ctx.strategies()
+    if running and ctx.regular():
+        exclusion = [w for s in strategies for w in s.scheduling.exclusion_windows]
+        verdict = freeze_verdict(exclusion, now)
+        if not verdict.allowed:
+            _block_regular(
+                ctx,
+                "FreezeWindow",
+                f"exclusion window {verdict.window} is open",
+                verdict.next_allowed_at,
+            )
+    _apply_value_rules(ctx)
+    _validate_plan(ctx)
+    method = _method(ctx, strategies) if running else "admission"
+    if running and ctx.regular():
+        _check_cooldown(ctx)
+        _check_single_replica(ctx, method)
+        _filter_node_capacity(ctx)
+        inclusion = [w for s in strategies for w in s.scheduling.inclusion_windows]
+        exclusion = [w for s in strategies for w in s.scheduling.exclusion_windows]
+        verdict = maintenance_verdict(inclusion, exclusion, now)
+        if not verdict.allowed:
+            _block_regular(
+                ctx, "MaintenanceWindow", "no inclusion window is open", verdict.next_allowed_at
+            )
+    return method
+
+
+def _approved(ctx: _Context) -> bool:
+    """`approve=<proposal id>` on the RightsizingRecommendation applies that proposal once."""
+    record = ctx.view.recommendation_for(ctx.workload.ref)
+    if record is None:
+        return False
+    approved = record.metadata.annotations.get("rightsizing.kubex.ai/approve")
+    done = (record.status.model_extra or {}).get("approvedProposal") if record.status else None
+    return approved is not None and approved == proposal_id(ctx) and approved != done
+
+
+def proposal_id(ctx: _Context) -> str:
+    """A stable id of what the selection proposes (before guardrails)."""
+    body = sorted(
+        (a.target.container, a.target.field, a.target.resource, a.desired) for a in ctx.regular()
+    )
+    return hashlib.sha256(dumps(body).encode()).hexdigest()[:12]
+
+
+def paused_by(
+    view: ClusterView, pod: Mapping[str, Any], workload: Workload, now: datetime
+) -> str | None:
+    """Where a pause comes from: "pod", "workload", "namespace", or None."""
+    namespace_obj = view.namespace_object(workload.namespace) or {}
+    for where, marks in (
+        ("pod", (pod.get("metadata") or {}).get("annotations")),
+        ("workload", workload.annotations),
+        ("namespace", (namespace_obj.get("metadata") or {}).get("annotations")),
+    ):
+        if is_paused(marks, now):
+            return where
+    return None
+
+
+def pod_gate(
+    view: ClusterView, pod: Mapping[str, Any], workload: Workload, now: datetime
+) -> str | None:
+    """The first of AutomationDisabled, Paused, ProtectedNamespace that holds for a pod
+    (these also gate the args of a ContainerArgsPolicy at admission)."""
+    if not view.global_config.automation_enabled:
+        return "AutomationDisabled"
+    if paused_by(view, pod, workload, now):
+        return "Paused"
+    if is_protected(workload.namespace, view):
+        return "ProtectedNamespace"
+    return None
+
+
+def is_protected(namespace: str, view: ClusterView) -> bool:
+    """kerf's own namespace and GlobalConfiguration.protectedNamespacePatterns."""
+    if namespace == view.own_namespace:
+        return True
+    patterns = view.global_config.protected_namespace_patterns
+    return bool(patterns) and match_namespace(
+        NamespaceSelector(operator="In", values=patterns), namespace
+    )
+
+
+def _check_recommendation_quality(ctx: _Context) -> None:
+    """StaleRecommendation, HPACoupled, LearningPeriod, LowConfidence."""
+    rows = ctx.rows()
+    proactive = [a for a in ctx.regular() if a.candidate.kind in PROACTIVE_KINDS]
+    for action in proactive:
+        row = rows.get(action.target.container)
+        spec = action.candidate.policy.spec if action.candidate.policy else None
+        max_age = getattr(getattr(spec, "safety_checks", None), "max_analysis_age_days", 5)
+        if row is not None and ctx.now - row.analyzed_at > timedelta(days=max_age):
+            _block_regular(
+                ctx,
+                "StaleRecommendation",
+                f"container {row.container}: analysis of {row.analyzed_at.isoformat()} is older than {max_age} days",
+            )
+            return
+    coupled = hpa_coupled_resources(ctx.view.hpas_for(ctx.workload))
+    if coupled:
+        kept = [a for a in ctx.actions if a.restore or a.target.resource not in coupled]
+        ctx.dropped.extend((a.target, "HPACoupled") for a in ctx.actions if a not in kept)
+        ctx.actions = kept
+        if not ctx.actions:
+            raise _Stop(
+                "blocked",
+                "HPACoupled",
+                f"an HPA scales on {', '.join(sorted(coupled))} utilization",
+            )
+    proactive = [a for a in ctx.regular() if a.candidate.kind in PROACTIVE_KINDS]
+    for action in proactive:
+        settings = ctx.settings(action.candidate.policy)
+        row = rows.get(action.target.container)
+        if row is not None and timedelta(hours=row.coverage_hours) < settings.learning_period:
+            _block_regular(
+                ctx,
+                "LearningPeriod",
+                f"container {row.container}: {row.coverage_hours:g}h of data, {settings.learning_period} needed",
+            )
+            return
+    if proactive and rows:
+        score = min(row.confidence for row in rows.values())
+        threshold = max(ctx.settings(a.candidate.policy).min_confidence for a in proactive)
+        if score < threshold:
+            _block_regular(ctx, "LowConfidence", f"confidence {score:g} is below {threshold:g}")
+
+
+def _apply_value_rules(ctx: _Context) -> None:
+    """Per-value rules on every regular action; restores pass unchanged."""
+    tolerance = ctx.view.global_config.tolerance_percent
+    rows = ctx.rows()
+    record = ctx.view.recommendation_for(ctx.workload.ref)
+    status = record.status if record else None
+    last_change = status.last_applied.at if status and status.last_applied else None
+    rolled_back: frozenset[str] = frozenset()
+    containers = target_containers(ctx.pod)
+    pods = ctx.view.pods_of(ctx.workload.ref) if ctx.path == "admission" else [ctx.pod]
+    kept: list[_Action] = []
+    refusals: list[str] = []
+    for action in ctx.actions:
+        if action.restore:
+            kept.append(action)
+            continue
+        t = action.target
+        settings = ctx.settings(action.candidate.policy)
+        last_rollback = status.last_rollback if status else None
+        if (
+            ctx.path == "running"
+            and last_rollback
+            and ctx.now < last_rollback.at + settings.cooldown
+        ):
+            rolled_back = frozenset(status.last_rollback.resources or ("cpu", "memory"))
+        row = rows.get(t.container)
+        context = ValueContext(
+            throttled=bool(
+                row
+                and row.cpu_throttling_ratio is not None
+                and row.cpu_throttling_ratio >= settings.throttling_ratio
+            ),
+            oom_killed=t.resource == "memory" and oom_killed_since(pods, t.container, last_change),
+            jvm_heap_bytes=jvm_heap_bytes(containers.get(t.container, {}))
+            if t.resource == "memory"
+            else None,
+            rollback_cooldown=rolled_back,
+        )
+        outcome = apply_value_rules(
+            field=t.field,
+            resource=t.resource,
+            current=action.current,
+            desired=action.desired,
+            settings=settings,
+            tolerance_percent=tolerance,
+            context=context,
+        )
+        if outcome.value is None:
+            ctx.dropped.append((t, outcome.reason or NO_SIGNIFICANT_CHANGE))
+            if outcome.reason != NO_SIGNIFICANT_CHANGE:
+                refusals.append(outcome.reason or "")
+            continue
+        # The pod's own value is what changes; the baseline only bounds the step.
+        if outcome.value == ctx.current[t.container][t.field].get(t.resource):
+            ctx.dropped.append((t, NO_SIGNIFICANT_CHANGE))
+            continue
+        action.desired = outcome.value
+        kept.append(action)
+    ctx.actions = kept
+    if not kept:
+        if refusals:
+            reason = refusals[0]
+            raise _Stop("blocked", reason, _refusal_message(reason, ctx.dropped))
+        raise _Stop("skipped", NO_SIGNIFICANT_CHANGE, "every change is within the tolerance")
+
+
+def _refusal_message(reason: str, dropped: list[tuple[Target, str]]) -> str:
+    parts = [f"{t.container}.{t.field}.{t.resource}" for t, r in dropped if r == reason]
+    return f"{reason}: refused {', '.join(parts)}"
+
+
+def _validate_plan(ctx: _Context) -> None:
+    """RequestsExceedLimits and GpuActionConflict over the whole plan, never clamped."""
+    final = {c: {f: dict(v) for f, v in r.items()} for c, r in ctx.current.items()}
+    for action in ctx.actions:
+        t = action.target
+        final[t.container][t.field][t.resource] = action.desired
+    for container, resources in sorted(final.items()):
+        for resource, request in sorted(resources["requests"].items()):
+            limit = resources["limits"].get(resource)
+            if limit is not None and request > limit:
+                raise _Stop(
+                    "blocked",
+                    "RequestsExceedLimits",
+                    f"container {container}: {resource} request "
+                    f"{format_resource(resource, request)} is above its limit "
+                    f"{format_resource(resource, limit)}",
+                )
+    gpu_actions = [a for a in ctx.actions if a.target.resource == GPU]
+    if gpu_actions:
+        sources = {a.candidate.key for a in gpu_actions}
+        unequal = [
+            c
+            for c in {a.target.container for a in gpu_actions}
+            if final[c]["requests"].get(GPU) != final[c]["limits"].get(GPU)
+        ]
+        if len(sources) > 1 or unequal:
+            raise _Stop(
+                "blocked",
+                "GpuActionConflict",
+                "selected GPU actions disagree"
+                + (
+                    f" (request ≠ limit in {', '.join(sorted(unequal))})"
+                    if unequal
+                    else " (several policies)"
+                ),
+            )
+
+
+def _method(ctx: _Context, strategies: list[AutomationStrategySpec]) -> str:
+    """inPlace when every contributing strategy allows it and the change can be made in
+    place; else evict when all allow eviction; else NoCommonMethod."""
+    allowed = {"inPlace", "evict"}
+    for strategy in strategies:
+        methods = set()
+        if strategy.in_place_resize.enabled:
+            methods.add("inPlace")
+        if strategy.pod_eviction.enabled:
+            methods.add("evict")
+        allowed &= methods
+    if not allowed:
+        _block_regular(ctx, "NoCommonMethod", "the contributing strategies share no method")
+        return "inPlace"
+    if "inPlace" in allowed and _resizable(ctx, strategies):
+        return "inPlace"
+    if "evict" in allowed:
+        return "evict"
+    _block_regular(
+        ctx, "NoCommonMethod", "the change cannot be made in place and eviction is not allowed"
+    )
+    return "inPlace"
+
+
+def _resizable(ctx: _Context, strategies: list[AutomationStrategySpec]) -> bool:
+    restart_ok = all(s.in_place_resize.container_restart for s in strategies)
+    containers = target_containers(ctx.pod)
+    for action in ctx.actions:
+        if action.target.resource not in IN_PLACE_RESOURCES:
+            return False
+        policy = containers.get(action.target.container, {}).get("resizePolicy") or []
+        for entry in policy:
+            if (
+                entry.get("resourceName") == action.target.resource
+                and entry.get("restartPolicy") == "RestartContainer"
+                and not restart_ok
+            ):
+                return False
+    return True
+
+
+def _check_cooldown(ctx: _Context) -> None:
+    record = ctx.view.recommendation_for(ctx.workload.ref)
+    last = record.status.last_applied if record and record.status else None
+    if last is None:
+        return
+    cooldown = (
+        max(ctx.settings(p).cooldown for p in ctx.policies()) if ctx.policies() else timedelta(0)
+    )
+    if ctx.now < last.at + cooldown:
+        _block_regular(
+            ctx,
+            COOLDOWN,
+            f"last change at {last.at.isoformat()}, cooldown {cooldown}",
+            last.at + cooldown,
+        )
+
+
+def _check_single_replica(ctx: _Context, method: str | None) -> None:
+    if ctx.workload.replicas != 1:
+        return
+    restarts = method == "evict" or (
+        method == "inPlace"
+        and not _resizable(
+            ctx, [s for s in ctx.strategies() if not s.in_place_resize.container_restart]
+        )
+    )
+    if restarts and not all(
+        ctx.settings(p).allow_single_replica_disruption for p in ctx.policies()
+    ):
+        _block_regular(
+            ctx, "SingleReplicaUnsafe", f"one replica and method {method} would disrupt it"
+        )
+
+
+def _filter_node_capacity(ctx: _Context) -> None:
+    """Increases that do not fit the node are filtered (never an eviction)."""
+    node_name = (ctx.pod.get("spec") or {}).get("nodeName")
+    node = ctx.view.node(node_name) if node_name else None
+    if node is None:
+        return
+    allocatable = (node.get("status") or {}).get("allocatable") or {}
+    used_cpu, used_memory = ctx.view.node_requests(node_name)
+    room = {
+        "cpu": parse_resource("cpu", allocatable.get("cpu", "0"))
+        * (100 - CPU_HEADROOM_PERCENT)
+        // 100
+        - used_cpu,
+        "memory": parse_resource("memory", allocatable.get("memory", "0"))
+        - MEMORY_HEADROOM
+        - used_memory,
+    }
+    for resource in ("cpu", "memory"):
+        increases = [
+            a
+            for a in ctx.regular()
+            if a.target.field == "requests"
+            and a.target.resource == resource
+            and a.desired > (a.current or 0)
+        ]
+        delta = sum(
+            a.desired - (ctx.current[a.target.container]["requests"].get(resource) or 0)
+            for a in increases
+        )
+        if increases and delta > room[resource]:
+            ctx.dropped.extend((a.target, "InsufficientNodeCapacity") for a in increases)
+            ctx.actions = [a for a in ctx.actions if a not in increases]
+    if not ctx.actions:
+        raise _Stop(
+            "blocked", "InsufficientNodeCapacity", f"node {node_name} has no room for the increase"
+        )

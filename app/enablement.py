@@ -1,0 +1,79 @@
+"""Enablement (SPEC §5): what an AutomationStrategy lets a selected action do.
+
+Each selected action is filtered through the strategy of the policy it came from: the
+floor/ceiling clamp first (per-container bounds override the resource's), then the
+direction switches (upsize, downsize, setFromUnspecified).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from app.models import AutomationStrategySpec, FieldEnablement
+from app.quantities import parse_resource
+
+GPU = "nvidia.com/gpu"
+#: Resources a strategy can enable; any other resource in a payload is never applied.
+ENABLED_RESOURCES = {"cpu": "cpu", "memory": "memory", GPU: "gpu"}
+
+
+@dataclass(frozen=True, slots=True)
+class Enabled:
+    """The value an action may set, or None with the reason it was filtered."""
+
+    value: int | None
+    reason: str | None = None
+
+
+def field_enablement(
+    strategy: AutomationStrategySpec, resource: str, field: str
+) -> FieldEnablement | None:
+    """The switches for one resource field (None: the resource cannot be enabled)."""
+    group = ENABLED_RESOURCES.get(resource)
+    if group is None:
+        return None
+    return getattr(getattr(strategy.enablement, group), field)
+
+
+def bounds(
+    switches: FieldEnablement, resource: str, container: str
+) -> tuple[int | None, int | None]:
+    """(floor, ceiling) for a container; per-container values override the resource's."""
+    floor, ceiling = switches.floor, switches.ceiling
+    override = switches.containers.get(container)
+    if override is not None:
+        floor = override.floor if override.floor is not None else floor
+        ceiling = override.ceiling if override.ceiling is not None else ceiling
+    return (
+        parse_resource(resource, floor) if floor is not None else None,
+        parse_resource(resource, ceiling) if ceiling is not None else None,
+    )
+
+
+def enable(
+    strategy: AutomationStrategySpec,
+    *,
+    container: str,
+    field: str,
+    resource: str,
+    current: int | None,
+    desired: int,
+) -> Enabled:
+    """Filter one action through a strategy's enablement."""
+    switches = field_enablement(strategy, resource, field)
+    if switches is None:
+        return Enabled(None, "UnsupportedResource")
+    floor, ceiling = bounds(switches, resource, container)
+    value = desired
+    if floor is not None and value < floor:
+        value = floor
+    if ceiling is not None and value > ceiling:
+        value = ceiling
+    if current is None:
+        if not switches.set_from_unspecified:
+            return Enabled(None, "SetFromUnspecifiedDisabled")
+    elif value > current and not switches.upsize:
+        return Enabled(None, "UpsizeDisabled")
+    elif value < current and not switches.downsize:
+        return Enabled(None, "DownsizeDisabled")
+    return Enabled(value)

@@ -1,0 +1,103 @@
+"""`kerf explain`: the decision for every pod of a view, as JSON (a contract other tools
+read, SPEC §9) or as a readable text table."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any, Literal
+
+from app.decide import PodDecision, decide_pod
+from app.view import ClusterView
+
+For = Literal["admission", "running"]
+
+
+def path_for(pod: Mapping[str, Any], forced: For | None) -> For:
+    """`--for` when given; otherwise a pod bound to a node is running, any other is new."""
+    if forced is not None:
+        return forced
+    return "running" if (pod.get("spec") or {}).get("nodeName") else "admission"
+
+
+def decision_json(decision: PodDecision) -> dict[str, Any]:
+    """One pod in the JSON shape of SPEC §9."""
+    owner = decision.owner
+    body: dict[str, Any] = {
+        "namespace": decision.namespace,
+        "name": decision.name,
+        "owner": {"kind": owner.kind, "name": owner.name} if owner else None,
+        "outcome": decision.outcome,
+        "reason": decision.reason,
+        "method": decision.method if decision.outcome == "apply" else None,
+        "containers": decision.containers,
+        "selected": [s.as_dict() for s in decision.selected],
+        "message": decision.message,
+    }
+    if decision.next_allowed_at is not None:
+        body["nextAllowedAt"] = decision.next_allowed_at.isoformat()
+    return body
+
+
+def explain(view: ClusterView, *, now: datetime, forced: For | None = None) -> dict[str, Any]:
+    """Decisions for every pod in the view, ordered by namespace and name."""
+    pods = sorted(
+        view.pods(),
+        key=lambda p: ((p.get("metadata") or {}).get("namespace") or "", p["metadata"]["name"]),
+    )
+    return {
+        "pods": [
+            decision_json(decide_pod(view, pod, now=now, path=path_for(pod, forced)))
+            for pod in pods
+        ]
+    }
+
+
+def _table(rows: list[tuple[str, ...]]) -> list[str]:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return [
+        "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+        for row in rows
+    ]
+
+
+def render_text(result: Mapping[str, Any]) -> str:
+    """Per pod: a table of target → value → winning policy → annotation key, then the
+    outcome and reason."""
+    blocks: list[str] = []
+    for pod in result["pods"]:
+        owner = pod["owner"]
+        title = f"{pod['namespace']}/{pod['name']}"
+        if owner:
+            title += f"  ({owner['kind']} {owner['name']})"
+        lines = [title]
+        if pod["selected"]:
+            rows = [("TARGET", "VALUE", "POLICY", "ANNOTATION KEY")]
+            for s in pod["selected"]:
+                policy = f"{s['policyKind']} {s['policyNamespace'] + '/' if s['policyNamespace'] else ''}{s['policyName']}"
+                rows.append(
+                    (
+                        f"{s['container']}.{s['field']}.{s['resource']}",
+                        s["value"],
+                        policy,
+                        s["annotationKey"],
+                    )
+                )
+            lines.extend("  " + line for line in _table(rows))
+        verdict = f"  outcome: {pod['outcome']}"
+        if pod["reason"]:
+            verdict += f"  reason: {pod['reason']}"
+        if pod["method"]:
+            verdict += f"  method: {pod['method']}"
+        lines.append(verdict)
+        lines.append(f"  {pod['message']}")
+        if pod.get("nextAllowedAt"):
+            lines.append(f"  next allowed at: {pod['nextAllowedAt']}")
+        for name, resources in sorted(pod["containers"].items()):
+            parts = [
+                f"{fld} " + ",".join(f"{r}={q}" for r, q in values.items())
+                for fld, values in resources.items()
+            ]
+            lines.append(f"  {name}: {'; '.join(parts) or 'no resources'}")
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks) + "\n" if blocks else "no pods\n"

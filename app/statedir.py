@@ -1,0 +1,99 @@
+"""Load a cluster view from YAML files (the `--state-dir` of SPEC §9, and `kerf explain`)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from app.models import API_GROUP, InvalidObject, object_label, parse_object
+from app.recommendations import is_recommendation_configmap
+from app.view import CORE_KINDS, ClusterView
+from app.workloads import WORKLOAD_KINDS
+
+YAML_SUFFIXES = (".yaml", ".yml", ".json")
+#: Kinds that carry nothing the decisions read; accepted and ignored so a dump of a
+#: namespace loads as it is.
+IGNORED_KINDS = frozenset(
+    {"Service", "Secret", "ServiceAccount", "Event", "Lease", "Endpoints", "EndpointSlice"}
+)
+
+
+class LoadError(ValueError):
+    """A state file cannot be loaded; the message names the file and the object."""
+
+
+def _files(paths: Iterable[str | Path]) -> list[Path]:
+    files: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            files.extend(sorted(p for p in path.rglob("*") if p.suffix in YAML_SUFFIXES))
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise LoadError(f"{path}: no such file or directory")
+    return files
+
+
+def _documents(path: Path) -> Iterator[tuple[str, Any]]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise LoadError(f"{path}: cannot read: {exc}") from None
+    try:
+        documents = list(yaml.safe_load_all(text))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise LoadError(f"{path}:{where}: invalid YAML: {problem}") from None
+    for index, doc in enumerate(documents):
+        if doc is None:
+            continue
+        source = f"{path} (document {index + 1})"
+        if isinstance(doc, dict) and doc.get("kind") == "List":
+            for item in doc.get("items") or []:
+                yield source, item
+        else:
+            yield source, doc
+
+
+def load_objects(paths: Iterable[str | Path]) -> list[Any]:
+    """Every object of the files (kerf CRs as validated models), in file order."""
+    objects: list[Any] = []
+    for path in _files(paths):
+        for source, doc in _documents(path):
+            objects.append(_object(source, doc))
+    return [o for o in objects if o is not None]
+
+
+def _object(source: str, doc: Any) -> Any:
+    if not isinstance(doc, Mapping) or not isinstance(doc.get("kind"), str):
+        raise LoadError(f"{source}: not a Kubernetes object (needs apiVersion and kind)")
+    kind = doc["kind"]
+    if str(doc.get("apiVersion", "")).startswith(API_GROUP + "/"):
+        try:
+            return parse_object(dict(doc), source)
+        except InvalidObject as exc:
+            raise LoadError(str(exc)) from None
+    if not isinstance(doc.get("metadata"), Mapping) or not doc["metadata"].get("name"):
+        raise LoadError(f"{source}: {object_label(doc)}: metadata.name is required")
+    if kind in WORKLOAD_KINDS or kind in CORE_KINDS:
+        if kind == "ConfigMap" and not is_recommendation_configmap(doc):
+            return None
+        return doc
+    if kind in IGNORED_KINDS:
+        return None
+    raise LoadError(f"{source}: {object_label(doc)}: unknown kind {kind!r}")
+
+
+def load_view(paths: Iterable[str | Path], *, own_namespace: str = "kerf-system") -> ClusterView:
+    """A synced ClusterView of every object in the given files and directories."""
+    view = ClusterView(own_namespace=own_namespace)
+    for obj in load_objects(paths):
+        view.apply(obj)
+    view.synced = True
+    return view

@@ -1,0 +1,333 @@
+"""The cluster view: the objects decisions need, in memory and indexed.
+
+Fed from a state directory (`app/statedir.py`) or from watches (webhook, reconciler).
+Policies are indexed by namespace (namespaced kinds) and by the namespaces a cluster
+policy's selector admits (computed once per namespace), so deciding for a pod never scans
+every policy. The policy sync result and its candidates are cached per workload and
+dropped when an input changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from app.annotations import ROLLBACK_STATE
+from app.models import (
+    AutomationStrategy,
+    ClusterAutomationStrategy,
+    GlobalConfiguration,
+    GlobalConfigurationSpec,
+    KerfResource,
+    PolicyEvaluation,
+    RightsizingRecommendation,
+)
+from app.owners import WorkloadRef, resolve_owner
+from app.quantities import parse_resource
+from app.recommendations import RecommendationRow, index_rows, rows_from_configmap
+from app.rollback import RollbackState, RollbackStateError, decode_state
+from app.scope import match_namespace
+from app.selection import ArgsSelection, Candidate, extract_candidates, priorities, select_args
+from app.sync import SyncResult, sync_workload
+from app.workloads import WORKLOAD_KINDS, Workload
+
+ObjectKey = tuple[str, str, str]  # (kind, namespace, name); namespace "" when cluster-scoped
+TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+INTERMEDIATE_OWNER_KINDS = frozenset({"ReplicaSet", "Job"})
+#: Plain Kubernetes kinds the view keeps (besides workloads and kerf CRs).
+CORE_KINDS = frozenset(
+    {
+        "Pod",
+        "Node",
+        "Namespace",
+        "ReplicaSet",
+        "HorizontalPodAutoscaler",
+        "ConfigMap",
+        "PodDisruptionBudget",
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadPlan:
+    """What the policy sync yields for one workload, ready for selection."""
+
+    sync: SyncResult
+    candidates: list[Candidate]
+    args: ArgsSelection | None
+    warnings: list[str] = field(default_factory=list)
+
+
+def object_key(obj: Mapping[str, Any]) -> ObjectKey:
+    """(kind, namespace, name) of a Kubernetes object dict."""
+    meta = obj.get("metadata") or {}
+    return (str(obj.get("kind")), str(meta.get("namespace") or ""), str(meta.get("name")))
+
+
+def _requests_of(pod: Mapping[str, Any]) -> tuple[int, int]:
+    cpu = memory = 0
+    for container in (pod.get("spec") or {}).get("containers") or []:
+        requests = (container.get("resources") or {}).get("requests") or {}
+        if "cpu" in requests:
+            cpu += parse_resource("cpu", requests["cpu"])
+        if "memory" in requests:
+            memory += parse_resource("memory", requests["memory"])
+    return cpu, memory
+
+
+class ClusterView:
+    """In-memory, indexed cluster state for decisions (no API call in any query)."""
+
+    def __init__(self, *, own_namespace: str = "kerf-system") -> None:
+        self.own_namespace = own_namespace
+        self.synced = False
+        self.recommendations_reachable = True
+        self.warnings: list[str] = []
+        self._kerf: dict[ObjectKey, KerfResource] = {}
+        self._ns_policies: dict[str, dict[ObjectKey, KerfResource]] = {}
+        self._cluster_policies: dict[ObjectKey, KerfResource] = {}
+        self._cluster_for_ns: dict[str, list[KerfResource]] = {}
+        self._workloads: dict[ObjectKey, Workload] = {}
+        self._objects: dict[ObjectKey, Mapping[str, Any]] = {}
+        self._pods: dict[tuple[str, str], Mapping[str, Any]] = {}
+        self._pods_by_node: dict[str, dict[tuple[str, str], tuple[int, int]]] = {}
+        self._pods_by_owner: dict[ObjectKey, dict[tuple[str, str], Mapping[str, Any]]] = {}
+        self._pod_owner: dict[tuple[str, str], ObjectKey] = {}
+        self._hpas: dict[str, dict[str, Mapping[str, Any]]] = {}
+        self._configmap_rows: dict[tuple[str, str], list[RecommendationRow]] = {}
+        self._rows: dict[ObjectKey, dict[str, RecommendationRow]] = {}
+        self._plans: dict[ObjectKey, WorkloadPlan] = {}
+
+    @classmethod
+    def from_state_dir(cls, path: str | Path, *, own_namespace: str = "kerf-system") -> ClusterView:
+        """A synced view of the YAML files under a directory (the `--state-dir`)."""
+        from app.statedir import load_view  # statedir builds on this module
+
+        return load_view([path], own_namespace=own_namespace)
+
+    # ------------------------------------------------------------------ updates
+
+    def apply(self, obj: Mapping[str, Any]) -> None:
+        """Insert or replace one object (a kerf CR must already be a model)."""
+        if isinstance(obj, KerfResource):
+            self._apply_kerf(obj)
+            return
+        kind, namespace, name = key = object_key(obj)
+        if kind in WORKLOAD_KINDS:
+            self._workloads[key] = Workload.from_object(obj)
+            self._objects[key] = obj
+            self._plans.pop(key, None)
+        elif kind == "Pod":
+            self._remove_pod(namespace, name)
+            self._pods[(namespace, name)] = obj
+            owner = resolve_owner(obj, self)
+            if owner is not None:
+                self._pods_by_owner.setdefault(owner.key, {})[(namespace, name)] = obj
+                self._pod_owner[(namespace, name)] = owner.key
+            node = (obj.get("spec") or {}).get("nodeName")
+            if node and (obj.get("status") or {}).get("phase") not in TERMINAL_PHASES:
+                self._pods_by_node.setdefault(node, {})[(namespace, name)] = _requests_of(obj)
+        elif kind == "HorizontalPodAutoscaler":
+            self._hpas.setdefault(namespace, {})[name] = obj
+        elif kind == "ConfigMap":
+            rows, warnings = rows_from_configmap(obj)
+            self.warnings.extend(warnings)
+            self._configmap_rows[(namespace, name)] = rows
+            self._reindex_rows()
+        else:
+            self._objects[key] = obj
+            if kind == "Namespace":
+                self._cluster_for_ns.pop(name, None)
+
+    def delete(self, kind: str, namespace: str, name: str) -> None:
+        """Forget one object; unknown objects are ignored."""
+        key = (kind, namespace, name)
+        if key in self._kerf:
+            self._remove_kerf(key)
+        elif kind == "Pod":
+            self._remove_pod(namespace, name)
+        elif kind == "HorizontalPodAutoscaler":
+            self._hpas.get(namespace, {}).pop(name, None)
+        elif kind == "ConfigMap":
+            if self._configmap_rows.pop((namespace, name), None) is not None:
+                self._reindex_rows()
+        else:
+            self._workloads.pop(key, None)
+            self._objects.pop(key, None)
+            self._plans.pop(key, None)
+
+    def _apply_kerf(self, obj: KerfResource) -> None:
+        key = (obj.kind, obj.metadata.namespace or "", obj.metadata.name)
+        self._remove_kerf(key)
+        self._kerf[key] = obj
+        self._plans.clear()
+        if getattr(obj, "spec", None) is None or not hasattr(obj.spec, "scope"):
+            return  # strategies, singletons, recommendations: looked up by key
+        if type(obj).cluster_scoped:
+            self._cluster_policies[key] = obj
+            self._cluster_for_ns.clear()
+        else:
+            self._ns_policies.setdefault(key[1], {})[key] = obj
+
+    def _remove_kerf(self, key: ObjectKey) -> None:
+        if self._kerf.pop(key, None) is None:
+            return
+        self._cluster_policies.pop(key, None)
+        self._ns_policies.get(key[1], {}).pop(key, None)
+        self._cluster_for_ns.clear()
+        self._plans.clear()
+
+    def _remove_pod(self, namespace: str, name: str) -> None:
+        old = self._pods.pop((namespace, name), None)
+        if old is not None:
+            owner_key = self._pod_owner.pop((namespace, name), None)
+            if owner_key is not None:
+                self._pods_by_owner.get(owner_key, {}).pop((namespace, name), None)
+            node = (old.get("spec") or {}).get("nodeName")
+            if node:
+                self._pods_by_node.get(node, {}).pop((namespace, name), None)
+
+    def _reindex_rows(self) -> None:
+        rows = [row for group in self._configmap_rows.values() for row in group]
+        self._rows = index_rows(rows)
+        self._plans.clear()
+
+    # ------------------------------------------------------------------ queries
+
+    def get(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
+        """A plain object (ReplicaSet, Job, workload, Node, Namespace …) by key."""
+        return self._objects.get((kind, namespace, name))
+
+    def kerf_object(self, kind: str, namespace: str, name: str) -> KerfResource | None:
+        """A kerf custom resource by key (namespace "" for cluster kinds)."""
+        return self._kerf.get((kind, namespace, name))
+
+    def kerf_objects(self) -> Iterable[KerfResource]:
+        """Every kerf custom resource in the view."""
+        return self._kerf.values()
+
+    @property
+    def global_config(self) -> GlobalConfigurationSpec:
+        """GlobalConfiguration spec (defaults when the singleton is absent)."""
+        obj = self._kerf.get(("GlobalConfiguration", "", "global-config"))
+        return obj.spec if isinstance(obj, GlobalConfiguration) else GlobalConfigurationSpec()
+
+    @property
+    def priorities(self) -> dict[str, int]:
+        """Policy-type priorities from PolicyEvaluation (defaults when absent)."""
+        obj = self._kerf.get(("PolicyEvaluation", "", "policy-evaluation"))
+        return priorities(obj if isinstance(obj, PolicyEvaluation) else None)
+
+    def strategy_for(self, policy: KerfResource) -> AutomationStrategy | None:
+        """The strategy a policy refers to (cluster policies: a cluster strategy)."""
+        ref = getattr(policy.spec, "automation_strategy_ref", None)  # type: ignore[attr-defined]
+        if ref is None:
+            return None
+        if type(policy).cluster_scoped:
+            found = self._kerf.get(("ClusterAutomationStrategy", "", ref.name))
+            return found if isinstance(found, ClusterAutomationStrategy) else None
+        found = self._kerf.get(("AutomationStrategy", policy.metadata.namespace or "", ref.name))
+        return found if isinstance(found, AutomationStrategy) else None
+
+    def policies_for_namespace(self, namespace: str) -> list[KerfResource]:
+        """Policies that may match a workload in a namespace (scope not yet checked)."""
+        cluster = self._cluster_for_ns.get(namespace)
+        if cluster is None:
+            cluster = [
+                p for p in self._cluster_policies.values() if _namespace_admits(p, namespace)
+            ]
+            self._cluster_for_ns[namespace] = cluster
+        return [*self._ns_policies.get(namespace, {}).values(), *cluster]
+
+    def workload(self, ref: WorkloadRef) -> Workload | None:
+        """A known workload."""
+        return self._workloads.get(ref.key)
+
+    def workloads(self) -> Iterable[Workload]:
+        """Every workload in the view."""
+        return self._workloads.values()
+
+    def pods(self) -> Iterable[Mapping[str, Any]]:
+        """Every pod in the view."""
+        return self._pods.values()
+
+    def pods_of(self, ref: WorkloadRef) -> list[Mapping[str, Any]]:
+        """The known pods of a workload."""
+        return list(self._pods_by_owner.get(ref.key, {}).values())
+
+    def namespace_object(self, name: str) -> Mapping[str, Any] | None:
+        """A Namespace object."""
+        return self._objects.get(("Namespace", "", name))
+
+    def node(self, name: str) -> Mapping[str, Any] | None:
+        """A Node object."""
+        return self._objects.get(("Node", "", name))
+
+    def node_requests(self, node: str) -> tuple[int, int]:
+        """Sum of (cpu millicores, memory bytes) requested by non-terminal pods on a node."""
+        usage = self._pods_by_node.get(node, {})
+        return sum(c for c, _ in usage.values()), sum(m for _, m in usage.values())
+
+    def hpas_for(self, workload: Workload) -> list[Mapping[str, Any]]:
+        """HPAs whose scaleTargetRef is the workload."""
+        return [
+            hpa
+            for hpa in self._hpas.get(workload.namespace, {}).values()
+            if ((hpa.get("spec") or {}).get("scaleTargetRef") or {}).get("kind") == workload.kind
+            and ((hpa.get("spec") or {}).get("scaleTargetRef") or {}).get("name") == workload.name
+        ]
+
+    def rows_for(self, ref: WorkloadRef) -> Mapping[str, RecommendationRow]:
+        """The recommendation rows of a workload, by container."""
+        return self._rows.get(ref.key, {})
+
+    def recommendation_for(self, ref: WorkloadRef) -> RightsizingRecommendation | None:
+        """The RightsizingRecommendation kerf keeps for a workload."""
+        found = self._kerf.get(
+            ("RightsizingRecommendation", ref.namespace, f"{ref.kind.lower()}-{ref.name}")
+        )
+        return found if isinstance(found, RightsizingRecommendation) else None
+
+    def owner_of(self, pod: Mapping[str, Any]) -> WorkloadRef | None:
+        """The workload that owns a pod."""
+        return resolve_owner(pod, self)
+
+    def rollback_state(self, workload: Workload) -> RollbackState | None:
+        """The rollback state annotation of a workload (None when absent or unreadable)."""
+        text = workload.annotations.get(ROLLBACK_STATE)
+        if not text:
+            return None
+        try:
+            return decode_state(text)
+        except RollbackStateError as exc:
+            self.warnings.append(f"{workload.kind} {workload.namespace}/{workload.name}: {exc}")
+            return None
+
+    def plan_for(self, workload: Workload) -> WorkloadPlan:
+        """The policy sync result and candidates of a workload (cached until inputs change)."""
+        key = workload.ref.key
+        cached = self._plans.get(key)
+        if cached is not None and self._workloads.get(key, workload) is workload:
+            return cached
+        sync = sync_workload(
+            workload,
+            self.policies_for_namespace(workload.namespace),
+            self.rows_for(workload.ref),
+            self.rollback_state(workload),
+            multi_policy=self.global_config.multi_policy_container_rightsizing_enabled,
+        )
+        candidates, warnings = extract_candidates(sync.annotations, sync.sources, self.priorities)
+        args, args_warnings = select_args(sync.annotations, sync.sources)
+        plan = WorkloadPlan(sync, candidates, args, [*warnings, *args_warnings])
+        if key in self._workloads:
+            self._plans[key] = plan
+        return plan
+
+
+def _namespace_admits(policy: KerfResource, namespace: str) -> bool:
+    scope = getattr(policy.spec, "scope", None)  # type: ignore[attr-defined]
+    if scope is None:  # cluster singletons and strategies carry no scope
+        return False
+    return match_namespace(scope.namespace_selector, namespace)
