@@ -1,8 +1,7 @@
-"""Test doubles for the webhook: a cluster view and a scripted `admit`.
+"""Test doubles for the webhook: a cluster view and scripted `admit` functions.
 
-`AdmissionResult` and `WorkloadRef` come from the shared library when it is present; the
-local stand-ins carry exactly the fields of that interface so the webhook tests run while
-`app.admission` is being written.
+They exercise the webhook's own behaviour (patching, fail-open, limits) independently of
+the decisions, which `app.admission` makes and tests.
 """
 
 from __future__ import annotations
@@ -16,32 +15,10 @@ from typing import Any
 
 import orjson
 
-try:
-    from app.admission import AdmissionResult
-
-    from app.owners import WorkloadRef
-except ImportError:
-
-    @dataclass(frozen=True, slots=True)
-    class WorkloadRef:  # type: ignore[no-redef]
-        kind: str
-        namespace: str
-        name: str
-
-    @dataclass(frozen=True, slots=True)
-    class AdmissionResult:  # type: ignore[no-redef]
-        outcome: str
-        reason: str | None
-        message: str
-        owner: WorkloadRef | None
-        resources: dict[str, dict[str, dict[str, str]]]
-        args: dict[str, list[str]]
-        annotations: dict[str, str]
-        selected: list[dict]
-
+from app.admission import AdmissionResult
+from app.owners import WorkloadRef
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "admission"
-POD_INFO = "automation-webhook.kubex.ai/pod-rightsizing-info"
 
 
 def load_example(name: str) -> dict[str, Any]:

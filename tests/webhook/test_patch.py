@@ -9,7 +9,8 @@ import jsonpatch
 import orjson
 import pytest
 
-from tests.webhook.fakes import POD_INFO, load_example, result
+from app.annotations import POD_INFO
+from tests.webhook.fakes import load_example, result
 from webhook.patch import build_patch, escape_pointer_token
 
 STATIC_REQUESTS = "static.rightsizing.kubex.ai/desired-resource-requests"

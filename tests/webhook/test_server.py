@@ -12,8 +12,8 @@ import orjson
 import pytest
 from fastapi.testclient import TestClient
 
+from app.annotations import POD_INFO
 from tests.webhook.fakes import (
-    POD_INFO,
     BlockingAdmit,
     FakeView,
     ScriptedAdmit,
