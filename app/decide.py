@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from app.annotations import PAUSE_UNTIL, SKIP_CONTAINERS, dumps
+from app.durations import format_duration
 from app.enablement import GPU, enable
 from app.guardrails import (
     COOLDOWN,
@@ -605,7 +606,7 @@ def _check_recommendation_quality(ctx: _Context) -> None:
             _block_regular(
                 ctx,
                 "LearningPeriod",
-                f"container {row.container}: {row.coverage_hours:g}h of data, {settings.learning_period} needed",
+                f"container {row.container}: {row.coverage_hours:g}h of data, {format_duration(settings.learning_period)} needed",
             )
             return
     if proactive and rows:
@@ -777,7 +778,7 @@ def _check_cooldown(ctx: _Context) -> None:
         _block_regular(
             ctx,
             COOLDOWN,
-            f"last change at {last.at.isoformat()}, cooldown {cooldown}",
+            f"last change at {last.at.isoformat()}, cooldown {format_duration(cooldown)}",
             last.at + cooldown,
         )
 

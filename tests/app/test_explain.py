@@ -1,0 +1,162 @@
+"""`kerf explain` end to end: the CLI on the bundled examples, its JSON contract, and
+user errors that exit non-zero with one line."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+
+from app.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+NOW = "2026-11-29T12:00:00Z"
+
+
+def run_json(capsys: pytest.CaptureFixture[str], *paths: Path, extra: tuple[str, ...] = ()) -> dict:
+    argv = ["explain", *(a for p in paths for a in ("-f", str(p))), "--now", NOW, *extra]
+    assert main(argv) == 0
+    return orjson.loads(capsys.readouterr().out)
+
+
+def by_name(result: dict) -> dict[str, dict]:
+    return {pod["name"]: pod for pod in result["pods"]}
+
+
+def test_storefront_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
+    pods = by_name(run_json(capsys, EXAMPLES / "storefront"))
+    running = pods["web-7d4b9-abcde"]
+    assert set(running) >= {
+        "namespace",
+        "name",
+        "owner",
+        "outcome",
+        "reason",
+        "method",
+        "containers",
+        "selected",
+    }
+    assert running["owner"] == {"kind": "Deployment", "name": "web"}
+    assert running["outcome"] == "apply" and running["reason"] is None
+    assert running["method"] == "inPlace"
+    assert running["containers"] == {
+        "app": {
+            "requests": {"cpu": "250m", "memory": "256Mi"},
+            "limits": {"cpu": "500m", "memory": "512Mi"},
+        }
+    }
+    cpu = next(
+        s for s in running["selected"] if s["field"] == "requests" and s["resource"] == "cpu"
+    )
+    assert cpu == {
+        "container": "app",
+        "field": "requests",
+        "resource": "cpu",
+        "value": "250m",
+        "policyKind": "StaticPolicy",
+        "policyNamespace": "shop",
+        "policyName": "web-static",
+        "annotationKey": "static.rightsizing.kubex.ai/desired-resource-requests",
+    }
+    assert pods["web-7d4b9-new01"]["method"] == "admission"
+    api = pods["api-5f6c7-xyz12"]
+    assert api["containers"]["api"] == {
+        "requests": {"cpu": "300m", "memory": "384Mi"},
+        "limits": {"memory": "768Mi"},
+    }
+
+
+def test_for_flag_forces_the_path(capsys: pytest.CaptureFixture[str]) -> None:
+    pods = by_name(run_json(capsys, EXAMPLES / "storefront", extra=("--for", "admission")))
+    assert {p["method"] for p in pods.values()} == {"admission"}
+
+
+def test_multi_policy_composes_targets_from_two_policies(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    pod = run_json(capsys, EXAMPLES / "multi-policy")["pods"][0]
+    winners = {
+        (s["container"], s["field"], s["resource"]): s["policyName"] for s in pod["selected"]
+    }
+    # Same kind, weight and wildcard target: the older policy (checkout-cpu) wins the CPU.
+    assert winners[("app", "requests", "cpu")] == "checkout-cpu"
+    assert winners[("proxy", "requests", "cpu")] == "checkout-cpu"
+    assert winners[("app", "requests", "memory")] == "checkout-memory"
+    assert pod["containers"]["proxy"] == {
+        "requests": {"cpu": "200m", "memory": "128Mi"},
+        "limits": {"memory": "256Mi"},
+    }
+    assert all("/h" in s["annotationKey"] for s in pod["selected"])
+
+
+def test_blocked_example_reasons(capsys: pytest.CaptureFixture[str]) -> None:
+    pods = by_name(run_json(capsys, EXAMPLES / "blocked"))
+    ingest = pods["ingest-55d7c-aaaaa"]
+    assert (ingest["outcome"], ingest["reason"], ingest["method"]) == (
+        "blocked",
+        "LowConfidence",
+        None,
+    )
+    assert ingest["containers"]["ingest"]["requests"] == {"cpu": "500m", "memory": "1Gi"}
+    assert pods["warehouse-0"]["reason"] == "LearningPeriod"
+
+
+def test_bad_row_warning_names_the_row(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["explain", "-f", str(EXAMPLES / "blocked"), "--now", NOW]) == 0
+    err = capsys.readouterr().err
+    assert "recommendations[2] (analytics/Deployment/broken/x) skipped" in err
+
+
+def test_text_form_has_table_and_outcome(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["explain", "-f", str(EXAMPLES / "storefront"), "--now", NOW, "-o", "text"]) == 0
+    out = capsys.readouterr().out
+    assert "TARGET" in out and "ANNOTATION KEY" in out
+    assert "app.requests.cpu     250m   StaticPolicy shop/web-static" in out
+    assert "outcome: apply  method: inPlace" in out
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ("kind: [unclosed\n", "invalid YAML"),
+        ("apiVersion: v1\nkind: Gadget\nmetadata: {name: g}\n", "unknown kind 'Gadget'"),
+        (
+            "apiVersion: rightsizing.kubex.ai/v1alpha1\nkind: StaticPolicy\n"
+            "metadata: {name: p, namespace: shop}\nspec: {resources: {containers: {app: {}}}}\n",
+            "StaticPolicy shop/p: spec.automationStrategyRef: Field required",
+        ),
+        ("- just\n- a list\n", "not a Kubernetes object"),
+    ],
+)
+def test_user_errors_exit_2_with_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str, expected: str
+) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(content)
+    assert main(["explain", "-f", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    assert str(bad) in err and expected in err
+
+
+def test_missing_path_is_a_user_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["explain", "-f", str(tmp_path / "nope")]) == 2
+    assert "no such file or directory" in capsys.readouterr().err
+
+
+def test_console_script_runs_without_traceback(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("apiVersion: v1\nkind: Gadget\nmetadata: {name: g}\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "app.cli", "explain", "-f", str(bad)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=False,
+    )
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr and "unknown kind" in proc.stderr
