@@ -14,9 +14,11 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     ValidationError,
+    WithJsonSchema,
     model_validator,
 )
 from pydantic.alias_generators import to_camel
@@ -64,7 +66,38 @@ DEFAULT_PRECEDENCE: tuple[tuple[str, int], ...] = (
 )
 
 
+# Non-negative Kubernetes quantities: the resource.Quantity grammar without a sign and
+# with an integer exponent, exactly what app.quantities parses. The CRD carries the same
+# pattern, so the API server and the model accept the same texts.
+QUANTITY_PATTERN = r"^\+?([0-9]+(\.[0-9]*)?|\.[0-9]+)([KMGTPE]i|[numkMGTPE]|[eE][+-]?[0-9]+)?$"
+# Non-negative Go durations (time.ParseDuration without a sign): a negative wait is a typo.
+# The micro signs are literal characters: RE2 (the API server's regex engine) has no \u escape.
+DURATION_PATTERN = (
+    r"^(0|(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|" + "\u00b5s|\u03bcs" + r"|ms|s|m|h))+)$"
+)
+# A decimal from 0 to 1 as a string ("0.7"), as the guardrails seed writes it.
+RATIO_PATTERN = r"^(0(\.[0-9]*)?|1(\.0*)?|\.[0-9]+)$"
+TIME_PATTERN = r"^([01][0-9]|2[0-3]):[0-5][0-9]$"
+END_TIME_PATTERN = r"^(([01][0-9]|2[0-3]):[0-5][0-9]|24:00)$"
+ARG_NAME_PATTERN = r"^--?[^\s=]+$"
+# Bounds on free-form strings keep the API server's CEL cost estimate small.
+MAX_QUANTITY_LENGTH = 64
+MAX_DURATION_LENGTH = 64
+
+
+def _int_to_text(value: Any) -> Any:
+    """YAML `cpu: 1` arrives as an int; the CRD allows it (int-or-string), so must we."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return value
+
+
 def _check_quantity(value: str) -> str:
+    if len(value) > MAX_QUANTITY_LENGTH or not re.fullmatch(QUANTITY_PATTERN, value):
+        raise ValueError(
+            f"invalid quantity {value!r}: expected a non-negative quantity such as "
+            "250m, 1.5Gi, 129M or 1e3"
+        )
     try:
         parse_quantity(value)
     except QuantityError as exc:
@@ -73,6 +106,11 @@ def _check_quantity(value: str) -> str:
 
 
 def _check_duration(value: str) -> str:
+    if len(value) > MAX_DURATION_LENGTH or not re.fullmatch(DURATION_PATTERN, value):
+        raise ValueError(
+            f"invalid duration {value!r}: expected a non-negative Go duration such as "
+            "30s, 10m, 1h30m or 1.5h"
+        )
     try:
         parse_duration(value)
     except DurationError as exc:
@@ -81,23 +119,50 @@ def _check_duration(value: str) -> str:
 
 
 def _check_ratio(value: str) -> str:
-    try:
-        number = float(value)
-    except ValueError:
-        raise ValueError(f"{value!r} is not a decimal number") from None
-    if not 0 <= number <= 1:
-        raise ValueError(f"{value!r} must be between 0 and 1")
+    if not re.fullmatch(RATIO_PATTERN, value):
+        raise ValueError(f'{value!r} must be a decimal between 0 and 1, such as "0.7"')
     return value
 
 
 # Quantities and durations stay strings in the object (as users wrote them); the
-# validators guarantee they parse, and the CRD carries a matching pattern.
-Quantity = Annotated[str, AfterValidator(_check_quantity)]
-Duration = Annotated[str, AfterValidator(_check_duration)]
-Ratio = Annotated[str, AfterValidator(_check_ratio)]
-TIME_PATTERN = r"^([01][0-9]|2[0-3]):[0-5][0-9]$"
-END_TIME_PATTERN = r"^(([01][0-9]|2[0-3]):[0-5][0-9]|24:00)$"
-ARG_NAME_PATTERN = r"^--?[^\s=]+$"
+# validators guarantee they parse, and the CRD carries the matching pattern.
+Quantity = Annotated[
+    str,
+    BeforeValidator(_int_to_text),
+    AfterValidator(_check_quantity),
+    WithJsonSchema(
+        {
+            "x-kubernetes-int-or-string": True,
+            "pattern": QUANTITY_PATTERN,
+            "maxLength": MAX_QUANTITY_LENGTH,
+        }
+    ),
+]
+Duration = Annotated[
+    str,
+    AfterValidator(_check_duration),
+    WithJsonSchema(
+        {"type": "string", "pattern": DURATION_PATTERN, "maxLength": MAX_DURATION_LENGTH}
+    ),
+]
+Ratio = Annotated[
+    str,
+    AfterValidator(_check_ratio),
+    WithJsonSchema({"type": "string", "pattern": RATIO_PATTERN}),
+]
+
+
+def _cel(*rules: tuple[str, str]) -> dict[str, Any]:
+    """CRD `x-kubernetes-validations` for a model: (CEL rule, message) pairs.
+
+    They mirror the model's own validators, so the API server rejects what kerf rejects.
+    """
+    return {"x-kubernetes-validations": [{"rule": r, "message": m} for r, m in rules]}
+
+
+def _q(path: str) -> str:
+    """CEL for the quantity at `path`; string() because int-or-string fields may hold ints."""
+    return f"quantity(string({path}))"
 
 
 class KerfModel(BaseModel):
@@ -115,6 +180,15 @@ class KerfModel(BaseModel):
 
 
 class LabelSelectorRequirement(KerfModel):
+    model_config = ConfigDict(
+        json_schema_extra=_cel(
+            (
+                "(self.operator in ['In', 'NotIn']) == (has(self.values) && size(self.values) > 0)",
+                "In and NotIn need at least one value; Exists and DoesNotExist take none",
+            )
+        )
+    )
+
     key: str = Field(min_length=1)
     operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
     values: list[str] = Field(default_factory=list)
@@ -180,25 +254,79 @@ class Guardrails(KerfModel):
 # --------------------------------------------------------------------------- strategy
 
 
+_FLOOR_BELOW_CEILING = (
+    f"!has(self.floor) || !has(self.ceiling) || "
+    f"{_q('self.floor')}.compareTo({_q('self.ceiling')}) <= 0",
+    "floor must not be above ceiling",
+)
+# Per-container bounds override the resource's field by field, so a container that sets
+# only one bound is checked against the other bound it inherits.
+_CONTAINER_FLOOR_BELOW_INHERITED_CEILING = (
+    "!has(self.ceiling) || !has(self.containers) || self.containers.all(c, "
+    "!has(self.containers[c].floor) || has(self.containers[c].ceiling) || "
+    f"{_q('self.containers[c].floor')}.compareTo({_q('self.ceiling')}) <= 0)",
+    "a container's floor must not be above the ceiling it inherits",
+)
+_INHERITED_FLOOR_BELOW_CONTAINER_CEILING = (
+    "!has(self.floor) || !has(self.containers) || self.containers.all(c, "
+    "!has(self.containers[c].ceiling) || has(self.containers[c].floor) || "
+    f"{_q('self.floor')}.compareTo({_q('self.containers[c].ceiling')}) <= 0)",
+    "a container's ceiling must not be below the floor it inherits",
+)
+# Enough for any real pod; a bound keeps the CEL cost of iterating the map small.
+MAX_CONTAINER_OVERRIDES = 64
+
+
+def _check_bounds(floor: str | None, ceiling: str | None, what: str) -> None:
+    if (
+        floor is not None
+        and ceiling is not None
+        and parse_quantity(floor) > parse_quantity(ceiling)
+    ):
+        raise ValueError(f"{what}floor {floor} is above ceiling {ceiling}")
+
+
 class ContainerBounds(KerfModel):
+    model_config = ConfigDict(json_schema_extra=_cel(_FLOOR_BELOW_CEILING))
+
     floor: Quantity | None = None
     ceiling: Quantity | None = None
 
     @model_validator(mode="after")
     def _floor_below_ceiling(self) -> ContainerBounds:
-        if self.floor is not None and self.ceiling is not None:
-            if parse_quantity(self.floor) > parse_quantity(self.ceiling):
-                raise ValueError(f"floor {self.floor} is above ceiling {self.ceiling}")
+        _check_bounds(self.floor, self.ceiling, "")
         return self
 
 
 class FieldEnablement(ContainerBounds):
-    """Switches for one resource field; requests and memory limits default to all on."""
+    """Switches for one resource field; requests and memory limits default to all on.
+
+    `containers.<name>.{floor,ceiling}` override the field's bounds one by one; the
+    effective pair of every container must still have floor <= ceiling.
+    """
+
+    model_config = ConfigDict(
+        json_schema_extra=_cel(
+            _FLOOR_BELOW_CEILING,
+            _CONTAINER_FLOOR_BELOW_INHERITED_CEILING,
+            _INHERITED_FLOOR_BELOW_CONTAINER_CEILING,
+        )
+    )
 
     upsize: bool = True
     downsize: bool = True
     set_from_unspecified: bool = True
-    containers: dict[str, ContainerBounds] = Field(default_factory=dict)
+    containers: dict[str, ContainerBounds] = Field(
+        default_factory=dict, max_length=MAX_CONTAINER_OVERRIDES
+    )
+
+    @model_validator(mode="after")
+    def _container_bounds_with_inherited(self) -> FieldEnablement:
+        for name, bounds in sorted(self.containers.items()):
+            floor = bounds.floor if bounds.floor is not None else self.floor
+            ceiling = bounds.ceiling if bounds.ceiling is not None else self.ceiling
+            _check_bounds(floor, ceiling, f"container {name}: effective ")
+        return self
 
 
 class CpuLimitsEnablement(FieldEnablement):
@@ -246,11 +374,17 @@ class PodEviction(KerfModel):
 
 
 class Window(KerfModel):
+    """A weekly time window; start > end crosses midnight, `24:00` is allowed as end only."""
+
+    model_config = ConfigDict(
+        json_schema_extra=_cel(("self.start != self.end", "start and end must differ"))
+    )
+
     name: str = Field(min_length=1)
     timezone: str = "UTC"
     weekdays: list[Weekday] = Field(default_factory=list)
-    start: str = Field(pattern=TIME_PATTERN)
-    end: str = Field(pattern=END_TIME_PATTERN)
+    start: str = Field(pattern=TIME_PATTERN, max_length=5)
+    end: str = Field(pattern=END_TIME_PATTERN, max_length=5)
 
     @model_validator(mode="after")
     def _start_differs_from_end(self) -> Window:
@@ -326,6 +460,19 @@ class GpuScaleBack(KerfModel):
 
 
 class GpuReactivePolicySpec(KerfModel):
+    model_config = ConfigDict(
+        json_schema_extra=_cel(
+            (
+                "!has(self.scaleBack) || !has(self.upsize) || "
+                "!has(self.scaleBack.utilizationThresholdPercent) || "
+                "!has(self.upsize.utilizationThresholdPercent) || "
+                "self.scaleBack.utilizationThresholdPercent < "
+                "self.upsize.utilizationThresholdPercent",
+                "scaleBack.utilizationThresholdPercent must be below upsize's",
+            )
+        )
+    )
+
     automation_strategy_ref: ObjectRef
     metrics: GpuMetrics = Field(default_factory=GpuMetrics)
     upsize: GpuUpsize = Field(default_factory=GpuUpsize)
@@ -345,6 +492,15 @@ class GpuReactivePolicySpec(KerfModel):
 
 
 class ArgOperation(KerfModel):
+    model_config = ConfigDict(
+        json_schema_extra=_cel(
+            (
+                "!has(self.operation) || self.operation != 'Remove' || !has(self.value)",
+                "Remove takes no value",
+            )
+        )
+    )
+
     name: str = Field(pattern=ARG_NAME_PATTERN)
     operation: Literal["AddOrUpdate", "Remove"] = "AddOrUpdate"
     value: str | None = None
@@ -389,8 +545,10 @@ class Precedence(KerfModel):
 
 
 class PolicyEvaluationSpec(KerfModel):
+    # A list-map keyed by type: the API server itself rejects a type listed twice.
     precedence: list[Precedence] = Field(
-        default_factory=lambda: [Precedence(type=t, priority=p) for t, p in DEFAULT_PRECEDENCE]
+        default_factory=lambda: [Precedence(type=t, priority=p) for t, p in DEFAULT_PRECEDENCE],
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
     )
 
     @model_validator(mode="after")
@@ -428,6 +586,11 @@ class RightsizingRecommendationSpec(KerfModel):
 # --------------------------------------------------------------------------- status
 
 
+# Conditions are a list-map keyed by type, as in every Kubernetes API (server-side apply
+# merges them per type).
+_CONDITIONS_LIST = {"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]}
+
+
 class Condition(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow")
 
@@ -455,6 +618,15 @@ class LastRollback(BaseModel):
     reason: str | None = None
 
 
+class Proposal(BaseModel):
+    """A change waiting for approval (audit mode); `id` is what the approve annotation names."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow")
+
+    id: str
+    containers: dict[str, ResourceValues] = Field(default_factory=dict)
+
+
 class RecommendationStatus(BaseModel):
     """Status written by the reconciler; lenient (extra allowed) so older writers load."""
 
@@ -473,8 +645,9 @@ class RecommendationStatus(BaseModel):
         ]
         | None
     ) = None
-    conditions: list[Condition] = Field(default_factory=list)
+    conditions: list[Condition] = Field(default_factory=list, json_schema_extra=_CONDITIONS_LIST)
     observed_generation: int | None = None
+    proposal: Proposal | None = None
     last_applied: LastApplied | None = None
     last_rollback: LastRollback | None = None
     next_allowed_at: datetime | None = None
@@ -485,7 +658,7 @@ class Status(BaseModel):
 
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow")
 
-    conditions: list[Condition] = Field(default_factory=list)
+    conditions: list[Condition] = Field(default_factory=list, json_schema_extra=_CONDITIONS_LIST)
     observed_generation: int | None = None
 
 
@@ -543,27 +716,19 @@ class KerfResource(BaseModel):
     def _scope_rules(self) -> KerfResource:
         cls = type(self)
         if cls.cluster_scoped and self.metadata.namespace:
-            raise ValueError(f"{self.kind} is cluster-scoped: metadata.namespace must be empty")
+            raise ValueError("metadata.namespace: must be empty, the kind is cluster-scoped")
         if not cls.cluster_scoped and not self.metadata.namespace:
-            raise ValueError(f"{self.kind} is namespaced: metadata.namespace is required")
+            raise ValueError("metadata.namespace: required, the kind is namespaced")
         if cls.singleton_name and self.metadata.name != cls.singleton_name:
             raise ValueError(
-                f"{self.kind} is a singleton: metadata.name must be {cls.singleton_name!r}"
+                f"metadata.name: must be {cls.singleton_name!r}, the kind is a cluster singleton"
             )
         scope = getattr(getattr(self, "spec", None), "scope", None)
-        if cls.cluster_scoped and scope is not None and _has_scope(cls):
-            if scope.namespace_selector is None:
-                raise ValueError(f"{self.kind}: spec.scope.namespaceSelector is required")
+        if cls.cluster_scoped and scope is not None and scope.namespace_selector is None:
+            raise ValueError("spec.scope.namespaceSelector: required for a cluster kind")
         if not cls.cluster_scoped and scope is not None and scope.namespace_selector is not None:
-            raise ValueError(
-                f"{self.kind} is namespaced: spec.scope.namespaceSelector is only for cluster kinds"
-            )
+            raise ValueError("spec.scope.namespaceSelector: only cluster kinds take one")
         return self
-
-
-def _has_scope(cls: type[KerfResource]) -> bool:
-    spec_type = cls.model_fields["spec"].annotation
-    return isinstance(spec_type, type) and "scope" in spec_type.model_fields
 
 
 class PolicyResource(KerfResource):
@@ -577,6 +742,7 @@ class PolicyResource(KerfResource):
 
 
 class PolicyEvaluation(KerfResource):
+    short_names = ("policyeval",)
     cluster_scoped = True
     singleton_name = "policy-evaluation"
     kind: Literal["PolicyEvaluation"]
@@ -584,6 +750,7 @@ class PolicyEvaluation(KerfResource):
 
 
 class GlobalConfiguration(KerfResource):
+    short_names = ("kerfconfig",)
     cluster_scoped = True
     singleton_name = "global-config"
     printer_columns = (
@@ -596,6 +763,7 @@ class GlobalConfiguration(KerfResource):
 
 
 class AutomationStrategy(KerfResource):
+    short_names = ("autostrategy",)
     printer_columns = (
         ("InPlace", "boolean", ".spec.inPlaceResize.enabled"),
         ("Eviction", "boolean", ".spec.podEviction.enabled"),
@@ -606,47 +774,56 @@ class AutomationStrategy(KerfResource):
 
 
 class ClusterAutomationStrategy(AutomationStrategy):
+    short_names = ("cautostrategy",)
     cluster_scoped = True
     kind: Literal["ClusterAutomationStrategy"]  # type: ignore[assignment]
 
 
 class StaticPolicy(PolicyResource):
+    short_names = ("staticpol",)
     kind: Literal["StaticPolicy"]
     spec: StaticPolicySpec
 
 
 class ClusterStaticPolicy(StaticPolicy):
+    short_names = ("cstaticpol",)
     cluster_scoped = True
     kind: Literal["ClusterStaticPolicy"]  # type: ignore[assignment]
 
 
 class ProactivePolicy(PolicyResource):
+    short_names = ("proactivepol",)
     kind: Literal["ProactivePolicy"]
     spec: ProactivePolicySpec
 
 
 class ClusterProactivePolicy(ProactivePolicy):
+    short_names = ("cproactivepol",)
     cluster_scoped = True
     kind: Literal["ClusterProactivePolicy"]  # type: ignore[assignment]
 
 
 class GpuReactivePolicy(PolicyResource):
+    short_names = ("gpupol",)
     kind: Literal["GpuReactivePolicy"]
     spec: GpuReactivePolicySpec
 
 
 class ClusterGpuReactivePolicy(GpuReactivePolicy):
+    short_names = ("cgpupol",)
     cluster_scoped = True
     kind: Literal["ClusterGpuReactivePolicy"]  # type: ignore[assignment]
 
 
 class ContainerArgsPolicy(PolicyResource):
+    short_names = ("argspol",)
     cluster_scoped = True
     kind: Literal["ContainerArgsPolicy"]
     spec: ContainerArgsPolicySpec
 
 
 class RollbackPolicy(PolicyResource):
+    short_names = ("rollbackpol",)
     printer_columns = (
         ("Target", "string", ".spec.rollbackTarget"),
         ("Period", "string", ".spec.monitoringPeriod"),
@@ -658,11 +835,13 @@ class RollbackPolicy(PolicyResource):
 
 
 class ClusterRollbackPolicy(RollbackPolicy):
+    short_names = ("crollbackpol",)
     cluster_scoped = True
     kind: Literal["ClusterRollbackPolicy"]  # type: ignore[assignment]
 
 
 class RightsizingRecommendation(KerfResource):
+    short_names = ("rsrec",)
     printer_columns = (
         ("Phase", "string", ".status.phase"),
         ("Reason", "string", '.status.conditions[?(@.type=="Blocked")].reason'),
@@ -723,6 +902,8 @@ def format_validation_error(exc: ValidationError) -> str:
     lines = []
     for err in exc.errors():
         message = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            message = "unknown field (misspelt?)"
         loc = _loc(err["loc"])
         lines.append(f"{loc}: {message}" if loc else message)
     return "; ".join(lines)
