@@ -23,14 +23,13 @@ from app.guardrails import (
     GuardrailSettings,
     ValueContext,
     apply_value_rules,
-    resolve_guardrails,
 )
 from app.models import AutomationStrategySpec, KerfResource, NamespaceSelector
 from app.owners import WorkloadRef
 from app.quantities import MIB, format_resource, parse_resource
 from app.recommendations import RecommendationRow
 from app.scope import match_namespace
-from app.selection import Candidate, Target, select
+from app.selection import Candidate, Target
 from app.sync import ROLLBACK_KINDS
 from app.view import ClusterView, WorkloadPlan
 from app.windows import freeze_verdict, maintenance_verdict
@@ -232,11 +231,13 @@ class _Context:
     dropped: list[tuple[Target, str]] = field(default_factory=list)
 
     def settings(self, policy: KerfResource | None) -> GuardrailSettings:
-        guardrails = getattr(getattr(policy, "spec", None), "guardrails", None)
-        return resolve_guardrails(self.view.global_config.guardrail_defaults, guardrails)
+        return self.view.guardrails(policy)
 
     def regular(self) -> list[_Action]:
-        return [a for a in self.actions if not a.restore]
+        actions = self.actions
+        if not any(a.candidate.kind in ROLLBACK_KINDS for a in actions):
+            return actions
+        return [a for a in actions if not a.restore]
 
     def policies(self) -> list[KerfResource]:
         seen: dict[int, KerfResource] = {}
@@ -317,7 +318,7 @@ def decide_pod(
         )
 
     skip = skipped_containers(pod, workload)
-    selected = select(plan.candidates, [c for c in containers if c not in skip])
+    selected = plan.select_for(tuple(c for c in containers if c not in skip))
     ctx = _Context(
         view=view,
         pod=pod,

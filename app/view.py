@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from app.annotations import ROLLBACK_STATE
+from app.guardrails import GuardrailSettings, resolve_guardrails
 from app.models import (
     AutomationStrategy,
     ClusterAutomationStrategy,
@@ -29,7 +30,15 @@ from app.quantities import parse_resource
 from app.recommendations import RecommendationRow, index_rows, rows_from_configmap
 from app.rollback import RollbackState, RollbackStateError, decode_state
 from app.scope import match_namespace
-from app.selection import ArgsSelection, Candidate, extract_candidates, priorities, select_args
+from app.selection import (
+    ArgsSelection,
+    Candidate,
+    Target,
+    extract_candidates,
+    priorities,
+    select,
+    select_args,
+)
 from app.sync import SyncResult, sync_workload
 from app.workloads import WORKLOAD_KINDS, Workload
 
@@ -58,6 +67,15 @@ class WorkloadPlan:
     candidates: list[Candidate]
     args: ArgsSelection | None
     warnings: list[str] = field(default_factory=list)
+    #: selections by the tuple of container names (pods of a workload share them)
+    selections: dict[tuple[str, ...], dict[Target, Candidate]] = field(default_factory=dict)
+
+    def select_for(self, containers: tuple[str, ...]) -> dict[Target, Candidate]:
+        """The selection for these containers, computed once per workload and names."""
+        found = self.selections.get(containers)
+        if found is None:
+            found = self.selections[containers] = select(self.candidates, containers)
+        return found
 
 
 def object_key(obj: Mapping[str, Any]) -> ObjectKey:
@@ -75,6 +93,9 @@ def _requests_of(pod: Mapping[str, Any]) -> tuple[int, int]:
         if "memory" in requests:
             memory += parse_resource("memory", requests["memory"])
     return cpu, memory
+
+
+DEFAULT_CONFIG = GlobalConfigurationSpec()
 
 
 class ClusterView:
@@ -99,6 +120,9 @@ class ClusterView:
         self._configmap_rows: dict[tuple[str, str], list[RecommendationRow]] = {}
         self._rows: dict[ObjectKey, dict[str, RecommendationRow]] = {}
         self._plans: dict[ObjectKey, WorkloadPlan] = {}
+        self._priorities: dict[str, int] | None = None
+        self._guardrails: dict[ObjectKey | None, GuardrailSettings] = {}
+        self._node_totals: dict[str, list[int]] = {}
 
     @classmethod
     def from_state_dir(cls, path: str | Path, *, own_namespace: str = "kerf-system") -> ClusterView:
@@ -128,7 +152,11 @@ class ClusterView:
                 self._pod_owner[(namespace, name)] = owner.key
             node = (obj.get("spec") or {}).get("nodeName")
             if node and (obj.get("status") or {}).get("phase") not in TERMINAL_PHASES:
-                self._pods_by_node.setdefault(node, {})[(namespace, name)] = _requests_of(obj)
+                cpu, memory = _requests_of(obj)
+                self._pods_by_node.setdefault(node, {})[(namespace, name)] = (cpu, memory)
+                totals = self._node_totals.setdefault(node, [0, 0])
+                totals[0] += cpu
+                totals[1] += memory
         elif kind == "HorizontalPodAutoscaler":
             self._hpas.setdefault(namespace, {})[name] = obj
         elif kind == "ConfigMap":
@@ -162,7 +190,7 @@ class ClusterView:
         key = (obj.kind, obj.metadata.namespace or "", obj.metadata.name)
         self._remove_kerf(key)
         self._kerf[key] = obj
-        self._plans.clear()
+        self._kerf_changed()
         if getattr(obj, "spec", None) is None or not hasattr(obj.spec, "scope"):
             return  # strategies, singletons, recommendations: looked up by key
         if type(obj).cluster_scoped:
@@ -177,7 +205,12 @@ class ClusterView:
         self._cluster_policies.pop(key, None)
         self._ns_policies.get(key[1], {}).pop(key, None)
         self._cluster_for_ns.clear()
+        self._kerf_changed()
+
+    def _kerf_changed(self) -> None:
         self._plans.clear()
+        self._priorities = None
+        self._guardrails.clear()
 
     def _remove_pod(self, namespace: str, name: str) -> None:
         old = self._pods.pop((namespace, name), None)
@@ -186,8 +219,11 @@ class ClusterView:
             if owner_key is not None:
                 self._pods_by_owner.get(owner_key, {}).pop((namespace, name), None)
             node = (old.get("spec") or {}).get("nodeName")
-            if node:
-                self._pods_by_node.get(node, {}).pop((namespace, name), None)
+            usage = self._pods_by_node.get(node, {}).pop((namespace, name), None) if node else None
+            if usage is not None:
+                totals = self._node_totals[node]
+                totals[0] -= usage[0]
+                totals[1] -= usage[1]
 
     def _reindex_rows(self) -> None:
         rows = [row for group in self._configmap_rows.values() for row in group]
@@ -212,13 +248,27 @@ class ClusterView:
     def global_config(self) -> GlobalConfigurationSpec:
         """GlobalConfiguration spec (defaults when the singleton is absent)."""
         obj = self._kerf.get(("GlobalConfiguration", "", "global-config"))
-        return obj.spec if isinstance(obj, GlobalConfiguration) else GlobalConfigurationSpec()
+        return obj.spec if isinstance(obj, GlobalConfiguration) else DEFAULT_CONFIG
 
     @property
     def priorities(self) -> dict[str, int]:
         """Policy-type priorities from PolicyEvaluation (defaults when absent)."""
-        obj = self._kerf.get(("PolicyEvaluation", "", "policy-evaluation"))
-        return priorities(obj if isinstance(obj, PolicyEvaluation) else None)
+        if self._priorities is None:
+            obj = self._kerf.get(("PolicyEvaluation", "", "policy-evaluation"))
+            self._priorities = priorities(obj if isinstance(obj, PolicyEvaluation) else None)
+        return self._priorities
+
+    def guardrails(self, policy: KerfResource | None) -> GuardrailSettings:
+        """A policy's guardrails with every layer merged (cached until kerf objects change)."""
+        key = (
+            (policy.kind, policy.metadata.namespace or "", policy.metadata.name) if policy else None
+        )
+        settings = self._guardrails.get(key)
+        if settings is None:
+            own = getattr(getattr(policy, "spec", None), "guardrails", None)
+            settings = resolve_guardrails(self.global_config.guardrail_defaults, own)
+            self._guardrails[key] = settings
+        return settings
 
     def strategy_for(self, policy: KerfResource) -> AutomationStrategy | None:
         """The strategy a policy refers to (cluster policies: a cluster strategy)."""
@@ -267,8 +317,8 @@ class ClusterView:
 
     def node_requests(self, node: str) -> tuple[int, int]:
         """Sum of (cpu millicores, memory bytes) requested by non-terminal pods on a node."""
-        usage = self._pods_by_node.get(node, {})
-        return sum(c for c, _ in usage.values()), sum(m for _, m in usage.values())
+        cpu, memory = self._node_totals.get(node, (0, 0))
+        return cpu, memory
 
     def hpas_for(self, workload: Workload) -> list[Mapping[str, Any]]:
         """HPAs whose scaleTargetRef is the workload."""
