@@ -2,8 +2,11 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+KUBECTL := .tools/bin/kubectl
+STATE_DIR ?= examples/storefront
+PORT ?= 8443
 
-.PHONY: install test lint fmt run explain crds bench certs clean
+.PHONY: install test lint fmt run explain crds bench bench-webhook certs tools clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -13,8 +16,13 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-test: $(STAMP)
-	$(BIN)/python -m pytest
+$(KUBECTL): scripts/get-kubectl.sh
+	bash scripts/get-kubectl.sh
+
+tools: $(KUBECTL)
+
+test: $(STAMP) $(KUBECTL)
+	KUBECTL=$(CURDIR)/$(KUBECTL) $(BIN)/python -m pytest
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -24,10 +32,19 @@ fmt: $(STAMP)
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
-explain: $(STAMP)
-	$(BIN)/kerf explain -f examples/storefront -o text
+certs/tls.crt: | $(STAMP)
+	$(BIN)/kerf certs --service kerf-webhook --namespace kerf-system --out certs >/dev/null
 
-run: explain
+certs: $(STAMP)
+	$(BIN)/kerf certs --service kerf-webhook --namespace kerf-system --out certs
+
+explain: $(STAMP)
+	$(BIN)/kerf explain -f $(STATE_DIR) -o text
+
+# The main job on the bundled examples: show the decisions, then serve the webhook.
+run: $(STAMP) certs/tls.crt
+	$(BIN)/kerf explain -f $(STATE_DIR) -o text
+	$(BIN)/kerf webhook --state-dir $(STATE_DIR) --tls-cert certs/tls.crt --tls-key certs/tls.key --port $(PORT)
 
 crds: $(STAMP)
 	$(BIN)/python -m app.crdgen manifests/crds
