@@ -43,7 +43,6 @@ from webhook.review import (
 
 if TYPE_CHECKING:
     from app.admission import AdmissionResult
-
     from app.view import ClusterView
 
     Admit = Callable[[ClusterView, Mapping[str, Any], str, datetime], AdmissionResult]
@@ -167,7 +166,10 @@ def create_app(
             if result.args:
                 metrics.patched_values.labels("args").inc(len(result.args))
         pod = (request.object or {}) if request else {}
-        metadata = pod.get("metadata") or {}
+        # The pod may be malformed (that is why some answers fail open): read it defensively.
+        metadata = pod.get("metadata")
+        if not isinstance(metadata, Mapping):
+            metadata = {}
         log_decision(
             logger,
             decision_record(
@@ -207,7 +209,10 @@ def create_app(
             logger.exception("admission failed; allowing the pod unchanged (uid %s)", uid)
             version = request.api_version if request else API_VERSION_V1
             done = fail_open(uid, "InternalError", type(exc).__name__, version)
-        record(request, uid, done)
+        try:
+            record(request, uid, done)
+        except Exception:  # observability must never turn an answer into a 5xx
+            logger.exception("recording the decision failed (uid %s)", uid)
         metrics.latency.observe(time.perf_counter() - started)
         return Response(done.body, media_type=JSON)
 

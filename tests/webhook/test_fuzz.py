@@ -153,7 +153,7 @@ def test_non_utf8_inside_strings(fuzz_client: TestClient, example: str, junk: by
 
 def test_huge_body_is_refused(fuzz_client: TestClient) -> None:
     review = load_example("replicaset-pod.json")
-    review["request"]["object"]["metadata"]["annotations"]["pad"] = "x" * (5 * 1024 * 1024)
+    review["request"]["object"]["metadata"]["labels"]["pad"] = "x" * (5 * 1024 * 1024)
     response = fuzz_client.post("/mutate", content=orjson.dumps(review))
     assert response.status_code == 413
     assert "exceeds" in response.json()["error"]

@@ -45,12 +45,11 @@ def test_replicaset_pod_gets_resources_and_annotations() -> None:
         annotations={POD_INFO: info({"app": desired}), STATIC_REQUESTS: '{"app":{}}'},
     )
     ops = build_patch(pod, decision)
-    assert {op["path"] for op in ops} == {
+    assert [op["path"] for op in ops] == [
         "/spec/containers/0/resources/requests/cpu",
         "/spec/containers/0/resources/requests/memory",
-        "/metadata/annotations/automation-webhook.kubex.ai~1pod-rightsizing-info",
-        "/metadata/annotations/static.rightsizing.kubex.ai~1desired-resource-requests",
-    }
+        "/metadata/annotations",
+    ]
     patched = assert_idempotent(pod, decision)
     assert patched["spec"]["containers"][0]["resources"] == desired
     assert patched["metadata"]["annotations"][POD_INFO] == decision.annotations[POD_INFO]
@@ -68,6 +67,17 @@ def test_pod_without_resources_or_annotations_is_built_with_add() -> None:
     ]
     patched = assert_idempotent(pod, decision)
     assert patched["spec"]["containers"][0]["resources"] == desired
+
+
+def test_annotations_are_added_one_by_one_next_to_existing_ones() -> None:
+    pod = pod_of("init-and-sidecar.json")
+    decision = result(annotations={POD_INFO: info({}), STATIC_REQUESTS: '{"app":{}}'})
+    assert [op["path"] for op in build_patch(pod, decision)] == [
+        "/metadata/annotations/automation-webhook.kubex.ai~1pod-rightsizing-info",
+        "/metadata/annotations/static.rightsizing.kubex.ai~1desired-resource-requests",
+    ]
+    patched = assert_idempotent(pod, decision)
+    assert patched["metadata"]["annotations"]["kubectl.kubernetes.io/default-container"] == "app"
 
 
 def test_empty_resources_object_gets_requests_added() -> None:

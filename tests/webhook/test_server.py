@@ -268,7 +268,7 @@ def test_decision_is_logged_as_structured_record(
         post(client, review)
     decision = getattr(caplog.records[-1], DECISION_ATTR)
     assert decision["uid"] == review["request"]["uid"]
-    assert decision["pod"] == "web-7d4b9c8f6-"
+    assert decision["pod"] == "web-7d4b9-"
     assert decision["owner"] == {"kind": "Deployment", "namespace": "shop", "name": "web"}
     assert decision["outcome"] == "apply"
     assert decision["selected"][0]["policy"] == "shop/web-static"
