@@ -1,0 +1,288 @@
+"""HTTP routing: the REST paths, content types and watch streaming of kube-apiserver."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+import yaml
+from aiohttp import web
+
+from kubesim import discovery, patch, tables
+from kubesim.admission import collect_warnings
+from kubesim.apiserver import ApiServer
+from kubesim.disruption import evict
+from kubesim.errors import ApiError, bad_request, method_not_allowed
+from kubesim.faults import Faults
+from kubesim.resources import ResourceType
+from kubesim.selectors import parse_field_selector, parse_label_selector
+from kubesim.store import WatchEvent
+
+JSON = "application/json"
+
+
+def _json(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
+    return web.Response(body=orjson.dumps(body), status=status, content_type=JSON, headers=headers)
+
+
+def _error(exc: ApiError) -> web.Response:
+    return _json(exc.status(), exc.code, exc.headers or None)
+
+
+class Route:
+    """A parsed resource path: type, namespace, name, subresource."""
+
+    def __init__(self, rt: ResourceType, namespace: str, name: str, subresource: str) -> None:
+        self.rt, self.namespace, self.name, self.subresource = rt, namespace, name, subresource
+
+
+class HttpApi:
+    """The aiohttp application serving an `ApiServer`."""
+
+    def __init__(self, api: ApiServer, faults: Faults, on_write: Callable[[], None], bookmark_interval: float = 60.0) -> None:
+        self.api = api
+        self.faults = faults
+        self._on_write = on_write
+        self.bookmark_interval = bookmark_interval
+        self.server_address = "127.0.0.1:0"
+        self.app = web.Application(client_max_size=16 * 1024 * 1024)
+        self.app.router.add_route("*", "/{tail:.*}", self._handle)
+
+    # ----------------------------------------------------------------- entry
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        try:
+            response = await self._dispatch(request)
+        except ApiError as exc:
+            return _error(exc)
+        return response
+
+    async def _dispatch(self, request: web.Request) -> web.StreamResponse:
+        path = request.path.rstrip("/") or "/"
+        if path in ("/healthz", "/livez", "/readyz"):
+            return web.Response(text="ok")
+        if path == "/version":
+            return _json(discovery.KUBE_VERSION)
+        if path == "/api":
+            return _json(discovery.api_versions(self.server_address))
+        if path == "/apis":
+            return _json(discovery.api_group_list(self.api.registry))
+        if path.startswith("/openapi/"):
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        parts = [p for p in path.split("/") if p]
+        if parts[0] == "api" and len(parts) >= 2:
+            group, version, rest = "", parts[1], parts[2:]
+        elif parts[0] == "apis" and len(parts) >= 2:
+            if len(parts) == 2:
+                doc = discovery.api_group(self.api.registry, parts[1])
+                if doc is None:
+                    raise ApiError(404, "NotFound", "the server could not find the requested resource")
+                return _json(doc)
+            group, version, rest = parts[1], parts[2], parts[3:]
+        else:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        if not rest:
+            doc = discovery.resource_list(self.api.registry, group, version)
+            if doc is None:
+                raise ApiError(404, "NotFound", "the server could not find the requested resource")
+            return _json(doc)
+        if rest[0] == "watch":
+            rest = rest[1:]
+            watch_path = True
+        else:
+            watch_path = False
+        route = self._route(group, version, rest)
+        return await self._resource(request, route, watch_path)
+
+    def _route(self, group: str, version: str, rest: list[str]) -> Route:
+        namespace = ""
+        if rest[0] == "namespaces" and len(rest) >= 3 and self.api.registry.get(group, version, rest[2]) is not None:
+            rt = self.api.registry.get(group, version, rest[2])
+            assert rt is not None
+            if rt.namespaced:
+                namespace, rest = rest[1], rest[2:]
+        rt = self.api.resource(group, version, rest[0])
+        name = rest[1] if len(rest) > 1 else ""
+        sub = rest[2] if len(rest) > 2 else ""
+        if len(rest) > 3 or (sub and sub not in rt.subresources):
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        return Route(rt, namespace, name, sub)
+
+    # ----------------------------------------------------------------- resources
+
+    async def _resource(self, request: web.Request, route: Route, watch_path: bool) -> web.StreamResponse:
+        q = request.query
+        method = request.method
+        dry_run = q.get("dryRun") == "All"
+        rt, ns, name, sub = route.rt, route.namespace, route.name, route.subresource
+        watching = watch_path or q.get("watch") in ("true", "1")
+        verb = _verb(method, bool(name), watching)
+        if watching and verb == "watch":
+            return await self._watch(request, route)
+        await self.faults.apply(verb, rt, ns, name, sub)
+        with collect_warnings() as warnings:
+            status, body = await self._call(request, route, verb, dry_run)
+        if verb not in ("get", "list"):
+            self._on_write()
+        headers = {"Warning": ", ".join(f'299 - "{w}"' for w in warnings)} if warnings else None
+        if verb in ("get", "list") and tables.wants_table(request.headers.get("Accept", "")):
+            body = tables.to_table(rt, body, self.api.clock.now(), q.get("includeObject", "Metadata"))
+        return _json(body, status, headers)
+
+    async def _call(self, request: web.Request, route: Route, verb: str, dry_run: bool) -> tuple[int, Any]:
+        q = request.query
+        rt, ns, name, sub = route.rt, route.namespace, route.name, route.subresource
+        if verb == "get":
+            return 200, self.api.get(rt, ns, name)
+        if verb == "list":
+            limit = int(q["limit"]) if q.get("limit") else None
+            return 200, self.api.list(rt, ns or None, q.get("labelSelector"), q.get("fieldSelector"), limit, q.get("continue"))
+        if verb == "create":
+            body = await _body(request)
+            if sub == "eviction":
+                return 201, await evict(self.api, rt, ns, name, body, dry_run=dry_run)
+            if sub == "binding":
+                return 201, await self.api.bind(ns, name, body)
+            if sub:
+                raise method_not_allowed()
+            return 201, await self.api.create(rt, ns, body, dry_run=dry_run)
+        if verb == "update":
+            return 200, await self.api.update(rt, ns, name, await _body(request), subresource=sub, dry_run=dry_run)
+        if verb == "patch":
+            ctype = request.content_type
+            if ctype == patch.APPLY_PATCH:
+                raise ApiError(415, "UnsupportedMediaType", "server-side apply is not supported by kubesim; use client-side apply")
+            return 200, await self.api.patch(rt, ns, name, ctype, await _body(request), subresource=sub, dry_run=dry_run)
+        if verb == "delete":
+            options = await _body(request, optional=True) or {}
+            if q.get("propagationPolicy"):
+                options["propagationPolicy"] = q["propagationPolicy"]
+            return 200, await self.api.delete(rt, ns, name, options, dry_run=dry_run)
+        if verb == "deletecollection":
+            listed = self.api.list(rt, ns or None, q.get("labelSelector"), q.get("fieldSelector"))
+            for item in listed["items"]:
+                await self.api.delete(rt, ns, item["metadata"]["name"], dry_run=dry_run)
+            return 200, listed
+        raise method_not_allowed()
+
+    # ----------------------------------------------------------------- watch
+
+    async def _watch(self, request: web.Request, route: Route) -> web.StreamResponse:
+        q = request.query
+        rt, ns = route.rt, route.namespace
+        labels = parse_label_selector(q.get("labelSelector"))
+        fields = parse_field_selector(q.get("fieldSelector"), rt.plural)
+        if route.name:
+            name_filter = parse_field_selector(f"metadata.name={route.name}", rt.plural)
+            base_fields = fields
+            fields = lambda obj: base_fields(obj) and name_filter(obj)  # noqa: E731
+        translate = self.api.watch_filter(rt, ns or None, labels, fields)
+        bookmarks = q.get("allowWatchBookmarks") in ("true", "1")
+        timeout = float(q["timeoutSeconds"]) if q.get("timeoutSeconds") else None
+        rv_text = q.get("resourceVersion", "")
+        initial = q.get("sendInitialEvents") in ("true", "1")
+
+        response = web.StreamResponse(status=200, headers={"Content-Type": JSON, "Transfer-Encoding": "chunked"})
+        await response.prepare(request)
+
+        async def send(event_type: str, obj: Any) -> None:
+            await response.write(orjson.dumps({"type": event_type, "object": obj}) + b"\n")
+
+        try:
+            await self.faults.apply("watch", rt, ns, route.name)
+            if rv_text in ("", "0") or initial:
+                listed = self.api.list(rt, ns or None, labels, None)
+                start_rv = int(listed["metadata"]["resourceVersion"])
+                backlog, sub = self.api.store.subscribe(start_rv)
+                snapshot = [("ADDED", o) for o in listed["items"] if fields(o)]
+            else:
+                try:
+                    since = int(rv_text)
+                except ValueError as exc:
+                    raise bad_request(f"invalid resource version: {rv_text}") from exc
+                backlog, sub = self.api.store.subscribe(since)
+                snapshot = []
+        except ApiError as exc:
+            await send("ERROR", exc.status())
+            return response
+
+        try:
+            for event_type, obj in snapshot:
+                await send(event_type, obj)
+            if initial and bookmarks:
+                await send("BOOKMARK", self._bookmark(rt, {"k8s.io/initial-events-end": "true"}))
+            await self._stream(sub.queue, backlog, translate, send, bookmarks, timeout, rt)
+        except (ConnectionResetError, asyncio.CancelledError):
+            pass
+        finally:
+            sub.close()
+        with contextlib.suppress(ConnectionResetError):
+            await response.write_eof()
+        return response
+
+    async def _stream(self, queue: asyncio.Queue[WatchEvent | None], backlog: list[WatchEvent], translate: Callable[[WatchEvent], tuple[str, Any] | None], send: Callable[[str, Any], Any], bookmarks: bool, timeout: float | None, rt: ResourceType) -> None:
+        for event in backlog:
+            out = translate(event)
+            if out:
+                await send(*out)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout if timeout else None
+        while True:
+            wait = self.bookmark_interval if bookmarks else None
+            if deadline is not None:
+                left = deadline - loop.time()
+                if left <= 0:
+                    break
+                wait = min(wait, left) if wait else left
+            try:
+                event = await asyncio.wait_for(queue.get(), wait)
+            except TimeoutError:
+                if bookmarks:
+                    await send("BOOKMARK", self._bookmark(rt))
+                continue
+            if event is None:
+                return
+            out = translate(event)
+            if out:
+                await send(*out)
+        if bookmarks:
+            await send("BOOKMARK", self._bookmark(rt))
+
+    def _bookmark(self, rt: ResourceType, annotations: dict[str, str] | None = None) -> dict[str, Any]:
+        meta: dict[str, Any] = {"resourceVersion": str(self.api.store.resource_version)}
+        if annotations:
+            meta["annotations"] = annotations
+        return {"kind": rt.kind, "apiVersion": rt.api_version, "metadata": meta}
+
+
+def _verb(method: str, named: bool, watching: bool) -> str:
+    if method == "GET":
+        if watching:
+            return "watch"
+        return "get" if named else "list"
+    if method == "POST":
+        return "create"
+    if method == "PUT" and named:
+        return "update"
+    if method == "PATCH" and named:
+        return "patch"
+    if method == "DELETE":
+        return "delete" if named else "deletecollection"
+    raise method_not_allowed()
+
+
+async def _body(request: web.Request, optional: bool = False) -> Any:
+    raw = await request.read()
+    if not raw:
+        if optional:
+            return None
+        raise bad_request("the request body is empty")
+    try:
+        if request.content_type in ("application/yaml", patch.APPLY_PATCH):
+            return yaml.safe_load(raw)
+        return orjson.loads(raw)
+    except (orjson.JSONDecodeError, yaml.YAMLError) as exc:
+        raise bad_request(f"the body of the request is not valid JSON: {exc}") from exc

@@ -1,0 +1,115 @@
+"""Fault injection: errors, slowness, dropped watches, forced 409 and 410.
+
+Rules match requests by verb, resource, namespace and name; each fires with a given
+probability (from a seeded generator, so runs are repeatable) and optionally only a
+given number of times.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from dataclasses import dataclass
+
+from kubesim.errors import ApiError, conflict, gone, internal
+from kubesim.resources import ResourceType
+from kubesim.store import Store
+
+VERBS = frozenset({"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"})
+
+
+@dataclass
+class FaultRule:
+    """One injected fault. `status` 0 means "only delay"; `times` None means forever."""
+
+    status: int = 500
+    fraction: float = 1.0
+    times: int | None = None
+    delay: float = 0.0
+    verbs: frozenset[str] = VERBS
+    resource: str | None = None
+    namespace: str | None = None
+    name: str | None = None
+    subresource: str | None = None
+
+    def matches(self, verb: str, rt: ResourceType, namespace: str, name: str, subresource: str) -> bool:
+        """Whether this rule applies to the request."""
+        return (
+            (self.times is None or self.times > 0)
+            and verb in self.verbs
+            and self.resource in (None, rt.plural, f"{rt.plural}.{rt.group}")
+            and self.namespace in (None, namespace)
+            and self.name in (None, name)
+            and self.subresource in (None, subresource)
+        )
+
+
+class Faults:
+    """The simulator's fault injector (`sim.faults`)."""
+
+    def __init__(self, store: Store, seed: int = 0) -> None:
+        self._store = store
+        self._rng = random.Random(seed)
+        self.rules: list[FaultRule] = []
+
+    def add(self, rule: FaultRule) -> FaultRule:
+        """Install a rule; returns it so a test can later `remove` it."""
+        self.rules.append(rule)
+        return rule
+
+    def remove(self, rule: FaultRule) -> None:
+        """Uninstall one rule."""
+        self.rules.remove(rule)
+
+    def clear(self) -> None:
+        """Uninstall every rule."""
+        self.rules.clear()
+
+    def error_rate(self, fraction: float, status: int = 500, verbs: set[str] | None = None, resource: str | None = None) -> FaultRule:
+        """Answer `fraction` of matching requests with `status` (default 500)."""
+        return self.add(FaultRule(status=status, fraction=fraction, verbs=frozenset(verbs or VERBS), resource=resource))
+
+    def slow(self, delay: float, verbs: set[str] | None = None, resource: str | None = None, times: int | None = None) -> FaultRule:
+        """Delay matching requests by `delay` seconds (real time) before answering."""
+        return self.add(FaultRule(status=0, delay=delay, verbs=frozenset(verbs or VERBS), resource=resource, times=times))
+
+    def conflict(self, times: int = 1, resource: str | None = None, name: str | None = None, verbs: set[str] | None = None) -> FaultRule:
+        """Answer the next `times` matching writes with 409 Conflict."""
+        return self.add(FaultRule(status=409, times=times, verbs=frozenset(verbs or {"update", "patch"}), resource=resource, name=name))
+
+    def gone(self, times: int = 1, resource: str | None = None, verbs: set[str] | None = None) -> FaultRule:
+        """Answer the next `times` matching watches (by default) with 410 Gone."""
+        return self.add(FaultRule(status=410, times=times, verbs=frozenset(verbs or {"watch"}), resource=resource))
+
+    def drop_watches(self) -> int:
+        """Close every open watch stream now; returns how many were closed."""
+        return self._store.close_watches()
+
+    async def apply(self, verb: str, rt: ResourceType, namespace: str, name: str, subresource: str = "") -> None:
+        """Run the first matching rule: sleep and/or raise its error."""
+        for rule in self.rules:
+            if not rule.matches(verb, rt, namespace, name, subresource):
+                continue
+            if rule.fraction < 1.0 and self._rng.random() >= rule.fraction:
+                continue
+            if rule.times is not None:
+                rule.times -= 1
+            if rule.delay:
+                await asyncio.sleep(rule.delay)
+            if rule.status:
+                raise _error(rule.status, rt, name)
+            return
+
+
+def _error(status: int, rt: ResourceType, name: str) -> ApiError:
+    if status == 409:
+        return conflict(rt, name or rt.plural)
+    if status == 410:
+        return gone("too old resource version: injected fault")
+    if status == 429:
+        return ApiError(429, "TooManyRequests", "injected fault: too many requests, please try again later", {"retryAfterSeconds": 1}, {"Retry-After": "1"})
+    if status == 500:
+        return internal("injected fault")
+    if status == 503:
+        return ApiError(503, "ServiceUnavailable", "injected fault: the server is currently unable to handle the request")
+    return ApiError(status, "Unknown", f"injected fault ({status})")

@@ -1,0 +1,275 @@
+"""The kubelet step: runs bound pods, acts out in-place resizes, and gives tests hooks to
+OOM-kill a container, make it crash-loop, fail its readiness, or end the pod."""
+
+from __future__ import annotations
+
+import hashlib
+from fractions import Fraction
+from typing import Any
+
+from kubesim import pods
+from kubesim.apiserver import ApiServer
+from kubesim.conditions import drop_condition, get_condition, set_condition
+from kubesim.errors import not_found
+from kubesim.nodes import allocatable, usage
+from kubesim.store import Obj, clone
+
+_POD_CONDITIONS = ("PodReadyToStartContainers", "Initialized", "ContainersReady", "Ready")
+
+
+def _digest(*parts: str) -> str:
+    return hashlib.sha256("/".join(parts).encode()).hexdigest()
+
+
+def _amount(resource: str, value: Fraction) -> int:
+    """Resize messages show cpu in millicores and memory in bytes, like the kubelet."""
+    return int(value * 1000) if resource == "cpu" else int(value)
+
+
+class Kubelet:
+    """Every node's kubelet at once."""
+
+    def __init__(self, api: ApiServer) -> None:
+        self.api = api
+        rt = api.registry.get("", "v1", "pods")
+        assert rt is not None
+        self._rt = rt
+        # When True, an accepted resize stays InProgress until `actuate_resizes()`.
+        self.hold_resizes = False
+        self._unready: set[tuple[str, str]] = set()
+        self._crashing: set[tuple[str, str]] = set()
+        self._ips: dict[str, str] = {}
+
+    # ----------------------------------------------------------------- step
+
+    async def step(self) -> None:
+        """Bring every bound pod's status up to date and advance pending resizes."""
+        self._sync_all(actuate=not self.hold_resizes)
+
+    def actuate_resizes(self) -> None:
+        """Finish every accepted resize now (for tests that set `hold_resizes`)."""
+        self._sync_all(actuate=True)
+
+    def _sync_all(self, actuate: bool) -> None:
+        all_pods = self.api.store.list(("", "pods"))
+        nodes = {n["metadata"]["name"]: n for n in self.api.store.list(("", "nodes"))}
+        for pod in all_pods:
+            node = nodes.get(pod["spec"].get("nodeName", ""))
+            if node is None or pods.is_terminal(pod):
+                continue
+            updated = self._sync(pod, node, all_pods, actuate)
+            if updated is not None:
+                all_pods = [updated if p["metadata"]["uid"] == updated["metadata"]["uid"] else p for p in all_pods]
+
+    def _sync(self, pod: Obj, node: Obj, all_pods: list[Obj], actuate: bool) -> Obj | None:
+        status = pod.setdefault("status", {})
+        now = self.api.clock.stamp()
+        uid = pod["metadata"]["uid"]
+        if status.get("phase") == "Pending":
+            status["phase"] = "Running"
+            status["startTime"] = now
+        status["hostIP"] = self._host_ip(node)
+        status["hostIPs"] = [{"ip": status["hostIP"]}]
+        status["podIP"] = self._pod_ip(uid, node)
+        status["podIPs"] = [{"ip": status["podIP"]}]
+        statuses = {s["name"]: s for s in status.get("containerStatuses") or []}
+        out = []
+        for container in pod["spec"].get("containers") or []:
+            name = container["name"]
+            current = statuses.get(name)
+            if current is None:
+                requests = clone((container.get("resources") or {}).get("requests") or {})
+                current = {
+                    "name": name,
+                    "image": container.get("image", ""),
+                    "imageID": f"docker.io/library/{container.get('image', '')}@sha256:{_digest(container.get('image', ''))}",
+                    "containerID": f"containerd://{_digest(uid, name, '0')}",
+                    "restartCount": 0,
+                    "started": True,
+                    "state": {"running": {"startedAt": now}},
+                    "allocatedResources": requests,
+                    "resources": _resources(container),
+                }
+            current["image"] = container.get("image", "")
+            key = (uid, name)
+            if key in self._crashing:
+                current["state"] = {"waiting": {"reason": "CrashLoopBackOff", "message": f"back-off restarting failed container={name} pod={pod['metadata']['name']}_{pod['metadata']['namespace']}({uid})"}}
+                current["started"] = False
+            elif "running" not in current.get("state", {}):
+                current["state"] = {"running": {"startedAt": now}}
+                current["started"] = True
+            current["ready"] = key not in self._unready and key not in self._crashing
+            out.append(current)
+        status["containerStatuses"] = out
+        self._resize(pod, node, all_pods, actuate, now)
+        ready = all(s["ready"] for s in out)
+        for ctype in _POD_CONDITIONS:
+            value = "True" if ctype in ("PodReadyToStartContainers", "Initialized") or ready else "False"
+            reason = "" if value == "True" else "ContainersNotReady"
+            message = "" if value == "True" else f"containers with unready status: [{' '.join(s['name'] for s in out if not s['ready'])}]"
+            set_condition(status, ctype, value, now, reason, message, probe=True)
+        set_condition(status, "PodScheduled", "True", now, probe=True)
+        status["qosClass"] = status.get("qosClass") or pods.qos_class(pod)
+        status["observedGeneration"] = pod["metadata"].get("generation", 1)
+        return self.api.write_status(self._rt, pod)
+
+    # ----------------------------------------------------------------- resize
+
+    def _resize(self, pod: Obj, node: Obj, all_pods: list[Obj], actuate: bool, now: str) -> None:
+        status = pod["status"]
+        statuses = {s["name"]: s for s in status["containerStatuses"]}
+        pending = [
+            c for c in pod["spec"]["containers"]
+            if (c.get("resources") or {}).get("requests", {}) != statuses[c["name"]].get("allocatedResources", {})
+            or _resources(c) != statuses[c["name"]].get("resources", {})
+        ]
+        if pending:
+            verdict = self._fit(pod, node, all_pods)
+            if verdict is not None:
+                reason, message = verdict
+                set_condition(status, "PodResizePending", "True", now, reason, message, probe=True, observedGeneration=pod["metadata"].get("generation", 1))
+                return
+            drop_condition(status, "PodResizePending")
+            for container in pending:
+                statuses[container["name"]]["allocatedResources"] = clone((container.get("resources") or {}).get("requests") or {})
+            set_condition(status, "PodResizeInProgress", "True", now, probe=True, observedGeneration=pod["metadata"].get("generation", 1))
+        else:
+            drop_condition(status, "PodResizePending")
+        in_progress = get_condition(status, "PodResizeInProgress") is not None
+        if not (actuate and (in_progress or pending)):
+            return
+        for container in pod["spec"]["containers"]:
+            entry = statuses[container["name"]]
+            wanted = _resources(container)
+            if entry.get("resources") == wanted:
+                continue
+            if _needs_restart(container, entry.get("resources") or {}, wanted):
+                entry["restartCount"] = int(entry.get("restartCount", 0)) + 1
+                entry["lastState"] = {"terminated": {"exitCode": 0, "reason": "Completed", "startedAt": entry.get("state", {}).get("running", {}).get("startedAt", now), "finishedAt": now, "containerID": entry["containerID"]}}
+                entry["containerID"] = f"containerd://{_digest(pod['metadata']['uid'], container['name'], str(entry['restartCount']))}"
+                entry["state"] = {"running": {"startedAt": now}}
+            entry["resources"] = wanted
+        drop_condition(status, "PodResizeInProgress")
+
+    def _fit(self, pod: Obj, node: Obj, all_pods: list[Obj]) -> tuple[str, str] | None:
+        """None if the desired requests fit the node now, else (Deferred|Infeasible, message)."""
+        capacity = allocatable(node)
+        wanted = pods.pod_requests(pod, "spec")
+        for resource in ("cpu", "memory"):
+            need = wanted.get(resource, Fraction(0))
+            have = capacity.get(resource)
+            if have is not None and need > have:
+                return "Infeasible", f"Node didn't have enough capacity: {resource}, requested: {_amount(resource, need)}, capacity: {_amount(resource, have)}"
+        others = usage(all_pods, node["metadata"]["name"], "allocated", exclude_uid=pod["metadata"]["uid"])
+        for resource in ("cpu", "memory"):
+            need = wanted.get(resource, Fraction(0))
+            have = capacity.get(resource)
+            used = others.get(resource, Fraction(0))
+            if have is not None and used + need > have:
+                return "Deferred", f"Node didn't have enough resource: {resource}, requested: {_amount(resource, need)}, used: {_amount(resource, used)}, capacity: {_amount(resource, have)}"
+        return None
+
+    # ----------------------------------------------------------------- test hooks
+
+    def _pod(self, namespace: str, name: str) -> Obj:
+        pod = self.api.store.get(("", "pods"), namespace, name)
+        if pod is None:
+            raise not_found(self._rt, name)
+        return pod
+
+    def _restart(self, namespace: str, name: str, container: str, reason: str, exit_code: int) -> Obj:
+        pod = self._pod(namespace, name)
+        now = self.api.clock.stamp()
+        for entry in (pod.get("status") or {}).get("containerStatuses") or []:
+            if entry["name"] == container:
+                started = entry.get("state", {}).get("running", {}).get("startedAt", now)
+                entry["lastState"] = {"terminated": {"exitCode": exit_code, "reason": reason, "startedAt": started, "finishedAt": now, "containerID": entry.get("containerID", "")}}
+                entry["restartCount"] = int(entry.get("restartCount", 0)) + 1
+                entry["containerID"] = f"containerd://{_digest(pod['metadata']['uid'], container, str(entry['restartCount']))}"
+                entry["state"] = {"running": {"startedAt": now}}
+                return self.api.write_status(self._rt, pod)
+        raise ValueError(f"pod {namespace}/{name} has no running container {container!r} (has the kubelet run it yet?)")
+
+    def oom_kill(self, namespace: str, name: str, container: str) -> Obj:
+        """The container was OOM-killed and restarted (lastState.terminated.reason OOMKilled, exit 137)."""
+        return self._restart(namespace, name, container, "OOMKilled", 137)
+
+    def crash(self, namespace: str, name: str, container: str, exit_code: int = 1) -> Obj:
+        """The container exited with an error once and was restarted."""
+        return self._restart(namespace, name, container, "Error", exit_code)
+
+    def crash_loop(self, namespace: str, name: str, container: str, looping: bool = True) -> Obj:
+        """Start (or stop) a crash loop: one more failed restart, then waiting in CrashLoopBackOff."""
+        pod = self._pod(namespace, name)
+        key = (pod["metadata"]["uid"], container)
+        if looping:
+            self._restart(namespace, name, container, "Error", 1)
+            self._crashing.add(key)
+        else:
+            self._crashing.discard(key)
+        return self._resync(namespace, name)
+
+    def set_ready(self, namespace: str, name: str, container: str, ready: bool) -> Obj:
+        """Make a container's readiness probe pass or fail."""
+        pod = self._pod(namespace, name)
+        key = (pod["metadata"]["uid"], container)
+        if ready:
+            self._unready.discard(key)
+        else:
+            self._unready.add(key)
+        return self._resync(namespace, name)
+
+    def finish(self, namespace: str, name: str, succeeded: bool = True) -> Obj:
+        """End the pod: every container terminated, phase Succeeded or Failed."""
+        pod = self._pod(namespace, name)
+        now = self.api.clock.stamp()
+        status = pod.setdefault("status", {})
+        status["phase"] = "Succeeded" if succeeded else "Failed"
+        for entry in status.get("containerStatuses") or []:
+            started = entry.get("state", {}).get("running", {}).get("startedAt", now)
+            entry["state"] = {"terminated": {"exitCode": 0 if succeeded else 1, "reason": "Completed" if succeeded else "Error", "startedAt": started, "finishedAt": now, "containerID": entry.get("containerID", "")}}
+            entry["ready"] = False
+            entry["started"] = False
+        for ctype in ("Ready", "ContainersReady"):
+            set_condition(status, ctype, "False", now, "PodCompleted", probe=True)
+        return self.api.write_status(self._rt, pod)
+
+    def _resync(self, namespace: str, name: str) -> Obj:
+        pod = self._pod(namespace, name)
+        node = self.api.store.get(("", "nodes"), "", pod["spec"].get("nodeName", ""))
+        if node is None:
+            return pod
+        return self._sync(pod, node, self.api.store.list(("", "pods")), actuate=not self.hold_resizes) or pod
+
+    # ----------------------------------------------------------------- addresses
+
+    def _host_ip(self, node: Obj) -> str:
+        for address in (node.get("status") or {}).get("addresses") or []:
+            if address.get("type") == "InternalIP":
+                return str(address["address"])
+        return "10.0.0.1"
+
+    def _pod_ip(self, uid: str, node: Obj) -> str:
+        if uid not in self._ips:
+            n = len(self._ips) + 2
+            self._ips[uid] = f"10.244.{n // 250}.{n % 250}"
+        return self._ips[uid]
+
+
+def _resources(container: Obj) -> Obj:
+    res = container.get("resources") or {}
+    out = {}
+    for section in ("requests", "limits"):
+        values = {k: v for k, v in (res.get(section) or {}).items() if k in pods.RESIZABLE}
+        if values:
+            out[section] = clone(values)
+    return out
+
+
+def _needs_restart(container: Obj, before: Obj, after: Obj) -> bool:
+    policies = {p.get("resourceName"): p.get("restartPolicy") for p in container.get("resizePolicy") or []}
+    for resource in pods.RESIZABLE:
+        changed = any((before.get(s) or {}).get(resource) != (after.get(s) or {}).get(resource) for s in ("requests", "limits"))
+        if changed and policies.get(resource) == "RestartContainer":
+            return True
+    return False

@@ -1,0 +1,165 @@
+"""Object storage with a global resourceVersion and a bounded watch history.
+
+Like etcd behind the real API server: every write gets the next resourceVersion, events
+are kept for a window (`history`), and a watch from a version older than the window is
+answered 410 Gone. `compact()` drops the window on demand so tests can force a 410.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from kubesim.errors import gone
+
+Obj = dict[str, Any]
+Key = tuple[str, str]  # (group, plural)
+
+
+def clone(obj: Any) -> Any:
+    """A deep copy of a JSON-shaped value (fast path through orjson)."""
+    return orjson.loads(orjson.dumps(obj))
+
+
+@dataclass(frozen=True)
+class WatchEvent:
+    """One change: its type, the resourceVersion it created, and the objects."""
+
+    type: str  # ADDED, MODIFIED, DELETED
+    rv: int
+    key: Key
+    obj: Obj
+    old: Obj | None
+
+
+class Subscription:
+    """A queue of events for one watcher; `None` in the queue means "closed by the server"."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self.queue: asyncio.Queue[WatchEvent | None] = asyncio.Queue()
+
+    def close(self) -> None:
+        """Stop receiving events."""
+        self._store._subscribers.discard(self)
+
+
+class Store:
+    """All objects of all resources, keyed by (group, plural) then (namespace, name)."""
+
+    def __init__(self, history: int = 5000, first_rv: int = 1000) -> None:
+        self._objects: dict[Key, dict[tuple[str, str], Obj]] = {}
+        self._history: deque[WatchEvent] = deque(maxlen=history)
+        self._rv = first_rv
+        # Events with rv <= _compacted are no longer available to watches.
+        self._compacted = first_rv
+        self._subscribers: set[Subscription] = set()
+        self._listeners: list[Callable[[WatchEvent], None]] = []
+
+    @property
+    def resource_version(self) -> int:
+        """The latest resourceVersion handed out."""
+        return self._rv
+
+    def get(self, key: Key, namespace: str, name: str) -> Obj | None:
+        """A copy of one object, or None."""
+        obj = self._objects.get(key, {}).get((namespace, name))
+        return clone(obj) if obj is not None else None
+
+    def peek(self, key: Key, namespace: str, name: str) -> Obj | None:
+        """The stored object itself (read-only use; avoids a copy on hot paths)."""
+        return self._objects.get(key, {}).get((namespace, name))
+
+    def list(self, key: Key, namespace: str | None = None) -> list[Obj]:
+        """Copies of all objects of one resource (optionally in one namespace), name order."""
+        return [clone(o) for o in self.iter(key, namespace)]
+
+    def iter(self, key: Key, namespace: str | None = None) -> Iterator[Obj]:
+        """The stored objects themselves, sorted by namespace and name (read-only use)."""
+        bucket = self._objects.get(key, {})
+        for ns_name in sorted(bucket):
+            if namespace is None or ns_name[0] == namespace:
+                yield bucket[ns_name]
+
+    def put(self, key: Key, obj: Obj, event_type: str) -> Obj:
+        """Store `obj` (ADDED or MODIFIED), stamping the next resourceVersion; returns a copy."""
+        meta = obj["metadata"]
+        slot = (meta.get("namespace", ""), meta["name"])
+        bucket = self._objects.setdefault(key, {})
+        old = bucket.get(slot)
+        self._rv += 1
+        meta["resourceVersion"] = str(self._rv)
+        stored = clone(obj)
+        bucket[slot] = stored
+        self._emit(WatchEvent(event_type, self._rv, key, stored, old))
+        return clone(stored)
+
+    def remove(self, key: Key, namespace: str, name: str) -> Obj | None:
+        """Delete one object; the DELETED event carries a new resourceVersion."""
+        bucket = self._objects.get(key, {})
+        old = bucket.pop((namespace, name), None)
+        if old is None:
+            return None
+        self._rv += 1
+        final = clone(old)
+        final["metadata"]["resourceVersion"] = str(self._rv)
+        self._emit(WatchEvent("DELETED", self._rv, key, final, old))
+        return clone(final)
+
+    def drop_resource(self, key: Key) -> list[Obj]:
+        """Delete every object of one resource (a CRD went away)."""
+        removed = []
+        for ns, name in sorted(self._objects.get(key, {})):
+            obj = self.remove(key, ns, name)
+            if obj is not None:
+                removed.append(obj)
+        return removed
+
+    def _emit(self, event: WatchEvent) -> None:
+        self._history.append(event)
+        if len(self._history) == self._history.maxlen:
+            self._compacted = max(self._compacted, self._history[0].rv - 1)
+        for sub in list(self._subscribers):
+            sub.queue.put_nowait(event)
+        for listener in list(self._listeners):
+            listener(event)
+
+    def add_listener(self, listener: Callable[[WatchEvent], None]) -> None:
+        """Call `listener` synchronously after every write (the simulator's settle trigger)."""
+        self._listeners.append(listener)
+
+    def subscribe(self, since: int | None) -> tuple[list[WatchEvent], Subscription]:
+        """Events after `since` from history plus a live subscription, atomically.
+
+        Raises 410 Gone when `since` is older than the kept history.
+        """
+        backlog: list[WatchEvent] = []
+        if since is not None:
+            if since < self._compacted:
+                raise gone(f"too old resource version: {since} ({self._compacted + 1})")
+            backlog = [e for e in self._history if e.rv > since]
+        sub = Subscription(self)
+        self._subscribers.add(sub)
+        return backlog, sub
+
+    def check_not_compacted(self, rv: int) -> None:
+        """Raise 410 Gone if `rv` is older than the kept history."""
+        if rv < self._compacted:
+            raise gone(f"too old resource version: {rv} ({self._compacted + 1})")
+
+    def compact(self) -> None:
+        """Forget all history (like an etcd compaction): older watches now get 410."""
+        self._history.clear()
+        self._compacted = self._rv
+
+    def close_watches(self) -> int:
+        """End every live watch stream (clients see the connection end); returns how many."""
+        subs = list(self._subscribers)
+        for sub in subs:
+            sub.queue.put_nowait(None)
+        return len(subs)
