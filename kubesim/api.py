@@ -118,7 +118,7 @@ class HttpApi:
         method = request.method
         dry_run = q.get("dryRun") == "All"
         rt, ns, name, sub = route.rt, route.namespace, route.name, route.subresource
-        watching = watch_path or q.get("watch") in ("true", "1")
+        watching = watch_path or _flag(q.get("watch"))
         verb = _verb(method, bool(name), watching)
         if watching and verb == "watch":
             return await self._watch(request, route)
@@ -180,10 +180,10 @@ class HttpApi:
             base_fields = fields
             fields = lambda obj: base_fields(obj) and name_filter(obj)  # noqa: E731
         translate = self.api.watch_filter(rt, ns or None, labels, fields)
-        bookmarks = q.get("allowWatchBookmarks") in ("true", "1")
+        bookmarks = _flag(q.get("allowWatchBookmarks"))
         timeout = float(q["timeoutSeconds"]) if q.get("timeoutSeconds") else None
         rv_text = q.get("resourceVersion", "")
-        initial = q.get("sendInitialEvents") in ("true", "1")
+        initial = _flag(q.get("sendInitialEvents"))
 
         response = web.StreamResponse(status=200, headers={"Content-Type": JSON, "Transfer-Encoding": "chunked"})
         await response.prepare(request)
@@ -256,6 +256,11 @@ class HttpApi:
         if annotations:
             meta["annotations"] = annotations
         return {"kind": rt.kind, "apiVersion": rt.api_version, "metadata": meta}
+
+
+def _flag(value: str | None) -> bool:
+    """Query booleans: clients send `true`, `True` or `1`."""
+    return (value or "").lower() in ("true", "1")
 
 
 def _verb(method: str, named: bool, watching: bool) -> str:
