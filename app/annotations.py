@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -101,6 +102,12 @@ def parse_key(key: str) -> KeyInfo | None:
 def is_recommendation_key(key: str) -> bool:
     """True for keys kerf owns on workloads (recommendations and the args hook)."""
     return key == ARGS_KEY or parse_key(key) is not None
+
+
+def recommendation_fingerprint(annotations: Mapping[str, str]) -> str:
+    """Hash of the physical keys and values of a recommendation (the rollback
+    fingerprint): a key that moves between the fixed and hashed form is a new one."""
+    return hashlib.sha256(dumps(dict(sorted(annotations.items()))).encode()).hexdigest()[:16]
 
 
 def dumps(value: Any) -> str:

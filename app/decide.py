@@ -87,11 +87,16 @@ class PodDecision:
     method: str | None = None
     containers: dict[str, dict[str, dict[str, str]]] = field(default_factory=dict)
     values: dict[str, dict[str, dict[str, str]]] = field(default_factory=dict)
-    selected: list[SelectedValue] = field(default_factory=list)
+    selection: Mapping[Target, Candidate] = field(default_factory=dict)
     dropped: list[tuple[Target, str]] = field(default_factory=list)
     next_allowed_at: datetime | None = None
     fingerprint: str | None = None
     plan: WorkloadPlan | None = None
+
+    @property
+    def selected(self) -> list[SelectedValue]:
+        """The winning policy of every target, ordered by container, field, resource."""
+        return [_selected_value(t, c) for t, c in sorted(self.selection.items(), key=_target_order)]
 
 
 # ---------------------------------------------------------------------- pod facts
@@ -196,11 +201,6 @@ def hpa_coupled_resources(hpas: Iterable[Mapping[str, Any]]) -> set[str]:
     return coupled
 
 
-def fingerprint(annotations: Mapping[str, str]) -> str:
-    """Hash of the physical keys and values of a recommendation (rollback fingerprint)."""
-    return hashlib.sha256(dumps(dict(sorted(annotations.items()))).encode()).hexdigest()[:16]
-
-
 # ---------------------------------------------------------------------- the decision
 
 
@@ -224,20 +224,21 @@ class _Context:
     plan: WorkloadPlan
     now: datetime
     path: Path
+    containers: dict[str, Mapping[str, Any]]
     current: dict[str, Resources]
     baseline: dict[str, Resources]
     selected: dict[Target, Candidate]
     actions: list[_Action] = field(default_factory=list)
+    has_restores: bool = False
     dropped: list[tuple[Target, str]] = field(default_factory=list)
 
     def settings(self, policy: KerfResource | None) -> GuardrailSettings:
         return self.view.guardrails(policy)
 
     def regular(self) -> list[_Action]:
-        actions = self.actions
-        if not any(a.candidate.kind in ROLLBACK_KINDS for a in actions):
-            return actions
-        return [a for a in actions if not a.restore]
+        if not self.has_restores:
+            return self.actions
+        return [a for a in self.actions if not a.restore]
 
     def policies(self) -> list[KerfResource]:
         seen: dict[int, KerfResource] = {}
@@ -326,14 +327,12 @@ def decide_pod(
         plan=plan,
         now=now,
         path=path,
+        containers=containers,
         current=current,
         baseline=_baseline(view, workload, current, path),
         selected=selected,
     )
-    selected_values = [
-        _selected_value(t, c) for t, c in sorted(selected.items(), key=_target_order)
-    ]
-    fp = fingerprint(plan.sync.annotations)
+    fp = plan.fingerprint
     try:
         _build_actions(ctx)
         method = _run_checks(ctx)
@@ -342,7 +341,7 @@ def decide_pod(
             stop.outcome,
             stop.reason,
             stop.message,
-            selected=selected_values,
+            selection=selected,
             dropped=ctx.dropped,
             next_allowed_at=stop.next_allowed_at,
             fingerprint=fp,
@@ -362,7 +361,7 @@ def decide_pod(
         final=final,
         method=method,
         values={c: format_resources(final[c]) for c in sorted(changed)},
-        selected=selected_values,
+        selection=selected,
         dropped=ctx.dropped,
         fingerprint=fp,
         plan=plan,
@@ -432,6 +431,7 @@ def _build_actions(ctx: _Context) -> None:
         current = ctx.baseline[target.container][target.field].get(target.resource)
         if candidate.kind in ROLLBACK_KINDS:
             ctx.actions.append(_Action(target, current, candidate.amount, candidate))
+            ctx.has_restores = True
             continue
         strategy = ctx.view.strategy_for(candidate.policy) if candidate.policy else None
         if strategy is None:
@@ -625,7 +625,7 @@ def _apply_value_rules(ctx: _Context) -> None:
     status = record.status if record else None
     last_change = status.last_applied.at if status and status.last_applied else None
     rolled_back: frozenset[str] = frozenset()
-    containers = target_containers(ctx.pod)
+    containers = ctx.containers
     pods = ctx.view.pods_of(ctx.workload.ref) if ctx.path == "admission" else [ctx.pod]
     kept: list[_Action] = []
     refusals: list[str] = []
@@ -752,7 +752,7 @@ def _method(ctx: _Context, strategies: list[AutomationStrategySpec]) -> str:
 
 def _resizable(ctx: _Context, strategies: list[AutomationStrategySpec]) -> bool:
     restart_ok = all(s.in_place_resize.container_restart for s in strategies)
-    containers = target_containers(ctx.pod)
+    containers = ctx.containers
     for action in ctx.actions:
         if action.target.resource not in IN_PLACE_RESOURCES:
             return False

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from app.annotations import ROLLBACK_STATE
+from app.annotations import ROLLBACK_STATE, recommendation_fingerprint
 from app.guardrails import GuardrailSettings, resolve_guardrails
 from app.models import (
     AutomationStrategy,
@@ -66,6 +66,7 @@ class WorkloadPlan:
     sync: SyncResult
     candidates: list[Candidate]
     args: ArgsSelection | None
+    fingerprint: str = ""
     warnings: list[str] = field(default_factory=list)
     #: selections by the tuple of container names (pods of a workload share them)
     selections: dict[tuple[str, ...], dict[Target, Candidate]] = field(default_factory=dict)
@@ -370,7 +371,13 @@ class ClusterView:
         )
         candidates, warnings = extract_candidates(sync.annotations, sync.sources, self.priorities)
         args, args_warnings = select_args(sync.annotations, sync.sources)
-        plan = WorkloadPlan(sync, candidates, args, [*warnings, *args_warnings])
+        plan = WorkloadPlan(
+            sync,
+            candidates,
+            args,
+            recommendation_fingerprint(sync.annotations),
+            [*warnings, *args_warnings],
+        )
         if key in self._workloads:
             self._plans[key] = plan
         return plan
