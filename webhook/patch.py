@@ -111,6 +111,29 @@ def _annotation_ops(pod: Mapping[str, Any], desired: Mapping[str, str]) -> list[
     return _map_ops("/metadata/annotations", metadata.get("annotations"), desired)
 
 
+def patched_resources(ops: Sequence[Operation]) -> list[str]:
+    """One entry per container value a patch sets: the resource name, or `args`.
+
+    Read back from the operations (not from the decision) so that values already in place,
+    which produce no operation, are not counted as applied.
+    """
+    names: list[str] = []
+    for op in ops:
+        parts = op["path"].split("/")
+        if len(parts) < 5 or parts[1] != "spec":
+            continue
+        tail, value = parts[4:], op.get("value")
+        if tail == ["args"]:
+            names.append("args")
+        elif tail == ["resources"]:
+            names.extend(res for values in value.values() for res in values)
+        elif len(tail) == 2:
+            names.extend(value)
+        elif len(tail) == 3:
+            names.append(tail[2].replace("~1", "/").replace("~0", "~"))
+    return names
+
+
 def build_patch(pod: Mapping[str, Any], result: PatchSource) -> list[Operation]:
     """The minimal JSON patch that gives `pod` the decision's resources, args and annotations.
 

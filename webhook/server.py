@@ -29,7 +29,7 @@ from app.annotations import MIRROR_POD
 from webhook.limits import MAX_BODY_BYTES, BodyTooLarge, read_body
 from webhook.logs import LOGGER_NAME, decision_record, log_decision
 from webhook.metrics import WebhookMetrics, create_metrics
-from webhook.patch import build_patch
+from webhook.patch import build_patch, patched_resources
 from webhook.review import (
     API_VERSION_V1,
     AdmissionRequest,
@@ -67,7 +67,7 @@ class _Answer:
     reason: str | None
     message: str
     result: AdmissionResult | None = None
-    patch_ops: int = 0
+    patch: tuple[dict[str, Any], ...] = ()
 
 
 def _error(status: int, message: str) -> Response:
@@ -155,16 +155,14 @@ def create_app(
             return fail_open(request.uid, "Deadline", message, request.api_version)
         patch = build_patch(pod, result)
         body = review_response(request.uid, api_version=request.api_version, patch=patch)
-        return _Answer(body, result.outcome, result.reason, result.message, result, len(patch))
+        return _Answer(body, result.outcome, result.reason, result.message, result, tuple(patch))
 
     def record(request: AdmissionRequest | None, uid: str, done: _Answer) -> None:
         metrics.requests.labels(done.outcome, done.reason or "").inc()
         result = done.result
-        if result is not None and done.patch_ops and request and not request.dry_run:
-            for entry in result.selected:
-                metrics.patched_values.labels(str(entry.get("resource", ""))).inc()
-            if result.args:
-                metrics.patched_values.labels("args").inc(len(result.args))
+        if done.patch and request and not request.dry_run:
+            for resource in patched_resources(done.patch):
+                metrics.patched_values.labels(resource).inc()
         pod = (request.object or {}) if request else {}
         # The pod may be malformed (that is why some answers fail open): read it defensively.
         metadata = pod.get("metadata")
@@ -181,7 +179,7 @@ def create_app(
                 reason=done.reason,
                 message=done.message,
                 selected=result.selected if result else (),
-                patch_ops=done.patch_ops,
+                patch_ops=len(done.patch),
                 dry_run=bool(request and request.dry_run),
             ),
         )

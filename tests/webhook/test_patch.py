@@ -11,7 +11,7 @@ import pytest
 
 from app.annotations import POD_INFO
 from tests.webhook.fakes import load_example, result
-from webhook.patch import build_patch, escape_pointer_token
+from webhook.patch import build_patch, escape_pointer_token, patched_resources
 
 STATIC_REQUESTS = "static.rightsizing.kubex.ai/desired-resource-requests"
 
@@ -193,3 +193,21 @@ def test_pod_without_metadata_gets_metadata_added() -> None:
     pod = {"spec": {"containers": [{"name": "c"}]}}
     patched = assert_idempotent(pod, result(annotations={"k": "v"}))
     assert patched["metadata"] == {"annotations": {"k": "v"}}
+
+
+def test_patched_resources_counts_only_values_the_patch_sets() -> None:
+    pod = pod_of("multi-container.json")
+    pod["spec"]["containers"][2]["resources"] = {}
+    decision = result(
+        resources={
+            "app": {"requests": {"cpu": "1", "memory": "900Mi"}},
+            "envoy": {"requests": {"cpu": "100m"}, "limits": {"memory": "256Mi"}},
+            "metrics": {"requests": {"cpu": "10m", "nvidia.com/gpu": "1"}},
+        },
+        args={"envoy": ["-c", "/etc/envoy/other.yaml"]},
+    )
+    ops = build_patch(pod, decision)
+    assert sorted(patched_resources(ops)) == ["args", "cpu", "memory", "memory", "nvidia.com/gpu"]
+    no_resources = pod_of("no-resources.json")
+    whole = build_patch(no_resources, result(resources={"worker": {"limits": {"cpu": "1"}}}))
+    assert patched_resources(whole) == ["cpu"]

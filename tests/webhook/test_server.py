@@ -69,6 +69,7 @@ def test_pod_create_is_patched(client: TestClient, admit: ScriptedAdmit) -> None
     assert [namespace for namespace, _ in admit.calls] == ["shop"]
     assert metric(client, 'kerf_webhook_requests_total{outcome="apply",reason=""}') == 1
     assert metric(client, 'kerf_webhook_patched_values_total{resource="cpu"}') == 1
+    assert metric(client, 'kerf_webhook_patched_values_total{resource="memory"}') == 1
 
 
 def test_reinvocation_on_own_output_yields_no_patch(client: TestClient) -> None:
