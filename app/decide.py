@@ -664,13 +664,22 @@ def _apply_value_rules(ctx: _Context) -> None:
             tolerance_percent=tolerance,
             context=context,
         )
+        own = ctx.current[t.container][t.field].get(t.resource)
+        if outcome.value is None and action.current is not None and action.current != own:
+            # A new pod whose manifest differs from the last applied value keeps the last
+            # applied value (the baseline): a rollout never undoes a step.
+            if outcome.reason != NO_SIGNIFICANT_CHANGE:
+                ctx.dropped.append((t, outcome.reason or ""))
+            action.desired = action.current
+            kept.append(action)
+            continue
         if outcome.value is None:
             ctx.dropped.append((t, outcome.reason or NO_SIGNIFICANT_CHANGE))
             if outcome.reason != NO_SIGNIFICANT_CHANGE:
                 refusals.append(outcome.reason or "")
             continue
         # The pod's own value is what changes; the baseline only bounds the step.
-        if outcome.value == ctx.current[t.container][t.field].get(t.resource):
+        if outcome.value == own:
             ctx.dropped.append((t, NO_SIGNIFICANT_CHANGE))
             continue
         action.desired = outcome.value
