@@ -91,7 +91,11 @@ def admit_pod(
     view: ClusterView, pod: Mapping[str, Any], namespace: str, now: datetime
 ) -> AdmissionResult:
     """Decide a new pod on the admission path of SPEC §6."""
-    pod = _with_namespace(pod, namespace)
+    with view.lock:
+        return _admit(view, _with_namespace(pod, namespace), now)
+
+
+def _admit(view: ClusterView, pod: Mapping[str, Any], now: datetime) -> AdmissionResult:
     decision = decide_pod(view, pod, now=now, path="admission")
     selected = [s.as_dict() for s in decision.selected]
     if _already_applied(pod, decision.fingerprint):

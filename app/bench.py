@@ -186,7 +186,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         namespaces=args.namespaces,
     ):
         view.apply(obj)
-    view.synced = True
+    view.mark_synced(NOW)
     load_s = time.perf_counter() - started
     gc.collect()
     pods = list(view.pods())

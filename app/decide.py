@@ -290,6 +290,13 @@ def decide_pod(
     view: ClusterView, pod: Mapping[str, Any], *, now: datetime, path: Path
 ) -> PodDecision:
     """The decision for one pod on the admission path (a new pod) or the running path."""
+    with view.lock:
+        return _decide_pod(view, pod, now=now, path=path)
+
+
+def _decide_pod(
+    view: ClusterView, pod: Mapping[str, Any], *, now: datetime, path: Path
+) -> PodDecision:
     meta = pod.get("metadata") or {}
     namespace = str(meta.get("namespace") or "default")
     name = str(meta.get("name") or meta.get("generateName") or "")

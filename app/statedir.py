@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -95,5 +96,5 @@ def load_view(paths: Iterable[str | Path], *, own_namespace: str = "kerf-system"
     view = ClusterView(own_namespace=own_namespace)
     for obj in load_objects(paths):
         view.apply(obj)
-    view.synced = True
+    view.mark_synced(datetime.now(UTC))
     return view

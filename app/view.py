@@ -10,7 +10,9 @@ dropped when an input changes.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+import threading
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -105,6 +107,11 @@ class ClusterView:
     def __init__(self, *, own_namespace: str = "kerf-system") -> None:
         self.own_namespace = own_namespace
         self.synced = False
+        #: when the view was last known complete (initial sync, then each relist)
+        self.synced_at: datetime | None = None
+        #: watches write on the event loop while decisions run in worker threads: every
+        #: update and every decision holds this lock (re-entrant: a decision nests reads)
+        self.lock = threading.RLock()
         self.recommendations_reachable = True
         self.warnings: list[str] = []
         self._kerf: dict[ObjectKey, KerfResource] = {}
@@ -134,8 +141,22 @@ class ClusterView:
 
     # ------------------------------------------------------------------ updates
 
+    def mark_synced(self, at: datetime) -> None:
+        """Record that the view now reflects the whole source."""
+        self.synced = True
+        self.synced_at = at
+
     def apply(self, obj: Mapping[str, Any]) -> None:
         """Insert or replace one object (a kerf CR must already be a model)."""
+        with self.lock:
+            self._apply(obj)
+
+    def delete(self, kind: str, namespace: str, name: str) -> None:
+        """Forget one object; unknown objects are ignored."""
+        with self.lock:
+            self._delete(kind, namespace, name)
+
+    def _apply(self, obj: Mapping[str, Any]) -> None:
         if isinstance(obj, KerfResource):
             self._apply_kerf(obj)
             return
@@ -170,8 +191,7 @@ class ClusterView:
             if kind == "Namespace":
                 self._cluster_for_ns.pop(name, None)
 
-    def delete(self, kind: str, namespace: str, name: str) -> None:
-        """Forget one object; unknown objects are ignored."""
+    def _delete(self, kind: str, namespace: str, name: str) -> None:
         key = (kind, namespace, name)
         if key in self._kerf:
             self._remove_kerf(key)
