@@ -9,8 +9,8 @@ dropped when an input changes.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
 import threading
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
