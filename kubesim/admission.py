@@ -194,10 +194,10 @@ class Admission:
                 raw = await resp.read()
                 if resp.status != 200:
                     raise WebhookCallError(f'failed to call webhook: the server responded with status {resp.status}: {raw[:200].decode(errors="replace")}')
-        except (aiohttp.ClientError, ssl.SSLError, OSError) as exc:
-            raise WebhookCallError(f'failed to call webhook: Post "{self._display(config, shown)}": {exc}') from exc
         except TimeoutError as exc:
             raise WebhookCallError(f'failed to call webhook: Post "{self._display(config, shown)}": context deadline exceeded') from exc
+        except (aiohttp.ClientError, ssl.SSLError, OSError) as exc:
+            raise WebhookCallError(f'failed to call webhook: Post "{self._display(config, shown)}": {exc}') from exc
         try:
             answer = orjson.loads(raw)
             response = answer["response"]
@@ -219,10 +219,12 @@ class Admission:
         return f"https://{address}{path}", f"{key[1]}.{key[0]}.svc"
 
     def _display(self, config: dict[str, Any], shown: str) -> str:
+        """The URL as the real API server names it in errors (service DNS name and port)."""
         service = config.get("service")
         if config.get("url") or not service:
             return shown
-        return f"https://{service['name']}.{service['namespace']}.svc:{service.get('port', 443)}{service.get('path') or '/'}"
+        query = shown.partition("?")[2]
+        return f"https://{service['name']}.{service['namespace']}.svc:{service.get('port', 443)}{service.get('path') or '/'}?{query}"
 
     def _ssl(self, ca_bundle: str) -> ssl.SSLContext:
         context = self._contexts.get(ca_bundle)
