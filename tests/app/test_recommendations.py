@@ -1,0 +1,77 @@
+"""The recommendation source (SPEC §4)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import orjson
+import pytest
+
+from app.recommendations import (
+    index_rows,
+    is_recommendation_configmap,
+    parse_rows,
+    rows_from_configmap,
+)
+from tests.app import builders as b
+
+
+def doc(*rows: object) -> bytes:
+    return orjson.dumps({"recommendations": list(rows)})
+
+
+def test_spec_example_row() -> None:
+    rows, warnings = parse_rows(doc(b.row(limits={"cpu": "500m", "memory": "512Mi"})), "src")
+    assert warnings == []
+    (r,) = rows
+    assert (r.namespace, r.owner_kind, r.owner_name, r.container) == (
+        b.NS, "Deployment", "web", "app")
+    assert r.requests == {"cpu": "250m", "memory": "256Mi"}
+    assert r.limits == {"cpu": "500m", "memory": "512Mi"}
+    assert (r.coverage_hours, r.samples, r.confidence, r.cpu_throttling_ratio) == (
+        240, 20160, 0.93, 0.02)
+    assert r.analyzed_at == b.NOW - timedelta(days=1)
+
+
+def test_limits_and_throttling_are_optional() -> None:
+    rows, warnings = parse_rows(doc(b.row(throttling=None)), "src")
+    assert warnings == [] and rows[0].limits == {} and rows[0].cpu_throttling_ratio is None
+
+
+@pytest.mark.parametrize(("broken", "words"), [
+    ({"confidence": None}, "missing confidence"),
+    ({"requests": {"cpu": "lots"}}, "requests.cpu"),
+    ({"analyzedAt": "yesterday"}, "analyzedAt"),
+    ({"analyzedAt": "2026-11-28T10:00:00"}, "time zone"),
+    ({"confidence": 1.5}, "outside 0..1"),
+])
+def test_bad_row_is_skipped_with_a_warning_naming_it(broken: dict, words: str) -> None:
+    bad = {**b.row(workload="api"), **broken}
+    rows, warnings = parse_rows(doc(b.row(), bad), "ConfigMap shop/recs")
+    assert [r.owner_name for r in rows] == ["web"]
+    (warning,) = warnings
+    assert "ConfigMap shop/recs" in warning and "recommendations[1]" in warning
+    assert "shop/Deployment/api/app" in warning and words in warning
+
+
+def test_not_json_is_an_error() -> None:
+    with pytest.raises(ValueError, match="not JSON"):
+        parse_rows("{", "src")
+    with pytest.raises(ValueError, match="recommendations"):
+        parse_rows("{}", "src")
+
+
+def test_newest_analysis_wins() -> None:
+    old = b.row(requests={"cpu": "1"}, analyzed_at=b.NOW - timedelta(days=3))
+    new = b.row(requests={"cpu": "2"}, analyzed_at=b.NOW - timedelta(days=1))
+    for order in ((old, new), (new, old)):
+        rows, _ = parse_rows(doc(*order), "src")
+        assert index_rows(rows)[("Deployment", b.NS, "web")]["app"].requests == {"cpu": "2"}
+
+
+def test_configmap_label_and_missing_key() -> None:
+    cm = b.configmap(b.row())
+    assert is_recommendation_configmap(cm)
+    assert not is_recommendation_configmap({**cm, "metadata": {"name": "x", "labels": {}}})
+    rows, warnings = rows_from_configmap({**cm, "data": {}})
+    assert rows == [] and "no recommendations.json" in warnings[0]
