@@ -276,12 +276,18 @@ class _Stop(Exception):
         self.next_allowed_at = next_allowed_at
 
 
-def _block_regular(ctx: _Context, reason: str, message: str, when: datetime | None = None) -> None:
+def _block_regular(
+    ctx: _Context,
+    reason: str,
+    message: str,
+    when: datetime | None = None,
+    outcome: Literal["blocked", "skipped"] = "blocked",
+) -> None:
     """A check hit the regular actions: rollback restores still go on (they are exempt),
     otherwise the whole plan stops here."""
     restores = [a for a in ctx.actions if a.restore]
     if not restores:
-        raise _Stop("blocked", reason, message, when)
+        raise _Stop(outcome, reason, message, when)
     ctx.dropped.extend((a.target, reason) for a in ctx.regular())
     ctx.actions = restores
 
@@ -475,7 +481,9 @@ def _run_checks(ctx: _Context) -> str | None:
     # Audit (mode)
     audit = any(getattr(p.spec, "mode", "auto") == "audit" for p in policies)
     if ctx.regular() and audit and not _approved(ctx):
-        raise _Stop("skipped", "Audit", "audit mode: the proposal is recorded, nothing changes")
+        _block_regular(
+            ctx, "Audit", "audit mode: the proposal is recorded, nothing changes", None, "skipped"
+        )
     # AutomationDisabled
     if ctx.regular() and not config.automation_enabled:
         _block_regular(ctx, "AutomationDisabled", "GlobalConfiguration.automationEnabled is false")
