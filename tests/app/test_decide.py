@@ -477,3 +477,18 @@ def test_idle_rollback_state_publishes_no_restore() -> None:
     v = b.view(*restoring_objects(mode="monitoring"))
     d = b.decide(v, b.pod(containers={"app": CHANGED}))
     assert "RollbackPolicy" not in {s.policy_kind for s in d.selected}
+
+
+def test_rollback_restore_goes_on_beside_an_audit_mode_policy() -> None:
+    # The restore covers requests only; an audit-mode policy proposes a limit. The audit
+    # proposal is left, the restore is applied.
+    state = encode_state(RollbackState(mode="rollingBack", last_successful_state={
+        "app": {"requests": {"cpu": "400m", "memory": "512Mi"}, "limits": {}}}))
+    objs = [b.namespace(), b.strategy(), b.deployment(annotations={ROLLBACK_STATE: state}),
+            b.static(containers={"app": {"requests": {"cpu": "100m"},
+                                         "limits": {"memory": "900Mi"}}}, mode="audit"),
+            b.rollback_policy(target="lastSuccessful")]
+    d = b.decide(b.view(*objs), b.pod(containers={"app": CHANGED}))
+    assert (d.outcome, d.reason) == ("apply", None)
+    assert b.final(d) == b.APP_RES
+    assert b.reasons(d) == {"app.limits.memory": "Audit"}
