@@ -11,7 +11,7 @@ import orjson
 import yaml
 from aiohttp import web
 
-from kubesim import discovery, patch, tables
+from kubesim import discovery, openapi, patch, tables
 from kubesim.admission import collect_warnings
 from kubesim.apiserver import ApiServer
 from kubesim.disruption import evict
@@ -71,7 +71,7 @@ class HttpApi:
         if path == "/apis":
             return _json(discovery.api_group_list(self.api.registry))
         if path.startswith("/openapi/"):
-            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+            return self._openapi(request, path)
         parts = [p for p in path.split("/") if p]
         if parts[0] == "api" and len(parts) >= 2:
             group, version, rest = "", parts[1], parts[2:]
@@ -96,6 +96,25 @@ class HttpApi:
             watch_path = False
         route = self._route(group, version, rest)
         return await self._resource(request, route, watch_path)
+
+    def _openapi(self, request: web.Request, path: str) -> web.Response:
+        if path == "/openapi/v2":
+            if "protobuf" in request.headers.get("Accept", ""):
+                # An empty protobuf message is a valid (empty) OpenAPI v2 Document.
+                return web.Response(body=b"", content_type=openapi.V2_PROTOBUF)
+            return _json(openapi.v2_json())
+        if path == "/openapi/v3":
+            return _json(openapi.v3_root(self.api.registry))
+        parts = path.split("/")[3:]
+        if len(parts) == 2 and parts[0] == "api":
+            doc = openapi.v3_group_version(self.api.registry, "", parts[1])
+        elif len(parts) == 3 and parts[0] == "apis":
+            doc = openapi.v3_group_version(self.api.registry, parts[1], parts[2])
+        else:
+            doc = None
+        if doc is None:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        return _json(doc)
 
     def _route(self, group: str, version: str, rest: list[str]) -> Route:
         namespace = ""

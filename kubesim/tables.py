@@ -100,6 +100,12 @@ def _columns(rt: ResourceType) -> list[tuple[str, str, int, Any]]:
             ("Up-to-date", "integer", 0, lambda o: (o.get("status") or {}).get("updatedReplicas", 0)),
             ("Available", "integer", 0, lambda o: (o.get("status") or {}).get("availableReplicas", 0)),
         ]
+    if rt.key in (("apps", "replicasets"), ("apps", "statefulsets")):
+        return [
+            ("Desired", "integer", 0, lambda o: (o.get("spec") or {}).get("replicas", 0)),
+            ("Current", "integer", 0, lambda o: (o.get("status") or {}).get("replicas", 0)),
+            ("Ready", "integer", 0, lambda o: (o.get("status") or {}).get("readyReplicas", 0)),
+        ]
     if rt.key == ("", "nodes"):
         return [("Status", "string", 0, lambda o: "Ready" if json_path(o, '.status.conditions[?(@.type=="Ready")].status') == "True" else "NotReady")]
     out = []
