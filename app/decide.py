@@ -24,11 +24,11 @@ from app.guardrails import (
     ValueContext,
     apply_value_rules,
 )
-from app.models import AutomationStrategySpec, KerfResource, NamespaceSelector
+from app.models import AutomationStrategySpec, KerfResource
 from app.owners import WorkloadRef
 from app.quantities import MIB, format_resource, parse_resource
 from app.recommendations import RecommendationRow
-from app.scope import match_namespace
+from app.scope import matches_any_pattern
 from app.selection import Candidate, Target
 from app.sync import ROLLBACK_KINDS
 from app.view import ClusterView, WorkloadPlan
@@ -85,13 +85,24 @@ class PodDecision:
     reason: str | None
     message: str
     method: str | None = None
-    containers: dict[str, dict[str, dict[str, str]]] = field(default_factory=dict)
-    values: dict[str, dict[str, dict[str, str]]] = field(default_factory=dict)
+    #: every container's resources after the decision (its current ones unless applied)
+    final: Mapping[str, Resources] = field(default_factory=dict)
+    changed: tuple[str, ...] = ()
     selection: Mapping[Target, Candidate] = field(default_factory=dict)
     dropped: list[tuple[Target, str]] = field(default_factory=list)
     next_allowed_at: datetime | None = None
     fingerprint: str | None = None
     plan: WorkloadPlan | None = None
+
+    @property
+    def containers(self) -> dict[str, dict[str, dict[str, str]]]:
+        """The resources the pod would have after the decision, as quantities."""
+        return {c: format_resources(r) for c, r in self.final.items()}
+
+    @property
+    def values(self) -> dict[str, dict[str, dict[str, str]]]:
+        """The full resources of the containers the decision changes."""
+        return {c: format_resources(self.final[c]) for c in self.changed}
 
     @property
     def selected(self) -> list[SelectedValue]:
@@ -230,6 +241,10 @@ class _Context:
     selected: dict[Target, Candidate]
     actions: list[_Action] = field(default_factory=list)
     has_restores: bool = False
+    version: int = 0
+    _memo_stamp: tuple[int, int] = (-1, -1)
+    _policies: list[KerfResource] = field(default_factory=list)
+    _strategies: list[AutomationStrategySpec] = field(default_factory=list)
     dropped: list[tuple[Target, str]] = field(default_factory=list)
 
     def settings(self, policy: KerfResource | None) -> GuardrailSettings:
@@ -240,20 +255,31 @@ class _Context:
             return self.actions
         return [a for a in self.actions if not a.restore]
 
+    def replace_actions(self, actions: list[_Action]) -> None:
+        self.actions = actions
+        self.version += 1
+
     def policies(self) -> list[KerfResource]:
-        seen: dict[int, KerfResource] = {}
-        for action in self.regular():
-            if action.candidate.policy is not None:
-                seen[id(action.candidate.policy)] = action.candidate.policy
-        return list(seen.values())
+        """The distinct policies behind the regular actions (memoised per action list)."""
+        stamp = (self.version, len(self.actions))
+        if self._memo_stamp != stamp:
+            seen: dict[int, KerfResource] = {}
+            for action in self.regular():
+                if action.candidate.policy is not None:
+                    seen[id(action.candidate.policy)] = action.candidate.policy
+            self._policies = list(seen.values())
+            self._strategies = [
+                found.spec
+                for found in (self.view.strategy_for(p) for p in self._policies)
+                if found is not None
+            ]
+            self._memo_stamp = stamp
+        return self._policies
 
     def strategies(self) -> list[AutomationStrategySpec]:
-        found = []
-        for policy in self.policies():
-            strategy = self.view.strategy_for(policy)
-            if strategy is not None:
-                found.append(strategy.spec)
-        return found
+        """The strategies of those policies."""
+        self.policies()
+        return self._strategies
 
     def rows(self) -> Mapping[str, RecommendationRow]:
         return self.view.rows_for(self.workload.ref)
@@ -289,7 +315,7 @@ def _block_regular(
     if not restores:
         raise _Stop(outcome, reason, message, when)
     ctx.dropped.extend((a.target, reason) for a in ctx.regular())
-    ctx.actions = restores
+    ctx.replace_actions(restores)
 
 
 def decide_pod(
@@ -318,7 +344,7 @@ def _decide_pod(
             outcome=outcome,
             reason=reason,
             message=message,
-            containers={c: format_resources(r) for c, r in extra.pop("final", current).items()},
+            final=extra.pop("final", current),
             **extra,
         )
 
@@ -373,7 +399,7 @@ def _decide_pod(
         f"{len(ctx.actions)} value(s) to set" + (f" (left: {notes})" if notes else ""),
         final=final,
         method=method,
-        values={c: format_resources(final[c]) for c in sorted(changed)},
+        changed=tuple(sorted(changed)),
         selection=selected,
         dropped=ctx.dropped,
         fingerprint=fp,
@@ -582,10 +608,7 @@ def is_protected(namespace: str, view: ClusterView) -> bool:
     """kerf's own namespace and GlobalConfiguration.protectedNamespacePatterns."""
     if namespace == view.own_namespace:
         return True
-    patterns = view.global_config.protected_namespace_patterns
-    return bool(patterns) and match_namespace(
-        NamespaceSelector(operator="In", values=patterns), namespace
-    )
+    return matches_any_pattern(view.global_config.protected_namespace_patterns, namespace)
 
 
 def _check_recommendation_quality(ctx: _Context) -> None:
@@ -607,7 +630,7 @@ def _check_recommendation_quality(ctx: _Context) -> None:
     if coupled:
         kept = [a for a in ctx.actions if a.restore or a.target.resource not in coupled]
         ctx.dropped.extend((a.target, "HPACoupled") for a in ctx.actions if a not in kept)
-        ctx.actions = kept
+        ctx.replace_actions(kept)
         if not ctx.actions:
             raise _Stop(
                 "blocked",
@@ -699,7 +722,7 @@ def _apply_value_rules(ctx: _Context) -> None:
             continue
         action.desired = outcome.value
         kept.append(action)
-    ctx.actions = kept
+    ctx.replace_actions(kept)
     if not kept:
         if refusals:
             reason = refusals[0]
@@ -856,7 +879,7 @@ def _filter_node_capacity(ctx: _Context) -> None:
         )
         if increases and delta > room[resource]:
             ctx.dropped.extend((a.target, "InsufficientNodeCapacity") for a in increases)
-            ctx.actions = [a for a in ctx.actions if a not in increases]
+            ctx.replace_actions([a for a in ctx.actions if a not in increases])
     if not ctx.actions:
         raise _Stop(
             "blocked", "InsufficientNodeCapacity", f"node {node_name} has no room for the increase"

@@ -72,6 +72,11 @@ def _any_glob_matches(patterns: Iterable[str], name: str) -> bool:
     return bool(key) and _glob_regex(key).fullmatch(name) is not None
 
 
+def matches_any_pattern(patterns: Iterable[str], name: str) -> bool:
+    """Whether a name matches any of the `*`-glob patterns."""
+    return _any_glob_matches(patterns, name)
+
+
 def match_namespace(selector: NamespaceSelector | None, namespace: str) -> bool:
     """``None`` matches every namespace; ``In`` matches when any pattern matches and
     ``NotIn`` when none does. Patterns are case-sensitive with ``*`` as the only glob."""

@@ -64,11 +64,11 @@ class Workload:
     replicas: int | None = None
     containers: Mapping[str, ContainerResources] = field(default_factory=dict)
     uid: str | None = None
+    #: the (kind, namespace, name) identity, built once (it keys every per-workload lookup)
+    ref: WorkloadRef = field(init=False, compare=False)
 
-    @property
-    def ref(self) -> WorkloadRef:
-        """The (kind, namespace, name) identity."""
-        return WorkloadRef(self.kind, self.namespace, self.name)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "ref", WorkloadRef(self.kind, self.namespace, self.name))
 
     @classmethod
     def from_object(cls, obj: Mapping[str, Any]) -> Workload:
