@@ -1,0 +1,84 @@
+"""Fault injection: errors, slowness, forced 409/410, dropped watches."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from kubernetes_asyncio import client, watch
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from kubesim.faults import FaultRule
+
+
+async def test_error_rate_answers_500(sim, core: client.CoreV1Api) -> None:
+    rule = sim.faults.error_rate(1.0, verbs={"list"}, resource="configmaps")
+    with pytest.raises(ApiException) as err:
+        await core.list_namespaced_config_map("default")
+    assert err.value.status == 500
+    assert json.loads(err.value.body)["reason"] == "InternalError"
+    await core.list_namespaced_pod("default")
+    sim.faults.remove(rule)
+    await core.list_namespaced_config_map("default")
+
+
+async def test_partial_error_rate_is_seeded(sim, core: client.CoreV1Api) -> None:
+    sim.faults.error_rate(0.5, verbs={"get"})
+    await core.create_namespaced_config_map("default", {"metadata": {"name": "c"}})
+    failures = 0
+    for _ in range(40):
+        try:
+            await core.read_namespaced_config_map("c", "default")
+        except ApiException as exc:
+            assert exc.status == 500
+            failures += 1
+    assert 5 < failures < 35
+
+
+async def test_forced_conflict_then_success(sim, core: client.CoreV1Api) -> None:
+    await core.create_namespaced_config_map("default", {"metadata": {"name": "c"}})
+    sim.faults.conflict(times=1, resource="configmaps")
+    with pytest.raises(ApiException) as err:
+        await core.patch_namespaced_config_map("c", "default", {"data": {"a": "1"}})
+    assert err.value.status == 409 and json.loads(err.value.body)["reason"] == "Conflict"
+    assert (await core.patch_namespaced_config_map("c", "default", {"data": {"a": "1"}})).data == {"a": "1"}
+
+
+async def test_forced_gone_on_watch(sim, core: client.CoreV1Api) -> None:
+    sim.faults.gone(times=1)
+    rv = (await core.list_namespaced_config_map("default")).metadata.resource_version
+    with pytest.raises(ApiException) as err:
+        async for _ in watch.Watch().stream(core.list_namespaced_config_map, "default", resource_version=rv, timeout_seconds=5):
+            pass
+    assert err.value.status == 410
+
+
+async def test_too_many_requests_carries_retry_after(sim, core: client.CoreV1Api) -> None:
+    sim.faults.add(FaultRule(status=429, times=1))
+    with pytest.raises(ApiException) as err:
+        await core.list_namespaced_pod("default")
+    assert err.value.status == 429 and err.value.headers["Retry-After"] == "1"
+
+
+async def test_slow_answers(sim, api: client.ApiClient, core: client.CoreV1Api) -> None:
+    sim.faults.slow(0.5, verbs={"list"}, times=1)
+    with pytest.raises(asyncio.TimeoutError):
+        await core.list_namespaced_pod("default", _request_timeout=0.1)
+    await core.list_namespaced_pod("default", _request_timeout=5)
+
+
+async def test_dropped_watch_ends_stream(sim, core: client.CoreV1Api) -> None:
+    events: list[str] = []
+
+    async def consume() -> None:
+        async for event in watch.Watch().stream(core.list_namespaced_config_map, "default", resource_version="0", timeout_seconds=30):
+            events.append(event["type"])
+
+    task = asyncio.create_task(consume())
+    await core.create_namespaced_config_map("default", {"metadata": {"name": "c"}})
+    while not events:
+        await asyncio.sleep(0.01)
+    assert sim.faults.drop_watches() == 1
+    await asyncio.wait_for(task, 5)
+    assert events == ["ADDED"]
