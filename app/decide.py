@@ -658,13 +658,7 @@ def _check_recommendation_quality(ctx: _Context) -> None:
 def _apply_value_rules(ctx: _Context) -> None:
     """Per-value rules on every regular action; restores pass unchanged."""
     tolerance = ctx.view.global_config.tolerance_percent
-    rows = ctx.rows()
-    record = ctx.view.recommendation_for(ctx.workload.ref)
-    status = record.status if record else None
-    last_change = status.last_applied.at if status and status.last_applied else None
-    rolled_back: frozenset[str] = frozenset()
-    containers = ctx.containers
-    pods = ctx.view.pods_of(ctx.workload.ref) if ctx.path == "admission" else [ctx.pod]
+    facts = _ValueFacts(ctx)
     kept: list[_Action] = []
     refusals: list[str] = []
     for action in ctx.actions:
@@ -673,26 +667,6 @@ def _apply_value_rules(ctx: _Context) -> None:
             continue
         t = action.target
         settings = ctx.settings(action.candidate.policy)
-        last_rollback = status.last_rollback if status else None
-        if (
-            ctx.path == "running"
-            and last_rollback
-            and ctx.now < last_rollback.at + settings.cooldown
-        ):
-            rolled_back = frozenset(status.last_rollback.resources or ("cpu", "memory"))
-        row = rows.get(t.container)
-        context = ValueContext(
-            throttled=bool(
-                row
-                and row.cpu_throttling_ratio is not None
-                and row.cpu_throttling_ratio >= settings.throttling_ratio
-            ),
-            oom_killed=t.resource == "memory" and oom_killed_since(pods, t.container, last_change),
-            jvm_heap_bytes=jvm_heap_bytes(containers.get(t.container, {}))
-            if t.resource == "memory"
-            else None,
-            rollback_cooldown=rolled_back,
-        )
         outcome = apply_value_rules(
             field=t.field,
             resource=t.resource,
@@ -700,7 +674,7 @@ def _apply_value_rules(ctx: _Context) -> None:
             desired=action.desired,
             settings=settings,
             tolerance_percent=tolerance,
-            context=context,
+            context=facts.context(t, settings),
         )
         own = ctx.current[t.container][t.field].get(t.resource)
         if outcome.value is None and action.current is not None and action.current != own:
@@ -728,6 +702,54 @@ def _apply_value_rules(ctx: _Context) -> None:
             reason = refusals[0]
             raise _Stop("blocked", reason, _refusal_message(reason, ctx.dropped))
         raise _Stop("skipped", NO_SIGNIFICANT_CHANGE, "every change is within the tolerance")
+
+
+class _ValueFacts:
+    """What the refusal rules need to know about a pod's containers, read once."""
+
+    def __init__(self, ctx: _Context) -> None:
+        self.ctx = ctx
+        self.rows = ctx.rows()
+        record = ctx.view.recommendation_for(ctx.workload.ref)
+        status = record.status if record else None
+        self.last_change = status.last_applied.at if status and status.last_applied else None
+        self.last_rollback = status.last_rollback if status and ctx.path == "running" else None
+        self._memory: dict[str, tuple[bool, int | None]] = {}
+
+    def _memory_facts(self, container: str) -> tuple[bool, int | None]:
+        found = self._memory.get(container)
+        if found is None:
+            ctx = self.ctx
+            # A new pod has no status yet: OOM evidence comes from its siblings.
+            pods = ctx.view.pods_of(ctx.workload.ref) if ctx.path == "admission" else [ctx.pod]
+            found = (
+                oom_killed_since(pods, container, self.last_change),
+                jvm_heap_bytes(ctx.containers.get(container, {})),
+            )
+            self._memory[container] = found
+        return found
+
+    def context(self, target: Target, settings: GuardrailSettings) -> ValueContext:
+        """The ValueContext of one target under one policy's guardrails."""
+        row = self.rows.get(target.container)
+        throttled = bool(
+            row
+            and row.cpu_throttling_ratio is not None
+            and row.cpu_throttling_ratio >= settings.throttling_ratio
+        )
+        rolled_back: frozenset[str] = frozenset()
+        last = self.last_rollback
+        if last is not None and self.ctx.now < last.at + settings.cooldown:
+            rolled_back = frozenset(last.resources or ("cpu", "memory"))
+        oom_killed, heap = (
+            self._memory_facts(target.container) if target.resource == "memory" else (False, None)
+        )
+        return ValueContext(
+            throttled=throttled,
+            oom_killed=oom_killed,
+            jvm_heap_bytes=heap,
+            rollback_cooldown=rolled_back,
+        )
 
 
 def _refusal_message(reason: str, dropped: list[tuple[Target, str]]) -> str:
