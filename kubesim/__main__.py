@@ -23,7 +23,11 @@ async def _serve(args: argparse.Namespace) -> None:
         target, _, address = mapping.partition("=")
         namespace, _, name = target.partition("/")
         sim.admission.set_service_address(namespace, name, address)
-    print(f"kubesim serving on {url}" + (f", kubeconfig {args.kubeconfig}" if args.kubeconfig else ""), flush=True)
+    print(
+        f"kubesim serving on {url}"
+        + (f", kubeconfig {args.kubeconfig}" if args.kubeconfig else ""),
+        flush=True,
+    )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -36,15 +40,25 @@ async def _serve(args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Parse arguments and serve until SIGINT/SIGTERM."""
-    parser = argparse.ArgumentParser(prog="python -m kubesim", description="Serve a simulated Kubernetes API on 127.0.0.1 (plain HTTP).")
+    parser = argparse.ArgumentParser(
+        prog="python -m kubesim",
+        description="Serve a simulated Kubernetes API on 127.0.0.1 (plain HTTP).",
+    )
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
     parser.add_argument("--kubeconfig", help="write a kubeconfig for kubectl here")
     parser.add_argument("--nodes", type=int, default=1, help="Ready nodes to create (default 1)")
     parser.add_argument("--node-cpu", default="4")
     parser.add_argument("--node-memory", default="8Gi")
-    parser.add_argument("--service", action="append", metavar="NS/NAME=HOST:PORT", help="where webhook clientConfig.service NS/NAME is served")
-    parser.add_argument("--real-clock", action="store_true", help="use wall-clock time instead of the fake clock")
+    parser.add_argument(
+        "--service",
+        action="append",
+        metavar="NS/NAME=HOST:PORT",
+        help="where webhook clientConfig.service NS/NAME is served",
+    )
+    parser.add_argument(
+        "--real-clock", action="store_true", help="use wall-clock time instead of the fake clock"
+    )
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING)

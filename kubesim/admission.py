@@ -27,7 +27,9 @@ from kubesim.selectors import from_label_selector
 from kubesim.store import Obj, Store, clone
 
 MWC = ("admissionregistration.k8s.io", "mutatingwebhookconfigurations")
-_WARNINGS: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("kubesim_warnings", default=None)
+_WARNINGS: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar(
+    "kubesim_warnings", default=None
+)
 _SKIPPED_GROUPS = {"admissionregistration.k8s.io"}
 
 
@@ -85,12 +87,22 @@ class Admission:
             await self._session.close()
             self._session = None
 
-    async def admit(self, operation: str, rt: ResourceType, obj: Obj, old: Obj | None, dry_run: bool, subresource: str) -> Obj:
+    async def admit(
+        self,
+        operation: str,
+        rt: ResourceType,
+        obj: Obj,
+        old: Obj | None,
+        dry_run: bool,
+        subresource: str,
+    ) -> Obj:
         """Run every matching webhook in order, then reinvoke `IfNeeded` ones once when a
         later webhook changed the object."""
         if rt.group in _SKIPPED_GROUPS:
             return obj
-        hooks = [h for h in self._webhooks() if self._matches(h, operation, rt, obj, old, subresource)]
+        hooks = [
+            h for h in self._webhooks() if self._matches(h, operation, rt, obj, old, subresource)
+        ]
         seen: list[Obj] = []
         for hook in hooks:
             obj = await self._call(hook, operation, rt, obj, old, dry_run, subresource)
@@ -106,22 +118,43 @@ class Admission:
             hooks.extend(config.get("webhooks") or [])
         return hooks
 
-    def _matches(self, hook: dict[str, Any], operation: str, rt: ResourceType, obj: Obj, old: Obj | None, subresource: str) -> bool:
-        if not any(_rule_matches(rule, operation, rt, subresource) for rule in hook.get("rules") or []):
+    def _matches(
+        self,
+        hook: dict[str, Any],
+        operation: str,
+        rt: ResourceType,
+        obj: Obj,
+        old: Obj | None,
+        subresource: str,
+    ) -> bool:
+        if not any(
+            _rule_matches(rule, operation, rt, subresource) for rule in hook.get("rules") or []
+        ):
             return False
         if rt.namespaced:
             ns = self._store.peek(("", "namespaces"), "", obj["metadata"].get("namespace", ""))
             ns_labels = (ns or {}).get("metadata", {}).get("labels") or {}
             if not from_label_selector(hook.get("namespaceSelector")).matches(ns_labels):
                 return False
-        elif rt.key == ("", "namespaces") and not from_label_selector(hook.get("namespaceSelector")).matches(obj["metadata"].get("labels")):
+        elif rt.key == ("", "namespaces") and not from_label_selector(
+            hook.get("namespaceSelector")
+        ).matches(obj["metadata"].get("labels")):
             return False
         object_selector = from_label_selector(hook.get("objectSelector"))
         return object_selector.matches(obj["metadata"].get("labels")) or (
             old is not None and object_selector.matches(old["metadata"].get("labels"))
         )
 
-    async def _call(self, hook: dict[str, Any], operation: str, rt: ResourceType, obj: Obj, old: Obj | None, dry_run: bool, subresource: str) -> Obj:
+    async def _call(
+        self,
+        hook: dict[str, Any],
+        operation: str,
+        rt: ResourceType,
+        obj: Obj,
+        old: Obj | None,
+        dry_run: bool,
+        subresource: str,
+    ) -> Obj:
         name = hook.get("name", "")
         meta = obj["metadata"]
         request_uid = str(uuid.uuid4())
@@ -136,16 +169,28 @@ class Admission:
             "name": meta.get("name", ""),
             "namespace": meta.get("namespace", ""),
             "operation": operation,
-            "userInfo": {"username": "kubesim-admin", "groups": ["system:masters", "system:authenticated"]},
+            "userInfo": {
+                "username": "kubesim-admin",
+                "groups": ["system:masters", "system:authenticated"],
+            },
             "object": obj,
             "oldObject": old,
             "dryRun": dry_run,
-            "options": {"kind": "CreateOptions" if operation == "CREATE" else "UpdateOptions", "apiVersion": "meta.k8s.io/v1"},
+            "options": {
+                "kind": "CreateOptions" if operation == "CREATE" else "UpdateOptions",
+                "apiVersion": "meta.k8s.io/v1",
+            },
         }
         if subresource:
             request["subResource"] = subresource
-        review = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}
-        record = Call(name, operation, rt.plural, meta.get("namespace", ""), meta.get("name", ""), False)
+        review = {
+            "apiVersion": "admission.k8s.io/v1",
+            "kind": "AdmissionReview",
+            "request": request,
+        }
+        record = Call(
+            name, operation, rt.plural, meta.get("namespace", ""), meta.get("name", ""), False
+        )
         self.calls.append(record)
         try:
             response = await self._post(hook, review, request_uid)
@@ -162,11 +207,17 @@ class Admission:
             if result.get("message"):
                 message += f": {result['message']}"
             code = int(result.get("code") or 400)
-            raise ApiError(code, result.get("reason") or ("BadRequest" if code == 400 else "Forbidden"), message)
+            raise ApiError(
+                code,
+                result.get("reason") or ("BadRequest" if code == 400 else "Forbidden"),
+                message,
+            )
         if not response.get("patch"):
             return obj
         if response.get("patchType") != "JSONPatch":
-            raise internal(f'failed calling webhook "{name}": unsupported patch type {response.get("patchType")!r}')
+            raise internal(
+                f'failed calling webhook "{name}": unsupported patch type {response.get("patchType")!r}'
+            )
         try:
             ops = orjson.loads(base64.b64decode(response["patch"]))
             patched = jsonpatch.apply_patch(obj, ops)
@@ -175,7 +226,9 @@ class Admission:
         record.patched = patched != obj
         return patched
 
-    async def _post(self, hook: dict[str, Any], review: dict[str, Any], request_uid: str) -> dict[str, Any]:
+    async def _post(
+        self, hook: dict[str, Any], review: dict[str, Any], request_uid: str
+    ) -> dict[str, Any]:
         config = hook.get("clientConfig") or {}
         timeout = int(hook.get("timeoutSeconds") or 10)
         url, server_hostname = self._target(config)
@@ -193,18 +246,26 @@ class Admission:
             ) as resp:
                 raw = await resp.read()
                 if resp.status != 200:
-                    raise WebhookCallError(f'failed to call webhook: the server responded with status {resp.status}: {raw[:200].decode(errors="replace")}')
+                    raise WebhookCallError(
+                        f"failed to call webhook: the server responded with status {resp.status}: {raw[:200].decode(errors='replace')}"
+                    )
         except TimeoutError as exc:
-            raise WebhookCallError(f'failed to call webhook: Post "{self._display(config, shown)}": context deadline exceeded') from exc
+            raise WebhookCallError(
+                f'failed to call webhook: Post "{self._display(config, shown)}": context deadline exceeded'
+            ) from exc
         except (aiohttp.ClientError, ssl.SSLError, OSError) as exc:
-            raise WebhookCallError(f'failed to call webhook: Post "{self._display(config, shown)}": {exc}') from exc
+            raise WebhookCallError(
+                f'failed to call webhook: Post "{self._display(config, shown)}": {exc}'
+            ) from exc
         try:
             answer = orjson.loads(raw)
             response = answer["response"]
         except (orjson.JSONDecodeError, KeyError, TypeError) as exc:
             raise WebhookCallError(f"received invalid webhook response: {exc}") from exc
         if response.get("uid") != request_uid:
-            raise WebhookCallError(f'expected response.uid="{request_uid}", got "{response.get("uid")}"')
+            raise WebhookCallError(
+                f'expected response.uid="{request_uid}", got "{response.get("uid")}"'
+            )
         return response
 
     def _target(self, config: dict[str, Any]) -> tuple[str, str | None]:
@@ -214,7 +275,9 @@ class Admission:
         key = (service.get("namespace", ""), service.get("name", ""))
         address = self.service_addresses.get(key)
         if address is None:
-            raise WebhookCallError(f'failed to call webhook: service "{key[0]}/{key[1]}" has no address registered with kubesim')
+            raise WebhookCallError(
+                f'failed to call webhook: service "{key[0]}/{key[1]}" has no address registered with kubesim'
+            )
         path = service.get("path") or "/"
         return f"https://{address}{path}", f"{key[1]}.{key[0]}.svc"
 
@@ -246,7 +309,11 @@ def _rule_matches(rule: dict[str, Any], operation: str, rt: ResourceType, subres
     def has(values: Any, value: str) -> bool:
         return "*" in (values or []) or value in (values or [])
 
-    if not (has(rule.get("operations"), operation) and has(rule.get("apiGroups"), rt.group) and has(rule.get("apiVersions"), rt.version)):
+    if not (
+        has(rule.get("operations"), operation)
+        and has(rule.get("apiGroups"), rt.group)
+        and has(rule.get("apiVersions"), rt.version)
+    ):
         return False
     scope = rule.get("scope", "*")
     if scope == "Namespaced" and not rt.namespaced or scope == "Cluster" and rt.namespaced:
@@ -258,4 +325,3 @@ def _rule_matches(rule: dict[str, Any], operation: str, rt: ResourceType, subres
         if pattern == "*/*" or (sub == "*" and subresource) or sub == subresource:
             return True
     return False
-

@@ -42,7 +42,13 @@ class Route:
 class HttpApi:
     """The aiohttp application serving an `ApiServer`."""
 
-    def __init__(self, api: ApiServer, faults: Faults, on_write: Callable[[], None], bookmark_interval: float = 60.0) -> None:
+    def __init__(
+        self,
+        api: ApiServer,
+        faults: Faults,
+        on_write: Callable[[], None],
+        bookmark_interval: float = 60.0,
+    ) -> None:
         self.api = api
         self.faults = faults
         self._on_write = on_write
@@ -79,7 +85,9 @@ class HttpApi:
             if len(parts) == 2:
                 doc = discovery.api_group(self.api.registry, parts[1])
                 if doc is None:
-                    raise ApiError(404, "NotFound", "the server could not find the requested resource")
+                    raise ApiError(
+                        404, "NotFound", "the server could not find the requested resource"
+                    )
                 return _json(doc)
             group, version, rest = parts[1], parts[2], parts[3:]
         else:
@@ -118,7 +126,11 @@ class HttpApi:
 
     def _route(self, group: str, version: str, rest: list[str]) -> Route:
         namespace = ""
-        if rest[0] == "namespaces" and len(rest) >= 3 and self.api.registry.get(group, version, rest[2]) is not None:
+        if (
+            rest[0] == "namespaces"
+            and len(rest) >= 3
+            and self.api.registry.get(group, version, rest[2]) is not None
+        ):
             rt = self.api.registry.get(group, version, rest[2])
             assert rt is not None
             if rt.namespaced:
@@ -132,7 +144,9 @@ class HttpApi:
 
     # ----------------------------------------------------------------- resources
 
-    async def _resource(self, request: web.Request, route: Route, watch_path: bool) -> web.StreamResponse:
+    async def _resource(
+        self, request: web.Request, route: Route, watch_path: bool
+    ) -> web.StreamResponse:
         q = request.query
         method = request.method
         dry_run = q.get("dryRun") == "All"
@@ -148,17 +162,28 @@ class HttpApi:
             self._on_write()
         headers = {"Warning": ", ".join(f'299 - "{w}"' for w in warnings)} if warnings else None
         if verb in ("get", "list") and tables.wants_table(request.headers.get("Accept", "")):
-            body = tables.to_table(rt, body, self.api.clock.now(), q.get("includeObject", "Metadata"))
+            body = tables.to_table(
+                rt, body, self.api.clock.now(), q.get("includeObject", "Metadata")
+            )
         return _json(body, status, headers)
 
-    async def _call(self, request: web.Request, route: Route, verb: str, dry_run: bool) -> tuple[int, Any]:
+    async def _call(
+        self, request: web.Request, route: Route, verb: str, dry_run: bool
+    ) -> tuple[int, Any]:
         q = request.query
         rt, ns, name, sub = route.rt, route.namespace, route.name, route.subresource
         if verb == "get":
             return 200, self.api.get(rt, ns, name)
         if verb == "list":
             limit = int(q["limit"]) if q.get("limit") else None
-            return 200, self.api.list(rt, ns or None, q.get("labelSelector"), q.get("fieldSelector"), limit, q.get("continue"))
+            return 200, self.api.list(
+                rt,
+                ns or None,
+                q.get("labelSelector"),
+                q.get("fieldSelector"),
+                limit,
+                q.get("continue"),
+            )
         if verb == "create":
             body = await _body(request)
             if sub == "eviction":
@@ -169,12 +194,20 @@ class HttpApi:
                 raise method_not_allowed()
             return 201, await self.api.create(rt, ns, body, dry_run=dry_run)
         if verb == "update":
-            return 200, await self.api.update(rt, ns, name, await _body(request), subresource=sub, dry_run=dry_run)
+            return 200, await self.api.update(
+                rt, ns, name, await _body(request), subresource=sub, dry_run=dry_run
+            )
         if verb == "patch":
             ctype = request.content_type
             if ctype == patch.APPLY_PATCH:
-                raise ApiError(415, "UnsupportedMediaType", "server-side apply is not supported by kubesim; use client-side apply")
-            return 200, await self.api.patch(rt, ns, name, ctype, await _body(request), subresource=sub, dry_run=dry_run)
+                raise ApiError(
+                    415,
+                    "UnsupportedMediaType",
+                    "server-side apply is not supported by kubesim; use client-side apply",
+                )
+            return 200, await self.api.patch(
+                rt, ns, name, ctype, await _body(request), subresource=sub, dry_run=dry_run
+            )
         if verb == "delete":
             options = await _body(request, optional=True) or {}
             if q.get("propagationPolicy"):
@@ -204,7 +237,9 @@ class HttpApi:
         rv_text = q.get("resourceVersion", "")
         initial = _flag(q.get("sendInitialEvents"))
 
-        response = web.StreamResponse(status=200, headers={"Content-Type": JSON, "Transfer-Encoding": "chunked"})
+        response = web.StreamResponse(
+            status=200, headers={"Content-Type": JSON, "Transfer-Encoding": "chunked"}
+        )
         await response.prepare(request)
 
         async def send(event_type: str, obj: Any) -> None:
@@ -242,7 +277,16 @@ class HttpApi:
             await response.write_eof()
         return response
 
-    async def _stream(self, queue: asyncio.Queue[WatchEvent | None], backlog: list[WatchEvent], translate: Callable[[WatchEvent], tuple[str, Any] | None], send: Callable[[str, Any], Any], bookmarks: bool, timeout: float | None, rt: ResourceType) -> None:
+    async def _stream(
+        self,
+        queue: asyncio.Queue[WatchEvent | None],
+        backlog: list[WatchEvent],
+        translate: Callable[[WatchEvent], tuple[str, Any] | None],
+        send: Callable[[str, Any], Any],
+        bookmarks: bool,
+        timeout: float | None,
+        rt: ResourceType,
+    ) -> None:
         for event in backlog:
             out = translate(event)
             if out:
@@ -270,7 +314,9 @@ class HttpApi:
         if bookmarks:
             await send("BOOKMARK", self._bookmark(rt))
 
-    def _bookmark(self, rt: ResourceType, annotations: dict[str, str] | None = None) -> dict[str, Any]:
+    def _bookmark(
+        self, rt: ResourceType, annotations: dict[str, str] | None = None
+    ) -> dict[str, Any]:
         meta: dict[str, Any] = {"resourceVersion": str(self.api.store.resource_version)}
         if annotations:
             meta["annotations"] = annotations

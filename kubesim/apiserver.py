@@ -45,7 +45,13 @@ _STATUS_ON_CREATE = {("", "nodes"), ("", "events")}
 class ApiServer:
     """CRUD, subresources and watch over the store, with the real server's rules."""
 
-    def __init__(self, clock: Clock, store: Store | None = None, registry: Registry | None = None, seed: int = 0) -> None:
+    def __init__(
+        self,
+        clock: Clock,
+        store: Store | None = None,
+        registry: Registry | None = None,
+        seed: int = 0,
+    ) -> None:
         self.clock = clock
         self.store = store or Store()
         self.registry = registry or Registry()
@@ -68,7 +74,9 @@ class ApiServer:
         group, version = split_api_version(api_version)
         rt = self.registry.by_kind(group, version, kind)
         if rt is None:
-            raise ApiError(404, "NotFound", f'no matches for kind "{kind}" in version "{api_version}"')
+            raise ApiError(
+                404, "NotFound", f'no matches for kind "{kind}" in version "{api_version}"'
+            )
         return rt
 
     def get(self, rt: ResourceType, namespace: str, name: str) -> Obj:
@@ -93,14 +101,20 @@ class ApiServer:
         continue_token: str | None = None,
     ) -> Obj:
         """A `<Kind>List` with selectors and `limit`/`continue` paging."""
-        labels = label_selector if isinstance(label_selector, Selector) else parse_label_selector(label_selector)
+        labels = (
+            label_selector
+            if isinstance(label_selector, Selector)
+            else parse_label_selector(label_selector)
+        )
         fields = parse_field_selector(field_selector, rt.plural)
         start = ""
         if continue_token:
             try:
                 start = orjson.loads(base64.urlsafe_b64decode(continue_token.encode()))["start"]
             except (ValueError, KeyError, TypeError) as exc:
-                raise bad_request("continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)") from exc
+                raise bad_request(
+                    "continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)"
+                ) from exc
         ns = self._ns(rt, namespace) if namespace else None
         items: list[Obj] = []
         more = ""
@@ -118,9 +132,16 @@ class ApiServer:
         meta_out: dict[str, Any] = {"resourceVersion": str(self.store.resource_version)}
         if more:
             meta_out["continue"] = more
-        return {"kind": f"{rt.kind}List", "apiVersion": rt.api_version, "metadata": meta_out, "items": items}
+        return {
+            "kind": f"{rt.kind}List",
+            "apiVersion": rt.api_version,
+            "metadata": meta_out,
+            "items": items,
+        }
 
-    def watch_filter(self, rt: ResourceType, namespace: str | None, labels: Selector, fields: FieldPredicate) -> Callable[[WatchEvent], tuple[str, Obj] | None]:
+    def watch_filter(
+        self, rt: ResourceType, namespace: str | None, labels: Selector, fields: FieldPredicate
+    ) -> Callable[[WatchEvent], tuple[str, Obj] | None]:
         """A function turning store events into this watch's events (or None to skip).
 
         An object that starts or stops matching the selectors is reported ADDED or
@@ -156,7 +177,9 @@ class ApiServer:
 
     # ----------------------------------------------------------------- writes
 
-    async def create(self, rt: ResourceType, namespace: str, body: Obj, *, dry_run: bool = False) -> Obj:
+    async def create(
+        self, rt: ResourceType, namespace: str, body: Obj, *, dry_run: bool = False
+    ) -> Obj:
         """Create an object: defaulting, admission, validation, then storage."""
         obj = self._check_body(rt, namespace, body)
         meta = obj["metadata"]
@@ -167,8 +190,26 @@ class ApiServer:
         else:
             meta.pop("namespace", None)
         if not meta.get("name") and not meta.get("generateName"):
-            raise invalid(rt, "", [Cause("FieldValueRequired", "Required value: name or generateName is required", "metadata.name")])
-        for key in ("uid", "creationTimestamp", "resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "generation", "selfLink"):
+            raise invalid(
+                rt,
+                "",
+                [
+                    Cause(
+                        "FieldValueRequired",
+                        "Required value: name or generateName is required",
+                        "metadata.name",
+                    )
+                ],
+            )
+        for key in (
+            "uid",
+            "creationTimestamp",
+            "resourceVersion",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "generation",
+            "selfLink",
+        ):
             meta.pop(key, None)
         if rt.has_status and rt.key not in _STATUS_ON_CREATE:
             obj.pop("status", None)
@@ -207,15 +248,42 @@ class ApiServer:
             raise invalid(rt, name, [Cause("FieldValueRequired", "Required value", "target.name")])
         current = pod["spec"].get("nodeName")
         if current:
-            raise conflict(rt, name, f"pod {name} is already assigned to node \"{current}\"")
+            raise conflict(rt, name, f'pod {name} is already assigned to node "{current}"')
         pod["spec"]["nodeName"] = node
-        conditions = [c for c in pod.setdefault("status", {}).get("conditions") or [] if c.get("type") != "PodScheduled"]
-        conditions.append({"type": "PodScheduled", "status": "True", "lastProbeTime": None, "lastTransitionTime": self.clock.stamp()})
+        conditions = [
+            c
+            for c in pod.setdefault("status", {}).get("conditions") or []
+            if c.get("type") != "PodScheduled"
+        ]
+        conditions.append(
+            {
+                "type": "PodScheduled",
+                "status": "True",
+                "lastProbeTime": None,
+                "lastTransitionTime": self.clock.stamp(),
+            }
+        )
         pod["status"]["conditions"] = conditions
         stored = self.store.put(rt.key, pod, "MODIFIED")
-        return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201, "details": {"name": stored["metadata"]["name"], "kind": "pods"}}
+        return {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Success",
+            "code": 201,
+            "details": {"name": stored["metadata"]["name"], "kind": "pods"},
+        }
 
-    async def update(self, rt: ResourceType, namespace: str, name: str, body: Obj, *, subresource: str = "", dry_run: bool = False) -> Obj:
+    async def update(
+        self,
+        rt: ResourceType,
+        namespace: str,
+        name: str,
+        body: Obj,
+        *,
+        subresource: str = "",
+        dry_run: bool = False,
+    ) -> Obj:
         """Replace an object (PUT), honouring resourceVersion preconditions and the
         split between the main resource and its `status`/`resize` subresources."""
         ns = self._ns(rt, namespace)
@@ -225,13 +293,25 @@ class ApiServer:
         obj = self._check_body(rt, namespace, body)
         meta = obj["metadata"]
         if meta.get("name") and meta["name"] != name:
-            raise bad_request(f"the name of the object ({meta['name']}) does not match the name on the URL ({name})")
+            raise bad_request(
+                f"the name of the object ({meta['name']}) does not match the name on the URL ({name})"
+            )
         wanted_rv = meta.get("resourceVersion")
         if wanted_rv and wanted_rv != old["metadata"]["resourceVersion"]:
             raise conflict(rt, name)
         return await self._replace(rt, old, obj, subresource, dry_run)
 
-    async def patch(self, rt: ResourceType, namespace: str, name: str, patch_type: str, body: Any, *, subresource: str = "", dry_run: bool = False) -> Obj:
+    async def patch(
+        self,
+        rt: ResourceType,
+        namespace: str,
+        name: str,
+        patch_type: str,
+        body: Any,
+        *,
+        subresource: str = "",
+        dry_run: bool = False,
+    ) -> Obj:
         """Apply a JSON, merge or strategic merge patch (PATCH)."""
         ns = self._ns(rt, namespace)
         old = self.store.get(rt.key, ns, name)
@@ -249,7 +329,8 @@ class ApiServer:
                 415,
                 "UnsupportedMediaType",
                 f"the body of the request was in an unknown format - accepted media types include: "
-                f"{patch.JSON_PATCH}, {patch.MERGE_PATCH}" + ("" if rt.is_custom else f", {patch.STRATEGIC_PATCH}"),
+                f"{patch.JSON_PATCH}, {patch.MERGE_PATCH}"
+                + ("" if rt.is_custom else f", {patch.STRATEGIC_PATCH}"),
             )
         if not isinstance(patched, dict):
             raise bad_request("the patch did not produce an object")
@@ -259,7 +340,9 @@ class ApiServer:
         patched.setdefault("metadata", {})["resourceVersion"] = old["metadata"]["resourceVersion"]
         return await self._replace(rt, old, patched, subresource, dry_run)
 
-    async def _replace(self, rt: ResourceType, old: Obj, obj: Obj, subresource: str, dry_run: bool) -> Obj:
+    async def _replace(
+        self, rt: ResourceType, old: Obj, obj: Obj, subresource: str, dry_run: bool
+    ) -> Obj:
         name = old["metadata"]["name"]
         if subresource == "status":
             new = clone(old)
@@ -280,7 +363,15 @@ class ApiServer:
         else:
             new = obj
             meta = new.setdefault("metadata", {})
-            for key in ("uid", "creationTimestamp", "namespace", "name", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"):
+            for key in (
+                "uid",
+                "creationTimestamp",
+                "namespace",
+                "name",
+                "deletionTimestamp",
+                "deletionGracePeriodSeconds",
+                "generation",
+            ):
                 if key in old["metadata"]:
                     meta[key] = old["metadata"][key]
                 else:
@@ -292,10 +383,15 @@ class ApiServer:
                     new.pop("status", None)
             self._default(rt, new)
             if self.admit is not None:
-                new = await self.admit("UPDATE", rt, new, self._present(rt, clone(old)), dry_run, "")
+                new = await self.admit(
+                    "UPDATE", rt, new, self._present(rt, clone(old)), dry_run, ""
+                )
                 self._default(rt, new)
         self._validate(rt, new, old if not subresource else None)
-        new["apiVersion"], new["kind"] = old.get("apiVersion", rt.api_version), old.get("kind", rt.kind)
+        new["apiVersion"], new["kind"] = (
+            old.get("apiVersion", rt.api_version),
+            old.get("kind", rt.kind),
+        )
         if self._spec_changed(rt, old, new) and "generation" in old["metadata"]:
             new["metadata"]["generation"] = old["metadata"]["generation"] + 1
         new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
@@ -310,7 +406,15 @@ class ApiServer:
         self._after_write(rt, stored, old)
         return self._present(rt, stored)
 
-    async def delete(self, rt: ResourceType, namespace: str, name: str, options: Obj | None = None, *, dry_run: bool = False) -> Obj:
+    async def delete(
+        self,
+        rt: ResourceType,
+        namespace: str,
+        name: str,
+        options: Obj | None = None,
+        *,
+        dry_run: bool = False,
+    ) -> Obj:
         """Delete an object (preconditions, finalizers and propagation honoured)."""
         ns = self._ns(rt, namespace)
         old = self.store.get(rt.key, ns, name)
@@ -319,9 +423,20 @@ class ApiServer:
         options = options or {}
         pre = options.get("preconditions") or {}
         if pre.get("uid") and pre["uid"] != old["metadata"]["uid"]:
-            raise conflict(rt, name, f"Precondition failed: UID in precondition: {pre['uid']}, UID in object meta: {old['metadata']['uid']}")
-        if pre.get("resourceVersion") and pre["resourceVersion"] != old["metadata"]["resourceVersion"]:
-            raise conflict(rt, name, f"Precondition failed: ResourceVersion in precondition: {pre['resourceVersion']}, ResourceVersion in object meta: {old['metadata']['resourceVersion']}")
+            raise conflict(
+                rt,
+                name,
+                f"Precondition failed: UID in precondition: {pre['uid']}, UID in object meta: {old['metadata']['uid']}",
+            )
+        if (
+            pre.get("resourceVersion")
+            and pre["resourceVersion"] != old["metadata"]["resourceVersion"]
+        ):
+            raise conflict(
+                rt,
+                name,
+                f"Precondition failed: ResourceVersion in precondition: {pre['resourceVersion']}, ResourceVersion in object meta: {old['metadata']['resourceVersion']}",
+            )
         if dry_run:
             return self._present(rt, old)
         if options.get("propagationPolicy") == "Orphan":
@@ -345,7 +460,9 @@ class ApiServer:
         removed = self.store.remove(rt.key, meta.get("namespace", ""), meta["name"])
         if removed is not None and rt.key == ("apiextensions.k8s.io", "customresourcedefinitions"):
             spec = removed.get("spec") or {}
-            self.store.drop_resource((spec.get("group", ""), (spec.get("names") or {}).get("plural", "")))
+            self.store.drop_resource(
+                (spec.get("group", ""), (spec.get("names") or {}).get("plural", ""))
+            )
             self.registry.remove_crd(meta["name"])
         return removed
 
@@ -355,7 +472,9 @@ class ApiServer:
                 refs = obj["metadata"].get("ownerReferences") or []
                 if any(r.get("uid") == owner_uid for r in refs):
                     updated = clone(obj)
-                    updated["metadata"]["ownerReferences"] = [r for r in refs if r.get("uid") != owner_uid]
+                    updated["metadata"]["ownerReferences"] = [
+                        r for r in refs if r.get("uid") != owner_uid
+                    ]
                     self.store.put(rt.key, updated, "MODIFIED")
 
     # ----------------------------------------------------------------- internal writes
@@ -408,7 +527,9 @@ class ApiServer:
         if rt.is_custom:
             causes = schema.prepare(obj, rt.schema)
         elif rt.key == ("", "pods"):
-            causes = pods.validate_pod_update(old, obj) if old is not None else pods.validate_pod(obj)
+            causes = (
+                pods.validate_pod_update(old, obj) if old is not None else pods.validate_pod(obj)
+            )
         elif rt.key == ("apiextensions.k8s.io", "customresourcedefinitions"):
             causes = validate_crd(obj)
         else:
@@ -426,7 +547,9 @@ class ApiServer:
     def _spec_changed(self, rt: ResourceType, old: Obj, new: Obj) -> bool:
         if rt.is_custom:
             ignore = {"metadata", "status"} if rt.has_status else {"metadata"}
-            return {k: v for k, v in old.items() if k not in ignore} != {k: v for k, v in new.items() if k not in ignore}
+            return {k: v for k, v in old.items() if k not in ignore} != {
+                k: v for k, v in new.items() if k not in ignore
+            }
         return old.get("spec") != new.get("spec")
 
     # ----------------------------------------------------------------- helpers
@@ -436,12 +559,18 @@ class ApiServer:
 
     def _require_namespace(self, ns: str) -> None:
         if not ns:
-            raise bad_request("the server could not find the requested resource: a namespace is required")
+            raise bad_request(
+                "the server could not find the requested resource: a namespace is required"
+            )
         existing = self.store.peek(("", "namespaces"), "", ns)
         if existing is None:
             raise namespace_not_found(ns)
         if existing["metadata"].get("deletionTimestamp"):
-            raise ApiError(403, "Forbidden", f"unable to create new content in namespace {ns} because it is being terminated")
+            raise ApiError(
+                403,
+                "Forbidden",
+                f"unable to create new content in namespace {ns} because it is being terminated",
+            )
 
     def _check_body(self, rt: ResourceType, namespace: str, body: Any) -> Obj:
         if not isinstance(body, dict):
@@ -453,14 +582,18 @@ class ApiServer:
         if api_version:
             group, _ = split_api_version(api_version)
             if group != rt.group:
-                raise bad_request(f"the API version in the data ({api_version}) does not match the expected API version ({rt.api_version})")
+                raise bad_request(
+                    f"the API version in the data ({api_version}) does not match the expected API version ({rt.api_version})"
+                )
         obj["kind"], obj["apiVersion"] = rt.kind, rt.api_version
         meta = obj.setdefault("metadata", {})
         if not isinstance(meta, dict):
             raise bad_request("metadata must be an object")
         body_ns = meta.get("namespace")
         if rt.namespaced and namespace and body_ns and body_ns != namespace:
-            raise bad_request("the namespace of the provided object does not match the namespace sent on the request")
+            raise bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request"
+            )
         return obj
 
     def _generate_name(self, rt: ResourceType, ns: str, prefix: str) -> str:
@@ -500,4 +633,3 @@ def items_last(items: list[Obj]) -> str:
 def random_suffix(rng: random.Random, n: int = 5) -> str:
     """Kubernetes-style random name suffix (no vowels, no ambiguous characters)."""
     return "".join(rng.choice(_NAME_CHARS) for _ in range(n))
-

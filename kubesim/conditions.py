@@ -7,14 +7,27 @@ from typing import Any
 Obj = dict[str, Any]
 
 
-def set_condition(status: Obj, ctype: str, value: str, now: str, reason: str = "", message: str = "", probe: bool = False, **extra: Any) -> None:
+def set_condition(
+    status: Obj,
+    ctype: str,
+    value: str,
+    now: str,
+    reason: str = "",
+    message: str = "",
+    probe: bool = False,
+    **extra: Any,
+) -> None:
     """Set one condition, keeping `lastTransitionTime` unless its status flips."""
     conditions: list[Obj] = status.setdefault("conditions", [])
     current = next((c for c in conditions if c.get("type") == ctype), None)
     entry: Obj = {"type": ctype, "status": value}
     if probe:
         entry["lastProbeTime"] = None
-    entry["lastTransitionTime"] = current["lastTransitionTime"] if current and current.get("status") == value and current.get("lastTransitionTime") else now
+    entry["lastTransitionTime"] = (
+        current["lastTransitionTime"]
+        if current and current.get("status") == value and current.get("lastTransitionTime")
+        else now
+    )
     if reason:
         entry["reason"] = reason
     if message:

@@ -50,7 +50,10 @@ def owner_ref(owner: Obj) -> Obj:
 def controlled_by(obj: Obj, owner: Obj) -> bool:
     """Whether `owner` is the controller of `obj`."""
     uid = owner["metadata"]["uid"]
-    return any(r.get("uid") == uid and r.get("controller") for r in obj["metadata"].get("ownerReferences") or [])
+    return any(
+        r.get("uid") == uid and r.get("controller")
+        for r in obj["metadata"].get("ownerReferences") or []
+    )
 
 
 def _active(pod: Obj) -> bool:
@@ -62,11 +65,19 @@ class Controllers:
 
     def __init__(self, api: ApiServer) -> None:
         self.api = api
-        self._rt = {plural: self._type(group, version, plural) for group, version, plural in (
-            ("", "v1", "pods"), ("apps", "v1", "deployments"), ("apps", "v1", "replicasets"),
-            ("apps", "v1", "statefulsets"), ("apps", "v1", "daemonsets"), ("batch", "v1", "jobs"),
-            ("batch", "v1", "cronjobs"), ("", "v1", "nodes"),
-        )}
+        self._rt = {
+            plural: self._type(group, version, plural)
+            for group, version, plural in (
+                ("", "v1", "pods"),
+                ("apps", "v1", "deployments"),
+                ("apps", "v1", "replicasets"),
+                ("apps", "v1", "statefulsets"),
+                ("apps", "v1", "daemonsets"),
+                ("batch", "v1", "jobs"),
+                ("batch", "v1", "cronjobs"),
+                ("", "v1", "nodes"),
+            )
+        }
 
     def _type(self, group: str, version: str, plural: str) -> ResourceType:
         rt = self.api.registry.get(group, version, plural)
@@ -108,11 +119,22 @@ class Controllers:
             for obj in list(self.api.store.iter(rt.key)):
                 refs = obj["metadata"].get("ownerReferences") or []
                 if refs and not any(r.get("uid") in uids for r in refs):
-                    self.api.remove_now(rt, obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
+                    self.api.remove_now(
+                        rt, obj["metadata"].get("namespace", ""), obj["metadata"]["name"]
+                    )
 
     # ----------------------------------------------------------------- pod creation
 
-    async def _create_pod(self, owner: Obj, template: Obj, *, name: str = "", generate_name: str = "", extra_labels: dict[str, str] | None = None, spec_patch: dict[str, Any] | None = None) -> bool:
+    async def _create_pod(
+        self,
+        owner: Obj,
+        template: Obj,
+        *,
+        name: str = "",
+        generate_name: str = "",
+        extra_labels: dict[str, str] | None = None,
+        spec_patch: dict[str, Any] | None = None,
+    ) -> bool:
         meta = clone(template.get("metadata") or {})
         meta["labels"] = {**(meta.get("labels") or {}), **(extra_labels or {})}
         meta["ownerReferences"] = [owner_ref(owner)]
@@ -127,23 +149,35 @@ class Controllers:
             await self.api.create(self._rt["pods"], owner["metadata"]["namespace"], pod)
         except ApiError as exc:
             # The real controllers record FailedCreate and retry on the next sync.
-            log.warning("%s %s/%s: pod creation failed: %s", owner["kind"], owner["metadata"]["namespace"], owner["metadata"]["name"], exc)
+            log.warning(
+                "%s %s/%s: pod creation failed: %s",
+                owner["kind"],
+                owner["metadata"]["namespace"],
+                owner["metadata"]["name"],
+                exc,
+            )
             self._failed_create(owner, str(exc.message))
             return False
         return True
 
     def _failed_create(self, owner: Obj, message: str) -> None:
         rt = self._rt[owner["kind"].lower() + "s"]
-        current = self.api.store.get(rt.key, owner["metadata"]["namespace"], owner["metadata"]["name"])
+        current = self.api.store.get(
+            rt.key, owner["metadata"]["namespace"], owner["metadata"]["name"]
+        )
         if current is None:
             return
         status = current.setdefault("status", {})
-        set_condition(status, "ReplicaFailure", "True", self.api.clock.stamp(), "FailedCreate", message)
+        set_condition(
+            status, "ReplicaFailure", "True", self.api.clock.stamp(), "FailedCreate", message
+        )
         self.api.write_status(rt, current)
 
     async def _delete_pod(self, pod: Obj) -> None:
         try:
-            await self.api.delete(self._rt["pods"], pod["metadata"]["namespace"], pod["metadata"]["name"])
+            await self.api.delete(
+                self._rt["pods"], pod["metadata"]["namespace"], pod["metadata"]["name"]
+            )
         except ApiError as exc:
             log.debug("pod deletion skipped: %s", exc)
 
@@ -153,7 +187,9 @@ class Controllers:
         spec = d["spec"]
         template = spec["template"]
         owned = self._owned("replicasets", d)
-        current = next((rs for rs in owned if _strip_hash(rs["spec"]["template"]) == template), None)
+        current = next(
+            (rs for rs in owned if _strip_hash(rs["spec"]["template"]) == template), None
+        )
         revisions = [int(rs["metadata"].get("annotations", {}).get(REVISION, "0")) for rs in owned]
         desired = int(spec.get("replicas", 1))
         if current is None:
@@ -169,48 +205,83 @@ class Controllers:
                 "metadata": {
                     "name": f"{d['metadata']['name']}-{h}",
                     "labels": {**(template.get("metadata", {}).get("labels") or {}), HASH_LABEL: h},
-                    "annotations": {REVISION: str(max(revisions, default=0) + 1), "deployment.kubernetes.io/desired-replicas": str(desired), "deployment.kubernetes.io/max-replicas": str(desired + 1)},
+                    "annotations": {
+                        REVISION: str(max(revisions, default=0) + 1),
+                        "deployment.kubernetes.io/desired-replicas": str(desired),
+                        "deployment.kubernetes.io/max-replicas": str(desired + 1),
+                    },
                     "ownerReferences": [owner_ref(d)],
                 },
-                "spec": {"replicas": desired, "minReadySeconds": spec.get("minReadySeconds", 0), "selector": selector, "template": rs_template},
+                "spec": {
+                    "replicas": desired,
+                    "minReadySeconds": spec.get("minReadySeconds", 0),
+                    "selector": selector,
+                    "template": rs_template,
+                },
             }
             try:
-                current = await self.api.create(self._rt["replicasets"], d["metadata"]["namespace"], rs)
+                current = await self.api.create(
+                    self._rt["replicasets"], d["metadata"]["namespace"], rs
+                )
             except ApiError as exc:
-                log.warning("deployment %s: replicaset creation failed: %s", d["metadata"]["name"], exc)
+                log.warning(
+                    "deployment %s: replicaset creation failed: %s", d["metadata"]["name"], exc
+                )
                 return
             owned.append(current)
         elif current["spec"].get("replicas") != desired:
             current["spec"]["replicas"] = desired
-            current = await self.api.update(self._rt["replicasets"], current["metadata"]["namespace"], current["metadata"]["name"], current)
+            current = await self.api.update(
+                self._rt["replicasets"],
+                current["metadata"]["namespace"],
+                current["metadata"]["name"],
+                current,
+            )
         # Old ReplicaSets scale down once the new one is fully available: a rolling update
         # collapsed into one surge, which keeps capacity and converges in one settle.
         new_available = int((current.get("status") or {}).get("availableReplicas", 0))
         for rs in owned:
-            if rs["metadata"]["uid"] != current["metadata"]["uid"] and rs["spec"].get("replicas", 0) != 0 and (new_available >= desired or spec.get("strategy", {}).get("type") == "Recreate"):
+            if (
+                rs["metadata"]["uid"] != current["metadata"]["uid"]
+                and rs["spec"].get("replicas", 0) != 0
+                and (new_available >= desired or spec.get("strategy", {}).get("type") == "Recreate")
+            ):
                 rs["spec"]["replicas"] = 0
-                await self.api.update(self._rt["replicasets"], rs["metadata"]["namespace"], rs["metadata"]["name"], rs)
+                await self.api.update(
+                    self._rt["replicasets"], rs["metadata"]["namespace"], rs["metadata"]["name"], rs
+                )
         self._deployment_status(d, current)
 
     def _deployment_status(self, d: Obj, current: Obj) -> None:
-        fresh = self.api.store.get(self._rt["deployments"].key, d["metadata"]["namespace"], d["metadata"]["name"])
+        fresh = self.api.store.get(
+            self._rt["deployments"].key, d["metadata"]["namespace"], d["metadata"]["name"]
+        )
         if fresh is None:
             return
         owned = self._owned("replicasets", fresh)
         statuses = [rs.get("status") or {} for rs in owned]
-        cur = next((rs.get("status") or {} for rs in owned if rs["metadata"]["uid"] == current["metadata"]["uid"]), {})
+        cur = next(
+            (
+                rs.get("status") or {}
+                for rs in owned
+                if rs["metadata"]["uid"] == current["metadata"]["uid"]
+            ),
+            {},
+        )
         desired = int(fresh["spec"].get("replicas", 1))
         replicas = sum(int(s.get("replicas", 0)) for s in statuses)
         ready = sum(int(s.get("readyReplicas", 0)) for s in statuses)
         available = sum(int(s.get("availableReplicas", 0)) for s in statuses)
         status = fresh.setdefault("status", {})
-        status.update({
-            "observedGeneration": fresh["metadata"]["generation"],
-            "replicas": replicas,
-            "updatedReplicas": int(cur.get("replicas", 0)),
-            "readyReplicas": ready,
-            "availableReplicas": available,
-        })
+        status.update(
+            {
+                "observedGeneration": fresh["metadata"]["generation"],
+                "replicas": replicas,
+                "updatedReplicas": int(cur.get("replicas", 0)),
+                "readyReplicas": ready,
+                "availableReplicas": available,
+            }
+        )
         unavailable = max(0, desired - available)
         if unavailable:
             status["unavailableReplicas"] = unavailable
@@ -220,16 +291,37 @@ class Controllers:
 
         def condition(ctype: str, value: str, reason: str, message: str) -> None:
             old = next((c for c in status.get("conditions") or [] if c.get("type") == ctype), {})
-            same = all(old.get(k) == v for k, v in (("status", value), ("reason", reason), ("message", message)))
-            set_condition(status, ctype, value, now, reason, message, lastUpdateTime=old.get("lastUpdateTime", now) if same else now)
+            same = all(
+                old.get(k) == v
+                for k, v in (("status", value), ("reason", reason), ("message", message))
+            )
+            set_condition(
+                status,
+                ctype,
+                value,
+                now,
+                reason,
+                message,
+                lastUpdateTime=old.get("lastUpdateTime", now) if same else now,
+            )
 
         ok = available >= desired
-        condition("Available", "True" if ok else "False",
-                  "MinimumReplicasAvailable" if ok else "MinimumReplicasUnavailable",
-                  "Deployment has minimum availability." if ok else "Deployment does not have minimum availability.")
+        condition(
+            "Available",
+            "True" if ok else "False",
+            "MinimumReplicasAvailable" if ok else "MinimumReplicasUnavailable",
+            "Deployment has minimum availability."
+            if ok
+            else "Deployment does not have minimum availability.",
+        )
         done = ok and int(cur.get("availableReplicas", 0)) >= desired
-        condition("Progressing", "True", "NewReplicaSetAvailable" if done else "ReplicaSetUpdated",
-                  f'ReplicaSet "{current["metadata"]["name"]}" ' + ("has successfully progressed." if done else "is progressing."))
+        condition(
+            "Progressing",
+            "True",
+            "NewReplicaSetAvailable" if done else "ReplicaSetUpdated",
+            f'ReplicaSet "{current["metadata"]["name"]}" '
+            + ("has successfully progressed." if done else "is progressing."),
+        )
         annotations = fresh["metadata"].setdefault("annotations", {})
         annotations[REVISION] = current["metadata"].get("annotations", {}).get(REVISION, "1")
         self.api.write_status(self._rt["deployments"], fresh)
@@ -242,26 +334,40 @@ class Controllers:
         desired = int(rs["spec"].get("replicas", 1))
         if len(owned) < desired:
             for _ in range(desired - len(owned)):
-                if not await self._create_pod(rs, rs["spec"]["template"], generate_name=f"{rs['metadata']['name']}-"):
+                if not await self._create_pod(
+                    rs, rs["spec"]["template"], generate_name=f"{rs['metadata']['name']}-"
+                ):
                     break
         elif len(owned) > desired:
             # Like the real controller: unscheduled, then not ready, then newest first.
-            owned.sort(key=lambda p: (bool(p["spec"].get("nodeName")), pods.is_ready(p), -parse_rfc3339(p["metadata"]["creationTimestamp"]).timestamp()))
+            owned.sort(
+                key=lambda p: (
+                    bool(p["spec"].get("nodeName")),
+                    pods.is_ready(p),
+                    -parse_rfc3339(p["metadata"]["creationTimestamp"]).timestamp(),
+                )
+            )
             for pod in owned[: len(owned) - desired]:
                 await self._delete_pod(pod)
-        fresh = self.api.store.get(self._rt["replicasets"].key, rs["metadata"]["namespace"], rs["metadata"]["name"])
+        fresh = self.api.store.get(
+            self._rt["replicasets"].key, rs["metadata"]["namespace"], rs["metadata"]["name"]
+        )
         if fresh is None:
             return
         active = [p for p in self._owned("pods", fresh) if _active(p)]
         ready = [p for p in active if pods.is_ready(p)]
         status = fresh.setdefault("status", {})
-        status.update({
-            "replicas": len(active),
-            "fullyLabeledReplicas": sum(1 for p in active if selector.matches(p["metadata"].get("labels"))),
-            "readyReplicas": len(ready),
-            "availableReplicas": len(ready),
-            "observedGeneration": fresh["metadata"]["generation"],
-        })
+        status.update(
+            {
+                "replicas": len(active),
+                "fullyLabeledReplicas": sum(
+                    1 for p in active if selector.matches(p["metadata"].get("labels"))
+                ),
+                "readyReplicas": len(ready),
+                "availableReplicas": len(ready),
+                "observedGeneration": fresh["metadata"]["generation"],
+            }
+        )
         if len(active) >= desired:
             status.pop("conditions", None)
         self.api.write_status(self._rt["replicasets"], fresh)
@@ -276,11 +382,21 @@ class Controllers:
         for i in range(desired):
             pod_name = f"{name}-{i}"
             if pod_name not in owned:
-                labels = {"controller-revision-hash": revision, "statefulset.kubernetes.io/pod-name": pod_name, "apps.kubernetes.io/pod-index": str(i)}
+                labels = {
+                    "controller-revision-hash": revision,
+                    "statefulset.kubernetes.io/pod-name": pod_name,
+                    "apps.kubernetes.io/pod-index": str(i),
+                }
                 spec_patch = {"hostname": pod_name}
                 if sts["spec"].get("serviceName"):
                     spec_patch["subdomain"] = sts["spec"]["serviceName"]
-                await self._create_pod(sts, sts["spec"]["template"], name=pod_name, extra_labels=labels, spec_patch=spec_patch)
+                await self._create_pod(
+                    sts,
+                    sts["spec"]["template"],
+                    name=pod_name,
+                    extra_labels=labels,
+                    spec_patch=spec_patch,
+                )
         for pod_name, pod in owned.items():
             index = pod_name.rsplit("-", 1)[-1]
             if not index.isdigit() or int(index) >= desired:
@@ -290,18 +406,24 @@ class Controllers:
             return
         active = [p for p in self._owned("pods", fresh) if _active(p)]
         ready = sum(1 for p in active if pods.is_ready(p))
-        current = sum(1 for p in active if p["metadata"].get("labels", {}).get("controller-revision-hash") == revision)
-        fresh.setdefault("status", {}).update({
-            "observedGeneration": fresh["metadata"]["generation"],
-            "replicas": len(active),
-            "readyReplicas": ready,
-            "availableReplicas": ready,
-            "currentReplicas": current,
-            "updatedReplicas": current,
-            "currentRevision": revision,
-            "updateRevision": revision,
-            "collisionCount": 0,
-        })
+        current = sum(
+            1
+            for p in active
+            if p["metadata"].get("labels", {}).get("controller-revision-hash") == revision
+        )
+        fresh.setdefault("status", {}).update(
+            {
+                "observedGeneration": fresh["metadata"]["generation"],
+                "replicas": len(active),
+                "readyReplicas": ready,
+                "availableReplicas": ready,
+                "currentReplicas": current,
+                "updatedReplicas": current,
+                "currentRevision": revision,
+                "updateRevision": revision,
+                "collisionCount": 0,
+            }
+        )
         self.api.write_status(self._rt["statefulsets"], fresh)
 
     # ----------------------------------------------------------------- daemonsets
@@ -309,38 +431,78 @@ class Controllers:
     async def _daemonset(self, ds: Obj) -> None:
         template = ds["spec"]["template"]
         selector = template.get("spec", {}).get("nodeSelector") or {}
-        nodes = [n for n in self.api.store.list(self._rt["nodes"].key) if all(n["metadata"].get("labels", {}).get(k) == v for k, v in selector.items())]
+        nodes = [
+            n
+            for n in self.api.store.list(self._rt["nodes"].key)
+            if all(n["metadata"].get("labels", {}).get(k) == v for k, v in selector.items())
+        ]
         owned = [p for p in self._owned("pods", ds) if _active(p)]
         by_node = {_daemon_node(p): p for p in owned}
         for node in nodes:
             node_name = node["metadata"]["name"]
             if node_name in by_node:
                 continue
-            spec_patch = {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node_name]}]}]}}}}
+            spec_patch = {
+                "affinity": {
+                    "nodeAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": {
+                            "nodeSelectorTerms": [
+                                {
+                                    "matchFields": [
+                                        {
+                                            "key": "metadata.name",
+                                            "operator": "In",
+                                            "values": [node_name],
+                                        }
+                                    ]
+                                }
+                            ]
+                        }
+                    }
+                }
+            }
             tolerations = list(template.get("spec", {}).get("tolerations") or [])
-            for key in ("node.kubernetes.io/unschedulable", "node.kubernetes.io/disk-pressure", "node.kubernetes.io/memory-pressure", "node.kubernetes.io/pid-pressure"):
+            for key in (
+                "node.kubernetes.io/unschedulable",
+                "node.kubernetes.io/disk-pressure",
+                "node.kubernetes.io/memory-pressure",
+                "node.kubernetes.io/pid-pressure",
+            ):
                 tolerations.append({"key": key, "operator": "Exists", "effect": "NoSchedule"})
             spec_patch["tolerations"] = tolerations
-            labels = {"controller-revision-hash": template_hash(template), "pod-template-generation": str(ds["metadata"]["generation"])}
-            await self._create_pod(ds, template, generate_name=f"{ds['metadata']['name']}-", extra_labels=labels, spec_patch=spec_patch)
+            labels = {
+                "controller-revision-hash": template_hash(template),
+                "pod-template-generation": str(ds["metadata"]["generation"]),
+            }
+            await self._create_pod(
+                ds,
+                template,
+                generate_name=f"{ds['metadata']['name']}-",
+                extra_labels=labels,
+                spec_patch=spec_patch,
+            )
         node_names = {n["metadata"]["name"] for n in nodes}
         for node_name, pod in by_node.items():
             if node_name not in node_names:
                 await self._delete_pod(pod)
-        fresh = self.api.store.get(self._rt["daemonsets"].key, ds["metadata"]["namespace"], ds["metadata"]["name"])
+        fresh = self.api.store.get(
+            self._rt["daemonsets"].key, ds["metadata"]["namespace"], ds["metadata"]["name"]
+        )
         if fresh is None:
             return
         active = [p for p in self._owned("pods", fresh) if _active(p)]
         ready = sum(1 for p in active if pods.is_ready(p))
-        fresh.setdefault("status", {}).update({
-            "observedGeneration": fresh["metadata"]["generation"],
-            "desiredNumberScheduled": len(nodes),
-            "currentNumberScheduled": sum(1 for p in active if p["spec"].get("nodeName")),
-            "updatedNumberScheduled": len(active),
-            "numberReady": ready,
-            "numberAvailable": ready,
-            "numberMisscheduled": 0,
-        })
+        fresh.setdefault("status", {}).update(
+            {
+                "observedGeneration": fresh["metadata"]["generation"],
+                "desiredNumberScheduled": len(nodes),
+                "currentNumberScheduled": sum(1 for p in active if p["spec"].get("nodeName")),
+                "updatedNumberScheduled": len(active),
+                "numberReady": ready,
+                "numberAvailable": ready,
+                "numberMisscheduled": 0,
+            }
+        )
         self.api.write_status(self._rt["daemonsets"], fresh)
 
     # ----------------------------------------------------------------- jobs
@@ -353,27 +515,73 @@ class Controllers:
         failed = sum(1 for p in owned if p.get("status", {}).get("phase") == "Failed")
         active = [p for p in owned if _active(p)]
         completions = int(spec.get("completions") or 1)
-        finished = any(c.get("type") in ("Complete", "Failed") and c.get("status") == "True" for c in status.get("conditions") or [])
+        finished = any(
+            c.get("type") in ("Complete", "Failed") and c.get("status") == "True"
+            for c in status.get("conditions") or []
+        )
         now = self.api.clock.stamp()
         if not finished and not spec.get("suspend"):
             if succeeded >= completions:
-                set_condition(status, "SuccessCriteriaMet", "True", now, "CompletionsReached", "Reached expected number of succeeded pods", probe=True)
-                set_condition(status, "Complete", "True", now, "CompletionsReached", "Reached expected number of succeeded pods", probe=True)
+                set_condition(
+                    status,
+                    "SuccessCriteriaMet",
+                    "True",
+                    now,
+                    "CompletionsReached",
+                    "Reached expected number of succeeded pods",
+                    probe=True,
+                )
+                set_condition(
+                    status,
+                    "Complete",
+                    "True",
+                    now,
+                    "CompletionsReached",
+                    "Reached expected number of succeeded pods",
+                    probe=True,
+                )
                 status["completionTime"] = now
             elif failed > int(spec.get("backoffLimit", 6)):
-                set_condition(status, "FailureTarget", "True", now, "BackoffLimitExceeded", "Job has reached the specified backoff limit", probe=True)
-                set_condition(status, "Failed", "True", now, "BackoffLimitExceeded", "Job has reached the specified backoff limit", probe=True)
+                set_condition(
+                    status,
+                    "FailureTarget",
+                    "True",
+                    now,
+                    "BackoffLimitExceeded",
+                    "Job has reached the specified backoff limit",
+                    probe=True,
+                )
+                set_condition(
+                    status,
+                    "Failed",
+                    "True",
+                    now,
+                    "BackoffLimitExceeded",
+                    "Job has reached the specified backoff limit",
+                    probe=True,
+                )
             else:
                 want = min(int(spec.get("parallelism", 1)), completions - succeeded) - len(active)
                 for _ in range(max(0, want)):
-                    if not await self._create_pod(job, spec["template"], generate_name=f"{job['metadata']['name']}-"):
+                    if not await self._create_pod(
+                        job, spec["template"], generate_name=f"{job['metadata']['name']}-"
+                    ):
                         break
                 status.setdefault("startTime", now)
-        fresh = self.api.store.get(self._rt["jobs"].key, job["metadata"]["namespace"], job["metadata"]["name"])
+        fresh = self.api.store.get(
+            self._rt["jobs"].key, job["metadata"]["namespace"], job["metadata"]["name"]
+        )
         if fresh is None:
             return
         active = [p for p in self._owned("pods", fresh) if _active(p)]
-        status.update({"active": len(active), "succeeded": succeeded, "failed": failed, "ready": sum(1 for p in active if pods.is_ready(p))})
+        status.update(
+            {
+                "active": len(active),
+                "succeeded": succeeded,
+                "failed": failed,
+                "ready": sum(1 for p in active if pods.is_ready(p)),
+            }
+        )
         for key in ("active", "succeeded", "failed"):
             if not status[key]:
                 del status[key]
@@ -404,7 +612,10 @@ class Controllers:
             "metadata": {
                 "name": f"{cj['metadata']['name']}-{int(due.timestamp() // 60)}",
                 "labels": clone((job_template.get("metadata") or {}).get("labels") or {}),
-                "annotations": {**((job_template.get("metadata") or {}).get("annotations") or {}), "batch.kubernetes.io/cronjob-scheduled-timestamp": rfc3339(due)},
+                "annotations": {
+                    **((job_template.get("metadata") or {}).get("annotations") or {}),
+                    "batch.kubernetes.io/cronjob-scheduled-timestamp": rfc3339(due),
+                },
                 "ownerReferences": [owner_ref(cj)],
             },
             "spec": clone(job_template.get("spec") or {}),
@@ -414,12 +625,23 @@ class Controllers:
         except ApiError as exc:
             log.warning("cronjob %s: job creation failed: %s", cj["metadata"]["name"], exc)
             return
-        fresh = self.api.store.get(self._rt["cronjobs"].key, cj["metadata"]["namespace"], cj["metadata"]["name"])
+        fresh = self.api.store.get(
+            self._rt["cronjobs"].key, cj["metadata"]["namespace"], cj["metadata"]["name"]
+        )
         if fresh is None:
             return
         fresh_status = fresh.setdefault("status", {})
         fresh_status["lastScheduleTime"] = rfc3339(due)
-        fresh_status["active"] = [*(fresh_status.get("active") or []), {"apiVersion": "batch/v1", "kind": "Job", "name": created["metadata"]["name"], "namespace": created["metadata"]["namespace"], "uid": created["metadata"]["uid"]}]
+        fresh_status["active"] = [
+            *(fresh_status.get("active") or []),
+            {
+                "apiVersion": "batch/v1",
+                "kind": "Job",
+                "name": created["metadata"]["name"],
+                "namespace": created["metadata"]["namespace"],
+                "uid": created["metadata"]["uid"],
+            },
+        ]
         self.api.write_status(self._rt["cronjobs"], fresh)
 
 
@@ -432,10 +654,14 @@ def _strip_hash(template: Obj) -> Obj:
 
 
 def _daemon_node(pod: Obj) -> str:
-    terms = (((pod["spec"].get("affinity") or {}).get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution") or {}).get("nodeSelectorTerms") or []
+    terms = (
+        ((pod["spec"].get("affinity") or {}).get("nodeAffinity") or {}).get(
+            "requiredDuringSchedulingIgnoredDuringExecution"
+        )
+        or {}
+    ).get("nodeSelectorTerms") or []
     for term in terms:
         for field in term.get("matchFields") or []:
             if field.get("key") == "metadata.name" and field.get("values"):
                 return str(field["values"][0])
     return str(pod["spec"].get("nodeName", ""))
-

@@ -21,15 +21,33 @@ def validate_crd(crd: Obj) -> list[Cause]:
     if not spec.get("group"):
         causes.append(Cause("FieldValueRequired", "Required value", "spec.group"))
     if spec.get("scope") not in ("Namespaced", "Cluster"):
-        causes.append(Cause("FieldValueNotSupported", f'Unsupported value: "{spec.get("scope", "")}": supported values: "Cluster", "Namespaced"', "spec.scope"))
+        causes.append(
+            Cause(
+                "FieldValueNotSupported",
+                f'Unsupported value: "{spec.get("scope", "")}": supported values: "Cluster", "Namespaced"',
+                "spec.scope",
+            )
+        )
     versions = spec.get("versions") or []
     if not versions:
         causes.append(Cause("FieldValueRequired", "Required value", "spec.versions"))
     elif sum(1 for v in versions if v.get("storage")) != 1:
-        causes.append(Cause("FieldValueInvalid", "Invalid value: must have exactly one version marked as storage version", "spec.versions"))
+        causes.append(
+            Cause(
+                "FieldValueInvalid",
+                "Invalid value: must have exactly one version marked as storage version",
+                "spec.versions",
+            )
+        )
     expected = f"{names.get('plural', '')}.{spec.get('group', '')}"
     if crd.get("metadata", {}).get("name") != expected:
-        causes.append(Cause("FieldValueInvalid", f'Invalid value: "{crd.get("metadata", {}).get("name", "")}": must be spec.names.plural+"."+spec.group', "metadata.name"))
+        causes.append(
+            Cause(
+                "FieldValueInvalid",
+                f'Invalid value: "{crd.get("metadata", {}).get("name", "")}": must be spec.names.plural+"."+spec.group',
+                "metadata.name",
+            )
+        )
     return causes
 
 
@@ -44,8 +62,18 @@ def crd_status(crd: Obj) -> Obj:
         "acceptedNames": names,
         "storedVersions": [v["name"] for v in spec.get("versions") or [] if v.get("storage")],
         "conditions": [
-            {**condition, "type": "NamesAccepted", "reason": "NoConflicts", "message": "no conflicts found"},
-            {**condition, "type": "Established", "reason": "InitialNamesAccepted", "message": "the initial names have been accepted"},
+            {
+                **condition,
+                "type": "NamesAccepted",
+                "reason": "NoConflicts",
+                "message": "no conflicts found",
+            },
+            {
+                **condition,
+                "type": "Established",
+                "reason": "InitialNamesAccepted",
+                "message": "the initial names have been accepted",
+            },
         ],
     }
 
@@ -60,16 +88,18 @@ def register(registry: Registry, crd: Obj) -> None:
             continue
         subresources = version.get("subresources") or spec.get("subresources") or {}
         validation = version.get("schema") or spec.get("validation") or {}
-        registry.add(ResourceType(
-            group=spec["group"],
-            version=version["name"],
-            plural=names["plural"],
-            kind=names["kind"],
-            namespaced=spec.get("scope") == "Namespaced",
-            subresources=tuple(k for k in ("status", "scale") if k in subresources),
-            short_names=tuple(names.get("shortNames") or ()),
-            categories=tuple(names.get("categories") or ()),
-            schema=validation.get("openAPIV3Schema"),
-            printer_columns=tuple(version.get("additionalPrinterColumns") or ()),
-            crd_name=crd["metadata"]["name"],
-        ))
+        registry.add(
+            ResourceType(
+                group=spec["group"],
+                version=version["name"],
+                plural=names["plural"],
+                kind=names["kind"],
+                namespaced=spec.get("scope") == "Namespaced",
+                subresources=tuple(k for k in ("status", "scale") if k in subresources),
+                short_names=tuple(names.get("shortNames") or ()),
+                categories=tuple(names.get("categories") or ()),
+                schema=validation.get("openAPIV3Schema"),
+                printer_columns=tuple(version.get("additionalPrinterColumns") or ()),
+                crd_name=crd["metadata"]["name"],
+            )
+        )

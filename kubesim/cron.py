@@ -16,7 +16,12 @@ _MACROS = {
 }
 _RANGES = ((0, 59), (0, 23), (1, 31), (1, 12), (0, 6))
 _NAMES = {
-    3: {m: i + 1 for i, m in enumerate(("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"))},
+    3: {
+        m: i + 1
+        for i, m in enumerate(
+            ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+        )
+    },
     4: {d: i for i, d in enumerate(("sun", "mon", "tue", "wed", "thu", "fri", "sat"))},
 }
 
@@ -61,7 +66,11 @@ def next_run(schedule: str, after: datetime, time_zone: str | None = None) -> da
         day_ok = t.day in days
         weekday_ok = (t.isoweekday() % 7) in weekdays
         # Standard cron: when both day fields are restricted, either one may match.
-        matches_day = (day_ok or weekday_ok) if day_restricted and weekday_restricted else (day_ok and weekday_ok)
+        matches_day = (
+            (day_ok or weekday_ok)
+            if day_restricted and weekday_restricted
+            else (day_ok and weekday_ok)
+        )
         if not matches_day:
             t = t.replace(hour=0, minute=0) + timedelta(days=1)
             continue

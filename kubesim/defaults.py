@@ -27,12 +27,23 @@ def default_object(plural: str, group: str, obj: Obj) -> None:
         spec.setdefault("revisionHistoryLimit", 10)
         if plural == "deployments":
             spec.setdefault("progressDeadlineSeconds", 600)
-            spec.setdefault("strategy", {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}})
+            spec.setdefault(
+                "strategy",
+                {
+                    "type": "RollingUpdate",
+                    "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"},
+                },
+            )
         elif plural == "statefulsets":
             spec.setdefault("podManagementPolicy", "OrderedReady")
-            spec.setdefault("updateStrategy", {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}})
+            spec.setdefault(
+                "updateStrategy", {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}
+            )
         elif plural == "daemonsets":
-            spec.setdefault("updateStrategy", {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}})
+            spec.setdefault(
+                "updateStrategy",
+                {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}},
+            )
         _template_defaults(spec)
     elif group == "batch" and plural == "jobs" and isinstance(spec, dict):
         spec.setdefault("parallelism", 1)
@@ -77,12 +88,14 @@ def prepare_job(obj: Obj) -> None:
         return
     spec["selector"] = {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}
     labels = spec.setdefault("template", {}).setdefault("metadata", {}).setdefault("labels", {})
-    labels.update({
-        "batch.kubernetes.io/controller-uid": uid,
-        "batch.kubernetes.io/job-name": name,
-        "controller-uid": uid,
-        "job-name": name,
-    })
+    labels.update(
+        {
+            "batch.kubernetes.io/controller-uid": uid,
+            "batch.kubernetes.io/job-name": name,
+            "controller-uid": uid,
+            "job-name": name,
+        }
+    )
 
 
 def validate_object(plural: str, group: str, obj: Obj) -> list[Cause]:
@@ -95,17 +108,45 @@ def validate_object(plural: str, group: str, obj: Obj) -> list[Cause]:
         template = spec.get("template") or {}
         labels = (template.get("metadata") or {}).get("labels") or {}
         if spec.get("selector") and not from_label_selector(spec["selector"]).matches(labels):
-            causes.append(Cause("FieldValueInvalid", "Invalid value: map[string]string{...}: `selector` does not match template `labels`", "spec.template.metadata.labels"))
+            causes.append(
+                Cause(
+                    "FieldValueInvalid",
+                    "Invalid value: map[string]string{...}: `selector` does not match template `labels`",
+                    "spec.template.metadata.labels",
+                )
+            )
         if not (template.get("spec") or {}).get("containers"):
-            causes.append(Cause("FieldValueRequired", "Required value", "spec.template.spec.containers"))
-        if plural == "jobs" and (template.get("spec") or {}).get("restartPolicy") not in ("Never", "OnFailure"):
-            causes.append(Cause("FieldValueNotSupported", 'Unsupported value: "Always": supported values: "OnFailure", "Never"', "spec.template.spec.restartPolicy"))
+            causes.append(
+                Cause("FieldValueRequired", "Required value", "spec.template.spec.containers")
+            )
+        if plural == "jobs" and (template.get("spec") or {}).get("restartPolicy") not in (
+            "Never",
+            "OnFailure",
+        ):
+            causes.append(
+                Cause(
+                    "FieldValueNotSupported",
+                    'Unsupported value: "Always": supported values: "OnFailure", "Never"',
+                    "spec.template.spec.restartPolicy",
+                )
+            )
         for i, container in enumerate((template.get("spec") or {}).get("containers") or []):
-            causes.extend(pods.validate_resources(container.get("resources") or {}, f"spec.template.spec.containers[{i}].resources"))
+            causes.extend(
+                pods.validate_resources(
+                    container.get("resources") or {},
+                    f"spec.template.spec.containers[{i}].resources",
+                )
+            )
     if plural == "cronjobs" and group == "batch" and not spec.get("schedule"):
         causes.append(Cause("FieldValueRequired", "Required value", "spec.schedule"))
     if plural == "leases" and group == "coordination.k8s.io":
         duration = spec.get("leaseDurationSeconds")
         if duration is not None and (not isinstance(duration, int) or duration <= 0):
-            causes.append(Cause("FieldValueInvalid", f"Invalid value: {duration}: must be greater than 0", "spec.leaseDurationSeconds"))
+            causes.append(
+                Cause(
+                    "FieldValueInvalid",
+                    f"Invalid value: {duration}: must be greater than 0",
+                    "spec.leaseDurationSeconds",
+                )
+            )
     return causes

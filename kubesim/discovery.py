@@ -6,7 +6,17 @@ from typing import Any
 
 from kubesim.resources import ALL_VERBS, Registry, ResourceType
 
-KUBE_VERSION = {"major": "1", "minor": "35", "gitVersion": "v1.35.0-kubesim", "gitCommit": "kubesim", "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.25.0", "compiler": "gc", "platform": "linux/amd64"}
+KUBE_VERSION = {
+    "major": "1",
+    "minor": "35",
+    "gitVersion": "v1.35.0-kubesim",
+    "gitCommit": "kubesim",
+    "gitTreeState": "clean",
+    "buildDate": "2026-01-01T00:00:00Z",
+    "goVersion": "go1.25.0",
+    "compiler": "gc",
+    "platform": "linux/amd64",
+}
 
 _SUBRESOURCE_VERBS = {
     "status": ["get", "patch", "update"],
@@ -23,7 +33,9 @@ def api_versions(server_address: str) -> dict[str, Any]:
     return {
         "kind": "APIVersions",
         "versions": ["v1"],
-        "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": server_address}],
+        "serverAddressByClientCIDRs": [
+            {"clientCIDR": "0.0.0.0/0", "serverAddress": server_address}
+        ],
     }
 
 
@@ -71,7 +83,22 @@ def resource_list(registry: Registry, group: str, version: str) -> dict[str, Any
     for rt in types:
         resources.append(_entry(rt))
         for sub in rt.subresources:
-            kind = {"eviction": "Eviction", "binding": "Binding", "scale": "Scale"}.get(sub, rt.kind)
-            resources.append({"name": f"{rt.plural}/{sub}", "singularName": "", "namespaced": rt.namespaced, "kind": kind, "verbs": _SUBRESOURCE_VERBS[sub]})
+            kind = {"eviction": "Eviction", "binding": "Binding", "scale": "Scale"}.get(
+                sub, rt.kind
+            )
+            resources.append(
+                {
+                    "name": f"{rt.plural}/{sub}",
+                    "singularName": "",
+                    "namespaced": rt.namespaced,
+                    "kind": kind,
+                    "verbs": _SUBRESOURCE_VERBS[sub],
+                }
+            )
     gv = f"{group}/{version}" if group else version
-    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources}
+    return {
+        "kind": "APIResourceList",
+        "apiVersion": "v1",
+        "groupVersion": gv,
+        "resources": resources,
+    }

@@ -19,7 +19,11 @@ PODS = ("", "pods")
 EVICTION_REFUSED = "Cannot evict pod as it would violate the pod's disruption budget."
 # The disruption controller forgets an eviction it has not seen complete after this long.
 _DISRUPTED_POD_TIMEOUT = timedelta(minutes=2)
-_SCALED_OWNERS = {"ReplicaSet": ("apps", "replicasets"), "StatefulSet": ("apps", "statefulsets"), "ReplicationController": ("", "replicationcontrollers")}
+_SCALED_OWNERS = {
+    "ReplicaSet": ("apps", "replicasets"),
+    "StatefulSet": ("apps", "statefulsets"),
+    "ReplicationController": ("", "replicationcontrollers"),
+}
 
 
 def _scaled(value: Any, total: int) -> int:
@@ -45,9 +49,13 @@ def _expected(api: ApiServer, pdb: Obj, matched: list[Obj]) -> int:
     # Percentages and maxUnavailable scale with the controllers' desired replicas.
     total, seen, uncontrolled = 0, set(), 0
     for pod in matched:
-        ref = next((r for r in pod["metadata"].get("ownerReferences") or [] if r.get("controller")), None)
+        ref = next(
+            (r for r in pod["metadata"].get("ownerReferences") or [] if r.get("controller")), None
+        )
         key = _SCALED_OWNERS.get(ref.get("kind", "")) if ref else None
-        owner = api.store.peek(key, pod["metadata"]["namespace"], ref["name"]) if ref and key else None
+        owner = (
+            api.store.peek(key, pod["metadata"]["namespace"], ref["name"]) if ref and key else None
+        )
         if owner is None:
             uncontrolled += 1
             continue
@@ -69,7 +77,13 @@ def compute_status(api: ApiServer, pdb: Obj) -> Obj:
         for name, when in (status.get("disruptedPods") or {}).items()
         if name in names and now - parse_rfc3339(when) < _DISRUPTED_POD_TIMEOUT
     }
-    healthy = sum(1 for p in matched if pods.is_ready(p) and not p["metadata"].get("deletionTimestamp") and p["metadata"]["name"] not in disrupted)
+    healthy = sum(
+        1
+        for p in matched
+        if pods.is_ready(p)
+        and not p["metadata"].get("deletionTimestamp")
+        and p["metadata"]["name"] not in disrupted
+    )
     expected = _expected(api, pdb, matched)
     if "minAvailable" in spec:
         desired = _scaled(spec["minAvailable"], expected)
@@ -79,24 +93,34 @@ def compute_status(api: ApiServer, pdb: Obj) -> Obj:
         desired = expected
     allowed = max(0, healthy - desired)
     generation = pdb["metadata"].get("generation", 1)
-    old_cond = next((c for c in status.get("conditions") or [] if c.get("type") == "DisruptionAllowed"), None)
+    old_cond = next(
+        (c for c in status.get("conditions") or [] if c.get("type") == "DisruptionAllowed"), None
+    )
     cond_status = "True" if allowed > 0 else "False"
-    transition = old_cond["lastTransitionTime"] if old_cond and old_cond.get("status") == cond_status else api.clock.stamp()
-    status.update({
-        "observedGeneration": generation,
-        "disruptionsAllowed": allowed,
-        "currentHealthy": healthy,
-        "desiredHealthy": desired,
-        "expectedPods": expected,
-        "conditions": [{
-            "type": "DisruptionAllowed",
-            "status": cond_status,
-            "reason": "SufficientPods" if allowed > 0 else "InsufficientPods",
-            "message": "",
+    transition = (
+        old_cond["lastTransitionTime"]
+        if old_cond and old_cond.get("status") == cond_status
+        else api.clock.stamp()
+    )
+    status.update(
+        {
             "observedGeneration": generation,
-            "lastTransitionTime": transition,
-        }],
-    })
+            "disruptionsAllowed": allowed,
+            "currentHealthy": healthy,
+            "desiredHealthy": desired,
+            "expectedPods": expected,
+            "conditions": [
+                {
+                    "type": "DisruptionAllowed",
+                    "status": cond_status,
+                    "reason": "SufficientPods" if allowed > 0 else "InsufficientPods",
+                    "message": "",
+                    "observedGeneration": generation,
+                    "lastTransitionTime": transition,
+                }
+            ],
+        }
+    )
     if disrupted:
         status["disruptedPods"] = disrupted
     else:
@@ -114,16 +138,30 @@ def sync_budgets(api: ApiServer) -> None:
         api.write_status(rt, updated)
 
 
-async def evict(api: ApiServer, pods_rt: ResourceType, namespace: str, name: str, body: Obj, *, dry_run: bool = False) -> Obj:
+async def evict(
+    api: ApiServer,
+    pods_rt: ResourceType,
+    namespace: str,
+    name: str,
+    body: Obj,
+    *,
+    dry_run: bool = False,
+) -> Obj:
     """POST pods/{name}/eviction: delete the pod unless a budget forbids it (429)."""
     pod = api.store.peek(PODS, namespace, name)
     if pod is None:
         raise not_found(pods_rt, name)
     budgets = matching_budgets(api, pod)
     if len(budgets) > 1:
-        raise ApiError(500, "InternalError", "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.")
+        raise ApiError(
+            500,
+            "InternalError",
+            "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.",
+        )
     phase = (pod.get("status") or {}).get("phase")
-    exempt = phase in ("Succeeded", "Failed", "Pending") or bool(pod["metadata"].get("deletionTimestamp"))
+    exempt = phase in ("Succeeded", "Failed", "Pending") or bool(
+        pod["metadata"].get("deletionTimestamp")
+    )
     if budgets and not exempt:
         pdb = budgets[0]
         status = compute_status(api, pdb)
@@ -134,7 +172,9 @@ async def evict(api: ApiServer, pods_rt: ResourceType, namespace: str, name: str
         if not unhealthy_ok:
             if status["disruptionsAllowed"] <= 0:
                 cause = f"The disruption budget {pdb['metadata']['name']} needs {status['desiredHealthy']} healthy pods and has {status['currentHealthy']} currently"
-                raise too_many_requests(EVICTION_REFUSED, {"causes": [{"reason": "DisruptionBudget", "message": cause}]})
+                raise too_many_requests(
+                    EVICTION_REFUSED, {"causes": [{"reason": "DisruptionBudget", "message": cause}]}
+                )
             if not dry_run:
                 status["disruptionsAllowed"] -= 1
                 status.setdefault("disruptedPods", {})[name] = api.clock.stamp()

@@ -93,7 +93,10 @@ def already_exists(rt: ResourceType, name: str) -> ApiError:
 
 def conflict(rt: ResourceType, name: str, why: str | None = None) -> ApiError:
     """409 Conflict for a stale resourceVersion (optimistic concurrency)."""
-    why = why or "the object has been modified; please apply your changes to the latest version and try again"
+    why = (
+        why
+        or "the object has been modified; please apply your changes to the latest version and try again"
+    )
     return ApiError(
         409,
         "Conflict",
@@ -122,7 +125,9 @@ def bad_request(message: str) -> ApiError:
     return ApiError(400, "BadRequest", message)
 
 
-def method_not_allowed(message: str = "the server does not allow this method on the requested resource") -> ApiError:
+def method_not_allowed(
+    message: str = "the server does not allow this method on the requested resource",
+) -> ApiError:
     """405 MethodNotAllowed."""
     return ApiError(405, "MethodNotAllowed", message)
 
@@ -134,7 +139,12 @@ def gone(message: str) -> ApiError:
 
 def internal(message: str) -> ApiError:
     """500 InternalError."""
-    return ApiError(500, "InternalError", f"Internal error occurred: {message}", {"causes": [{"message": message}]})
+    return ApiError(
+        500,
+        "InternalError",
+        f"Internal error occurred: {message}",
+        {"causes": [{"message": message}]},
+    )
 
 
 def too_many_requests(message: str, details: dict[str, Any] | None = None) -> ApiError:

@@ -15,7 +15,9 @@ from kubesim.errors import ApiError, conflict, gone, internal
 from kubesim.resources import ResourceType
 from kubesim.store import Store
 
-VERBS = frozenset({"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"})
+VERBS = frozenset(
+    {"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}
+)
 
 
 @dataclass
@@ -32,7 +34,9 @@ class FaultRule:
     name: str | None = None
     subresource: str | None = None
 
-    def matches(self, verb: str, rt: ResourceType, namespace: str, name: str, subresource: str) -> bool:
+    def matches(
+        self, verb: str, rt: ResourceType, namespace: str, name: str, subresource: str
+    ) -> bool:
         """Whether this rule applies to the request."""
         return (
             (self.times is None or self.times > 0)
@@ -65,27 +69,73 @@ class Faults:
         """Uninstall every rule."""
         self.rules.clear()
 
-    def error_rate(self, fraction: float, status: int = 500, verbs: set[str] | None = None, resource: str | None = None) -> FaultRule:
+    def error_rate(
+        self,
+        fraction: float,
+        status: int = 500,
+        verbs: set[str] | None = None,
+        resource: str | None = None,
+    ) -> FaultRule:
         """Answer `fraction` of matching requests with `status` (default 500)."""
-        return self.add(FaultRule(status=status, fraction=fraction, verbs=frozenset(verbs or VERBS), resource=resource))
+        return self.add(
+            FaultRule(
+                status=status, fraction=fraction, verbs=frozenset(verbs or VERBS), resource=resource
+            )
+        )
 
-    def slow(self, delay: float, verbs: set[str] | None = None, resource: str | None = None, times: int | None = None) -> FaultRule:
+    def slow(
+        self,
+        delay: float,
+        verbs: set[str] | None = None,
+        resource: str | None = None,
+        times: int | None = None,
+    ) -> FaultRule:
         """Delay matching requests by `delay` seconds (real time) before answering."""
-        return self.add(FaultRule(status=0, delay=delay, verbs=frozenset(verbs or VERBS), resource=resource, times=times))
+        return self.add(
+            FaultRule(
+                status=0,
+                delay=delay,
+                verbs=frozenset(verbs or VERBS),
+                resource=resource,
+                times=times,
+            )
+        )
 
-    def conflict(self, times: int = 1, resource: str | None = None, name: str | None = None, verbs: set[str] | None = None) -> FaultRule:
+    def conflict(
+        self,
+        times: int = 1,
+        resource: str | None = None,
+        name: str | None = None,
+        verbs: set[str] | None = None,
+    ) -> FaultRule:
         """Answer the next `times` matching writes with 409 Conflict."""
-        return self.add(FaultRule(status=409, times=times, verbs=frozenset(verbs or {"update", "patch"}), resource=resource, name=name))
+        return self.add(
+            FaultRule(
+                status=409,
+                times=times,
+                verbs=frozenset(verbs or {"update", "patch"}),
+                resource=resource,
+                name=name,
+            )
+        )
 
-    def gone(self, times: int = 1, resource: str | None = None, verbs: set[str] | None = None) -> FaultRule:
+    def gone(
+        self, times: int = 1, resource: str | None = None, verbs: set[str] | None = None
+    ) -> FaultRule:
         """Answer the next `times` matching watches (by default) with 410 Gone."""
-        return self.add(FaultRule(status=410, times=times, verbs=frozenset(verbs or {"watch"}), resource=resource))
+        return self.add(
+            FaultRule(
+                status=410, times=times, verbs=frozenset(verbs or {"watch"}), resource=resource
+            )
+        )
 
     def drop_watches(self) -> int:
         """Close every open watch stream now; returns how many were closed."""
         return self._store.close_watches()
 
-    async def apply(self, verb: str, rt: ResourceType, namespace: str, name: str, subresource: str = "") -> None:
+    async def apply(
+        self, verb: str, rt: ResourceType, namespace: str, name: str, subresource: str = ""
+    ) -> None:
         """Run the first matching rule: sleep and/or raise its error."""
         for rule in self.rules:
             if not rule.matches(verb, rt, namespace, name, subresource):
@@ -107,9 +157,19 @@ def _error(status: int, rt: ResourceType, name: str) -> ApiError:
     if status == 410:
         return gone("too old resource version: injected fault")
     if status == 429:
-        return ApiError(429, "TooManyRequests", "injected fault: too many requests, please try again later", {"retryAfterSeconds": 1}, {"Retry-After": "1"})
+        return ApiError(
+            429,
+            "TooManyRequests",
+            "injected fault: too many requests, please try again later",
+            {"retryAfterSeconds": 1},
+            {"Retry-After": "1"},
+        )
     if status == 500:
         return internal("injected fault")
     if status == 503:
-        return ApiError(503, "ServiceUnavailable", "injected fault: the server is currently unable to handle the request")
+        return ApiError(
+            503,
+            "ServiceUnavailable",
+            "injected fault: the server is currently unable to handle the request",
+        )
     return ApiError(status, "Unknown", f"injected fault ({status})")

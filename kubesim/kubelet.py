@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 from fractions import Fraction
-from typing import Any
 
 from kubesim import pods
 from kubesim.apiserver import ApiServer
@@ -59,7 +58,10 @@ class Kubelet:
                 continue
             updated = self._sync(pod, node, all_pods, actuate)
             if updated is not None:
-                all_pods = [updated if p["metadata"]["uid"] == updated["metadata"]["uid"] else p for p in all_pods]
+                all_pods = [
+                    updated if p["metadata"]["uid"] == updated["metadata"]["uid"] else p
+                    for p in all_pods
+                ]
 
     def _sync(self, pod: Obj, node: Obj, all_pods: list[Obj], actuate: bool) -> Obj | None:
         status = pod.setdefault("status", {})
@@ -93,7 +95,12 @@ class Kubelet:
             current["image"] = container.get("image", "")
             key = (uid, name)
             if key in self._crashing:
-                current["state"] = {"waiting": {"reason": "CrashLoopBackOff", "message": f"back-off restarting failed container={name} pod={pod['metadata']['name']}_{pod['metadata']['namespace']}({uid})"}}
+                current["state"] = {
+                    "waiting": {
+                        "reason": "CrashLoopBackOff",
+                        "message": f"back-off restarting failed container={name} pod={pod['metadata']['name']}_{pod['metadata']['namespace']}({uid})",
+                    }
+                }
                 current["started"] = False
             elif "running" not in current.get("state", {}):
                 current["state"] = {"running": {"startedAt": now}}
@@ -104,9 +111,17 @@ class Kubelet:
         self._resize(pod, node, all_pods, actuate, now)
         ready = all(s["ready"] for s in out)
         for ctype in _POD_CONDITIONS:
-            value = "True" if ctype in ("PodReadyToStartContainers", "Initialized") or ready else "False"
+            value = (
+                "True"
+                if ctype in ("PodReadyToStartContainers", "Initialized") or ready
+                else "False"
+            )
             reason = "" if value == "True" else "ContainersNotReady"
-            message = "" if value == "True" else f"containers with unready status: [{' '.join(s['name'] for s in out if not s['ready'])}]"
+            message = (
+                ""
+                if value == "True"
+                else f"containers with unready status: [{' '.join(s['name'] for s in out if not s['ready'])}]"
+            )
             set_condition(status, ctype, value, now, reason, message, probe=True)
         set_condition(status, "PodScheduled", "True", now, probe=True)
         status["qosClass"] = status.get("qosClass") or pods.qos_class(pod)
@@ -119,20 +134,40 @@ class Kubelet:
         status = pod["status"]
         statuses = {s["name"]: s for s in status["containerStatuses"]}
         pending = [
-            c for c in pod["spec"]["containers"]
-            if (c.get("resources") or {}).get("requests", {}) != statuses[c["name"]].get("allocatedResources", {})
+            c
+            for c in pod["spec"]["containers"]
+            if (c.get("resources") or {}).get("requests", {})
+            != statuses[c["name"]].get("allocatedResources", {})
             or _resources(c) != statuses[c["name"]].get("resources", {})
         ]
         if pending:
             verdict = self._fit(pod, node, all_pods)
             if verdict is not None:
                 reason, message = verdict
-                set_condition(status, "PodResizePending", "True", now, reason, message, probe=True, observedGeneration=pod["metadata"].get("generation", 1))
+                set_condition(
+                    status,
+                    "PodResizePending",
+                    "True",
+                    now,
+                    reason,
+                    message,
+                    probe=True,
+                    observedGeneration=pod["metadata"].get("generation", 1),
+                )
                 return
             drop_condition(status, "PodResizePending")
             for container in pending:
-                statuses[container["name"]]["allocatedResources"] = clone((container.get("resources") or {}).get("requests") or {})
-            set_condition(status, "PodResizeInProgress", "True", now, probe=True, observedGeneration=pod["metadata"].get("generation", 1))
+                statuses[container["name"]]["allocatedResources"] = clone(
+                    (container.get("resources") or {}).get("requests") or {}
+                )
+            set_condition(
+                status,
+                "PodResizeInProgress",
+                "True",
+                now,
+                probe=True,
+                observedGeneration=pod["metadata"].get("generation", 1),
+            )
         else:
             drop_condition(status, "PodResizePending")
         in_progress = get_condition(status, "PodResizeInProgress") is not None
@@ -145,8 +180,20 @@ class Kubelet:
                 continue
             if _needs_restart(container, entry.get("resources") or {}, wanted):
                 entry["restartCount"] = int(entry.get("restartCount", 0)) + 1
-                entry["lastState"] = {"terminated": {"exitCode": 0, "reason": "Completed", "startedAt": entry.get("state", {}).get("running", {}).get("startedAt", now), "finishedAt": now, "containerID": entry["containerID"]}}
-                entry["containerID"] = f"containerd://{_digest(pod['metadata']['uid'], container['name'], str(entry['restartCount']))}"
+                entry["lastState"] = {
+                    "terminated": {
+                        "exitCode": 0,
+                        "reason": "Completed",
+                        "startedAt": entry.get("state", {})
+                        .get("running", {})
+                        .get("startedAt", now),
+                        "finishedAt": now,
+                        "containerID": entry["containerID"],
+                    }
+                }
+                entry["containerID"] = (
+                    f"containerd://{_digest(pod['metadata']['uid'], container['name'], str(entry['restartCount']))}"
+                )
                 entry["state"] = {"running": {"startedAt": now}}
             entry["resources"] = wanted
         drop_condition(status, "PodResizeInProgress")
@@ -159,14 +206,22 @@ class Kubelet:
             need = wanted.get(resource, Fraction(0))
             have = capacity.get(resource)
             if have is not None and need > have:
-                return "Infeasible", f"Node didn't have enough capacity: {resource}, requested: {_amount(resource, need)}, capacity: {_amount(resource, have)}"
-        others = usage(all_pods, node["metadata"]["name"], "allocated", exclude_uid=pod["metadata"]["uid"])
+                return (
+                    "Infeasible",
+                    f"Node didn't have enough capacity: {resource}, requested: {_amount(resource, need)}, capacity: {_amount(resource, have)}",
+                )
+        others = usage(
+            all_pods, node["metadata"]["name"], "allocated", exclude_uid=pod["metadata"]["uid"]
+        )
         for resource in ("cpu", "memory"):
             need = wanted.get(resource, Fraction(0))
             have = capacity.get(resource)
             used = others.get(resource, Fraction(0))
             if have is not None and used + need > have:
-                return "Deferred", f"Node didn't have enough resource: {resource}, requested: {_amount(resource, need)}, used: {_amount(resource, used)}, capacity: {_amount(resource, have)}"
+                return (
+                    "Deferred",
+                    f"Node didn't have enough resource: {resource}, requested: {_amount(resource, need)}, used: {_amount(resource, used)}, capacity: {_amount(resource, have)}",
+                )
         return None
 
     # ----------------------------------------------------------------- test hooks
@@ -177,18 +232,32 @@ class Kubelet:
             raise not_found(self._rt, name)
         return pod
 
-    def _restart(self, namespace: str, name: str, container: str, reason: str, exit_code: int) -> Obj:
+    def _restart(
+        self, namespace: str, name: str, container: str, reason: str, exit_code: int
+    ) -> Obj:
         pod = self._pod(namespace, name)
         now = self.api.clock.stamp()
         for entry in (pod.get("status") or {}).get("containerStatuses") or []:
             if entry["name"] == container:
                 started = entry.get("state", {}).get("running", {}).get("startedAt", now)
-                entry["lastState"] = {"terminated": {"exitCode": exit_code, "reason": reason, "startedAt": started, "finishedAt": now, "containerID": entry.get("containerID", "")}}
+                entry["lastState"] = {
+                    "terminated": {
+                        "exitCode": exit_code,
+                        "reason": reason,
+                        "startedAt": started,
+                        "finishedAt": now,
+                        "containerID": entry.get("containerID", ""),
+                    }
+                }
                 entry["restartCount"] = int(entry.get("restartCount", 0)) + 1
-                entry["containerID"] = f"containerd://{_digest(pod['metadata']['uid'], container, str(entry['restartCount']))}"
+                entry["containerID"] = (
+                    f"containerd://{_digest(pod['metadata']['uid'], container, str(entry['restartCount']))}"
+                )
                 entry["state"] = {"running": {"startedAt": now}}
                 return self.api.write_status(self._rt, pod)
-        raise ValueError(f"pod {namespace}/{name} has no running container {container!r} (has the kubelet run it yet?)")
+        raise ValueError(
+            f"pod {namespace}/{name} has no running container {container!r} (has the kubelet run it yet?)"
+        )
 
     def oom_kill(self, namespace: str, name: str, container: str) -> Obj:
         """The container was OOM-killed and restarted (lastState.terminated.reason OOMKilled, exit 137)."""
@@ -227,7 +296,15 @@ class Kubelet:
         status["phase"] = "Succeeded" if succeeded else "Failed"
         for entry in status.get("containerStatuses") or []:
             started = entry.get("state", {}).get("running", {}).get("startedAt", now)
-            entry["state"] = {"terminated": {"exitCode": 0 if succeeded else 1, "reason": "Completed" if succeeded else "Error", "startedAt": started, "finishedAt": now, "containerID": entry.get("containerID", "")}}
+            entry["state"] = {
+                "terminated": {
+                    "exitCode": 0 if succeeded else 1,
+                    "reason": "Completed" if succeeded else "Error",
+                    "startedAt": started,
+                    "finishedAt": now,
+                    "containerID": entry.get("containerID", ""),
+                }
+            }
             entry["ready"] = False
             entry["started"] = False
         for ctype in ("Ready", "ContainersReady"):
@@ -239,7 +316,10 @@ class Kubelet:
         node = self.api.store.get(("", "nodes"), "", pod["spec"].get("nodeName", ""))
         if node is None:
             return pod
-        return self._sync(pod, node, self.api.store.list(("", "pods")), actuate=not self.hold_resizes) or pod
+        return (
+            self._sync(pod, node, self.api.store.list(("", "pods")), actuate=not self.hold_resizes)
+            or pod
+        )
 
     # ----------------------------------------------------------------- addresses
 
@@ -267,9 +347,14 @@ def _resources(container: Obj) -> Obj:
 
 
 def _needs_restart(container: Obj, before: Obj, after: Obj) -> bool:
-    policies = {p.get("resourceName"): p.get("restartPolicy") for p in container.get("resizePolicy") or []}
+    policies = {
+        p.get("resourceName"): p.get("restartPolicy") for p in container.get("resizePolicy") or []
+    }
     for resource in pods.RESIZABLE:
-        changed = any((before.get(s) or {}).get(resource) != (after.get(s) or {}).get(resource) for s in ("requests", "limits"))
+        changed = any(
+            (before.get(s) or {}).get(resource) != (after.get(s) or {}).get(resource)
+            for s in ("requests", "limits")
+        )
         if changed and policies.get(resource) == "RestartContainer":
             return True
     return False

@@ -25,11 +25,17 @@ def is_ready(node: Obj) -> bool:
     return cond is None or cond.get("status") == "True"
 
 
-def usage(all_pods: list[Obj], node_name: str, source: str, exclude_uid: str = "") -> dict[str, Fraction]:
+def usage(
+    all_pods: list[Obj], node_name: str, source: str, exclude_uid: str = ""
+) -> dict[str, Fraction]:
     """Requests of the non-terminal pods bound to `node_name` (see pods.pod_requests)."""
     total: dict[str, Fraction] = {}
     for pod in all_pods:
-        if pod["spec"].get("nodeName") != node_name or pods.is_terminal(pod) or pod["metadata"]["uid"] == exclude_uid:
+        if (
+            pod["spec"].get("nodeName") != node_name
+            or pods.is_terminal(pod)
+            or pod["metadata"]["uid"] == exclude_uid
+        ):
             continue
         for k, v in pods.pod_requests(pod, source).items():
             total[k] = total.get(k, Fraction(0)) + v

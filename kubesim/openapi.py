@@ -19,7 +19,12 @@ V2_PROTOBUF = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
 
 def v2_json() -> dict[str, Any]:
     """The v2 document for JSON clients: no paths, no definitions."""
-    return {"swagger": "2.0", "info": {"title": "Kubernetes", "version": KUBE_VERSION["gitVersion"]}, "paths": {}, "definitions": {}}
+    return {
+        "swagger": "2.0",
+        "info": {"title": "Kubernetes", "version": KUBE_VERSION["gitVersion"]},
+        "paths": {},
+        "definitions": {},
+    }
 
 
 def _gv_path(group: str, version: str) -> str:
@@ -52,12 +57,29 @@ def v3_group_version(registry: Registry, group: str, version: str) -> dict[str, 
         paths[_item_path(rt)] = {
             "patch": {
                 "operationId": f"patch{rt.kind}",
-                "x-kubernetes-group-version-kind": {"group": rt.group, "version": rt.version, "kind": rt.kind},
+                "x-kubernetes-group-version-kind": {
+                    "group": rt.group,
+                    "version": rt.version,
+                    "kind": rt.kind,
+                },
                 "parameters": [
-                    {"name": "fieldValidation", "in": "query", "schema": {"type": "string", "uniqueItems": True}},
-                    {"name": "dryRun", "in": "query", "schema": {"type": "string", "uniqueItems": True}},
+                    {
+                        "name": "fieldValidation",
+                        "in": "query",
+                        "schema": {"type": "string", "uniqueItems": True},
+                    },
+                    {
+                        "name": "dryRun",
+                        "in": "query",
+                        "schema": {"type": "string", "uniqueItems": True},
+                    },
                 ],
                 "responses": {"200": {"description": "OK"}},
             }
         }
-    return {"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": KUBE_VERSION["gitVersion"]}, "paths": paths, "components": {"schemas": {}}}
+    return {
+        "openapi": "3.0.0",
+        "info": {"title": "Kubernetes", "version": KUBE_VERSION["gitVersion"]},
+        "paths": paths,
+        "components": {"schemas": {}},
+    }

@@ -56,8 +56,16 @@ def apply_json_patch(doc: dict[str, Any], ops: Any) -> dict[str, Any]:
         raise bad_request("json: cannot unmarshal object into Go value of type jsonpatch.Patch")
     try:
         return jsonpatch.apply_patch(doc, ops)
-    except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException, KeyError, IndexError, TypeError) as exc:
-        raise ApiError(422, "Invalid", f"the server rejected our request due to an error in our request: {exc}") from exc
+    except (
+        jsonpatch.JsonPatchException,
+        jsonpatch.JsonPointerException,
+        KeyError,
+        IndexError,
+        TypeError,
+    ) as exc:
+        raise ApiError(
+            422, "Invalid", f"the server rejected our request due to an error in our request: {exc}"
+        ) from exc
 
 
 def apply_merge_patch(doc: Any, patch: Any) -> Any:
@@ -93,7 +101,9 @@ def _strip(value: Any) -> Any:
     return value
 
 
-def _merge_map(original: dict[str, Any], patch: dict[str, Any], path: tuple[str, ...]) -> dict[str, Any] | None:
+def _merge_map(
+    original: dict[str, Any], patch: dict[str, Any], path: tuple[str, ...]
+) -> dict[str, Any] | None:
     directive = patch.get("$patch")
     if directive == "delete":
         return None
@@ -120,7 +130,9 @@ def _merge_map(original: dict[str, Any], patch: dict[str, Any], path: tuple[str,
                 result[key] = merged
         elif isinstance(value, list):
             current = result.get(key)
-            result[key] = _merge_list(current if isinstance(current, list) else [], value, (*path, key))
+            result[key] = _merge_list(
+                current if isinstance(current, list) else [], value, (*path, key)
+            )
         else:
             result[key] = value
     for key, values in removals.items():
@@ -137,7 +149,9 @@ def _merge_map(original: dict[str, Any], patch: dict[str, Any], path: tuple[str,
 
 def _merge_list(original: list[Any], patch: list[Any], path: tuple[str, ...]) -> list[Any]:
     if any(isinstance(i, dict) and i.get("$patch") == "replace" for i in patch):
-        return _strip([i for i in patch if not (isinstance(i, dict) and i.get("$patch") == "replace")])
+        return _strip(
+            [i for i in patch if not (isinstance(i, dict) and i.get("$patch") == "replace")]
+        )
     field = path[-1]
     if field in _SET_LISTS:
         return original + [v for v in patch if v not in original]
@@ -147,7 +161,11 @@ def _merge_list(original: list[Any], patch: list[Any], path: tuple[str, ...]) ->
     result = list(original)
     for item in patch:
         idx = next(
-            (n for n, cur in enumerate(result) if isinstance(cur, dict) and cur.get(key) == item.get(key)),
+            (
+                n
+                for n, cur in enumerate(result)
+                if isinstance(cur, dict) and cur.get(key) == item.get(key)
+            ),
             None,
         )
         if item.get("$patch") == "delete":
@@ -170,5 +188,8 @@ def _reorder(items: list[Any], order: list[Any], key: str | None) -> list[Any]:
         return item.get(key) if key and isinstance(item, dict) else item
 
     wanted = [ident(o) for o in order]
-    ranked = [(wanted.index(ident(i)) if ident(i) in wanted else len(wanted), n, i) for n, i in enumerate(items)]
+    ranked = [
+        (wanted.index(ident(i)) if ident(i) in wanted else len(wanted), n, i)
+        for n, i in enumerate(items)
+    ]
     return [i for _, _, i in sorted(ranked, key=lambda t: (t[0], t[1]))]

@@ -33,7 +33,14 @@ def default_pod(pod: Obj) -> None:
     tolerations = spec.setdefault("tolerations", [])
     for taint in ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"):
         if not any(t.get("key") == taint for t in tolerations):
-            tolerations.append({"key": taint, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300})
+            tolerations.append(
+                {
+                    "key": taint,
+                    "operator": "Exists",
+                    "effect": "NoExecute",
+                    "tolerationSeconds": 300,
+                }
+            )
     for list_name in _CONTAINER_LISTS:
         for container in spec.get(list_name) or []:
             _default_container(container)
@@ -68,9 +75,9 @@ def qos_class(pod: Obj) -> str:
         for name in RESIZABLE:
             if name in requests or name in limits:
                 any_set = True
-            if name not in limits:
-                guaranteed = False
-            elif quantity.parse(requests.get(name, limits[name])) != quantity.parse(limits[name]):
+            if name not in limits or quantity.parse(
+                requests.get(name, limits[name])
+            ) != quantity.parse(limits[name]):
                 guaranteed = False
     if not any_set:
         return "BestEffort"
@@ -91,9 +98,17 @@ def validate_pod(pod: Obj) -> list[Cause]:
             if not name:
                 causes.append(Cause("FieldValueRequired", "Required value", f"{path}.name"))
             elif not _DNS_LABEL.match(name) or len(name) > 63:
-                causes.append(Cause("FieldValueInvalid", f'Invalid value: "{name}": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or \'-\', and must start and end with an alphanumeric character', f"{path}.name"))
+                causes.append(
+                    Cause(
+                        "FieldValueInvalid",
+                        f"Invalid value: \"{name}\": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character",
+                        f"{path}.name",
+                    )
+                )
             elif name in seen:
-                causes.append(Cause("FieldValueDuplicate", f'Duplicate value: "{name}"', f"{path}.name"))
+                causes.append(
+                    Cause("FieldValueDuplicate", f'Duplicate value: "{name}"', f"{path}.name")
+                )
             else:
                 seen.add(name)
             if not container.get("image"):
@@ -116,17 +131,25 @@ def validate_resources(resources: Obj, path: str) -> list[Cause]:
                 causes.append(Cause("FieldValueInvalid", f'Invalid value: "{raw}": {exc}', field))
                 continue
             if value < 0:
-                causes.append(Cause("FieldValueInvalid", f'Invalid value: "{raw}": must be greater than or equal to 0', field))
+                causes.append(
+                    Cause(
+                        "FieldValueInvalid",
+                        f'Invalid value: "{raw}": must be greater than or equal to 0',
+                        field,
+                    )
+                )
             parsed[section][name] = value
     requests, limits = resources.get("requests") or {}, resources.get("limits") or {}
     for name, value in parsed["requests"].items():
         limit = parsed["limits"].get(name)
         if limit is not None and value > limit:
-            causes.append(Cause(
-                "FieldValueInvalid",
-                f'Invalid value: "{requests[name]}": must be less than or equal to {name} limit of {limits[name]}',
-                f"{path}.requests",
-            ))
+            causes.append(
+                Cause(
+                    "FieldValueInvalid",
+                    f'Invalid value: "{requests[name]}": must be less than or equal to {name} limit of {limits[name]}',
+                    f"{path}.requests",
+                )
+            )
     return causes
 
 
@@ -139,10 +162,22 @@ _UPDATE_FORBIDDEN = (
 
 
 def _mutable_view(spec: Obj) -> Obj:
-    view = {k: v for k, v in spec.items() if k not in ("activeDeadlineSeconds", "tolerations", "terminationGracePeriodSeconds", "schedulingGates")}
+    view = {
+        k: v
+        for k, v in spec.items()
+        if k
+        not in (
+            "activeDeadlineSeconds",
+            "tolerations",
+            "terminationGracePeriodSeconds",
+            "schedulingGates",
+        )
+    }
     for list_name in _CONTAINER_LISTS:
         if list_name in view:
-            view[list_name] = [{k: v for k, v in c.items() if k != "image"} for c in view[list_name]]
+            view[list_name] = [
+                {k: v for k, v in c.items() if k != "image"} for c in view[list_name]
+            ]
     return view
 
 
@@ -157,7 +192,9 @@ def validate_pod_update(old: Obj, new: Obj) -> list[Cause]:
         causes.append(Cause("FieldValueForbidden", f"Forbidden: {_UPDATE_FORBIDDEN}", "spec"))
     old_tol = old_spec.get("tolerations") or []
     if any(t not in (new_spec.get("tolerations") or []) for t in old_tol):
-        causes.append(Cause("FieldValueForbidden", f"Forbidden: {_UPDATE_FORBIDDEN}", "spec.tolerations"))
+        causes.append(
+            Cause("FieldValueForbidden", f"Forbidden: {_UPDATE_FORBIDDEN}", "spec.tolerations")
+        )
     return causes
 
 
@@ -172,49 +209,89 @@ def resize_target(old: Obj, written: Obj) -> tuple[Obj, list[Cause]]:
     old_containers = old["spec"].get("containers") or []
     written_containers = (written.get("spec") or {}).get("containers") or []
     if [c.get("name") for c in old_containers] != [c.get("name") for c in written_containers]:
-        return old, [Cause("FieldValueForbidden", "Forbidden: containers may not be renamed or reordered on resize", "spec.containers")]
+        return old, [
+            Cause(
+                "FieldValueForbidden",
+                "Forbidden: containers may not be renamed or reordered on resize",
+                "spec.containers",
+            )
+        ]
     new = clone(old)
     causes: list[Cause] = []
-    for i, (current, target) in enumerate(zip(new["spec"]["containers"], written_containers, strict=True)):
+    for i, (current, target) in enumerate(
+        zip(new["spec"]["containers"], written_containers, strict=True)
+    ):
         path = f"spec.containers[{i}].resources"
         before, after = current.get("resources") or {}, target.get("resources") or {}
         for section in ("requests", "limits"):
             b_sec, a_sec = before.get(section) or {}, after.get(section) or {}
             changed = {k for k in set(b_sec) | set(a_sec) if b_sec.get(k) != a_sec.get(k)}
             if changed - set(RESIZABLE):
-                causes.append(Cause("FieldValueForbidden", "Forbidden: only cpu and memory resources are mutable", "spec"))
+                causes.append(
+                    Cause(
+                        "FieldValueForbidden",
+                        "Forbidden: only cpu and memory resources are mutable",
+                        "spec",
+                    )
+                )
                 return old, causes
             removed = [k for k in RESIZABLE if k in b_sec and k not in a_sec]
             if removed:
-                causes.append(Cause("FieldValueForbidden", f"Forbidden: resource {section} cannot be removed", f"{path}.{section}[{removed[0]}]"))
+                causes.append(
+                    Cause(
+                        "FieldValueForbidden",
+                        f"Forbidden: resource {section} cannot be removed",
+                        f"{path}.{section}[{removed[0]}]",
+                    )
+                )
         # resizePolicy is fixed at creation; the real server reports a change of it
         # with the same wording as any other non-resource change.
         if current.get("resizePolicy") != target.get("resizePolicy"):
-            causes.append(Cause("FieldValueForbidden", "Forbidden: only cpu and memory resources are mutable", "spec"))
+            causes.append(
+                Cause(
+                    "FieldValueForbidden",
+                    "Forbidden: only cpu and memory resources are mutable",
+                    "spec",
+                )
+            )
         causes.extend(validate_resources(after, path))
         current["resources"] = clone(after)
     if causes:
         return old, causes
     old_qos = (old.get("status") or {}).get("qosClass") or qos_class(old)
     if qos_class(new) != old_qos:
-        causes.append(Cause("FieldValueInvalid", f'Invalid value: "{old_qos}": Pod QOS Class may not change as a result of resizing', "spec"))
+        causes.append(
+            Cause(
+                "FieldValueInvalid",
+                f'Invalid value: "{old_qos}": Pod QOS Class may not change as a result of resizing',
+                "spec",
+            )
+        )
     return new, causes
 
 
-def container_requests(container: Obj, allocated: Obj | None = None, source: str = "max") -> dict[str, Fraction]:
+def container_requests(
+    container: Obj, allocated: Obj | None = None, source: str = "max"
+) -> dict[str, Fraction]:
     """A container's requests as numbers.
 
     `source` picks what counts: "spec" (the desired requests), "allocated" (what the node
     granted, from status; falls back to spec before the kubelet reports), or "max" of the
     two per resource — what the scheduler reserves while a resize is pending.
     """
-    spec = {k: quantity.parse(v) for k, v in ((container.get("resources") or {}).get("requests") or {}).items()}
+    spec = {
+        k: quantity.parse(v)
+        for k, v in ((container.get("resources") or {}).get("requests") or {}).items()
+    }
     if source == "spec" or allocated is None:
         return spec
     granted = {k: quantity.parse(v) for k, v in allocated.items()}
     if source == "allocated":
         return granted
-    return {k: max(spec.get(k, Fraction(0)), granted.get(k, Fraction(0))) for k in set(spec) | set(granted)}
+    return {
+        k: max(spec.get(k, Fraction(0)), granted.get(k, Fraction(0)))
+        for k in set(spec) | set(granted)
+    }
 
 
 def pod_requests(pod: Obj, source: str = "max") -> dict[str, Fraction]:

@@ -13,14 +13,23 @@ from kubesim.nodes import allocatable, is_ready, usage
 from kubesim.selectors import Requirement, Selector
 
 Obj = dict[str, Any]
-_STRUCT_OPS = {"In": "in", "NotIn": "notin", "Exists": "exists", "DoesNotExist": "!", "Gt": "gt", "Lt": "lt"}
+_STRUCT_OPS = {
+    "In": "in",
+    "NotIn": "notin",
+    "Exists": "exists",
+    "DoesNotExist": "!",
+    "Gt": "gt",
+    "Lt": "lt",
+}
 
 
 def _tolerates(pod: Obj, taint: Obj) -> bool:
     for tol in pod["spec"].get("tolerations") or []:
         if tol.get("effect") and tol["effect"] != taint.get("effect"):
             continue
-        if tol.get("operator") == "Exists" and (not tol.get("key") or tol["key"] == taint.get("key")):
+        if tol.get("operator") == "Exists" and (
+            not tol.get("key") or tol["key"] == taint.get("key")
+        ):
             return True
         if tol.get("key") == taint.get("key") and tol.get("value", "") == taint.get("value", ""):
             return True
@@ -30,16 +39,26 @@ def _tolerates(pod: Obj, taint: Obj) -> bool:
 def _term_matches(term: Obj, node: Obj) -> bool:
     labels = node["metadata"].get("labels") or {}
     fields = {"metadata.name": node["metadata"]["name"]}
-    label_reqs = [Requirement(e["key"], _STRUCT_OPS[e["operator"]], tuple(e.get("values") or ())) for e in term.get("matchExpressions") or []]
-    field_reqs = [Requirement(e["key"], _STRUCT_OPS[e["operator"]], tuple(e.get("values") or ())) for e in term.get("matchFields") or []]
-    return Selector(tuple(label_reqs)).matches(labels) and Selector(tuple(field_reqs)).matches(fields)
+    label_reqs = [
+        Requirement(e["key"], _STRUCT_OPS[e["operator"]], tuple(e.get("values") or ()))
+        for e in term.get("matchExpressions") or []
+    ]
+    field_reqs = [
+        Requirement(e["key"], _STRUCT_OPS[e["operator"]], tuple(e.get("values") or ()))
+        for e in term.get("matchFields") or []
+    ]
+    return Selector(tuple(label_reqs)).matches(labels) and Selector(tuple(field_reqs)).matches(
+        fields
+    )
 
 
 def _affinity_ok(pod: Obj, node: Obj) -> bool:
     labels = node["metadata"].get("labels") or {}
     if any(labels.get(k) != v for k, v in (pod["spec"].get("nodeSelector") or {}).items()):
         return False
-    required = (((pod["spec"].get("affinity") or {}).get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution") or {})
+    required = ((pod["spec"].get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or {}
     terms = required.get("nodeSelectorTerms") or []
     return not terms or any(_term_matches(t, node) for t in terms)
 
@@ -56,14 +75,21 @@ class Scheduler:
         all_pods = self.api.store.list(("", "pods"))
         nodes = self.api.store.list(("", "nodes"))
         pending = [
-            p for p in all_pods
+            p
+            for p in all_pods
             if not p["spec"].get("nodeName")
             and not pods.is_terminal(p)
             and not p["metadata"].get("deletionTimestamp")
             and p["spec"].get("schedulerName", "default-scheduler") == "default-scheduler"
             and not p["spec"].get("schedulingGates")
         ]
-        pending.sort(key=lambda p: (-int(p["spec"].get("priority", 0)), p["metadata"]["creationTimestamp"], p["metadata"]["name"]))
+        pending.sort(
+            key=lambda p: (
+                -int(p["spec"].get("priority", 0)),
+                p["metadata"]["creationTimestamp"],
+                p["metadata"]["name"],
+            )
+        )
         for pod in pending:
             node, reasons = self._choose(pod, nodes, all_pods)
             if node is not None:
@@ -71,14 +97,27 @@ class Scheduler:
                 await self.api.bind(ns, name, {"target": {"kind": "Node", "name": node}})
                 bound = self.api.store.peek(("", "pods"), ns, name)
                 if bound is not None:
-                    all_pods = [bound if p["metadata"]["uid"] == pod["metadata"]["uid"] else p for p in all_pods]
+                    all_pods = [
+                        bound if p["metadata"]["uid"] == pod["metadata"]["uid"] else p
+                        for p in all_pods
+                    ]
                 continue
             status = pod.setdefault("status", {})
-            set_condition(status, "PodScheduled", "False", self.api.clock.stamp(), "Unschedulable", self._message(len(nodes), reasons), probe=True)
+            set_condition(
+                status,
+                "PodScheduled",
+                "False",
+                self.api.clock.stamp(),
+                "Unschedulable",
+                self._message(len(nodes), reasons),
+                probe=True,
+            )
             assert self._pods is not None
             self.api.write_status(self._pods, pod)
 
-    def _choose(self, pod: Obj, nodes: list[Obj], all_pods: list[Obj]) -> tuple[str | None, Counter[str]]:
+    def _choose(
+        self, pod: Obj, nodes: list[Obj], all_pods: list[Obj]
+    ) -> tuple[str | None, Counter[str]]:
         reasons: Counter[str] = Counter()
         wanted = pods.pod_requests(pod, "spec")
         best: tuple[Fraction, str] | None = None
@@ -89,13 +128,21 @@ class Scheduler:
                 continue
             free = allocatable(node)
             used = usage(all_pods, node["metadata"]["name"], "max")
-            short = [k for k, v in wanted.items() if v > 0 and used.get(k, Fraction(0)) + v > free.get(k, Fraction(0))]
+            short = [
+                k
+                for k, v in wanted.items()
+                if v > 0 and used.get(k, Fraction(0)) + v > free.get(k, Fraction(0))
+            ]
             if short:
                 for k in short:
                     reasons["Too many pods" if k == "pods" else f"Insufficient {k}"] += 1
                 continue
             score = max(
-                ((used.get(k, Fraction(0)) + wanted.get(k, Fraction(0))) / free[k] for k in ("cpu", "memory") if free.get(k)),
+                (
+                    (used.get(k, Fraction(0)) + wanted.get(k, Fraction(0))) / free[k]
+                    for k in ("cpu", "memory")
+                    if free.get(k)
+                ),
                 default=Fraction(0),
             )
             if best is None or (score, node["metadata"]["name"]) < best:

@@ -56,8 +56,12 @@ def _property(schema: Schema, key: str) -> Schema | None:
 
 
 def _prune_and_default(value: Any, schema: Schema) -> Any:
-    if isinstance(value, dict) and (schema.get("type") == "object" or "properties" in schema or "additionalProperties" in schema):
-        if schema.get("x-kubernetes-embedded-resource") or (schema.get("x-kubernetes-preserve-unknown-fields") and "properties" not in schema):
+    if isinstance(value, dict) and (
+        schema.get("type") == "object" or "properties" in schema or "additionalProperties" in schema
+    ):
+        if schema.get("x-kubernetes-embedded-resource") or (
+            schema.get("x-kubernetes-preserve-unknown-fields") and "properties" not in schema
+        ):
             return value
         out: dict[str, Any] = {}
         for key, item in value.items():
@@ -112,19 +116,33 @@ def _type_ok(value: Any, wanted: str, schema: Schema) -> bool:
 def _validate(value: Any, schema: Schema, path: str, causes: list[Cause]) -> None:
     if value is None:
         if not schema.get("nullable") and schema.get("type"):
-            causes.append(Cause("FieldValueInvalid", f'Invalid value: "null": {path} in body must be of type {schema["type"]}: "null"', path))
+            causes.append(
+                Cause(
+                    "FieldValueInvalid",
+                    f'Invalid value: "null": {path} in body must be of type {schema["type"]}: "null"',
+                    path,
+                )
+            )
         return
     wanted = schema.get("type")
     if wanted and not _type_ok(value, wanted, schema):
-        causes.append(Cause(
-            "FieldValueInvalid",
-            f'Invalid value: "{_type_name(value)}": {path} in body must be of type {wanted}: {_show(value)}',
-            path,
-        ))
+        causes.append(
+            Cause(
+                "FieldValueInvalid",
+                f'Invalid value: "{_type_name(value)}": {path} in body must be of type {wanted}: {_show(value)}',
+                path,
+            )
+        )
         return
     if "enum" in schema and value not in schema["enum"]:
         supported = ", ".join(_show(v) for v in schema["enum"])
-        causes.append(Cause("FieldValueNotSupported", f"Unsupported value: {_show(value)}: supported values: {supported}", path))
+        causes.append(
+            Cause(
+                "FieldValueNotSupported",
+                f"Unsupported value: {_show(value)}: supported values: {supported}",
+                path,
+            )
+        )
     _validate_scalar(value, schema, path, causes)
     if isinstance(value, dict):
         _validate_object(value, schema, path, causes)
@@ -138,20 +156,52 @@ def _validate_scalar(value: Any, schema: Schema, path: str, causes: list[Cause])
         if "minimum" in schema:
             low = schema["minimum"]
             if value < low or (schema.get("exclusiveMinimum") and value == low):
-                word = "greater than" if schema.get("exclusiveMinimum") else "greater than or equal to"
-                causes.append(Cause("FieldValueInvalid", f"Invalid value: {_show(value)}: {path} in body should be {word} {low}", path))
+                word = (
+                    "greater than" if schema.get("exclusiveMinimum") else "greater than or equal to"
+                )
+                causes.append(
+                    Cause(
+                        "FieldValueInvalid",
+                        f"Invalid value: {_show(value)}: {path} in body should be {word} {low}",
+                        path,
+                    )
+                )
         if "maximum" in schema:
             high = schema["maximum"]
             if value > high or (schema.get("exclusiveMaximum") and value == high):
                 word = "less than" if schema.get("exclusiveMaximum") else "less than or equal to"
-                causes.append(Cause("FieldValueInvalid", f"Invalid value: {_show(value)}: {path} in body should be {word} {high}", path))
+                causes.append(
+                    Cause(
+                        "FieldValueInvalid",
+                        f"Invalid value: {_show(value)}: {path} in body should be {word} {high}",
+                        path,
+                    )
+                )
     if isinstance(value, str):
         if "maxLength" in schema and len(value) > schema["maxLength"]:
-            causes.append(Cause("FieldValueTooLong", f"Too long: may not be more than {schema['maxLength']} bytes", path))
+            causes.append(
+                Cause(
+                    "FieldValueTooLong",
+                    f"Too long: may not be more than {schema['maxLength']} bytes",
+                    path,
+                )
+            )
         if "minLength" in schema and len(value) < schema["minLength"]:
-            causes.append(Cause("FieldValueInvalid", f"Invalid value: {_show(value)}: {path} in body should be at least {schema['minLength']} chars long", path))
+            causes.append(
+                Cause(
+                    "FieldValueInvalid",
+                    f"Invalid value: {_show(value)}: {path} in body should be at least {schema['minLength']} chars long",
+                    path,
+                )
+            )
         if "pattern" in schema and not re.search(schema["pattern"], value):
-            causes.append(Cause("FieldValueInvalid", f"Invalid value: {_show(value)}: {path} in body should match '{schema['pattern']}'", path))
+            causes.append(
+                Cause(
+                    "FieldValueInvalid",
+                    f"Invalid value: {_show(value)}: {path} in body should match '{schema['pattern']}'",
+                    path,
+                )
+            )
 
 
 def _validate_object(value: dict[str, Any], schema: Schema, path: str, causes: list[Cause]) -> None:
@@ -159,9 +209,21 @@ def _validate_object(value: dict[str, Any], schema: Schema, path: str, causes: l
         if key not in value:
             causes.append(Cause("FieldValueRequired", "Required value", f"{path}.{key}"))
     if "maxProperties" in schema and len(value) > schema["maxProperties"]:
-        causes.append(Cause("FieldValueTooMany", f"Too many: {len(value)}: must have at most {schema['maxProperties']} items", path))
+        causes.append(
+            Cause(
+                "FieldValueTooMany",
+                f"Too many: {len(value)}: must have at most {schema['maxProperties']} items",
+                path,
+            )
+        )
     if "minProperties" in schema and len(value) < schema["minProperties"]:
-        causes.append(Cause("FieldValueInvalid", f"Invalid value: {len(value)}: {path} in body should have at least {schema['minProperties']} properties", path))
+        causes.append(
+            Cause(
+                "FieldValueInvalid",
+                f"Invalid value: {len(value)}: {path} in body should have at least {schema['minProperties']} properties",
+                path,
+            )
+        )
     for key, item in value.items():
         sub = _property(schema, key)
         if sub is not None:
@@ -170,9 +232,21 @@ def _validate_object(value: dict[str, Any], schema: Schema, path: str, causes: l
 
 def _validate_array(value: list[Any], schema: Schema, path: str, causes: list[Cause]) -> None:
     if "maxItems" in schema and len(value) > schema["maxItems"]:
-        causes.append(Cause("FieldValueTooMany", f"Too many: {len(value)}: must have at most {schema['maxItems']} items", path))
+        causes.append(
+            Cause(
+                "FieldValueTooMany",
+                f"Too many: {len(value)}: must have at most {schema['maxItems']} items",
+                path,
+            )
+        )
     if "minItems" in schema and len(value) < schema["minItems"]:
-        causes.append(Cause("FieldValueInvalid", f"Invalid value: {len(value)}: {path} in body should have at least {schema['minItems']} items", path))
+        causes.append(
+            Cause(
+                "FieldValueInvalid",
+                f"Invalid value: {len(value)}: {path} in body should have at least {schema['minItems']} items",
+                path,
+            )
+        )
     items = schema.get("items")
     if isinstance(items, dict):
         for i, item in enumerate(value):
@@ -181,7 +255,9 @@ def _validate_array(value: list[Any], schema: Schema, path: str, causes: list[Ca
         seen: list[Any] = []
         for i, item in enumerate(value):
             if item in seen:
-                causes.append(Cause("FieldValueDuplicate", f"Duplicate value: {_show(item)}", f"{path}[{i}]"))
+                causes.append(
+                    Cause("FieldValueDuplicate", f"Duplicate value: {_show(item)}", f"{path}[{i}]")
+                )
             seen.append(item)
 
 
@@ -194,8 +270,26 @@ def _validate_combinators(value: Any, schema: Schema, path: str, causes: list[Ca
     for sub in schema.get("allOf") or []:
         causes.extend(errors(sub))
     if schema.get("anyOf") and not any(not errors(sub) for sub in schema["anyOf"]):
-        causes.append(Cause("FieldValueInvalid", f"Invalid value: {_show(value)}: {path} in body must validate at least one schema (anyOf)", path))
+        causes.append(
+            Cause(
+                "FieldValueInvalid",
+                f"Invalid value: {_show(value)}: {path} in body must validate at least one schema (anyOf)",
+                path,
+            )
+        )
     if schema.get("oneOf") and sum(1 for sub in schema["oneOf"] if not errors(sub)) != 1:
-        causes.append(Cause("FieldValueInvalid", f"Invalid value: {_show(value)}: {path} in body must validate one and only one schema (oneOf)", path))
+        causes.append(
+            Cause(
+                "FieldValueInvalid",
+                f"Invalid value: {_show(value)}: {path} in body must validate one and only one schema (oneOf)",
+                path,
+            )
+        )
     if isinstance(schema.get("not"), dict) and not errors(schema["not"]):
-        causes.append(Cause("FieldValueInvalid", f"Invalid value: {_show(value)}: {path} in body should not validate the schema (not)", path))
+        causes.append(
+            Cause(
+                "FieldValueInvalid",
+                f"Invalid value: {_show(value)}: {path} in body should not validate the schema (not)",
+                path,
+            )
+        )

@@ -110,14 +110,23 @@ def parse_label_selector(text: str | None) -> Selector:
     return Selector(tuple(reqs))
 
 
-_STRUCT_OPS = {"In": "in", "NotIn": "notin", "Exists": "exists", "DoesNotExist": "!", "Gt": "gt", "Lt": "lt"}
+_STRUCT_OPS = {
+    "In": "in",
+    "NotIn": "notin",
+    "Exists": "exists",
+    "DoesNotExist": "!",
+    "Gt": "gt",
+    "Lt": "lt",
+}
 
 
 def from_label_selector(obj: Mapping[str, Any] | None) -> Selector:
     """Build from a structured `LabelSelector` (`matchLabels` + `matchExpressions`)."""
     if not obj:
         return Selector()
-    reqs = [Requirement(k, "=", (str(v),)) for k, v in sorted((obj.get("matchLabels") or {}).items())]
+    reqs = [
+        Requirement(k, "=", (str(v),)) for k, v in sorted((obj.get("matchLabels") or {}).items())
+    ]
     for expr in obj.get("matchExpressions") or []:
         op = _STRUCT_OPS.get(expr.get("operator", ""))
         if op is None:
@@ -134,14 +143,31 @@ def nothing_selector() -> Selector:
 # Field selectors the real server accepts per resource (beyond metadata.name/namespace).
 FIELD_LABELS: dict[str, tuple[str, ...]] = {
     "pods": (
-        "spec.nodeName", "spec.restartPolicy", "spec.schedulerName", "spec.serviceAccountName",
-        "spec.hostNetwork", "status.phase", "status.podIP", "status.nominatedNodeName",
+        "spec.nodeName",
+        "spec.restartPolicy",
+        "spec.schedulerName",
+        "spec.serviceAccountName",
+        "spec.hostNetwork",
+        "status.phase",
+        "status.podIP",
+        "status.nominatedNodeName",
     ),
     "events": (
-        "involvedObject.kind", "involvedObject.namespace", "involvedObject.name",
-        "involvedObject.uid", "involvedObject.apiVersion", "involvedObject.resourceVersion",
-        "involvedObject.fieldPath", "reason", "reportingComponent", "source", "type",
-        "regarding.kind", "regarding.namespace", "regarding.name", "regarding.uid",
+        "involvedObject.kind",
+        "involvedObject.namespace",
+        "involvedObject.name",
+        "involvedObject.uid",
+        "involvedObject.apiVersion",
+        "involvedObject.resourceVersion",
+        "involvedObject.fieldPath",
+        "reason",
+        "reportingComponent",
+        "source",
+        "type",
+        "regarding.kind",
+        "regarding.namespace",
+        "regarding.name",
+        "regarding.uid",
         "reportingController",
     ),
     "nodes": ("spec.unschedulable",),
@@ -184,7 +210,7 @@ def parse_field_selector(text: str | None, plural: str) -> FieldPredicate:
             raise bad_request(f"invalid selector: '{text}'; can't understand '{term}'")
         field_name = field_name.strip()
         if field_name not in allowed:
-            raise bad_request(f'field label not supported: {field_name}')
+            raise bad_request(f"field label not supported: {field_name}")
         terms.append((field_name, op == "!=", value.strip()))
 
     def predicate(obj: Mapping[str, Any]) -> bool:

@@ -37,7 +37,15 @@ class Simulator:
     on `await settle()`, they step until nothing changes.
     """
 
-    def __init__(self, *, clock: Clock | None = None, seed: int = 0, history: int = 5000, auto_settle: bool = True, bookmark_interval: float = 60.0) -> None:
+    def __init__(
+        self,
+        *,
+        clock: Clock | None = None,
+        seed: int = 0,
+        history: int = 5000,
+        auto_settle: bool = True,
+        bookmark_interval: float = 60.0,
+    ) -> None:
         self.clock: Clock = clock if clock is not None else FakeClock()
         self.store = Store(history)
         self.api = ApiServer(self.clock, self.store, seed=seed)
@@ -141,7 +149,12 @@ class Simulator:
             "kind": "Config",
             "clusters": [{"name": "kubesim", "cluster": {"server": self.url}}],
             "users": [{"name": "kubesim", "user": {"token": "kubesim"}}],
-            "contexts": [{"name": "kubesim", "context": {"cluster": "kubesim", "user": "kubesim", "namespace": namespace}}],
+            "contexts": [
+                {
+                    "name": "kubesim",
+                    "context": {"cluster": "kubesim", "user": "kubesim", "namespace": namespace},
+                }
+            ],
             "current-context": "kubesim",
             "preferences": {},
         }
@@ -164,21 +177,64 @@ class Simulator:
         rt = self.api.resource("", "v1", "namespaces")
         return await self.api.create(rt, "", {"metadata": {"name": name, "labels": labels or {}}})
 
-    async def add_node(self, name: str, cpu: str = "4", memory: str = "8Gi", pods: int = 110, labels: dict[str, str] | None = None, taints: list[Obj] | None = None, extra: dict[str, str] | None = None, ready: bool = True) -> Obj:
+    async def add_node(
+        self,
+        name: str,
+        cpu: str = "4",
+        memory: str = "8Gi",
+        pods: int = 110,
+        labels: dict[str, str] | None = None,
+        taints: list[Obj] | None = None,
+        extra: dict[str, str] | None = None,
+        ready: bool = True,
+    ) -> Obj:
         """Create a Ready node with the given allocatable resources (capacity is the same)."""
         rt = self.api.resource("", "v1", "nodes")
         resources = {"cpu": cpu, "memory": memory, "pods": str(pods), **(extra or {})}
         index = sum(1 for _ in self.store.iter(rt.key)) + 10
         stamp = self.clock.stamp()
         node: dict[str, Any] = {
-            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64", **(labels or {})}},
+            "metadata": {
+                "name": name,
+                "labels": {
+                    "kubernetes.io/hostname": name,
+                    "kubernetes.io/os": "linux",
+                    "kubernetes.io/arch": "amd64",
+                    **(labels or {}),
+                },
+            },
             "spec": {"taints": taints} if taints else {},
             "status": {
                 "capacity": dict(resources),
                 "allocatable": dict(resources),
-                "conditions": [{"type": "Ready", "status": "True" if ready else "False", "reason": "KubeletReady" if ready else "KubeletNotReady", "message": "kubelet is posting ready status" if ready else "kubelet stopped posting node status", "lastHeartbeatTime": stamp, "lastTransitionTime": stamp}],
-                "addresses": [{"type": "InternalIP", "address": f"10.0.0.{index}"}, {"type": "Hostname", "address": name}],
-                "nodeInfo": {"kubeletVersion": "v1.35.0", "containerRuntimeVersion": "containerd://2.1.0", "operatingSystem": "linux", "architecture": "amd64", "osImage": "kubesim", "kernelVersion": "6.8.0", "kubeProxyVersion": "", "machineID": name, "systemUUID": name, "bootID": name},
+                "conditions": [
+                    {
+                        "type": "Ready",
+                        "status": "True" if ready else "False",
+                        "reason": "KubeletReady" if ready else "KubeletNotReady",
+                        "message": "kubelet is posting ready status"
+                        if ready
+                        else "kubelet stopped posting node status",
+                        "lastHeartbeatTime": stamp,
+                        "lastTransitionTime": stamp,
+                    }
+                ],
+                "addresses": [
+                    {"type": "InternalIP", "address": f"10.0.0.{index}"},
+                    {"type": "Hostname", "address": name},
+                ],
+                "nodeInfo": {
+                    "kubeletVersion": "v1.35.0",
+                    "containerRuntimeVersion": "containerd://2.1.0",
+                    "operatingSystem": "linux",
+                    "architecture": "amd64",
+                    "osImage": "kubesim",
+                    "kernelVersion": "6.8.0",
+                    "kubeProxyVersion": "",
+                    "machineID": name,
+                    "systemUUID": name,
+                    "bootID": name,
+                },
             },
         }
         created = await self.api.create(rt, "", node)

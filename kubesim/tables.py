@@ -51,7 +51,11 @@ def json_path(obj: Any, path: str) -> Any:
     while rest and node is not None:
         if m := _FILTER.match(rest):
             key, value = m.groups()
-            node = next((i for i in node if isinstance(i, dict) and str(i.get(key)) == value), None) if isinstance(node, list) else None
+            node = (
+                next((i for i in node if isinstance(i, dict) and str(i.get(key)) == value), None)
+                if isinstance(node, list)
+                else None
+            )
         elif m := _INDEX.match(rest):
             idx = int(m.group(1))
             node = node[idx] if isinstance(node, list) and idx < len(node) else None
@@ -59,13 +63,15 @@ def json_path(obj: Any, path: str) -> Any:
             node = node.get(m.group(1)) if isinstance(node, dict) else None
         else:
             return None
-        rest = rest[m.end():]
+        rest = rest[m.end() :]
     return node
 
 
 def _age(obj: Obj, now: datetime) -> str:
     created = obj.get("metadata", {}).get("creationTimestamp")
-    return human_duration((now - parse_rfc3339(created)).total_seconds()) if created else "<unknown>"
+    return (
+        human_duration((now - parse_rfc3339(created)).total_seconds()) if created else "<unknown>"
+    )
 
 
 def _pod_cells(pod: Obj) -> list[Any]:
@@ -96,9 +102,26 @@ def _columns(rt: ResourceType) -> list[tuple[str, str, int, Any]]:
         ]
     if rt.key == ("apps", "deployments"):
         return [
-            ("Ready", "string", 0, lambda o: f"{(o.get('status') or {}).get('readyReplicas', 0)}/{(o.get('spec') or {}).get('replicas', 0)}"),
-            ("Up-to-date", "integer", 0, lambda o: (o.get("status") or {}).get("updatedReplicas", 0)),
-            ("Available", "integer", 0, lambda o: (o.get("status") or {}).get("availableReplicas", 0)),
+            (
+                "Ready",
+                "string",
+                0,
+                lambda o: (
+                    f"{(o.get('status') or {}).get('readyReplicas', 0)}/{(o.get('spec') or {}).get('replicas', 0)}"
+                ),
+            ),
+            (
+                "Up-to-date",
+                "integer",
+                0,
+                lambda o: (o.get("status") or {}).get("updatedReplicas", 0),
+            ),
+            (
+                "Available",
+                "integer",
+                0,
+                lambda o: (o.get("status") or {}).get("availableReplicas", 0),
+            ),
         ]
     if rt.key in (("apps", "replicasets"), ("apps", "statefulsets")):
         return [
@@ -107,12 +130,30 @@ def _columns(rt: ResourceType) -> list[tuple[str, str, int, Any]]:
             ("Ready", "integer", 0, lambda o: (o.get("status") or {}).get("readyReplicas", 0)),
         ]
     if rt.key == ("", "nodes"):
-        return [("Status", "string", 0, lambda o: "Ready" if json_path(o, '.status.conditions[?(@.type=="Ready")].status') == "True" else "NotReady")]
+        return [
+            (
+                "Status",
+                "string",
+                0,
+                lambda o: (
+                    "Ready"
+                    if json_path(o, '.status.conditions[?(@.type=="Ready")].status') == "True"
+                    else "NotReady"
+                ),
+            )
+        ]
     out = []
     for col in rt.printer_columns:
         if col.get("name", "").lower() == "age":
             continue
-        out.append((col["name"], col.get("type", "string"), int(col.get("priority", 0)), lambda o, p=col.get("jsonPath", ""): json_path(o, p)))
+        out.append(
+            (
+                col["name"],
+                col.get("type", "string"),
+                int(col.get("priority", 0)),
+                lambda o, p=col.get("jsonPath", ""): json_path(o, p),
+            )
+        )
     return out
 
 
@@ -128,17 +169,48 @@ def to_table(rt: ResourceType, body: Obj, now: datetime, include_object: str) ->
     """Render a get or list answer as a Table."""
     items = body.get("items") if "items" in body else [body]
     columns = _columns(rt)
-    definitions = [{"name": "Name", "type": "string", "format": "name", "description": "Name", "priority": 0}]
-    definitions += [{"name": n, "type": "string" if t == "date" else t, "format": "", "description": n, "priority": p} for n, t, p, _ in columns]
-    definitions.append({"name": "Age", "type": "string", "format": "", "description": "Age", "priority": 0})
+    definitions = [
+        {"name": "Name", "type": "string", "format": "name", "description": "Name", "priority": 0}
+    ]
+    definitions += [
+        {
+            "name": n,
+            "type": "string" if t == "date" else t,
+            "format": "",
+            "description": n,
+            "priority": p,
+        }
+        for n, t, p, _ in columns
+    ]
+    definitions.append(
+        {"name": "Age", "type": "string", "format": "", "description": "Age", "priority": 0}
+    )
     rows = []
     for item in items or []:
-        cells = [item["metadata"]["name"]] + [_cell(f(item), t, now) for _, t, _, f in columns] + [_age(item, now)]
+        cells = (
+            [item["metadata"]["name"]]
+            + [_cell(f(item), t, now) for _, t, _, f in columns]
+            + [_age(item, now)]
+        )
         row: Obj = {"cells": cells}
         if include_object == "Object":
             row["object"] = item
         elif include_object != "None":
-            row["object"] = {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": item["metadata"]}
+            row["object"] = {
+                "kind": "PartialObjectMetadata",
+                "apiVersion": "meta.k8s.io/v1",
+                "metadata": item["metadata"],
+            }
         rows.append(row)
-    meta = {k: v for k, v in (body.get("metadata") or {}).items() if k in ("resourceVersion", "continue")}
-    return {"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": meta, "columnDefinitions": definitions, "rows": rows}
+    meta = {
+        k: v
+        for k, v in (body.get("metadata") or {}).items()
+        if k in ("resourceVersion", "continue")
+    }
+    return {
+        "kind": "Table",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": meta,
+        "columnDefinitions": definitions,
+        "rows": rows,
+    }

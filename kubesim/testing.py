@@ -1,8 +1,8 @@
 """Test helpers: start a simulator for the length of a test.
 
-    async with running_sim(tmp_path) as sim:
-        async with sim.api_client() as api:
-            ...
+async with running_sim(tmp_path) as sim:
+    async with sim.api_client() as api:
+        ...
 """
 
 from __future__ import annotations
@@ -31,7 +31,13 @@ async def running_sim(
     With `directory`, a kubeconfig is written there (`sim.kubeconfig_path`).
     `service_addresses` maps webhook `clientConfig.service` (namespace, name) to "host:port".
     """
-    sim = Simulator(clock=clock, seed=seed, history=history, auto_settle=auto_settle, bookmark_interval=bookmark_interval)
+    sim = Simulator(
+        clock=clock,
+        seed=seed,
+        history=history,
+        auto_settle=auto_settle,
+        bookmark_interval=bookmark_interval,
+    )
     sim.service_addresses.update(service_addresses or {})
     await sim.start()
     try:

@@ -32,7 +32,13 @@ def core(api: client.ApiClient) -> client.CoreV1Api:
     return client.CoreV1Api(api)
 
 
-def pod_body(name: str, cpu: str = "100m", memory: str = "64Mi", limits: dict[str, str] | None = None, labels: dict[str, str] | None = None) -> dict:
+def pod_body(
+    name: str,
+    cpu: str = "100m",
+    memory: str = "64Mi",
+    limits: dict[str, str] | None = None,
+    labels: dict[str, str] | None = None,
+) -> dict:
     """A minimal single-container pod manifest."""
     resources: dict = {"requests": {"cpu": cpu, "memory": memory}}
     if limits:

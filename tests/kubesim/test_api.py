@@ -74,12 +74,23 @@ async def test_invalid_pod_is_422_with_causes(core: client.CoreV1Api) -> None:
     assert err.value.status == 422
     status = status_of(err.value)
     assert status["reason"] == "Invalid"
-    assert status["message"] == 'Pod "bad" is invalid: spec.containers[0].resources.requests: Invalid value: "600m": must be less than or equal to cpu limit of 500m'
-    assert status["details"]["causes"] == [{"reason": "FieldValueInvalid", "message": 'Invalid value: "600m": must be less than or equal to cpu limit of 500m', "field": "spec.containers[0].resources.requests"}]
+    assert (
+        status["message"]
+        == 'Pod "bad" is invalid: spec.containers[0].resources.requests: Invalid value: "600m": must be less than or equal to cpu limit of 500m'
+    )
+    assert status["details"]["causes"] == [
+        {
+            "reason": "FieldValueInvalid",
+            "message": 'Invalid value: "600m": must be less than or equal to cpu limit of 500m',
+            "field": "spec.containers[0].resources.requests",
+        }
+    ]
 
 
 async def test_stale_update_conflicts(core: client.CoreV1Api) -> None:
-    cm = await core.create_namespaced_config_map("default", {"metadata": {"name": "c"}, "data": {"a": "1"}})
+    cm = await core.create_namespaced_config_map(
+        "default", {"metadata": {"name": "c"}, "data": {"a": "1"}}
+    )
     cm.data = {"a": "2"}
     await core.replace_namespaced_config_map("c", "default", cm)
     cm.data = {"a": "3"}
@@ -88,19 +99,30 @@ async def test_stale_update_conflicts(core: client.CoreV1Api) -> None:
     assert err.value.status == 409
     body = status_of(err.value)
     assert body["reason"] == "Conflict"
-    assert body["message"] == 'Operation cannot be fulfilled on configmaps "c": the object has been modified; please apply your changes to the latest version and try again'
+    assert (
+        body["message"]
+        == 'Operation cannot be fulfilled on configmaps "c": the object has been modified; please apply your changes to the latest version and try again'
+    )
 
 
 async def test_patch_with_stale_resource_version_conflicts(core: client.CoreV1Api) -> None:
-    cm = await core.create_namespaced_config_map("default", {"metadata": {"name": "c"}, "data": {"a": "1"}})
+    cm = await core.create_namespaced_config_map(
+        "default", {"metadata": {"name": "c"}, "data": {"a": "1"}}
+    )
     await core.patch_namespaced_config_map("c", "default", {"data": {"a": "2"}})
     with pytest.raises(ApiException) as err:
-        await core.patch_namespaced_config_map("c", "default", {"metadata": {"resourceVersion": cm.metadata.resource_version}, "data": {"a": "3"}})
+        await core.patch_namespaced_config_map(
+            "c",
+            "default",
+            {"metadata": {"resourceVersion": cm.metadata.resource_version}, "data": {"a": "3"}},
+        )
     assert err.value.status == 409
 
 
 async def test_noop_update_keeps_resource_version(core: client.CoreV1Api) -> None:
-    cm = await core.create_namespaced_config_map("default", {"metadata": {"name": "c"}, "data": {"a": "1"}})
+    cm = await core.create_namespaced_config_map(
+        "default", {"metadata": {"name": "c"}, "data": {"a": "1"}}
+    )
     same = await core.patch_namespaced_config_map("c", "default", {"data": {"a": "1"}})
     assert same.metadata.resource_version == cm.metadata.resource_version
 
@@ -110,21 +132,36 @@ async def test_patch_types(core: client.CoreV1Api) -> None:
     body["spec"]["containers"].append({"name": "side", "image": "busybox:1"})
     await core.create_namespaced_pod("default", body)
     # Strategic merge: containers merge by name, so the other container survives.
-    pod = await core.patch_namespaced_pod("p", "default", {"spec": {"containers": [{"name": "side", "image": "busybox:2"}]}})
+    pod = await core.patch_namespaced_pod(
+        "p", "default", {"spec": {"containers": [{"name": "side", "image": "busybox:2"}]}}
+    )
     assert [c.image for c in pod.spec.containers] == ["nginx:1.27", "busybox:2"]
-    pod = await core.patch_namespaced_pod("p", "default", {"metadata": {"labels": {"tier": "x"}}}, _content_type="application/merge-patch+json")
+    pod = await core.patch_namespaced_pod(
+        "p",
+        "default",
+        {"metadata": {"labels": {"tier": "x"}}},
+        _content_type="application/merge-patch+json",
+    )
     assert pod.metadata.labels == {"app": "web", "tier": "x"}
-    pod = await core.patch_namespaced_pod("p", "default", [{"op": "add", "path": "/metadata/annotations", "value": {"k": "v"}}])
+    pod = await core.patch_namespaced_pod(
+        "p", "default", [{"op": "add", "path": "/metadata/annotations", "value": {"k": "v"}}]
+    )
     assert pod.metadata.annotations == {"k": "v"}
     with pytest.raises(ApiException) as err:
-        await core.patch_namespaced_pod("p", "default", [{"op": "test", "path": "/metadata/name", "value": "other"}])
+        await core.patch_namespaced_pod(
+            "p", "default", [{"op": "test", "path": "/metadata/name", "value": "other"}]
+        )
     assert err.value.status == 422
 
 
 async def test_pod_resources_are_immutable_on_main_resource(core: client.CoreV1Api) -> None:
     await core.create_namespaced_pod("default", pod_body("p"))
     with pytest.raises(ApiException) as err:
-        await core.patch_namespaced_pod("p", "default", {"spec": {"containers": [{"name": "app", "resources": {"requests": {"cpu": "200m"}}}]}})
+        await core.patch_namespaced_pod(
+            "p",
+            "default",
+            {"spec": {"containers": [{"name": "app", "resources": {"requests": {"cpu": "200m"}}}]}},
+        )
     assert err.value.status == 422
     assert "pod updates may not change fields other than" in status_of(err.value)["message"]
 
@@ -133,32 +170,60 @@ async def test_generation_follows_spec_only(api: client.ApiClient) -> None:
     apps = client.AppsV1Api(api)
     body = {
         "metadata": {"name": "d"},
-        "spec": {"replicas": 0, "selector": {"matchLabels": {"app": "d"}}, "template": {"metadata": {"labels": {"app": "d"}}, "spec": {"containers": [{"name": "c", "image": "x:1"}]}}},
+        "spec": {
+            "replicas": 0,
+            "selector": {"matchLabels": {"app": "d"}},
+            "template": {
+                "metadata": {"labels": {"app": "d"}},
+                "spec": {"containers": [{"name": "c", "image": "x:1"}]},
+            },
+        },
     }
     d = await apps.create_namespaced_deployment("default", body)
     assert d.metadata.generation == 1
     d = await apps.patch_namespaced_deployment("d", "default", {"metadata": {"labels": {"a": "b"}}})
     assert d.metadata.generation == 1
-    d = await apps.patch_namespaced_deployment("d", "default", {"spec": {"replicas": 0, "paused": True}})
+    d = await apps.patch_namespaced_deployment(
+        "d", "default", {"spec": {"replicas": 0, "paused": True}}
+    )
     assert d.metadata.generation == 2
 
 
 async def test_status_subresource_split(api: client.ApiClient) -> None:
     apps = client.AppsV1Api(api)
-    body = {"metadata": {"name": "d"}, "spec": {"replicas": 0, "selector": {"matchLabels": {"app": "d"}}, "template": {"metadata": {"labels": {"app": "d"}}, "spec": {"containers": [{"name": "c", "image": "x:1"}]}}}}
+    body = {
+        "metadata": {"name": "d"},
+        "spec": {
+            "replicas": 0,
+            "selector": {"matchLabels": {"app": "d"}},
+            "template": {
+                "metadata": {"labels": {"app": "d"}},
+                "spec": {"containers": [{"name": "c", "image": "x:1"}]},
+            },
+        },
+    }
     await apps.create_namespaced_deployment("default", body)
     d = await apps.patch_namespaced_deployment("d", "default", {"status": {"replicas": 7}})
     assert (d.status.replicas or 0) != 7
-    d = await apps.patch_namespaced_deployment_status("d", "default", {"status": {"replicas": 7}, "spec": {"replicas": 5}})
+    d = await apps.patch_namespaced_deployment_status(
+        "d", "default", {"status": {"replicas": 7}, "spec": {"replicas": 5}}
+    )
     assert d.status.replicas == 7 and d.spec.replicas == 0
 
 
 async def test_label_selectors_all_operators(core: client.CoreV1Api) -> None:
-    for name, labels in {"a": {"app": "web", "tier": "1"}, "b": {"app": "api", "tier": "2"}, "c": {"app": "db"}}.items():
+    for name, labels in {
+        "a": {"app": "web", "tier": "1"},
+        "b": {"app": "api", "tier": "2"},
+        "c": {"app": "db"},
+    }.items():
         await core.create_namespaced_pod("default", pod_body(name, labels=labels))
 
     async def names(selector: str) -> list[str]:
-        return [p.metadata.name for p in (await core.list_namespaced_pod("default", label_selector=selector)).items]
+        return [
+            p.metadata.name
+            for p in (await core.list_namespaced_pod("default", label_selector=selector)).items
+        ]
 
     assert await names("app=web") == ["a"]
     assert await names("app==web") == ["a"]
@@ -175,10 +240,24 @@ async def test_field_selectors(sim, core: client.CoreV1Api) -> None:
     await sim.add_node("n1")
     await core.create_namespaced_pod("default", pod_body("a"))
     await sim.settle()
-    assert [p.metadata.name for p in (await core.list_pod_for_all_namespaces(field_selector="spec.nodeName=n1")).items] == ["a"]
-    assert (await core.list_namespaced_pod("default", field_selector="status.phase=Running")).items[0].metadata.name == "a"
-    assert (await core.list_namespaced_pod("default", field_selector="status.phase!=Running")).items == []
-    assert [p.metadata.name for p in (await core.list_namespaced_pod("default", field_selector="metadata.name=a,metadata.namespace=default")).items] == ["a"]
+    assert [
+        p.metadata.name
+        for p in (await core.list_pod_for_all_namespaces(field_selector="spec.nodeName=n1")).items
+    ] == ["a"]
+    assert (await core.list_namespaced_pod("default", field_selector="status.phase=Running")).items[
+        0
+    ].metadata.name == "a"
+    assert (
+        await core.list_namespaced_pod("default", field_selector="status.phase!=Running")
+    ).items == []
+    assert [
+        p.metadata.name
+        for p in (
+            await core.list_namespaced_pod(
+                "default", field_selector="metadata.name=a,metadata.namespace=default"
+            )
+        ).items
+    ] == ["a"]
     with pytest.raises(ApiException) as err:
         await core.list_namespaced_pod("default", field_selector="spec.bogus=1")
     assert err.value.status == 400
@@ -205,19 +284,30 @@ async def test_dry_run_does_not_persist(core: client.CoreV1Api) -> None:
 async def test_delete_preconditions_and_result(core: client.CoreV1Api) -> None:
     cm = await core.create_namespaced_config_map("default", {"metadata": {"name": "c"}})
     with pytest.raises(ApiException) as err:
-        await core.delete_namespaced_config_map("c", "default", body={"preconditions": {"uid": "other"}})
+        await core.delete_namespaced_config_map(
+            "c", "default", body={"preconditions": {"uid": "other"}}
+        )
     assert err.value.status == 409
-    await core.delete_namespaced_config_map("c", "default", body={"preconditions": {"uid": cm.metadata.uid}})
+    await core.delete_namespaced_config_map(
+        "c", "default", body={"preconditions": {"uid": cm.metadata.uid}}
+    )
     with pytest.raises(ApiException):
         await core.read_namespaced_config_map("c", "default")
 
 
 async def test_finalizers_hold_deletion(core: client.CoreV1Api) -> None:
-    await core.create_namespaced_config_map("default", {"metadata": {"name": "c", "finalizers": ["x/y"]}})
+    await core.create_namespaced_config_map(
+        "default", {"metadata": {"name": "c", "finalizers": ["x/y"]}}
+    )
     await core.delete_namespaced_config_map("c", "default")
     held = await core.read_namespaced_config_map("c", "default")
     assert held.metadata.deletion_timestamp is not None
-    await core.patch_namespaced_config_map("c", "default", {"metadata": {"finalizers": None}}, _content_type="application/merge-patch+json")
+    await core.patch_namespaced_config_map(
+        "c",
+        "default",
+        {"metadata": {"finalizers": None}},
+        _content_type="application/merge-patch+json",
+    )
     with pytest.raises(ApiException) as err:
         await core.read_namespaced_config_map("c", "default")
     assert err.value.status == 404
@@ -228,15 +318,34 @@ async def test_namespace_delete_cascades(core: client.CoreV1Api) -> None:
     assert ns.metadata.labels["kubernetes.io/metadata.name"] == "shop"
     await core.create_namespaced_config_map("shop", {"metadata": {"name": "c"}})
     await core.delete_namespace("shop")
-    assert (await core.list_config_map_for_all_namespaces(field_selector="metadata.namespace=shop")).items == []
+    assert (
+        await core.list_config_map_for_all_namespaces(field_selector="metadata.namespace=shop")
+    ).items == []
 
 
 async def test_discovery(api: client.ApiClient) -> None:
     groups = await client.ApisApi(api).get_api_versions()
     names = {g.name for g in groups.groups}
-    assert {"apps", "batch", "policy", "coordination.k8s.io", "apiextensions.k8s.io", "autoscaling", "events.k8s.io", "admissionregistration.k8s.io"} <= names
+    assert {
+        "apps",
+        "batch",
+        "policy",
+        "coordination.k8s.io",
+        "apiextensions.k8s.io",
+        "autoscaling",
+        "events.k8s.io",
+        "admissionregistration.k8s.io",
+    } <= names
     core_resources = await client.CoreV1Api(api).get_api_resources()
     names = {r.name for r in core_resources.resources}
-    assert {"pods", "pods/resize", "pods/eviction", "pods/status", "nodes", "namespaces", "events"} <= names
+    assert {
+        "pods",
+        "pods/resize",
+        "pods/eviction",
+        "pods/status",
+        "nodes",
+        "namespaces",
+        "events",
+    } <= names
     version = await client.VersionApi(api).get_code()
     assert version.minor == "35"

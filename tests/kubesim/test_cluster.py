@@ -8,22 +8,44 @@ from kubesim.conditions import get_condition
 from tests.kubesim.conftest import pod_body
 
 
-def deployment(name: str = "web", replicas: int = 2, cpu: str = "500m", image: str = "nginx:1") -> dict:
+def deployment(
+    name: str = "web", replicas: int = 2, cpu: str = "500m", image: str = "nginx:1"
+) -> dict:
     return {
         "metadata": {"name": name},
         "spec": {
             "replicas": replicas,
             "selector": {"matchLabels": {"app": name}},
-            "template": {"metadata": {"labels": {"app": name}}, "spec": {"containers": [{"name": "app", "image": image, "resources": {"requests": {"cpu": cpu, "memory": "128Mi"}, "limits": {"cpu": "2", "memory": "256Mi"}}}]}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "app",
+                            "image": image,
+                            "resources": {
+                                "requests": {"cpu": cpu, "memory": "128Mi"},
+                                "limits": {"cpu": "2", "memory": "256Mi"},
+                            },
+                        }
+                    ]
+                },
+            },
         },
     }
 
 
 def pods_of(sim, owner_prefix: str = "") -> list[dict]:
-    return [p for p in sim.store.list(("", "pods"), "default") if p["metadata"]["name"].startswith(owner_prefix)]
+    return [
+        p
+        for p in sim.store.list(("", "pods"), "default")
+        if p["metadata"]["name"].startswith(owner_prefix)
+    ]
 
 
-async def test_deployment_replicaset_pods(sim, api: client.ApiClient, core: client.CoreV1Api) -> None:
+async def test_deployment_replicaset_pods(
+    sim, api: client.ApiClient, core: client.CoreV1Api
+) -> None:
     await sim.add_node("n1")
     apps = client.AppsV1Api(api)
     await apps.create_namespaced_deployment("default", deployment())
@@ -41,9 +63,16 @@ async def test_deployment_replicaset_pods(sim, api: client.ApiClient, core: clie
         assert pod.spec.node_name == "n1"
         assert pod.status.phase == "Running"
         assert pod.status.container_statuses[0].ready
-        assert pod.status.container_statuses[0].allocated_resources == {"cpu": "500m", "memory": "128Mi"}
+        assert pod.status.container_statuses[0].allocated_resources == {
+            "cpu": "500m",
+            "memory": "128Mi",
+        }
     d = await apps.read_namespaced_deployment("web", "default")
-    assert (d.status.ready_replicas, d.status.available_replicas, d.status.observed_generation) == (2, 2, 1)
+    assert (d.status.ready_replicas, d.status.available_replicas, d.status.observed_generation) == (
+        2,
+        2,
+        1,
+    )
     # A deleted pod is replaced by a new one.
     await core.delete_namespaced_pod(pods[0].metadata.name, "default")
     await sim.settle()
@@ -56,9 +85,16 @@ async def test_rollout_replaces_replicaset(sim, api: client.ApiClient) -> None:
     apps = client.AppsV1Api(api)
     await apps.create_namespaced_deployment("default", deployment())
     await sim.settle()
-    await apps.patch_namespaced_deployment("web", "default", {"spec": {"template": {"spec": {"containers": [{"name": "app", "image": "nginx:2"}]}}}})
+    await apps.patch_namespaced_deployment(
+        "web",
+        "default",
+        {"spec": {"template": {"spec": {"containers": [{"name": "app", "image": "nginx:2"}]}}}},
+    )
     await sim.settle()
-    sets = {r.metadata.annotations["deployment.kubernetes.io/revision"]: r.spec.replicas for r in (await apps.list_namespaced_replica_set("default")).items}
+    sets = {
+        r.metadata.annotations["deployment.kubernetes.io/revision"]: r.spec.replicas
+        for r in (await apps.list_namespaced_replica_set("default")).items
+    }
     assert sets == {"1": 0, "2": 2}
     assert {p["spec"]["containers"][0]["image"] for p in pods_of(sim)} == {"nginx:2"}
 
@@ -105,7 +141,13 @@ async def test_cronjob_runs_on_fake_clock(sim, api: client.ApiClient) -> None:
     batch = client.BatchV1Api(api)
     template = deployment("tick", cpu="10m")["spec"]["template"]
     template["spec"]["restartPolicy"] = "OnFailure"
-    await batch.create_namespaced_cron_job("default", {"metadata": {"name": "tick"}, "spec": {"schedule": "*/10 * * * *", "jobTemplate": {"spec": {"template": template}}}})
+    await batch.create_namespaced_cron_job(
+        "default",
+        {
+            "metadata": {"name": "tick"},
+            "spec": {"schedule": "*/10 * * * *", "jobTemplate": {"spec": {"template": template}}},
+        },
+    )
     await sim.settle()
     assert sim.store.list(("batch", "jobs")) == []
     await sim.advance(600)
@@ -116,14 +158,18 @@ async def test_cronjob_runs_on_fake_clock(sim, api: client.ApiClient) -> None:
 
 async def test_unschedulable_pod(sim, core: client.CoreV1Api) -> None:
     await sim.add_node("small", cpu="1")
-    await sim.add_node("tainted", cpu="8", taints=[{"key": "gpu", "value": "yes", "effect": "NoSchedule"}])
+    await sim.add_node(
+        "tainted", cpu="8", taints=[{"key": "gpu", "value": "yes", "effect": "NoSchedule"}]
+    )
     await core.create_namespaced_pod("default", pod_body("big", cpu="2"))
     await sim.settle()
     pod = await core.read_namespaced_pod("big", "default")
     assert pod.spec.node_name is None
     cond = next(c for c in pod.status.conditions if c.type == "PodScheduled")
     assert (cond.status, cond.reason) == ("False", "Unschedulable")
-    assert cond.message.startswith("0/2 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint {gpu: yes}.")
+    assert cond.message.startswith(
+        "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint {gpu: yes}."
+    )
     # Room appears: the pod is scheduled on the next settle.
     await sim.add_node("large", cpu="4")
     pod = await core.read_namespaced_pod("big", "default")
@@ -135,16 +181,24 @@ async def test_scheduler_counts_existing_requests(sim, core: client.CoreV1Api) -
     for name in ("a", "b", "c"):
         await core.create_namespaced_pod("default", pod_body(name, cpu="400m"))
     await sim.settle()
-    placed = {p.metadata.name: p.spec.node_name for p in (await core.list_namespaced_pod("default")).items}
+    placed = {
+        p.metadata.name: p.spec.node_name for p in (await core.list_namespaced_pod("default")).items
+    }
     assert placed == {"a": "n1", "b": "n1", "c": None}
 
 
 async def test_resize_acted_out(sim, core: client.CoreV1Api) -> None:
     await sim.add_node("n1", cpu="2")
-    await core.create_namespaced_pod("default", pod_body("p", cpu="500m", limits={"cpu": "1", "memory": "1Gi"}))
+    await core.create_namespaced_pod(
+        "default", pod_body("p", cpu="500m", limits={"cpu": "1", "memory": "1Gi"})
+    )
     await sim.settle()
     sim.kubelet.hold_resizes = True
-    await core.patch_namespaced_pod_resize("p", "default", {"spec": {"containers": [{"name": "app", "resources": {"requests": {"cpu": "700m"}}}]}})
+    await core.patch_namespaced_pod_resize(
+        "p",
+        "default",
+        {"spec": {"containers": [{"name": "app", "resources": {"requests": {"cpu": "700m"}}}]}},
+    )
     await sim.settle()
     pod = sim.store.get(("", "pods"), "default", "p")
     assert get_condition(pod["status"], "PodResizeInProgress")["status"] == "True"
@@ -161,34 +215,72 @@ async def test_resize_acted_out(sim, core: client.CoreV1Api) -> None:
 
 async def test_resize_deferred_then_retried_and_infeasible(sim, core: client.CoreV1Api) -> None:
     await sim.add_node("n1", cpu="2")
-    await core.create_namespaced_pod("default", pod_body("p", cpu="1", limits={"cpu": "2", "memory": "1Gi"}))
+    await core.create_namespaced_pod(
+        "default", pod_body("p", cpu="1", limits={"cpu": "2", "memory": "1Gi"})
+    )
     await core.create_namespaced_pod("default", pod_body("q", cpu="800m"))
     await sim.settle()
-    await core.patch_namespaced_pod_resize("p", "default", {"spec": {"containers": [{"name": "app", "resources": {"requests": {"cpu": "1500m"}}}]}})
+    await core.patch_namespaced_pod_resize(
+        "p",
+        "default",
+        {"spec": {"containers": [{"name": "app", "resources": {"requests": {"cpu": "1500m"}}}]}},
+    )
     await sim.settle()
-    pending = get_condition(sim.store.get(("", "pods"), "default", "p")["status"], "PodResizePending")
-    assert (pending["reason"], pending["message"]) == ("Deferred", "Node didn't have enough resource: cpu, requested: 1500, used: 800, capacity: 2000")
+    pending = get_condition(
+        sim.store.get(("", "pods"), "default", "p")["status"], "PodResizePending"
+    )
+    assert (pending["reason"], pending["message"]) == (
+        "Deferred",
+        "Node didn't have enough resource: cpu, requested: 1500, used: 800, capacity: 2000",
+    )
     await core.delete_namespaced_pod("q", "default")
     await sim.settle()
     pod = sim.store.get(("", "pods"), "default", "p")
     assert get_condition(pod["status"], "PodResizePending") is None
     assert pod["status"]["containerStatuses"][0]["resources"]["requests"]["cpu"] == "1500m"
-    await core.patch_namespaced_pod_resize("p", "default", {"spec": {"containers": [{"name": "app", "resources": {"requests": {"cpu": "2"}, "limits": {"cpu": "3"}}}]}})
-    await core.patch_namespaced_pod_resize("p", "default", {"spec": {"containers": [{"name": "app", "resources": {"requests": {"cpu": "3"}}}]}})
+    await core.patch_namespaced_pod_resize(
+        "p",
+        "default",
+        {
+            "spec": {
+                "containers": [
+                    {"name": "app", "resources": {"requests": {"cpu": "2"}, "limits": {"cpu": "3"}}}
+                ]
+            }
+        },
+    )
+    await core.patch_namespaced_pod_resize(
+        "p",
+        "default",
+        {"spec": {"containers": [{"name": "app", "resources": {"requests": {"cpu": "3"}}}]}},
+    )
     await sim.settle()
-    pending = get_condition(sim.store.get(("", "pods"), "default", "p")["status"], "PodResizePending")
-    assert (pending["reason"], pending["message"]) == ("Infeasible", "Node didn't have enough capacity: cpu, requested: 3000, capacity: 2000")
+    pending = get_condition(
+        sim.store.get(("", "pods"), "default", "p")["status"], "PodResizePending"
+    )
+    assert (pending["reason"], pending["message"]) == (
+        "Infeasible",
+        "Node didn't have enough capacity: cpu, requested: 3000, capacity: 2000",
+    )
 
 
 async def test_resize_with_restart_policy_restarts_container(sim, core: client.CoreV1Api) -> None:
     await sim.add_node("n1")
     body = pod_body("p", limits={"cpu": "1", "memory": "1Gi"})
-    body["spec"]["containers"][0]["resizePolicy"] = [{"resourceName": "memory", "restartPolicy": "RestartContainer"}]
+    body["spec"]["containers"][0]["resizePolicy"] = [
+        {"resourceName": "memory", "restartPolicy": "RestartContainer"}
+    ]
     await core.create_namespaced_pod("default", body)
     await sim.settle()
-    await core.patch_namespaced_pod_resize("p", "default", {"spec": {"containers": [{"name": "app", "resources": {"limits": {"memory": "512Mi"}}}]}})
+    await core.patch_namespaced_pod_resize(
+        "p",
+        "default",
+        {"spec": {"containers": [{"name": "app", "resources": {"limits": {"memory": "512Mi"}}}]}},
+    )
     await sim.settle()
-    assert (await core.read_namespaced_pod("p", "default")).status.container_statuses[0].restart_count == 1
+    assert (await core.read_namespaced_pod("p", "default")).status.container_statuses[
+        0
+    ].restart_count == 1
 
 
 async def test_kubelet_hooks(sim, core: client.CoreV1Api) -> None:
@@ -197,7 +289,11 @@ async def test_kubelet_hooks(sim, core: client.CoreV1Api) -> None:
     await sim.settle()
     sim.kubelet.oom_kill("default", "p", "app")
     status = (await core.read_namespaced_pod("p", "default")).status.container_statuses[0]
-    assert status.restart_count == 1 and status.last_state.terminated.reason == "OOMKilled" and status.last_state.terminated.exit_code == 137
+    assert (
+        status.restart_count == 1
+        and status.last_state.terminated.reason == "OOMKilled"
+        and status.last_state.terminated.exit_code == 137
+    )
     sim.kubelet.set_ready("default", "p", "app", False)
     pod = await core.read_namespaced_pod("p", "default")
     assert next(c for c in pod.status.conditions if c.type == "Ready").status == "False"
@@ -205,7 +301,11 @@ async def test_kubelet_hooks(sim, core: client.CoreV1Api) -> None:
     sim.kubelet.crash_loop("default", "p", "app")
     await sim.settle()
     status = (await core.read_namespaced_pod("p", "default")).status.container_statuses[0]
-    assert status.state.waiting.reason == "CrashLoopBackOff" and status.restart_count == 2 and not status.ready
+    assert (
+        status.state.waiting.reason == "CrashLoopBackOff"
+        and status.restart_count == 2
+        and not status.ready
+    )
     sim.kubelet.crash_loop("default", "p", "app", looping=False)
     await sim.settle()
     assert (await core.read_namespaced_pod("p", "default")).status.container_statuses[0].ready

@@ -42,14 +42,18 @@ async def test_forced_conflict_then_success(sim, core: client.CoreV1Api) -> None
     with pytest.raises(ApiException) as err:
         await core.patch_namespaced_config_map("c", "default", {"data": {"a": "1"}})
     assert err.value.status == 409 and json.loads(err.value.body)["reason"] == "Conflict"
-    assert (await core.patch_namespaced_config_map("c", "default", {"data": {"a": "1"}})).data == {"a": "1"}
+    assert (await core.patch_namespaced_config_map("c", "default", {"data": {"a": "1"}})).data == {
+        "a": "1"
+    }
 
 
 async def test_forced_gone_on_watch(sim, core: client.CoreV1Api) -> None:
     sim.faults.gone(times=1)
     rv = (await core.list_namespaced_config_map("default")).metadata.resource_version
     with pytest.raises(ApiException) as err:
-        async for _ in watch.Watch().stream(core.list_namespaced_config_map, "default", resource_version=rv, timeout_seconds=5):
+        async for _ in watch.Watch().stream(
+            core.list_namespaced_config_map, "default", resource_version=rv, timeout_seconds=5
+        ):
             pass
     assert err.value.status == 410
 
@@ -72,7 +76,9 @@ async def test_dropped_watch_ends_stream(sim, core: client.CoreV1Api) -> None:
     events: list[str] = []
 
     async def consume() -> None:
-        async for event in watch.Watch().stream(core.list_namespaced_config_map, "default", resource_version="0", timeout_seconds=30):
+        async for event in watch.Watch().stream(
+            core.list_namespaced_config_map, "default", resource_version="0", timeout_seconds=30
+        ):
             events.append(event["type"])
 
     task = asyncio.create_task(consume())

@@ -23,7 +23,10 @@ ROOT = Path(__file__).resolve().parents[2]
 def kubectl_binary() -> str:
     path = os.environ.get("KUBECTL") or str(ROOT / ".tools" / "bin" / "kubectl")
     if not os.access(path, os.X_OK):
-        pytest.fail(f"kubectl not found at {path}: run scripts/get-kubectl.sh (or set $KUBECTL)", pytrace=False)
+        pytest.fail(
+            f"kubectl not found at {path}: run scripts/get-kubectl.sh (or set $KUBECTL)",
+            pytrace=False,
+        )
     return path
 
 
@@ -34,10 +37,19 @@ class Kubectl:
         self.cache = str(tmp_path / "kube-cache")
         self.tmp = tmp_path
 
-    async def run(self, *args: str, ok: bool = True, stdin: str | None = None) -> tuple[int, str, str]:
+    async def run(
+        self, *args: str, ok: bool = True, stdin: str | None = None
+    ) -> tuple[int, str, str]:
         proc = await asyncio.create_subprocess_exec(
-            self.binary, "--kubeconfig", self.kubeconfig, "--cache-dir", self.cache, *args,
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            self.binary,
+            "--kubeconfig",
+            self.kubeconfig,
+            "--cache-dir",
+            self.cache,
+            *args,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
         )
         out, err = await asyncio.wait_for(proc.communicate(stdin.encode() if stdin else None), 60)
         code = proc.returncode or 0
@@ -55,7 +67,18 @@ POD = {
     "apiVersion": "v1",
     "kind": "Pod",
     "metadata": {"name": "web", "labels": {"app": "web"}},
-    "spec": {"containers": [{"name": "app", "image": "nginx:1.27", "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}, "limits": {"cpu": "500m", "memory": "128Mi"}}}]},
+    "spec": {
+        "containers": [
+            {
+                "name": "app",
+                "image": "nginx:1.27",
+                "resources": {
+                    "requests": {"cpu": "100m", "memory": "64Mi"},
+                    "limits": {"cpu": "500m", "memory": "128Mi"},
+                },
+            }
+        ]
+    },
 }
 DEPLOYMENT = {
     "apiVersion": "apps/v1",
@@ -64,7 +87,18 @@ DEPLOYMENT = {
     "spec": {
         "replicas": 2,
         "selector": {"matchLabels": {"app": "shop"}},
-        "template": {"metadata": {"labels": {"app": "shop"}}, "spec": {"containers": [{"name": "app", "image": "nginx:1.27", "env": [{"name": "A", "value": "1"}, {"name": "B", "value": "2"}]}]}},
+        "template": {
+            "metadata": {"labels": {"app": "shop"}},
+            "spec": {
+                "containers": [
+                    {
+                        "name": "app",
+                        "image": "nginx:1.27",
+                        "env": [{"name": "A", "value": "1"}, {"name": "B", "value": "2"}],
+                    }
+                ]
+            },
+        },
     },
 }
 
@@ -92,7 +126,11 @@ async def test_get_yaml(sim, kubectl: Kubectl) -> None:
     await sim.settle()
     _, out, _ = await kubectl.run("get", "pod", "web", "-o", "yaml")
     pod = yaml.safe_load(out)
-    assert pod["kind"] == "Pod" and pod["status"]["phase"] == "Running" and pod["spec"]["nodeName"] == "node-1"
+    assert (
+        pod["kind"] == "Pod"
+        and pod["status"]["phase"] == "Running"
+        and pod["spec"]["nodeName"] == "node-1"
+    )
 
 
 async def test_apply_creates_updates_and_removes_fields(sim, kubectl: Kubectl) -> None:
@@ -107,16 +145,32 @@ async def test_apply_creates_updates_and_removes_fields(sim, kubectl: Kubectl) -
     await sim.settle()
     stored = sim.store.get(("apps", "deployments"), "default", "shop")
     assert stored["spec"]["replicas"] == 3
-    assert stored["spec"]["template"]["spec"]["containers"][0]["env"] == [{"name": "B", "value": "2"}]
+    assert stored["spec"]["template"]["spec"]["containers"][0]["env"] == [
+        {"name": "B", "value": "2"}
+    ]
     assert "kubectl.kubernetes.io/last-applied-configuration" in stored["metadata"]["annotations"]
-    assert len([p for p in sim.store.list(("", "pods"), "default") if p["metadata"]["name"].startswith("shop-")]) == 3
+    assert (
+        len(
+            [
+                p
+                for p in sim.store.list(("", "pods"), "default")
+                if p["metadata"]["name"].startswith("shop-")
+            ]
+        )
+        == 3
+    )
     _, out, _ = await kubectl.run("apply", "-f", kubectl.file("deploy.yaml", changed))
     assert out.strip() == "deployment.apps/shop unchanged"
 
 
 async def test_apply_custom_resources(sim, kubectl: Kubectl) -> None:
     await kubectl.run("apply", "-f", kubectl.file("crd.yaml", CRD))
-    cr = {"apiVersion": "rightsizing.kubex.ai/v1alpha1", "kind": "StaticPolicy", "metadata": {"name": "p"}, "spec": {"automationStrategyRef": {"name": "s"}, "weight": 2}}
+    cr = {
+        "apiVersion": "rightsizing.kubex.ai/v1alpha1",
+        "kind": "StaticPolicy",
+        "metadata": {"name": "p"},
+        "spec": {"automationStrategyRef": {"name": "s"}, "weight": 2},
+    }
     await kubectl.run("apply", "-f", kubectl.file("cr.yaml", cr))
     cr["spec"]["weight"] = 5
     await kubectl.run("apply", "-f", kubectl.file("cr.yaml", cr))
@@ -125,18 +179,33 @@ async def test_apply_custom_resources(sim, kubectl: Kubectl) -> None:
     cr["spec"]["weight"] = -1
     code, _, err = await kubectl.run("apply", "-f", kubectl.file("cr.yaml", cr), ok=False)
     assert code == 1
-    assert 'The StaticPolicy "p" is invalid: spec.weight: Invalid value: -1: spec.weight in body should be greater than or equal to 0' in err
+    assert (
+        'The StaticPolicy "p" is invalid: spec.weight: Invalid value: -1: spec.weight in body should be greater than or equal to 0'
+        in err
+    )
 
 
 async def test_annotate_label_patch_delete(sim, kubectl: Kubectl) -> None:
     await kubectl.run("create", "-f", kubectl.file("pod.yaml", POD))
-    _, out, _ = await kubectl.run("annotate", "pod", "web", "rightsizing.kubex.ai/pause-until=infinite")
+    _, out, _ = await kubectl.run(
+        "annotate", "pod", "web", "rightsizing.kubex.ai/pause-until=infinite"
+    )
     assert out.strip() == "pod/web annotated"
     _, out, _ = await kubectl.run("label", "pod", "web", "tier=front")
     assert out.strip() == "pod/web labeled"
-    _, out, _ = await kubectl.run("patch", "pod", "web", "--type", "merge", "-p", '{"metadata":{"labels":{"x":"y"}}}')
+    _, out, _ = await kubectl.run(
+        "patch", "pod", "web", "--type", "merge", "-p", '{"metadata":{"labels":{"x":"y"}}}'
+    )
     assert out.strip() == "pod/web patched"
-    _, out, _ = await kubectl.run("patch", "pod", "web", "--type", "json", "-p", '[{"op":"remove","path":"/metadata/labels/x"}]')
+    _, out, _ = await kubectl.run(
+        "patch",
+        "pod",
+        "web",
+        "--type",
+        "json",
+        "-p",
+        '[{"op":"remove","path":"/metadata/labels/x"}]',
+    )
     pod = sim.store.get(("", "pods"), "default", "web")
     assert pod["metadata"]["annotations"] == {"rightsizing.kubex.ai/pause-until": "infinite"}
     assert pod["metadata"]["labels"] == {"app": "web", "tier": "front"}
@@ -148,12 +217,32 @@ async def test_annotate_label_patch_delete(sim, kubectl: Kubectl) -> None:
 async def test_patch_resize_subresource(sim, kubectl: Kubectl) -> None:
     await kubectl.run("create", "-f", kubectl.file("pod.yaml", POD))
     await sim.settle()
-    _, out, _ = await kubectl.run("patch", "pod", "web", "--subresource", "resize", "-p", '{"spec":{"containers":[{"name":"app","resources":{"requests":{"cpu":"200m"}}}]}}')
+    _, out, _ = await kubectl.run(
+        "patch",
+        "pod",
+        "web",
+        "--subresource",
+        "resize",
+        "-p",
+        '{"spec":{"containers":[{"name":"app","resources":{"requests":{"cpu":"200m"}}}]}}',
+    )
     assert out.strip() == "pod/web patched"
     await sim.settle()
     pod = sim.store.get(("", "pods"), "default", "web")
     assert pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "200m"
     assert pod["status"]["containerStatuses"][0]["resources"]["requests"]["cpu"] == "200m"
-    code, _, err = await kubectl.run("patch", "pod", "web", "--subresource", "resize", "-p", '{"spec":{"containers":[{"name":"app","resources":{"requests":{"cpu":"1"}}}]}}', ok=False)
+    code, _, err = await kubectl.run(
+        "patch",
+        "pod",
+        "web",
+        "--subresource",
+        "resize",
+        "-p",
+        '{"spec":{"containers":[{"name":"app","resources":{"requests":{"cpu":"1"}}}]}}',
+        ok=False,
+    )
     assert code == 1
-    assert 'The Pod "web" is invalid: spec.containers[0].resources.requests: Invalid value: "1": must be less than or equal to cpu limit of 500m' in err
+    assert (
+        'The Pod "web" is invalid: spec.containers[0].resources.requests: Invalid value: "1": must be less than or equal to cpu limit of 500m'
+        in err
+    )

@@ -10,6 +10,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from kubesim.testing import running_sim
 
+
 async def take(stream: watch.Watch, n: int) -> list[tuple[str, str, str]]:
     """The next n events as (type, name, resourceVersion)."""
     out = []
@@ -17,7 +18,9 @@ async def take(stream: watch.Watch, n: int) -> list[tuple[str, str, str]]:
     async def run() -> None:
         async for event in stream:
             raw = event["raw_object"]
-            out.append((event["type"], raw["metadata"].get("name", ""), raw["metadata"]["resourceVersion"]))
+            out.append(
+                (event["type"], raw["metadata"].get("name", ""), raw["metadata"]["resourceVersion"])
+            )
             if len(out) == n:
                 return
 
@@ -28,23 +31,42 @@ async def take(stream: watch.Watch, n: int) -> list[tuple[str, str, str]]:
 
 async def test_watch_from_resource_version_and_resume(core: client.CoreV1Api) -> None:
     start = (await core.list_namespaced_config_map("default")).metadata.resource_version
-    await core.create_namespaced_config_map("default", {"metadata": {"name": "c"}, "data": {"a": "1"}})
+    await core.create_namespaced_config_map(
+        "default", {"metadata": {"name": "c"}, "data": {"a": "1"}}
+    )
     await core.patch_namespaced_config_map("c", "default", {"data": {"a": "2"}})
     await core.delete_namespaced_config_map("c", "default")
-    events = await take(watch.Watch().stream(core.list_namespaced_config_map, "default", resource_version=start, timeout_seconds=5), 3)
+    events = await take(
+        watch.Watch().stream(
+            core.list_namespaced_config_map, "default", resource_version=start, timeout_seconds=5
+        ),
+        3,
+    )
     assert [e[0] for e in events] == ["ADDED", "MODIFIED", "DELETED"]
-    resumed = await take(watch.Watch().stream(core.list_namespaced_config_map, "default", resource_version=events[1][2], timeout_seconds=5), 1)
+    resumed = await take(
+        watch.Watch().stream(
+            core.list_namespaced_config_map,
+            "default",
+            resource_version=events[1][2],
+            timeout_seconds=5,
+        ),
+        1,
+    )
     assert resumed[0][0] == "DELETED" and resumed[0][2] == events[2][2]
 
 
 async def test_watch_without_version_starts_with_current_state(core: client.CoreV1Api) -> None:
     await core.create_namespaced_config_map("default", {"metadata": {"name": "c"}})
-    events = await take(watch.Watch().stream(core.list_namespaced_config_map, "default", timeout_seconds=5), 1)
+    events = await take(
+        watch.Watch().stream(core.list_namespaced_config_map, "default", timeout_seconds=5), 1
+    )
     assert events[0][:2] == ("ADDED", "c")
 
 
 async def test_live_events_arrive(core: client.CoreV1Api) -> None:
-    stream = watch.Watch().stream(core.list_namespaced_config_map, "default", resource_version="0", timeout_seconds=5)
+    stream = watch.Watch().stream(
+        core.list_namespaced_config_map, "default", resource_version="0", timeout_seconds=5
+    )
     pending = asyncio.create_task(take(stream, 1))
     await asyncio.sleep(0)
     await core.create_namespaced_config_map("default", {"metadata": {"name": "live"}})
@@ -56,7 +78,15 @@ async def test_watch_too_old_version_is_410(sim, core: client.CoreV1Api) -> None
     await core.create_namespaced_config_map("default", {"metadata": {"name": "c"}})
     sim.store.compact()
     with pytest.raises(ApiException) as err:
-        await take(watch.Watch().stream(core.list_namespaced_config_map, "default", resource_version=start, timeout_seconds=5), 1)
+        await take(
+            watch.Watch().stream(
+                core.list_namespaced_config_map,
+                "default",
+                resource_version=start,
+                timeout_seconds=5,
+            ),
+            1,
+        )
     assert err.value.status == 410
 
 
@@ -67,26 +97,55 @@ async def test_bounded_history_expires_old_versions(tmp_path) -> None:
         for i in range(5):
             await core.create_namespaced_config_map("default", {"metadata": {"name": f"c{i}"}})
         with pytest.raises(ApiException) as err:
-            await take(watch.Watch().stream(core.list_namespaced_config_map, "default", resource_version=start, timeout_seconds=5), 1)
+            await take(
+                watch.Watch().stream(
+                    core.list_namespaced_config_map,
+                    "default",
+                    resource_version=start,
+                    timeout_seconds=5,
+                ),
+                1,
+            )
         assert err.value.status == 410
 
 
 async def test_selector_transitions_are_added_and_deleted(core: client.CoreV1Api) -> None:
     start = (await core.list_namespaced_config_map("default")).metadata.resource_version
-    await core.create_namespaced_config_map("default", {"metadata": {"name": "c", "labels": {"app": "web"}}})
-    await core.patch_namespaced_config_map("c", "default", {"metadata": {"labels": {"app": "other"}}})
+    await core.create_namespaced_config_map(
+        "default", {"metadata": {"name": "c", "labels": {"app": "web"}}}
+    )
+    await core.patch_namespaced_config_map(
+        "c", "default", {"metadata": {"labels": {"app": "other"}}}
+    )
     await core.patch_namespaced_config_map("c", "default", {"data": {"x": "1"}})
     await core.patch_namespaced_config_map("c", "default", {"metadata": {"labels": {"app": "web"}}})
-    events = await take(watch.Watch().stream(core.list_namespaced_config_map, "default", label_selector="app=web", resource_version=start, timeout_seconds=5), 3)
+    events = await take(
+        watch.Watch().stream(
+            core.list_namespaced_config_map,
+            "default",
+            label_selector="app=web",
+            resource_version=start,
+            timeout_seconds=5,
+        ),
+        3,
+    )
     assert [e[0] for e in events] == ["ADDED", "DELETED", "ADDED"]
 
 
 async def test_initial_events_end_bookmark(core: client.CoreV1Api, api: client.ApiClient) -> None:
     await core.create_namespaced_config_map("default", {"metadata": {"name": "c"}})
     response = await api.call_api(
-        "/api/v1/namespaces/default/configmaps", "GET",
-        query_params=[("watch", "true"), ("sendInitialEvents", "true"), ("allowWatchBookmarks", "true"), ("resourceVersionMatch", "NotOlderThan"), ("timeoutSeconds", "5")],
-        _preload_content=False, response_types_map={},
+        "/api/v1/namespaces/default/configmaps",
+        "GET",
+        query_params=[
+            ("watch", "true"),
+            ("sendInitialEvents", "true"),
+            ("allowWatchBookmarks", "true"),
+            ("resourceVersionMatch", "NotOlderThan"),
+            ("timeoutSeconds", "5"),
+        ],
+        _preload_content=False,
+        response_types_map={},
     )
     first = await response.content.readline()
     second = await response.content.readline()
@@ -98,14 +157,22 @@ async def test_initial_events_end_bookmark(core: client.CoreV1Api, api: client.A
 async def test_periodic_bookmarks() -> None:
     async with running_sim(bookmark_interval=0.05) as sim, sim.api_client() as api:
         core = client.CoreV1Api(api)
-        stream = watch.Watch().stream(core.list_namespaced_config_map, "default", resource_version="0", allow_watch_bookmarks=True, timeout_seconds=5)
+        stream = watch.Watch().stream(
+            core.list_namespaced_config_map,
+            "default",
+            resource_version="0",
+            allow_watch_bookmarks=True,
+            timeout_seconds=5,
+        )
         events = await take(stream, 1)
         assert events[0][0] == "BOOKMARK"
 
 
 async def test_timeout_seconds_ends_the_stream(core: client.CoreV1Api) -> None:
     events = []
-    async for event in watch.Watch().stream(core.list_namespaced_config_map, "default", resource_version="0", timeout_seconds=1):
+    async for event in watch.Watch().stream(
+        core.list_namespaced_config_map, "default", resource_version="0", timeout_seconds=1
+    ):
         events.append(event)
     assert events == []
 
@@ -114,5 +181,14 @@ async def test_watch_single_object_by_name(core: client.CoreV1Api) -> None:
     start = (await core.list_namespaced_config_map("default")).metadata.resource_version
     await core.create_namespaced_config_map("default", {"metadata": {"name": "a"}})
     await core.create_namespaced_config_map("default", {"metadata": {"name": "b"}})
-    events = await take(watch.Watch().stream(core.list_namespaced_config_map, "default", field_selector="metadata.name=b", resource_version=start, timeout_seconds=5), 1)
+    events = await take(
+        watch.Watch().stream(
+            core.list_namespaced_config_map,
+            "default",
+            field_selector="metadata.name=b",
+            resource_version=start,
+            timeout_seconds=5,
+        ),
+        1,
+    )
     assert events[0][:2] == ("ADDED", "b")

@@ -31,24 +31,40 @@ def make_certs(directory: Path, dns_names: list[str]) -> tuple[Path, Path, str]:
     now = dt.datetime.now(dt.UTC)
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca = (
-        x509.CertificateBuilder().subject_name(_name("test-ca")).issuer_name(_name("test-ca"))
-        .public_key(ca_key.public_key()).serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(minutes=1)).not_valid_after(now + dt.timedelta(days=1))
+        x509.CertificateBuilder()
+        .subject_name(_name("test-ca"))
+        .issuer_name(_name("test-ca"))
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=1))
+        .not_valid_after(now + dt.timedelta(days=1))
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
         .sign(ca_key, hashes.SHA256())
     )
     key = ec.generate_private_key(ec.SECP256R1())
-    sans = [x509.DNSName(n) for n in dns_names] + [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+    sans = [x509.DNSName(n) for n in dns_names] + [
+        x509.IPAddress(ipaddress.ip_address("127.0.0.1"))
+    ]
     cert = (
-        x509.CertificateBuilder().subject_name(_name(dns_names[0])).issuer_name(ca.subject)
-        .public_key(key.public_key()).serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(minutes=1)).not_valid_after(now + dt.timedelta(days=1))
+        x509.CertificateBuilder()
+        .subject_name(_name(dns_names[0]))
+        .issuer_name(ca.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=1))
+        .not_valid_after(now + dt.timedelta(days=1))
         .add_extension(x509.SubjectAlternativeName(sans), critical=False)
         .sign(ca_key, hashes.SHA256())
     )
     cert_path, key_path = directory / "tls.crt", directory / "tls.key"
     cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+    key_path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
     bundle = base64.b64encode(ca.public_bytes(serialization.Encoding.PEM)).decode()
     return cert_path, key_path, bundle
 
@@ -72,7 +88,9 @@ class Webhook:
     delay: float = 0.0
 
 
-async def serve(directory: Path, handlers: dict[str, Handler], dns_names: list[str]) -> tuple[Webhook, web.AppRunner]:
+async def serve(
+    directory: Path, handlers: dict[str, Handler], dns_names: list[str]
+) -> tuple[Webhook, web.AppRunner]:
     """Start the webhook on 127.0.0.1 with one POST route per handler path."""
     cert, key, bundle = make_certs(directory, dns_names)
     hook = Webhook(ca_bundle=bundle)
@@ -84,7 +102,13 @@ async def serve(directory: Path, handlers: dict[str, Handler], dns_names: list[s
             if hook.delay:
                 await asyncio.sleep(hook.delay)
             response = await handler(review["request"])
-            return web.json_response({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response})
+            return web.json_response(
+                {
+                    "apiVersion": "admission.k8s.io/v1",
+                    "kind": "AdmissionReview",
+                    "response": response,
+                }
+            )
 
         return handle
 
