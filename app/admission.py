@@ -106,7 +106,7 @@ def _admit(view: ClusterView, pod: Mapping[str, Any], now: datetime) -> Admissio
             decision.owner,
             selected=selected,
         )
-    resources = decision.values if decision.outcome == "apply" else {}
+    resources = decision.values
     args = _new_args(view, pod, decision, now)
     annotations: dict[str, str] = {}
     if resources or args:

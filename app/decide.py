@@ -38,6 +38,8 @@ from app.workloads import Workload, parse_time
 Path = Literal["admission", "running"]
 PROACTIVE_KINDS = frozenset({"ProactivePolicy", "ClusterProactivePolicy"})
 IN_PLACE_RESOURCES = frozenset({"cpu", "memory"})
+#: Reasons under which a new pod keeps its manifest as it is (not even the baseline).
+UNTOUCHED = frozenset({"Paused", "ProtectedNamespace", "AutomationDisabled", "Audit"})
 CPU_HEADROOM_PERCENT = 10
 MEMORY_HEADROOM = 200 * MIB
 JAVA_OPTION_VARS = ("JAVA_TOOL_OPTIONS", "JAVA_OPTS", "JDK_JAVA_OPTIONS")
@@ -376,10 +378,16 @@ def _decide_pod(
         _build_actions(ctx)
         method = _run_checks(ctx)
     except _Stop as stop:
+        # At admission "current" is the baseline: a new pod of a workload whose change is
+        # blocked or skipped gets the live (last applied) values, not its manifest's —
+        # unless the pod is not to be touched at all.
+        kept = ctx.baseline if path == "admission" and stop.reason not in UNTOUCHED else current
         return finish(
             stop.outcome,
             stop.reason,
             stop.message,
+            final=kept,
+            changed=tuple(sorted(c for c in kept if kept[c] != current[c])),
             selection=selected,
             dropped=ctx.dropped,
             next_allowed_at=stop.next_allowed_at,

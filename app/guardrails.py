@@ -101,10 +101,12 @@ def step_unit(resource: str) -> int:
 
 
 def decrease_floor(current: int, max_change_percent: int, resource: str) -> int:
-    """The lowest value one step may reach: current × (1 − p/100), rounded up."""
+    """The lowest value one step may reach: current × (1 − p/100), rounded up to a whole
+    millicore or MiB — never above the current value (a value under one MiB stays put
+    rather than turning a decrease into an increase)."""
     exact_numerator = current * (100 - max_change_percent)
     lowest = -(-exact_numerator // 100)
-    return round_up(lowest, step_unit(resource))
+    return min(round_up(lowest, step_unit(resource)), current)
 
 
 @dataclass(frozen=True, slots=True)

@@ -80,6 +80,15 @@ def policy_rank(policy: KerfResource) -> tuple[Any, ...]:
     )
 
 
+def args_policy_rank(policy: KerfResource, workload: Workload) -> tuple[Any, ...]:
+    """The selection order for args policies (one is selected): weight, then a policy that
+    names one of the workload's containers over one with only `*`, then older, then name."""
+    names = policy.spec.containers  # type: ignore[attr-defined]
+    exact = any(name in names for name in workload.containers)
+    weight, created, namespace, name = policy_rank(policy)
+    return (weight, not exact, created, namespace, name)
+
+
 def _scoped(policy: KerfResource, containers: Mapping[str, Any], workload: Workload) -> list[str]:
     """Container entries a policy may publish: `*` becomes the scope's containers when the
     scope names them, so a wildcard never reaches a container outside the scope."""
@@ -179,7 +188,9 @@ def sync_workload(
         if chosen is not None and target:
             _publish_rollback(result, chosen, target)
 
-    args_policies = sorted(by_kind.get("ContainerArgsPolicy", ()), key=policy_rank)
+    args_policies = sorted(
+        by_kind.get("ContainerArgsPolicy", ()), key=lambda p: args_policy_rank(p, workload)
+    )
     if args_policies:
         chosen_args = args_policies[0]
         assert isinstance(chosen_args, ContainerArgsPolicy)

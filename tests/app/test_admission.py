@@ -206,3 +206,44 @@ def test_rollout_keeps_last_applied_when_the_new_value_is_refused() -> None:
             b.recommendation(last_applied={"app": {"requests": {"cpu": "250m"}}})]
     r = admit(*objs)
     assert r.resources["app"]["requests"]["cpu"] == "250m"
+
+
+# ------------------------------------------------------------------ blocked at admission
+
+
+def test_blocked_new_pod_gets_the_live_values_not_its_manifest() -> None:
+    # The last step applied 250m; a new proactive proposal is blocked (LowConfidence):
+    # the workload keeps its current values, so the new pod gets 250m, not the manifest 400m.
+    objs = [
+        *b.base_objects(),
+        b.proactive(),
+        b.configmap(b.row(requests={"cpu": "200m"}, confidence=0.2)),
+        b.recommendation(last_applied={"app": {"requests": {"cpu": "250m"}}}),
+    ]
+    r = admit(*objs)
+    assert (r.outcome, r.reason) == ("blocked", "LowConfidence")
+    assert r.resources["app"]["requests"]["cpu"] == "250m"
+    assert POD_INFO in r.annotations
+
+
+def test_paused_new_pod_keeps_its_manifest() -> None:
+    objs = [
+        *b.base_objects(workload_annotations={PAUSE_UNTIL: "infinite"}),
+        b.static(containers={"app": {"requests": {"cpu": "100m"}}}),
+        b.recommendation(last_applied={"app": {"requests": {"cpu": "250m"}}}),
+    ]
+    r = admit(*objs)
+    assert (r.outcome, r.reason) == ("blocked", "Paused")
+    assert r.resources == {} and r.annotations == {}
+
+
+def test_args_policy_naming_the_container_beats_a_wildcard_one() -> None:
+    objs = [
+        *b.base_objects(),
+        b.static(),
+        b.args_policy("wild", {"*": [{"name": "--level", "value": "wild"}]}, weight=5),
+        b.args_policy("named", {"app": [{"name": "--level", "value": "named"}]}, weight=5,
+                      created=b.T0 + timedelta(hours=1)),
+    ]
+    r = admit(*objs)
+    assert r.args["app"][-1] == "--level=named"

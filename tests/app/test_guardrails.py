@@ -177,3 +177,10 @@ def test_rollback_cooldown_refuses_decreases_of_that_resource_only() -> None:
     assert rule("cpu", 500, 250, **ctx) == ValueOutcome(None, "Cooldown")
     assert rule("cpu", 500, 800, **ctx) == ValueOutcome(800)
     assert rule("memory", mem("512Mi"), mem("256Mi"), **ctx) == ValueOutcome(mem("256Mi"))
+
+
+def test_decrease_step_never_turns_into_an_increase_below_one_mib() -> None:
+    from app.guardrails import decrease_floor
+
+    half_mib = 512 * 1024
+    assert decrease_floor(half_mib, 50, "memory") == half_mib
