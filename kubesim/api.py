@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -15,13 +16,14 @@ from kubesim import discovery, openapi, patch, tables
 from kubesim.admission import collect_warnings
 from kubesim.apiserver import ApiServer
 from kubesim.disruption import evict
-from kubesim.errors import ApiError, bad_request, method_not_allowed
+from kubesim.errors import ApiError, bad_request, internal, method_not_allowed
 from kubesim.faults import Faults
 from kubesim.resources import ResourceType
 from kubesim.selectors import parse_field_selector, parse_label_selector
 from kubesim.store import WatchEvent
 
 JSON = "application/json"
+log = logging.getLogger(__name__)
 
 
 def _json(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
@@ -61,10 +63,13 @@ class HttpApi:
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         try:
-            response = await self._dispatch(request)
+            return await self._dispatch(request)
         except ApiError as exc:
             return _error(exc)
-        return response
+        except Exception as exc:
+            # A simulator bug must still answer like the API server would, with a Status.
+            log.exception("kubesim: unhandled error for %s %s", request.method, request.path)
+            return _error(internal(f"{type(exc).__name__}: {exc}"))
 
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
         path = request.path.rstrip("/") or "/"
@@ -172,6 +177,13 @@ class HttpApi:
     ) -> tuple[int, Any]:
         q = request.query
         rt, ns, name, sub = route.rt, route.namespace, route.name, route.subresource
+        if sub in ("eviction", "binding") and verb != "create":
+            raise method_not_allowed()
+        if sub == "scale":
+            if verb == "get":
+                return 200, self.api.scale(rt, ns, name)
+            ctype = request.content_type if verb == "patch" else ""
+            return 200, await self.api.set_scale(rt, ns, name, await _body(request), ctype)
         if verb == "get":
             return 200, self.api.get(rt, ns, name)
         if verb == "list":

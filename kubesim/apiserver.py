@@ -29,7 +29,13 @@ from kubesim.errors import (
     not_found,
 )
 from kubesim.resources import Registry, ResourceType, split_api_version
-from kubesim.selectors import FieldPredicate, Selector, parse_field_selector, parse_label_selector
+from kubesim.selectors import (
+    FieldPredicate,
+    Selector,
+    parse_field_selector,
+    parse_label_selector,
+    selector_string,
+)
 from kubesim.store import Obj, Store, WatchEvent, clone
 
 # Called for mutating admission: (operation, rt, object, old object, dry_run, subresource)
@@ -317,7 +323,14 @@ class ApiServer:
         old = self.store.get(rt.key, ns, name)
         if old is None:
             raise not_found(rt, name)
-        current = self._present(rt, clone(old))
+        patched = self._apply_patch(rt, self._present(rt, clone(old)), patch_type, body)
+        wanted_rv = (patched.get("metadata") or {}).get("resourceVersion")
+        if wanted_rv and wanted_rv != old["metadata"]["resourceVersion"]:
+            raise conflict(rt, name)
+        patched.setdefault("metadata", {})["resourceVersion"] = old["metadata"]["resourceVersion"]
+        return await self._replace(rt, old, patched, subresource, dry_run)
+
+    def _apply_patch(self, rt: ResourceType, current: Obj, patch_type: str, body: Any) -> Obj:
         if patch_type == patch.JSON_PATCH:
             patched = patch.apply_json_patch(current, body)
         elif patch_type == patch.MERGE_PATCH:
@@ -325,20 +338,70 @@ class ApiServer:
         elif patch_type == patch.STRATEGIC_PATCH and not rt.is_custom:
             patched = patch.apply_strategic_patch(current, body)
         else:
+            accepted = [patch.JSON_PATCH, patch.MERGE_PATCH] + (
+                [] if rt.is_custom else [patch.STRATEGIC_PATCH]
+            )
             raise ApiError(
                 415,
                 "UnsupportedMediaType",
-                f"the body of the request was in an unknown format - accepted media types include: "
-                f"{patch.JSON_PATCH}, {patch.MERGE_PATCH}"
-                + ("" if rt.is_custom else f", {patch.STRATEGIC_PATCH}"),
+                "the body of the request was in an unknown format - accepted media types include: "
+                + ", ".join(accepted),
             )
         if not isinstance(patched, dict):
             raise bad_request("the patch did not produce an object")
-        wanted_rv = (patched.get("metadata") or {}).get("resourceVersion")
-        if wanted_rv and wanted_rv != old["metadata"]["resourceVersion"]:
+        return patched
+
+    def scale(self, rt: ResourceType, namespace: str, name: str) -> Obj:
+        """GET .../scale: the autoscaling/v1 Scale view of a workload."""
+        obj = self.get(rt, namespace, name)
+        meta = obj["metadata"]
+        spec, status = obj.get("spec") or {}, obj.get("status") or {}
+        return {
+            "apiVersion": "autoscaling/v1",
+            "kind": "Scale",
+            "metadata": {
+                k: meta[k]
+                for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
+                if k in meta
+            },
+            "spec": {"replicas": spec.get("replicas", 0)},
+            "status": {
+                "replicas": status.get("replicas", 0),
+                "selector": selector_string(spec.get("selector")),
+            },
+        }
+
+    async def set_scale(
+        self, rt: ResourceType, namespace: str, name: str, body: Any, patch_type: str = ""
+    ) -> Obj:
+        """PUT or PATCH .../scale: change only spec.replicas."""
+        current = self.scale(rt, namespace, name)
+        wanted = self._apply_patch(rt, clone(current), patch_type, body) if patch_type else body
+        if not isinstance(wanted, dict):
+            raise bad_request("the body of the request must be a Scale object")
+        wanted_rv = (wanted.get("metadata") or {}).get("resourceVersion")
+        if wanted_rv and wanted_rv != current["metadata"]["resourceVersion"]:
             raise conflict(rt, name)
-        patched.setdefault("metadata", {})["resourceVersion"] = old["metadata"]["resourceVersion"]
-        return await self._replace(rt, old, patched, subresource, dry_run)
+        replicas = (wanted.get("spec") or {}).get("replicas")
+        if not isinstance(replicas, int) or replicas < 0:
+            raise invalid(
+                rt,
+                name,
+                [
+                    Cause(
+                        "FieldValueInvalid",
+                        f"Invalid value: {replicas}: must be greater than or equal to 0",
+                        "spec.replicas",
+                    )
+                ],
+            )
+        old = self.store.get(rt.key, self._ns(rt, namespace), name)
+        if old is None:
+            raise not_found(rt, name)
+        updated = clone(old)
+        updated["spec"]["replicas"] = replicas
+        await self._replace(rt, old, updated, "", False)
+        return self.scale(rt, namespace, name)
 
     async def _replace(
         self, rt: ResourceType, old: Obj, obj: Obj, subresource: str, dry_run: bool

@@ -135,9 +135,21 @@ def from_label_selector(obj: Mapping[str, Any] | None) -> Selector:
     return Selector(tuple(reqs))
 
 
-def nothing_selector() -> Selector:
-    """A selector matching no labels (what a missing workload selector means)."""
-    return Selector((Requirement("", "in", ()),))
+def selector_string(obj: Mapping[str, Any] | None) -> str:
+    """A structured `LabelSelector` in query-string form (`a=b,c in (x,y)`), as Scale shows it."""
+    parts: list[str] = []
+    for req in from_label_selector(obj).requirements:
+        if req.op == "=":
+            parts.append(f"{req.key}={req.values[0]}")
+        elif req.op in ("in", "notin"):
+            parts.append(f"{req.key} {req.op} ({','.join(req.values)})")
+        elif req.op == "exists":
+            parts.append(req.key)
+        elif req.op == "!":
+            parts.append(f"!{req.key}")
+        else:
+            parts.append(f"{req.key}{'>' if req.op == 'gt' else '<'}{req.values[0]}")
+    return ",".join(parts)
 
 
 # Field selectors the real server accepts per resource (beyond metadata.name/namespace).

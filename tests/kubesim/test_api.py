@@ -349,3 +349,24 @@ async def test_discovery(api: client.ApiClient) -> None:
     } <= names
     version = await client.VersionApi(api).get_code()
     assert version.minor == "35"
+
+
+async def test_scale_subresource(api: client.ApiClient) -> None:
+    apps = client.AppsV1Api(api)
+    body = {
+        "metadata": {"name": "d"},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": "d"}},
+            "template": {
+                "metadata": {"labels": {"app": "d"}},
+                "spec": {"containers": [{"name": "c", "image": "x:1"}]},
+            },
+        },
+    }
+    await apps.create_namespaced_deployment("default", body)
+    scale = await apps.read_namespaced_deployment_scale("d", "default")
+    assert scale.spec.replicas == 1 and scale.status.selector == "app=d"
+    scale = await apps.patch_namespaced_deployment_scale("d", "default", {"spec": {"replicas": 3}})
+    assert scale.spec.replicas == 3
+    assert (await apps.read_namespaced_deployment("d", "default")).spec.replicas == 3
