@@ -75,27 +75,12 @@ class ApiServer:
             raise ApiError(404, "NotFound", "the server could not find the requested resource", {})
         return rt
 
-    def resource_for(self, api_version: str, kind: str) -> ResourceType:
-        """The served type of an object's apiVersion/kind."""
-        group, version = split_api_version(api_version)
-        rt = self.registry.by_kind(group, version, kind)
-        if rt is None:
-            raise ApiError(
-                404, "NotFound", f'no matches for kind "{kind}" in version "{api_version}"'
-            )
-        return rt
-
     def get(self, rt: ResourceType, namespace: str, name: str) -> Obj:
         """One object, or 404."""
         obj = self.store.get(rt.key, self._ns(rt, namespace), name)
         if obj is None:
             raise not_found(rt, name)
         return self._present(rt, obj)
-
-    def try_get(self, rt: ResourceType, namespace: str, name: str) -> Obj | None:
-        """One object, or None."""
-        obj = self.store.get(rt.key, self._ns(rt, namespace), name)
-        return None if obj is None else self._present(rt, obj)
 
     def list(
         self,

@@ -20,10 +20,6 @@ class Clock:
         """The current time as the API's RFC3339 seconds format."""
         return rfc3339(self.now())
 
-    def stamp_micro(self) -> str:
-        """The current time as the API's RFC3339 microseconds format (MicroTime)."""
-        return self.now().strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
 
 class FakeClock(Clock):
     """A clock that only moves when told to."""

@@ -50,16 +50,3 @@ def parse(value: str | int | float) -> Fraction:
     if exponent is not None:
         return base * Fraction(10) ** int(exponent)
     return base * _SUFFIX[suffix or ""]
-
-
-def format_cpu_millis(value: Fraction) -> str:
-    """Render a CPU amount the way the API canonicalises small ones (`250m`, `2`)."""
-    millis = value * 1000
-    if millis.denominator == 1 and millis % 1000 == 0:
-        return str(int(millis // 1000))
-    return f"{int(-(-millis // 1))}m"
-
-
-def format_plain(value: Fraction) -> str:
-    """Render a whole number of base units (used for node usage in messages)."""
-    return str(int(value)) if value.denominator == 1 else str(float(value))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,7 +59,6 @@ class Store:
         # Events with rv <= _compacted are no longer available to watches.
         self._compacted = first_rv
         self._subscribers: set[Subscription] = set()
-        self._listeners: list[Callable[[WatchEvent], None]] = []
 
     @property
     def resource_version(self) -> int:
@@ -126,12 +125,6 @@ class Store:
             self._compacted = max(self._compacted, self._history[0].rv - 1)
         for sub in list(self._subscribers):
             sub.queue.put_nowait(event)
-        for listener in list(self._listeners):
-            listener(event)
-
-    def add_listener(self, listener: Callable[[WatchEvent], None]) -> None:
-        """Call `listener` synchronously after every write (the simulator's settle trigger)."""
-        self._listeners.append(listener)
 
     def subscribe(self, since: int | None) -> tuple[list[WatchEvent], Subscription]:
         """Events after `since` from history plus a live subscription, atomically.
@@ -146,11 +139,6 @@ class Store:
         sub = Subscription(self)
         self._subscribers.add(sub)
         return backlog, sub
-
-    def check_not_compacted(self, rv: int) -> None:
-        """Raise 410 Gone if `rv` is older than the kept history."""
-        if rv < self._compacted:
-            raise gone(f"too old resource version: {rv} ({self._compacted + 1})")
 
     def compact(self) -> None:
         """Forget all history (like an etcd compaction): older watches now get 410."""
