@@ -26,6 +26,9 @@ class ResourceType:
     schema: dict[str, Any] | None = field(default=None, compare=False, hash=False)
     printer_columns: tuple[dict[str, Any], ...] = field(default=(), compare=False, hash=False)
     crd_name: str = ""
+    # Where the objects live when another resource owns the storage (events.k8s.io
+    # Events are a view of v1 Events).
+    storage: tuple[str, str] | None = None
 
     @property
     def singular(self) -> str:
@@ -40,7 +43,7 @@ class ResourceType:
     @property
     def key(self) -> tuple[str, str]:
         """Storage key: one bucket per group and plural, shared by all served versions."""
-        return (self.group, self.plural)
+        return self.storage or (self.group, self.plural)
 
     @property
     def has_status(self) -> bool:
@@ -134,7 +137,9 @@ BUILTIN: tuple[ResourceType, ...] = (
     ),
     _rt("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", short=("pdb",)),
     _rt("coordination.k8s.io", "v1", "leases", "Lease", sub=()),
-    _rt("events.k8s.io", "v1", "events", "Event", sub=(), short=("ev",)),
+    ResourceType(
+        "events.k8s.io", "v1", "events", "Event", True, (), ("ev",), storage=("", "events")
+    ),
     _rt(
         "admissionregistration.k8s.io",
         "v1",

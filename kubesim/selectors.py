@@ -190,7 +190,14 @@ FIELD_LABELS: dict[str, tuple[str, ...]] = {
 }
 
 
+# events.k8s.io/v1 field names for the v1 fields Events are stored with.
+_EVENT_ALIASES = {"regarding": "involvedObject", "reportingController": "reportingComponent"}
+
+
 def _field_value(obj: Mapping[str, Any], path: str) -> str:
+    head, _, rest = path.partition(".")
+    if head in _EVENT_ALIASES:
+        path = _EVENT_ALIASES[head] + (f".{rest}" if rest else "")
     node: Any = obj
     for part in path.split("."):
         if not isinstance(node, Mapping):

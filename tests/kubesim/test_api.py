@@ -370,3 +370,38 @@ async def test_scale_subresource(api: client.ApiClient) -> None:
     scale = await apps.patch_namespaced_deployment_scale("d", "default", {"spec": {"replicas": 3}})
     assert scale.spec.replicas == 3
     assert (await apps.read_namespaced_deployment("d", "default")).spec.replicas == 3
+
+
+async def test_events_are_one_set_behind_both_apis(
+    api: client.ApiClient, core: client.CoreV1Api
+) -> None:
+    new_events = client.EventsV1Api(api)
+    await new_events.create_namespaced_event(
+        "default",
+        {
+            "metadata": {"name": "e1"},
+            "eventTime": "2026-01-01T00:00:00.000000Z",
+            "reportingController": "kerf.io/reconciler",
+            "reportingInstance": "kerf-0",
+            "action": "Resize",
+            "reason": "Resized",
+            "type": "Normal",
+            "note": "resized app",
+            "regarding": {
+                "kind": "Deployment",
+                "namespace": "default",
+                "name": "web",
+                "apiVersion": "apps/v1",
+            },
+        },
+    )
+    legacy = await core.read_namespaced_event("e1", "default")
+    assert (legacy.message, legacy.involved_object.name, legacy.reporting_component) == (
+        "resized app",
+        "web",
+        "kerf.io/reconciler",
+    )
+    listed = await new_events.list_namespaced_event("default", field_selector="regarding.name=web")
+    assert [e.note for e in listed.items] == ["resized app"]
+    await core.patch_namespaced_event("e1", "default", {"message": "changed"})
+    assert (await new_events.read_namespaced_event("e1", "default")).note == "changed"
