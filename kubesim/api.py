@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -34,11 +35,14 @@ def _error(exc: ApiError) -> web.Response:
     return _json(exc.status(), exc.code, exc.headers or None)
 
 
+@dataclass(frozen=True)
 class Route:
     """A parsed resource path: type, namespace, name, subresource."""
 
-    def __init__(self, rt: ResourceType, namespace: str, name: str, subresource: str) -> None:
-        self.rt, self.namespace, self.name, self.subresource = rt, namespace, name, subresource
+    rt: ResourceType
+    namespace: str
+    name: str
+    subresource: str
 
 
 class HttpApi:

@@ -225,7 +225,7 @@ class ApiServer:
         if dry_run:
             return self._present(rt, obj)
         stored = self.store.put(rt.key, obj, "ADDED")
-        self._after_write(rt, stored, None)
+        self._after_write(rt, stored)
         return self._present(rt, stored)
 
     async def bind(self, namespace: str, name: str, body: Obj) -> Obj:
@@ -454,7 +454,7 @@ class ApiServer:
         if new["metadata"].get("deletionTimestamp") and not new["metadata"].get("finalizers"):
             return self._present(rt, self._remove(rt, new) or new)
         stored = self.store.put(rt.key, new, "MODIFIED")
-        self._after_write(rt, stored, old)
+        self._after_write(rt, stored)
         return self._present(rt, stored)
 
     async def delete(
@@ -588,7 +588,7 @@ class ApiServer:
         if causes:
             raise invalid(rt, name, causes)
 
-    def _after_write(self, rt: ResourceType, obj: Obj, old: Obj | None) -> None:
+    def _after_write(self, rt: ResourceType, obj: Obj) -> None:
         if rt.key == ("apiextensions.k8s.io", "customresourcedefinitions"):
             register(self.registry, obj)
 

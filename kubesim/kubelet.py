@@ -72,7 +72,7 @@ class Kubelet:
             status["startTime"] = now
         status["hostIP"] = self._host_ip(node)
         status["hostIPs"] = [{"ip": status["hostIP"]}]
-        status["podIP"] = self._pod_ip(uid, node)
+        status["podIP"] = self._pod_ip(uid)
         status["podIPs"] = [{"ip": status["podIP"]}]
         statuses = {s["name"]: s for s in status.get("containerStatuses") or []}
         out = []
@@ -329,7 +329,7 @@ class Kubelet:
                 return str(address["address"])
         return "10.0.0.1"
 
-    def _pod_ip(self, uid: str, node: Obj) -> str:
+    def _pod_ip(self, uid: str) -> str:
         if uid not in self._ips:
             n = len(self._ips) + 2
             self._ips[uid] = f"10.244.{n // 250}.{n % 250}"

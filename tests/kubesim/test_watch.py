@@ -192,3 +192,17 @@ async def test_watch_single_object_by_name(core: client.CoreV1Api) -> None:
         1,
     )
     assert events[0][:2] == ("ADDED", "b")
+
+
+async def test_cluster_wide_watch(sim, core: client.CoreV1Api) -> None:
+    await sim.add_namespace("shop")
+    start = (await core.list_config_map_for_all_namespaces()).metadata.resource_version
+    await core.create_namespaced_config_map("shop", {"metadata": {"name": "a"}})
+    await core.create_namespaced_config_map("default", {"metadata": {"name": "b"}})
+    events = await take(
+        watch.Watch().stream(
+            core.list_config_map_for_all_namespaces, resource_version=start, timeout_seconds=5
+        ),
+        2,
+    )
+    assert [e[1] for e in events] == ["a", "b"]
