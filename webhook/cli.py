@@ -6,6 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from kubernetes_asyncio.config import ConfigException
+
 from webhook.certs import (
     DEFAULT_NAMESPACE,
     DEFAULT_SERVICE,
@@ -54,6 +56,12 @@ def add_webhook_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--state-dir", type=Path, help="serve from the YAML files in DIR instead of the cluster"
     )
+    parser.add_argument(
+        "--kubeconfig",
+        type=Path,
+        help="without --state-dir: the cluster to watch (default $KUBECONFIG, else the "
+        "pod's service account, else ~/.kube/config)",
+    )
     parser.add_argument("--tls-cert", type=Path, required=True, help="PEM certificate (chain)")
     parser.add_argument("--tls-key", type=Path, required=True, help="PEM private key")
     parser.add_argument("--host", default=DEFAULT_HOST)
@@ -79,27 +87,29 @@ def add_webhook_arguments(parser: argparse.ArgumentParser) -> None:
 
 def webhook_command(args: argparse.Namespace) -> int:
     """Serve the admission webhook until interrupted."""
-    if args.state_dir is None:
-        print(
-            "kerf webhook: watching the cluster is not available in this build; "
-            "pass --state-dir DIR to serve from YAML files",
-            file=sys.stderr,
-        )
-        return 2
-    for option, path in (("--tls-cert", args.tls_cert), ("--tls-key", args.tls_key)):
+    files = [
+        ("--tls-cert", args.tls_cert, " (see `kerf certs`)"),
+        ("--tls-key", args.tls_key, " (see `kerf certs`)"),
+    ]
+    if args.state_dir is None and args.kubeconfig is not None:
+        files.append(("--kubeconfig", args.kubeconfig, ""))
+    for option, path, hint in files:
         if not path.is_file():
-            print(
-                f"kerf webhook: {option} {path}: no such file (see `kerf certs`)", file=sys.stderr
-            )
+            print(f"kerf webhook: {option} {path}: no such file{hint}", file=sys.stderr)
             return 2
-    run_webhook(
-        args.state_dir,
-        args.tls_cert,
-        args.tls_key,
-        args.host,
-        args.port,
-        deadline_s=args.deadline,
-        reload_interval_s=args.cert_reload_interval,
-        log_level=args.log_level,
-    )
+    try:
+        run_webhook(
+            args.state_dir,
+            args.tls_cert,
+            args.tls_key,
+            args.host,
+            args.port,
+            kubeconfig=args.kubeconfig,
+            deadline_s=args.deadline,
+            reload_interval_s=args.cert_reload_interval,
+            log_level=args.log_level,
+        )
+    except ConfigException as exc:
+        print(f"kerf webhook: cannot connect to the cluster: {exc}", file=sys.stderr)
+        return 2
     return 0

@@ -1,22 +1,31 @@
-"""Running the webhook: uvicorn over TLS with the reloading certificate."""
+"""Running the webhook: uvicorn over TLS with the reloading certificate.
+
+With a state directory the cluster view is its YAML files; without one it follows the
+cluster through `app.informer` watches, and the replica renews the webhook Lease.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import logging
 import socket
+from collections.abc import Coroutine, Sequence
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
 import uvicorn
 from fastapi import FastAPI
+from kubernetes_asyncio import client
 
-from webhook.logs import configure_logging
+from app.informer import ClusterFeed, api_client_from_config
+from app.view import ClusterView
+from webhook.lease import RENEW_INTERVAL_S, LeaseRenewer, holder_identity, own_namespace
+from webhook.logs import LOGGER_NAME, configure_logging
 from webhook.server import create_app
 from webhook.tls import ReloadingCertificate
 
-if TYPE_CHECKING:
-    from app.view import ClusterView
+logger = logging.getLogger(LOGGER_NAME)
 
 DEFAULT_HOST = "0.0.0.0"
 DEFAULT_PORT = 8443
@@ -56,34 +65,117 @@ async def serve(
     *,
     reload_interval_s: float = DEFAULT_RELOAD_INTERVAL_S,
     sockets: list[socket.socket] | None = None,
+    background: Sequence[Coroutine[Any, Any, None]] = (),
 ) -> None:
-    """Serve until uvicorn stops (signal or `server.should_exit`), reloading certificates."""
-    watcher = asyncio.create_task(certificate.watch(reload_interval_s))
+    """Serve until uvicorn stops (signal or `server.should_exit`), reloading certificates.
+
+    `background` coroutines (the cluster feed, the Lease) run alongside and are cancelled
+    when serving ends. They are meant to run forever; one that fails stops the server, so
+    the pod restarts instead of admitting pods from a view nobody updates.
+    """
+    tasks = [asyncio.create_task(certificate.watch(reload_interval_s))]
+    for coroutine in background:
+        task = asyncio.create_task(coroutine)
+        task.add_done_callback(partial(_stop_on_failure, server))
+        tasks.append(task)
     try:
         await server.serve(sockets=sockets)
     finally:
-        watcher.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await watcher
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def _stop_on_failure(server: uvicorn.Server, task: asyncio.Task[None]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        logger.error("a background task failed; stopping", exc_info=task.exception())
+        server.should_exit = True
+
+
+async def serve_cluster(
+    server: uvicorn.Server,
+    certificate: ReloadingCertificate,
+    view: ClusterView,
+    api_client: client.ApiClient,
+    *,
+    namespace: str,
+    holder: str,
+    reload_interval_s: float = DEFAULT_RELOAD_INTERVAL_S,
+    lease_interval_s: float = RENEW_INTERVAL_S,
+    sockets: list[socket.socket] | None = None,
+) -> None:
+    """Serve while watches keep `view` current and the Lease tells the reconciler that
+    admission works (renewed only while this replica is ready: serving a synced view)."""
+    feed = ClusterFeed(api_client, view)
+    lease = LeaseRenewer(
+        api_client,
+        namespace,
+        holder,
+        interval_s=lease_interval_s,
+        ready=lambda: view.synced and server.started,
+    )
+    await serve(
+        server,
+        certificate,
+        reload_interval_s=reload_interval_s,
+        sockets=sockets,
+        background=(feed.run(), lease.run()),
+    )
+
+
+def run_server(
+    server: uvicorn.Server,
+    certificate: ReloadingCertificate,
+    *,
+    reload_interval_s: float = DEFAULT_RELOAD_INTERVAL_S,
+    sockets: list[socket.socket] | None = None,
+) -> None:
+    """`serve` on the event loop uvicorn would pick itself (uvloop when installed).
+
+    A bare `asyncio.run` would always get the stdlib loop, which costs about a third of
+    the throughput of TLS request handling.
+    """
+    with asyncio.Runner(loop_factory=server.config.get_loop_factory()) as runner:
+        runner.run(serve(server, certificate, reload_interval_s=reload_interval_s, sockets=sockets))
 
 
 def run_webhook(
-    state_dir: Path | str,
+    state_dir: Path | str | None,
     tls_cert: Path | str,
     tls_key: Path | str,
     host: str = DEFAULT_HOST,
     port: int = DEFAULT_PORT,
     *,
+    kubeconfig: Path | str | None = None,
     deadline_s: float = 1.0,
     reload_interval_s: float = DEFAULT_RELOAD_INTERVAL_S,
     log_level: str = "info",
 ) -> None:
-    """Serve the webhook over the file-backed cluster view in `state_dir` until stopped."""
-    from app.view import ClusterView
-
+    """Serve the webhook until stopped: over the YAML files in `state_dir`, or, without
+    it, over the cluster (in-cluster config, else `kubeconfig`, else `KUBECONFIG`)."""
     configure_logging(log_level)
-    view: ClusterView = ClusterView.from_state_dir(Path(state_dir))
     certificate = ReloadingCertificate(tls_cert, tls_key)
-    app = create_app(view, deadline_s=deadline_s)
-    server = uvicorn_server(app, certificate, host=host, port=port, log_level=log_level)
-    asyncio.run(serve(server, certificate, reload_interval_s=reload_interval_s))
+    if state_dir is not None:
+        view = ClusterView.from_state_dir(Path(state_dir))
+        app = create_app(view, deadline_s=deadline_s)
+        server = uvicorn_server(app, certificate, host=host, port=port, log_level=log_level)
+        run_server(server, certificate, reload_interval_s=reload_interval_s)
+        return
+
+    async def watch_cluster() -> None:
+        namespace = own_namespace()
+        view = ClusterView(own_namespace=namespace)
+        app = create_app(view, deadline_s=deadline_s)
+        server = uvicorn_server(app, certificate, host=host, port=port, log_level=log_level)
+        async with await api_client_from_config(kubeconfig) as api_client:
+            await serve_cluster(
+                server,
+                certificate,
+                view,
+                api_client,
+                namespace=namespace,
+                holder=holder_identity(),
+                reload_interval_s=reload_interval_s,
+            )
+
+    asyncio.run(watch_cluster())

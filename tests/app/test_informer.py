@@ -1,0 +1,290 @@
+"""The cluster feed against the kubesim API server, through the real kubernetes-asyncio client."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from kubernetes_asyncio import client
+
+from app.admission import admit_pod
+from app.informer import Backoff
+from app.owners import WorkloadRef
+from app.view import ClusterView
+from kubesim.faults import FaultRule
+from kubesim.sim import Simulator
+from kubesim.testing import running_sim
+from tests.cluster import (
+    GROUP,
+    VERSION,
+    Sleeps,
+    custom,
+    deployment,
+    eventually,
+    install_crds,
+    running_feed,
+    static_policy,
+    strategy,
+)
+from webhook.logs import JsonLinesFormatter
+
+MERGE_PATCH = "application/merge-patch+json"
+NOW = datetime(2026, 11, 28, 10, 0, tzinfo=UTC)
+RECOMMENDATIONS = {
+    "apiVersion": "v1",
+    "kind": "ConfigMap",
+    "metadata": {
+        "name": "kerf-recommendations",
+        "namespace": "shop",
+        "labels": {"rightsizing.kubex.ai/recommendations": "true"},
+    },
+    "data": {
+        "recommendations.json": orjson.dumps(
+            {
+                "recommendations": [
+                    {
+                        "namespace": "shop",
+                        "ownerKind": "Deployment",
+                        "ownerName": "api",
+                        "container": "app",
+                        "requests": {"cpu": "300m", "memory": "384Mi"},
+                        "analyzedAt": "2026-11-28T09:00:00Z",
+                        "coverageHours": 240,
+                        "samples": 20160,
+                        "confidence": 0.93,
+                    }
+                ]
+            }
+        ).decode()
+    },
+}
+
+
+@pytest.fixture
+async def sim(tmp_path: Path) -> AsyncIterator[Simulator]:
+    async with running_sim(tmp_path) as simulator:
+        yield simulator
+
+
+@pytest.fixture
+async def api(sim: Simulator) -> AsyncIterator[client.ApiClient]:
+    """A client for a cluster with kerf's CRDs, namespace `shop`, a node, a strategy, the
+    `web` policy, Deployments `web` and `api`, and a recommendations ConfigMap."""
+    async with sim.api_client() as api_client:
+        await install_crds(api_client)
+        await sim.add_namespace("shop")
+        await sim.add_node("node-a")
+        crs = custom(api_client)
+        await crs.create_namespaced_custom_object(
+            GROUP, VERSION, "shop", "automationstrategies", strategy("default", "shop")
+        )
+        await crs.create_namespaced_custom_object(
+            GROUP,
+            VERSION,
+            "shop",
+            "staticpolicies",
+            static_policy("web", "shop", "web", "250m", "256Mi"),
+        )
+        apps = client.AppsV1Api(api_client)
+        await apps.create_namespaced_deployment("shop", deployment("web", "shop", replicas=2))
+        await apps.create_namespaced_deployment("shop", deployment("api", "shop"))
+        core = client.CoreV1Api(api_client)
+        await core.create_namespaced_config_map("shop", RECOMMENDATIONS)
+        await core.create_namespaced_config_map("shop", {"metadata": {"name": "other"}})
+        await sim.settle()
+        yield api_client
+
+
+def pods_of(view: ClusterView, name: str) -> list[dict[str, Any]]:
+    return view.pods_of(WorkloadRef("Deployment", "shop", name))  # type: ignore[return-value]
+
+
+def policy_cpu(view: ClusterView, name: str = "web") -> str | None:
+    policy = view.kerf_object("StaticPolicy", "shop", name)
+    return policy.spec.resources.containers["app"].requests.get("cpu") if policy else None  # type: ignore[attr-defined]
+
+
+async def test_initial_list_fills_the_view(api: client.ApiClient) -> None:
+    view = ClusterView()
+    assert not view.synced
+    async with running_feed(api, view, sleep=Sleeps(), clock=lambda: NOW):
+        assert view.synced and view.synced_at == NOW
+        assert view.namespace_object("shop") is not None and view.node("node-a") is not None
+        web = view.workload(WorkloadRef("Deployment", "shop", "web"))
+        assert web is not None and web.kind == "Deployment"
+        assert len(pods_of(view, "web")) == 2 and len(pods_of(view, "api")) == 1
+        assert view.kerf_object("AutomationStrategy", "shop", "default") is not None
+        assert policy_cpu(view) == "250m"
+        # Only the labelled ConfigMap is a recommendation source, and it was read.
+        rows = view.rows_for(WorkloadRef("Deployment", "shop", "api"))
+        assert rows["app"].requests == {"cpu": "300m", "memory": "384Mi"}
+        # List items of built-in kinds come without kind/apiVersion; the view needs kind.
+        pod = pods_of(view, "web")[0]
+        assert (pod["kind"], pod["apiVersion"]) == ("Pod", "v1")
+        assert "creationTimestamp" in pod["metadata"]  # raw JSON: camelCase keys as served
+
+
+async def test_added_modified_deleted_reach_the_view(sim: Simulator, api: client.ApiClient) -> None:
+    view = ClusterView()
+    async with running_feed(api, view, sleep=Sleeps()):
+        core, apps = client.CoreV1Api(api), client.AppsV1Api(api)
+        await core.create_namespace({"metadata": {"name": "late"}})
+        await eventually(lambda: view.namespace_object("late"), "namespace ADDED")
+
+        await apps.patch_namespaced_deployment("api", "shop", {"spec": {"replicas": 3}})
+        await eventually(lambda: len(pods_of(view, "api")) == 3, "pods of the scaled Deployment")
+        await eventually(
+            lambda: view.get("Deployment", "shop", "api")["spec"]["replicas"] == 3,  # type: ignore[index]
+            "Deployment MODIFIED",
+        )
+
+        await custom(api).delete_namespaced_custom_object(
+            GROUP, VERSION, "shop", "staticpolicies", "web"
+        )
+        await eventually(lambda: policy_cpu(view) is None, "policy DELETED")
+        await core.delete_namespaced_config_map("kerf-recommendations", "shop")
+        await eventually(
+            lambda: not view.rows_for(WorkloadRef("Deployment", "shop", "api")), "ConfigMap DELETED"
+        )
+
+
+async def test_a_policy_change_changes_the_decision(api: client.ApiClient) -> None:
+    view = ClusterView()
+    async with running_feed(api, view, sleep=Sleeps()):
+        pod = pods_of(view, "web")[0]
+        before = admit_pod(view, pod, "shop", NOW)
+        assert before.outcome == "apply"
+        assert {(s["resource"], s["value"]) for s in before.selected} == {
+            ("cpu", "250m"),
+            ("memory", "256Mi"),
+        }
+        changed = static_policy("web", "shop", "web", "400m", "256Mi")
+        await custom(api).patch_namespaced_custom_object(
+            GROUP,
+            VERSION,
+            "shop",
+            "staticpolicies",
+            "web",
+            {"spec": changed["spec"]},
+            _content_type=MERGE_PATCH,
+        )
+        await eventually(lambda: policy_cpu(view) == "400m", "the policy change")
+        after = admit_pod(view, pod, "shop", NOW)
+        assert ("cpu", "400m") in {(s["resource"], s["value"]) for s in after.selected}
+
+
+async def test_410_relists_and_drops_what_was_deleted_meanwhile(
+    sim: Simulator, api: client.ApiClient
+) -> None:
+    view = ClusterView()
+    sleeps = Sleeps()
+    crs = custom(api)
+    await crs.create_namespaced_custom_object(
+        GROUP, VERSION, "shop", "staticpolicies", static_policy("old", "shop", "old", "1", "1Gi")
+    )
+    async with running_feed(api, view, sleep=sleeps):
+        assert policy_cpu(view, "old") == "1"
+        # The next policy watch answers 410, and lists fail until the test is done
+        # changing the cluster: the feed cannot see these changes as events.
+        sim.faults.gone(times=1, resource="staticpolicies")
+        blocked = sim.faults.add(
+            FaultRule(status=500, verbs=frozenset({"list"}), resource="staticpolicies")
+        )
+        sim.faults.drop_watches()
+        await crs.delete_namespaced_custom_object(GROUP, VERSION, "shop", "staticpolicies", "old")
+        await crs.create_namespaced_custom_object(
+            GROUP,
+            VERSION,
+            "shop",
+            "staticpolicies",
+            static_policy("new", "shop", "new", "2", "2Gi"),
+        )
+        await eventually(lambda: len(sleeps.delays) >= 2, "backoff while lists fail")
+        assert policy_cpu(view, "old") == "1"  # still the last known state
+        sim.faults.remove(blocked)
+        await eventually(lambda: policy_cpu(view, "new") == "2", "the relist")
+        assert view.kerf_object("StaticPolicy", "shop", "old") is None
+        assert policy_cpu(view, "web") == "250m"  # untouched objects stay
+        # Watching resumes after the relist: a later change arrives as an event.
+        await crs.delete_namespaced_custom_object(GROUP, VERSION, "shop", "staticpolicies", "new")
+        await eventually(lambda: policy_cpu(view, "new") is None, "an event after the relist")
+
+
+async def test_api_errors_back_off_then_recover(
+    sim: Simulator, api: client.ApiClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    sim.faults.add(
+        FaultRule(status=500, times=3, verbs=frozenset({"list"}), resource="deployments")
+    )
+    sleeps = Sleeps()
+    view = ClusterView()
+    with caplog.at_level(logging.WARNING, logger="kerf.informer"):
+        async with running_feed(api, view, sleep=sleeps):
+            assert view.workload(WorkloadRef("Deployment", "shop", "web")) is not None
+    backoffs = [d for d in sleeps.delays if d < 60]
+    assert len(backoffs) == 3
+    # Equal jitter: each delay lies in the upper half of a doubling ceiling.
+    for attempt, delay in enumerate(backoffs):
+        ceiling = 0.5 * 2**attempt
+        assert ceiling / 2 <= delay <= ceiling
+    failures = [
+        r.getMessage() for r in caplog.records if "Deployment: list/watch failed" in r.getMessage()
+    ]
+    assert len(failures) == 3 and "500" in failures[0]
+
+
+def test_backoff_is_capped_and_resets() -> None:
+    backoff = Backoff(base_s=1, cap_s=8)
+    ceilings = [1, 2, 4, 8, 8, 8]
+    for ceiling in ceilings:
+        assert ceiling / 2 <= backoff.next_delay() <= ceiling
+    backoff.reset()
+    assert backoff.next_delay() <= 1
+
+
+async def test_an_invalid_kerf_object_is_skipped_and_logged(
+    sim: Simulator, api: client.ApiClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Start and end may not be equal; the CRD says so in CEL, which kubesim does not
+    # evaluate, as a cluster whose CRDs predate this kerf would not either.
+    broken = strategy("broken", "shop")
+    broken["spec"]["scheduling"] = {
+        "inclusionWindows": [{"name": "w", "start": "10:00", "end": "10:00"}]
+    }
+    crs = custom(api)
+    await crs.create_namespaced_custom_object(
+        GROUP, VERSION, "shop", "automationstrategies", broken
+    )
+    view = ClusterView()
+    with caplog.at_level(logging.WARNING, logger="kerf.informer"):
+        async with running_feed(api, view, sleep=Sleeps()):
+            assert view.kerf_object("AutomationStrategy", "shop", "broken") is None
+            assert view.kerf_object("AutomationStrategy", "shop", "default") is not None
+            assert policy_cpu(view) == "250m"
+
+            # A valid object that turns invalid leaves the view: its old version no
+            # longer says what the cluster holds.
+            await crs.patch_namespaced_custom_object(
+                GROUP,
+                VERSION,
+                "shop",
+                "automationstrategies",
+                "default",
+                {"spec": broken["spec"]},
+                _content_type=MERGE_PATCH,
+            )
+            await eventually(
+                lambda: view.kerf_object("AutomationStrategy", "shop", "default") is None,
+                "the invalid update",
+            )
+    skipped = [r for r in caplog.records if r.getMessage().startswith("skipping an invalid object")]
+    assert len(skipped) == 2
+    line = orjson.loads(JsonLinesFormatter().format(skipped[0]))
+    assert line["level"] == "warning"
+    assert "AutomationStrategy shop/broken" in line["msg"]
+    assert "spec.scheduling.inclusionWindows[0]" in line["msg"] and "start and end" in line["msg"]
