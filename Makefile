@@ -51,6 +51,12 @@ crds: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m app.bench --out .bench/explain.json
+	$(MAKE) bench-webhook
+
+# The webhook under load: wrk and hey are Debian packages, installed when missing.
+bench-webhook: $(STAMP)
+	bash scripts/bench-webhook.sh
+	$(BIN)/python -m webhook.bench --out .bench/webhook.json
 
 clean:
 	rm -rf $(VENV) .bench build dist *.egg-info

@@ -67,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_service_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    """`kerf certs` and `kerf webhook`; their code lives with the webhook package."""
+    """`kerf certs`, `kerf webhook` and `kerf review`; their code lives with the webhook package."""
     from webhook import cli as webhook_cli
 
     certs = sub.add_parser("certs", help="create a CA and a serving certificate")
@@ -76,6 +76,11 @@ def _add_service_commands(sub: argparse._SubParsersAction) -> None:  # type: ign
     serve = sub.add_parser("webhook", help="serve the mutating admission webhook over TLS")
     webhook_cli.add_webhook_arguments(serve)
     serve.set_defaults(handler=webhook_cli.webhook_command)
+    review = sub.add_parser(
+        "review", help="show the pod an AdmissionReview answer makes (YAML, diff or patch)"
+    )
+    webhook_cli.add_review_arguments(review)
+    review.set_defaults(handler=webhook_cli.review_command)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,11 +1,17 @@
-"""`kerf certs` and `kerf webhook`: argument definitions and commands for `app.cli`."""
+"""`kerf certs`, `kerf webhook` and `kerf review`: arguments and commands for `app.cli`."""
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import sys
 from pathlib import Path
+from typing import Any
 
+import jsonpatch
+import jsonpointer
+import orjson
+import yaml
 from kubernetes_asyncio.config import ConfigException
 
 from webhook.certs import (
@@ -17,6 +23,7 @@ from webhook.certs import (
     write_certificates,
 )
 from webhook.main import DEFAULT_HOST, DEFAULT_PORT, DEFAULT_RELOAD_INTERVAL_S, run_webhook
+from webhook.review import decode_patch
 
 
 def add_certs_arguments(parser: argparse.ArgumentParser) -> None:
@@ -112,4 +119,127 @@ def webhook_command(args: argparse.Namespace) -> int:
     except ConfigException as exc:
         print(f"kerf webhook: cannot connect to the cluster: {exc}", file=sys.stderr)
         return 2
+    return 0
+
+
+def add_review_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of `kerf review`."""
+    parser.add_argument(
+        "response",
+        nargs="?",
+        default="-",
+        metavar="RESPONSE",
+        help="the AdmissionReview answer (a file, or - for stdin, the default)",
+    )
+    parser.add_argument(
+        "--request",
+        type=Path,
+        required=True,
+        metavar="FILE",
+        help="the AdmissionReview request that was answered",
+    )
+    output = parser.add_mutually_exclusive_group()
+    output.add_argument(
+        "--diff", action="store_true", help="print a unified diff of the pod instead"
+    )
+    output.add_argument("--patch", action="store_true", help="print the decoded JSON patch instead")
+
+
+class _ReviewInputError(ValueError):
+    """Input `kerf review` cannot use; the message names the file and the problem."""
+
+
+def _load_review(text: bytes, source: str) -> dict[str, Any]:
+    try:
+        doc = orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        raise _ReviewInputError(f"{source}: not JSON ({exc})") from None
+    if not isinstance(doc, dict) or doc.get("kind") != "AdmissionReview":
+        raise _ReviewInputError(f"{source}: not an AdmissionReview")
+    return doc
+
+
+def _as_yaml(pod: Any) -> str:
+    # Keep the API server's key order: a diff then shows kerf's additions where they land.
+    return yaml.safe_dump(pod, sort_keys=False, default_flow_style=False, width=100)
+
+
+def _describe_op(pod: Any, op: dict[str, Any]) -> str:
+    """`# replace /spec/containers/0/resources/requests/cpu: 500m -> 250m` (diff preamble)."""
+    value = orjson.dumps(op.get("value")).decode()
+    if op.get("op") == "replace":
+        old = jsonpointer.resolve_pointer(pod, op["path"], None)
+        return f"# replace {op['path']}: {orjson.dumps(old).decode()} -> {value}\n"
+    return f"# {op.get('op')} {op.get('path')}: {value}\n"
+
+
+def review_command(args: argparse.Namespace) -> int:
+    """Apply an AdmissionReview answer's patch to the pod of its request and show the result.
+
+    The webhook answers with a base64 JSON patch, unreadable as it comes; this shows what
+    the API server would create. Warnings and a refusal go to stderr, so stdout stays a
+    clean YAML document (or diff, or patch) that can be piped on.
+    """
+    try:
+        if args.response == "-":
+            raw, source = sys.stdin.buffer.read(), "<stdin>"
+        else:
+            raw, source = Path(args.response).read_bytes(), args.response
+        answer = _load_review(raw, source)
+        request_doc = _load_review(args.request.read_bytes(), str(args.request))
+        response = answer.get("response")
+        request = request_doc.get("request")
+        if not isinstance(response, dict):
+            raise _ReviewInputError(f"{source}: has no response (is it the request?)")
+        if not isinstance(request, dict) or not isinstance(request.get("object"), dict):
+            raise _ReviewInputError(f"{args.request}: has no request.object")
+        try:
+            patch = decode_patch(answer)
+        except (ValueError, orjson.JSONDecodeError) as exc:
+            raise _ReviewInputError(
+                f"{source}: response.patch is not base64 JSON ({exc})"
+            ) from None
+        pod = request["object"]
+        try:
+            patched = jsonpatch.apply_patch(pod, patch) if patch else pod
+        except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException) as exc:
+            raise _ReviewInputError(
+                f"the patch does not apply to {args.request}'s pod (another request?): {exc}"
+            ) from None
+    except OSError as exc:
+        print(f"kerf review: {exc}", file=sys.stderr)
+        return 2
+    except _ReviewInputError as exc:
+        print(f"kerf review: {exc}", file=sys.stderr)
+        return 2
+    if response.get("uid") != request.get("uid"):
+        print(
+            f"kerf review: warning: the answer's uid {response.get('uid')!r} is not the "
+            f"request's {request.get('uid')!r}",
+            file=sys.stderr,
+        )
+    for warning in response.get("warnings") or ():
+        print(f"kerf review: webhook warning: {warning}", file=sys.stderr)
+    if response.get("allowed") is False:
+        message = (response.get("status") or {}).get("message", "")
+        print(f"kerf review: the pod was DENIED: {message}", file=sys.stderr)
+    if not patch:
+        print("kerf review: no patch: the pod is admitted unchanged", file=sys.stderr)
+    if args.patch:
+        sys.stdout.write(orjson.dumps(patch, option=orjson.OPT_INDENT_2).decode() + "\n")
+    elif args.diff:
+        # difflib pairs equal lines across requests and limits, which can make a changed
+        # value look moved; one plain line per operation says exactly what changed.
+        sys.stdout.writelines(_describe_op(pod, op) for op in patch)
+        before, after = _as_yaml(pod), _as_yaml(patched)
+        sys.stdout.writelines(
+            difflib.unified_diff(
+                before.splitlines(keepends=True),
+                after.splitlines(keepends=True),
+                fromfile=f"{args.request} (request)",
+                tofile="patched",
+            )
+        )
+    else:
+        sys.stdout.write(_as_yaml(patched))
     return 0

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Install the load generators of `make bench-webhook` (Debian packages wrk and hey) when
+# they are missing. apt-get needs root: use it directly as root, through sudo otherwise;
+# the package lists are refreshed only if the first install attempt fails.
+set -euo pipefail
+
+missing=()
+for tool in wrk hey; do
+  command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" -eq 0 ]; then
+  as_root=()
+elif command -v sudo >/dev/null 2>&1; then
+  as_root=(sudo)
+else
+  echo "bench-webhook: ${missing[*]} missing and neither root nor sudo; install the Debian packages ${missing[*]}" >&2
+  exit 1
+fi
+if ! command -v apt-get >/dev/null 2>&1; then
+  echo "bench-webhook: ${missing[*]} missing and no apt-get; install ${missing[*]} with your package manager" >&2
+  exit 1
+fi
+echo "bench-webhook: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+"${as_root[@]}" apt-get install -y -q "${missing[@]}" >/dev/null \
+  || { "${as_root[@]}" apt-get update -q >/dev/null && "${as_root[@]}" apt-get install -y -q "${missing[@]}" >/dev/null; }

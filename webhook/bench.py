@@ -1,0 +1,641 @@
+"""`make bench-webhook`: /mutate against /noop on one core, over TLS, with wrk and hey.
+
+The server is the real one (`create_app` under uvicorn with the reloading certificate, one
+worker) over a generated view of 1,000 policies and 25,000 workloads (`app.bench.generate`).
+It runs in a forked child pinned to one CPU; this process and the load generators are
+pinned to another, so the load generator never steals the server's core.
+
+For each endpoint, with the same AdmissionReview bodies (ReplicaSet-owned pods of the
+generated Deployments, shaped like `examples/admission/replicaset-pod.json`):
+
+- max throughput: `wrk` with a few connections for `--seconds`, cycling through the bodies;
+- fixed rate: `--rate` requests/s from `--rate-workers` staggered `hey -c 1 -q` processes,
+  latency of each request from hey's CSV.
+
+A benchmark of a webhook that answers without patching would measure the wrong thing, so
+the run checks the answers: before the load, every body is sent once with the CA verified
+and its patch applied with `jsonpatch`; during the load, wrk counts the answers carrying a
+patch and the server's own counters give the outcomes of each phase. The targets (/mutate
+throughput at least 70 % of /noop's, p99 at most 5 ms at 500 requests/s) are reported,
+never asserted: timings depend on the machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import copy
+import csv
+import gc
+import io
+import multiprocessing
+import os
+import platform
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import httpx
+import jsonpatch
+import orjson
+from prometheus_client.parser import text_string_to_metric_families
+
+from webhook.review import decode_patch
+
+REPO = Path(__file__).resolve().parent.parent
+TEMPLATE = REPO / "examples" / "admission" / "replicaset-pod.json"
+TEMPLATE_HASH = "5d8f7"
+TARGET_RATIO = 0.70
+TARGET_P99_MS = 5.0
+
+# Runs inside wrk (LuaJIT). Bodies come one per line from the file named after `--`;
+# requests cycle through them so that many workloads are decided, not one cached pod.
+# Every answer is inspected: a 200 whose body has no "patch" key did not mutate the pod.
+WRK_SCRIPT = r"""
+local threads = {}
+local requests_ = {}
+local next_index = 1
+statuses = {}
+patched = 0
+answers = 0
+
+function setup(thread)
+  table.insert(threads, thread)
+end
+
+function init(args)
+  local file = assert(io.open(args[1], "rb"))
+  for line in file:lines() do
+    if #line > 0 then
+      table.insert(requests_, wrk.format("POST", nil, {["Content-Type"] = "application/json"}, line))
+    end
+  end
+  file:close()
+end
+
+function request()
+  local req = requests_[next_index]
+  next_index = next_index % #requests_ + 1
+  return req
+end
+
+function response(status, headers, body)
+  answers = answers + 1
+  statuses[status] = (statuses[status] or 0) + 1
+  if status == 200 and string.find(body, '"patch":"', 1, true) then
+    patched = patched + 1
+  end
+end
+
+function done(summary, latency, requests)
+  local status_parts = {}
+  local total_patched, total_answers = 0, 0
+  local merged = {}
+  for _, thread in ipairs(threads) do
+    total_patched = total_patched + thread:get("patched")
+    total_answers = total_answers + thread:get("answers")
+    for code, count in pairs(thread:get("statuses")) do
+      merged[code] = (merged[code] or 0) + count
+    end
+  end
+  for code, count in pairs(merged) do
+    table.insert(status_parts, string.format('"%d": %d', code, count))
+  end
+  local e = summary.errors
+  io.write(string.format(
+    'WRK-JSON {"requests": %d, "duration_us": %d, "p50_us": %d, "p90_us": %d, ' ..
+    '"p99_us": %d, "max_us": %d, "mean_us": %.1f, "patched": %d, "answers": %d, ' ..
+    '"statuses": {%s}, "errors": {"connect": %d, "read": %d, "write": %d, ' ..
+    '"status": %d, "timeout": %d}}\n',
+    summary.requests, summary.duration, latency:percentile(50), latency:percentile(90),
+    latency:percentile(99), latency.max, latency.mean, total_patched, total_answers,
+    table.concat(status_parts, ", "), e.connect, e.read, e.write, e.status, e.timeout))
+end
+"""
+
+
+# ---------------------------------------------------------------------------- inputs
+
+
+def build_view(args: argparse.Namespace) -> tuple[Any, list[Mapping[str, Any]]]:
+    """The generated view (no pods: admission decides new ones) and its Deployments."""
+    from app.bench import NOW, generate
+    from app.view import ClusterView
+
+    view = ClusterView()
+    deployments: list[Mapping[str, Any]] = []
+    for obj in generate(
+        workloads=args.workloads,
+        pods=0,
+        nodes=args.nodes,
+        policies=args.policies,
+        namespaces=args.namespaces,
+    ):
+        view.apply(obj)
+        if isinstance(obj, Mapping) and obj.get("kind") == "Deployment":
+            deployments.append(obj)
+    view.mark_synced(NOW)
+    return view, deployments
+
+
+def review_for(deployment: Mapping[str, Any], index: int, template: Mapping[str, Any]) -> bytes:
+    """An AdmissionReview for a new pod of `deployment`, as its ReplicaSet controller sends it.
+
+    Everything the API server fills in (service account volume, tolerations, defaults)
+    comes from the example request, so a body is as large as a real one.
+    """
+    review = copy.deepcopy(dict(template))
+    request = review["request"]
+    meta = deployment["metadata"]
+    name, namespace = meta["name"], meta["namespace"]
+    pod_template = deployment["spec"]["template"]
+    request["uid"] = f"00000000-0000-4000-8000-{index:012d}"
+    request["namespace"] = namespace
+    pod = request["object"]
+    pod["metadata"].update(
+        generateName=f"{name}-{TEMPLATE_HASH}-",
+        namespace=namespace,
+        labels={**pod_template["metadata"]["labels"], "pod-template-hash": TEMPLATE_HASH},
+    )
+    owner = pod["metadata"]["ownerReferences"][0]
+    owner.update(name=f"{name}-{TEMPLATE_HASH}", uid=f"00000000-0000-4000-9000-{index:012d}")
+    base = pod["spec"]["containers"][0]
+    containers = []
+    for container in pod_template["spec"]["containers"]:
+        filled = copy.deepcopy(base)
+        filled.update(copy.deepcopy(container))
+        if container["name"] != "app":
+            filled.pop("ports", None)
+        containers.append(filled)
+    pod["spec"]["containers"] = containers
+    return orjson.dumps(review)
+
+
+def build_bodies(deployments: Sequence[Mapping[str, Any]], count: int) -> list[bytes]:
+    """`count` reviews of Deployments spread over the whole generated set."""
+    template = orjson.loads(TEMPLATE.read_bytes())
+    step = max(1, len(deployments) // max(1, count))
+    chosen = list(deployments[::step])[:count]
+    return [review_for(d, i, template) for i, d in enumerate(chosen)]
+
+
+# ---------------------------------------------------------------------------- server
+
+
+def cpu_split() -> tuple[set[int] | None, set[int] | None]:
+    """One CPU for the server, the rest for the load; (None, None) when there is one CPU."""
+    try:
+        cpus = sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return None, None
+    if len(cpus) < 2:
+        return None, None
+    return {cpus[0]}, set(cpus[1:])
+
+
+def _serve_child(
+    view: Any,
+    sock: socket.socket,
+    cert_dir: Path,
+    log_path: Path,
+    cpus: set[int] | None,
+    log_level: str,
+) -> None:
+    """The server process: one core, the real app, uvicorn over TLS, logs to a file."""
+    from app.bench import NOW
+    from webhook.logs import configure_logging
+    from webhook.main import run_server, uvicorn_server
+    from webhook.server import create_app
+    from webhook.tls import ReloadingCertificate
+
+    if cpus is not None:
+        os.sched_setaffinity(0, cpus)
+    log = open(log_path, "a", buffering=1)  # noqa: SIM115 (lives as long as the process)
+    configure_logging(log_level, stream=log)
+    certificate = ReloadingCertificate(cert_dir / "tls.crt", cert_dir / "tls.key")
+    # The generated recommendations are dated for app.bench.NOW; deciding at the real time
+    # could make them stale and turn every answer into "no patch".
+    app = create_app(view, clock=lambda: NOW)
+    server = uvicorn_server(app, certificate, host="127.0.0.1", port=0, log_level=log_level)
+    run_server(server, certificate, reload_interval_s=3600, sockets=[sock])
+
+
+def _wait_ready(base: str, ca: Path, process: multiprocessing.process.BaseProcess) -> None:
+    deadline = time.monotonic() + 60
+    with httpx.Client(verify=str(ca), timeout=2) as client:
+        while time.monotonic() < deadline:
+            if not process.is_alive():
+                raise RuntimeError(f"the webhook exited with code {process.exitcode}")
+            with contextlib.suppress(httpx.HTTPError):
+                if client.get(f"{base}/readyz").status_code == 200:
+                    return
+            time.sleep(0.1)
+    raise RuntimeError("the webhook did not become ready within 60 s")
+
+
+def outcome_counts(base: str, ca: Path) -> dict[str, float]:
+    """The server's request counters by outcome (and fail-open causes), from /metrics."""
+    text = httpx.get(f"{base}/metrics", verify=str(ca), timeout=5).text
+    counts: dict[str, float] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == "kerf_webhook_requests_total":
+                key = sample.labels["outcome"]
+                if sample.labels.get("reason"):
+                    key += "/" + sample.labels["reason"]
+            elif sample.name == "kerf_webhook_fail_open_total":
+                key = "failopen_cause/" + sample.labels["cause"]
+            else:
+                continue
+            counts[key] = counts.get(key, 0) + sample.value
+    return counts
+
+
+def _delta(after: Mapping[str, float], before: Mapping[str, float]) -> dict[str, int]:
+    return {k: int(v - before.get(k, 0)) for k, v in sorted(after.items()) if v - before.get(k, 0)}
+
+
+# ---------------------------------------------------------------------------- checks
+
+
+def check_answers(base: str, ca: Path, bodies: Sequence[bytes]) -> dict[str, Any]:
+    """Send every body once, verifying the CA; apply each patch to its pod."""
+    patched = ops = 0
+    statuses: dict[str, int] = {}
+    example: list[dict[str, Any]] = []
+    with httpx.Client(verify=str(ca), timeout=5) as client:
+        for body in bodies:
+            answer = client.post(
+                f"{base}/mutate", content=body, headers={"Content-Type": "application/json"}
+            )
+            statuses[str(answer.status_code)] = statuses.get(str(answer.status_code), 0) + 1
+            if answer.status_code != 200:
+                continue
+            patch = decode_patch(answer.json())
+            if patch:
+                pod = orjson.loads(body)["request"]["object"]
+                jsonpatch.apply_patch(pod, patch)  # raises when the patch does not fit
+                patched += 1
+                ops += len(patch)
+                example = example or patch
+            noop = client.post(
+                f"{base}/noop", content=body, headers={"Content-Type": "application/json"}
+            )
+            statuses[f"noop {noop.status_code}"] = statuses.get(f"noop {noop.status_code}", 0) + 1
+    return {
+        "bodies": len(bodies),
+        "bodies_with_patch": patched,
+        "patch_ops_per_patched_body": round(ops / patched, 1) if patched else 0,
+        "statuses": statuses,
+        "example_patch": example,
+    }
+
+
+# ---------------------------------------------------------------------------- load
+
+
+def run_wrk(url: str, bodies_file: Path, script: Path, seconds: float, connections: int) -> dict:
+    """Closed-loop maximum throughput: `connections` connections, one wrk thread."""
+    command = [
+        "wrk",
+        "-t1",
+        f"-c{connections}",
+        f"-d{max(1, round(seconds))}s",
+        "--timeout",
+        "5s",
+        "-s",
+        str(script),
+        url,
+        "--",
+        str(bodies_file),
+    ]
+    done = subprocess.run(command, capture_output=True, text=True, check=True)
+    for line in done.stdout.splitlines():
+        if line.startswith("WRK-JSON "):
+            raw = orjson.loads(line.removeprefix("WRK-JSON "))
+            break
+    else:
+        raise RuntimeError(f"wrk printed no result:\n{done.stdout}\n{done.stderr}")
+    seconds_run = raw["duration_us"] / 1e6
+    errors = sum(raw["errors"].values())
+    return {
+        "tool": "wrk",
+        "connections": connections,
+        "seconds": round(seconds_run, 2),
+        "requests": raw["requests"],
+        "rps": round(raw["requests"] / seconds_run, 1),
+        "p50_ms": raw["p50_us"] / 1000,
+        "p90_ms": raw["p90_us"] / 1000,
+        "p99_ms": raw["p99_us"] / 1000,
+        "max_ms": raw["max_us"] / 1000,
+        "statuses": raw["statuses"],
+        "errors": errors,
+        "with_patch": raw["patched"],
+    }
+
+
+def _percentile(sorted_values: Sequence[float], q: float) -> float:
+    # Nearest rank: the value below which q of the requests fall, no interpolation.
+    index = max(0, min(len(sorted_values) - 1, round(q * len(sorted_values) + 0.5) - 1))
+    return sorted_values[index]
+
+
+def run_hey(url: str, body_file: Path, seconds: float, rate: int, workers: int) -> dict:
+    """Paced load: `workers` hey processes of one connection each, rate/workers requests/s.
+
+    One hey with `-c N -q R` ticks all its workers in step, so requests arrive in bursts of
+    N and the last of each burst queues behind the others: its p99 would measure hey, not
+    the webhook. Separate processes started a fraction of a period apart spread the
+    requests over the period instead, closer to how an API server's calls arrive.
+    """
+    per_worker = max(1, round(rate / workers))
+    command = ["hey", "-z", f"{max(1, round(seconds))}s", "-c", "1", "-q", str(per_worker)]
+    command += ["-m", "POST", "-T", "application/json", "-D", str(body_file), "-t", "5"]
+    command += ["-o", "csv", url]
+    stagger_s = 1.0 / (per_worker * workers)
+    running = []
+    for _ in range(workers):
+        running.append(
+            subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        )
+        time.sleep(stagger_s)
+    rows: list[dict[str, str]] = []
+    span = 0.0
+    for process in running:
+        out, err = process.communicate(timeout=seconds + 60)
+        if process.returncode != 0:
+            raise RuntimeError(f"hey failed ({process.returncode}): {err}")
+        mine = list(csv.DictReader(io.StringIO(out)))
+        if mine:
+            span = max(span, max(float(r["offset"]) for r in mine))
+        rows.extend(mine)
+    if not rows:
+        raise RuntimeError("hey printed no result")
+    latencies = sorted(float(r["response-time"]) * 1000 for r in rows)
+    statuses: dict[str, int] = {}
+    for r in rows:
+        statuses[r["status-code"]] = statuses.get(r["status-code"], 0) + 1
+    span = span or seconds
+    return {
+        "tool": "hey",
+        "workers": workers,
+        "target_rps": per_worker * workers,
+        "seconds": round(span, 2),
+        "requests": len(rows),
+        "rps": round(len(rows) / span, 1),
+        "p50_ms": round(_percentile(latencies, 0.50), 3),
+        "p90_ms": round(_percentile(latencies, 0.90), 3),
+        "p99_ms": round(_percentile(latencies, 0.99), 3),
+        "max_ms": round(latencies[-1], 3),
+        "mean_ms": round(statistics.fmean(latencies), 3),
+        "statuses": statuses,
+    }
+
+
+# ---------------------------------------------------------------------------- the run
+
+
+def _require_tools() -> None:
+    missing = [tool for tool in ("wrk", "hey") if shutil.which(tool) is None]
+    if missing:
+        raise SystemExit(
+            f"webhook bench: {', '.join(missing)} not found; `make bench-webhook` installs "
+            "them (Debian packages wrk and hey)"
+        )
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    """Build everything, start the server, run the four phases, return the figures."""
+    from webhook.certs import issue_certificates, write_certificates
+
+    _require_tools()
+    started = time.perf_counter()
+    view, deployments = build_view(args)
+    bodies = build_bodies(deployments, args.bodies)
+    del deployments
+    gc.collect()
+    load_s = time.perf_counter() - started
+    server_cpus, load_cpus = cpu_split()
+    figures: dict[str, Any] = {
+        "workloads": args.workloads,
+        "policies": args.policies,
+        "namespaces": args.namespaces,
+        "bodies": len(bodies),
+        "body_bytes": round(statistics.fmean(len(b) for b in bodies)),
+        "view_load_seconds": round(load_s, 2),
+        "server_cpus": sorted(server_cpus) if server_cpus else "shared (one CPU)",
+        "load_cpus": sorted(load_cpus) if load_cpus else "shared (one CPU)",
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "log_level": args.log_level,
+    }
+    with tempfile.TemporaryDirectory(prefix="kerf-bench-") as tmp:
+        work = Path(tmp)
+        write_certificates(issue_certificates("kerf-webhook", "kerf-system"), work)
+        bodies_file = work / "bodies.ndjson"
+        bodies_file.write_bytes(b"\n".join(bodies) + b"\n")
+        script = work / "bench.lua"
+        script.write_text(WRK_SCRIPT)
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        # uvloop sets TCP_NODELAY on connections of servers it binds itself, not on those
+        # accepted from a socket handed in; without it every answer waits ~40 ms for the
+        # client's delayed ACK. Linux copies the option from the listener to each connection.
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+        base = f"https://127.0.0.1:{port}"
+        ca = work / "ca.crt"
+        log_path = work / "webhook.log"
+        # fork: the child gets the built view without pickling 25,000 workloads.
+        context = multiprocessing.get_context("fork")
+        server = context.Process(
+            target=_serve_child,
+            args=(view, sock, work, log_path, server_cpus, args.log_level),
+            name="kerf-webhook-bench",
+        )
+        server.start()
+        sock.close()
+        try:
+            if load_cpus is not None:
+                os.sched_setaffinity(0, load_cpus)  # wrk and hey inherit it
+            _wait_ready(base, ca, server)
+            figures["server_pid"] = server.pid
+            figures["check"] = check_answers(base, ca, bodies)
+            patched_index = _first_patched(base, ca, bodies)
+            single = work / "body.json"
+            single.write_bytes(bodies[patched_index if patched_index is not None else 0])
+            # Warm-up: plans of every workload in the bodies get cached, TLS sessions and
+            # the code paths get hot, exactly as a webhook that has been up for a while.
+            for path in ("/mutate", "/noop"):
+                run_wrk(base + path, bodies_file, script, 2, args.connections)
+            phases: dict[str, Any] = {}
+            for path in ("/mutate", "/noop"):
+                name = path.strip("/")
+                before = outcome_counts(base, ca)
+                profiler = _start_py_spy(args.py_spy, name, server.pid, args.seconds)
+                phases[f"{name}_max"] = run_wrk(
+                    base + path, bodies_file, script, args.seconds, args.connections
+                )
+                if profiler is not None:
+                    profiler.wait(30)
+                middle = outcome_counts(base, ca)
+                phases[f"{name}_rate"] = run_hey(
+                    base + path, single, args.seconds, args.rate, args.rate_workers
+                )
+                after = outcome_counts(base, ca)
+                if name == "mutate":
+                    phases["mutate_max"]["server_outcomes"] = _delta(middle, before)
+                    phases["mutate_rate"]["server_outcomes"] = _delta(after, middle)
+            figures["phases"] = phases
+        finally:
+            server.terminate()
+            server.join(10)
+            if server.is_alive():
+                server.kill()
+                server.join()
+            if args.keep_log is not None:
+                args.keep_log.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(log_path, args.keep_log)
+    figures["summary"] = summarize(figures)
+    return figures
+
+
+def _start_py_spy(
+    prefix: Path | None, name: str, pid: int | None, seconds: float
+) -> subprocess.Popen[bytes] | None:
+    """Sample the server during a max-throughput phase (collapsed stacks for flamegraphs)."""
+    if prefix is None or pid is None:
+        return None
+    if shutil.which("py-spy") is None:
+        raise SystemExit("webhook bench: --py-spy needs py-spy (pip install py-spy)")
+    out = prefix.with_name(f"{prefix.name}-{name}.txt")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    command = ["py-spy", "record", "-p", str(pid), "-d", str(max(1, round(seconds))), "-r", "250"]
+    command += ["-f", "raw", "-o", str(out), "--nonblocking"]
+    return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def _first_patched(base: str, ca: Path, bodies: Sequence[bytes]) -> int | None:
+    """The index of a body whose answer carries a patch (hey sends a single body)."""
+    with httpx.Client(verify=str(ca), timeout=5) as client:
+        for index, body in enumerate(bodies):
+            answer = client.post(
+                f"{base}/mutate", content=body, headers={"Content-Type": "application/json"}
+            )
+            if answer.status_code == 200 and decode_patch(answer.json()):
+                return index
+    return None
+
+
+def summarize(figures: Mapping[str, Any]) -> dict[str, Any]:
+    """The headline figures and the targets, plus warnings when a run measured no patching."""
+    phases = figures["phases"]
+    mutate_max, noop_max = phases["mutate_max"], phases["noop_max"]
+    mutate_rate = phases["mutate_rate"]
+    ratio = mutate_max["rps"] / noop_max["rps"] if noop_max["rps"] else 0.0
+    warnings = []
+    if figures["check"]["bodies_with_patch"] == 0:
+        warnings.append("no request body got a patch: /mutate was measured without mutating")
+    if mutate_max["with_patch"] == 0:
+        warnings.append("wrk saw no answer with a patch on /mutate")
+    for name, phase in phases.items():
+        bad = {k: v for k, v in phase["statuses"].items() if str(k) != "200"}
+        if bad or phase.get("errors"):
+            warnings.append(f"{name}: non-200 answers {bad} / socket errors {phase.get('errors')}")
+    outcomes = mutate_rate.get("server_outcomes", {})
+    if not any(key.startswith("apply") for key in outcomes):
+        warnings.append("the fixed-rate /mutate phase produced no `apply` outcome")
+    return {
+        "mutate_max_rps": mutate_max["rps"],
+        "noop_max_rps": noop_max["rps"],
+        "throughput_ratio": round(ratio, 3),
+        "target_ratio": TARGET_RATIO,
+        "ratio_met": ratio >= TARGET_RATIO,
+        "mutate_p50_ms_at_rate": mutate_rate["p50_ms"],
+        "mutate_p99_ms_at_rate": mutate_rate["p99_ms"],
+        "noop_p99_ms_at_rate": phases["noop_rate"]["p99_ms"],
+        "target_p99_ms": TARGET_P99_MS,
+        "p99_met": mutate_rate["p99_ms"] <= TARGET_P99_MS,
+        "mutate_answers_with_patch": f"{mutate_max['with_patch']}/{mutate_max['requests']}",
+        "warnings": warnings,
+    }
+
+
+def render(figures: Mapping[str, Any]) -> Iterator[str]:
+    """Human-readable lines: the set-up, one row per phase, then the targets."""
+    for key in ("workloads", "policies", "bodies", "body_bytes", "view_load_seconds"):
+        yield f"{key:24} {figures[key]}"
+    yield f"{'cpus':24} server {figures['server_cpus']}, load {figures['load_cpus']}"
+    check = figures["check"]
+    yield (
+        f"{'check':24} {check['bodies_with_patch']}/{check['bodies']} bodies patched "
+        f"({check['patch_ops_per_patched_body']} ops each), statuses {check['statuses']}"
+    )
+    yield ""
+    yield f"{'phase':14}{'tool':>6}{'rps':>10}{'p50 ms':>9}{'p90 ms':>9}{'p99 ms':>9}{'max ms':>9}"
+    for name, p in figures["phases"].items():
+        yield (
+            f"{name:14}{p['tool']:>6}{p['rps']:>10.1f}{p['p50_ms']:>9.2f}"
+            f"{p['p90_ms']:>9.2f}{p['p99_ms']:>9.2f}{p['max_ms']:>9.2f}"
+        )
+    for name in ("mutate_max", "mutate_rate"):
+        yield f"{name + ' outcomes':24} {figures['phases'][name].get('server_outcomes')}"
+    s = figures["summary"]
+    yield ""
+    yield (
+        f"throughput /mutate / /noop = {s['throughput_ratio']:.2f} "
+        f"(target >= {s['target_ratio']:.2f}: {'met' if s['ratio_met'] else 'NOT met'})"
+    )
+    yield (
+        f"/mutate p99 at {figures['phases']['mutate_rate']['target_rps']} rps = "
+        f"{s['mutate_p99_ms_at_rate']:.2f} ms "
+        f"(target <= {s['target_p99_ms']:g} ms: {'met' if s['p99_met'] else 'NOT met'})"
+    )
+    for warning in s["warnings"]:
+        yield f"WARNING: {warning}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of `make bench-webhook`."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--workloads", type=int, default=25_000)
+    parser.add_argument("--policies", type=int, default=1_000)
+    parser.add_argument("--namespaces", type=int, default=250)
+    parser.add_argument("--nodes", type=int, default=100)
+    parser.add_argument("--bodies", type=int, default=200, help="distinct pods to cycle through")
+    parser.add_argument("--seconds", type=float, default=10.0, help="length of each phase")
+    parser.add_argument("--connections", type=int, default=4, help="wrk connections")
+    parser.add_argument("--rate", type=int, default=500, help="fixed-rate phase, requests/s")
+    parser.add_argument("--rate-workers", type=int, default=5, help="hey workers")
+    parser.add_argument(
+        "--log-level", default="info", choices=["debug", "info", "warning", "error"]
+    )
+    parser.add_argument(
+        "--py-spy",
+        type=Path,
+        metavar="PREFIX",
+        help="profile the server with py-spy during the max-throughput phases "
+        "(writes PREFIX-mutate.txt and PREFIX-noop.txt, collapsed stacks)",
+    )
+    parser.add_argument("--keep-log", type=Path, help="copy the server's JSON log here")
+    parser.add_argument("--out", type=Path, default=Path(".bench/webhook.json"))
+    args = parser.parse_args(argv)
+    figures = run(args)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_bytes(orjson.dumps(figures, option=orjson.OPT_INDENT_2))
+    for line in render(figures):
+        print(line)
+    print(f"wrote {args.out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
