@@ -12,6 +12,9 @@ generated Deployments, shaped like `examples/admission/replicaset-pod.json`):
 - fixed rate: `--rate` requests/s from `--rate-workers` staggered `hey -c 1 -q` processes,
   latency of each request from hey's CSV.
 
+All four phases run `--rounds` times (default 2); per phase the least disturbed round is
+reported and every round is kept in the JSON.
+
 A benchmark of a webhook that answers without patching would measure the wrong thing, so
 the run checks the answers: before the load, every body is sent once with the CA verified
 and its patch applied with `jsonpatch`; during the load, wrk counts the answers carrying a
@@ -476,25 +479,30 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             # the code paths get hot, exactly as a webhook that has been up for a while.
             for path in ("/mutate", "/noop"):
                 run_wrk(base + path, bodies_file, script, 2, args.connections)
-            phases: dict[str, Any] = {}
-            for path in ("/mutate", "/noop"):
-                name = path.strip("/")
-                before = outcome_counts(base, ca)
-                profiler = _start_py_spy(args.py_spy, name, server.pid, args.seconds)
-                phases[f"{name}_max"] = run_wrk(
-                    base + path, bodies_file, script, args.seconds, args.connections
-                )
-                if profiler is not None:
-                    profiler.wait(30)
-                middle = outcome_counts(base, ca)
-                phases[f"{name}_rate"] = run_hey(
-                    base + path, single, args.seconds, args.rate, args.rate_workers
-                )
-                after = outcome_counts(base, ca)
-                if name == "mutate":
-                    phases["mutate_max"]["server_outcomes"] = _delta(middle, before)
-                    phases["mutate_rate"]["server_outcomes"] = _delta(after, middle)
-            figures["phases"] = phases
+            rounds: list[dict[str, Any]] = []
+            for number in range(args.rounds):
+                phases: dict[str, Any] = {}
+                for path in ("/mutate", "/noop"):
+                    name = path.strip("/")
+                    before = outcome_counts(base, ca)
+                    profiler = _start_py_spy(
+                        args.py_spy if number == 0 else None, name, server.pid, args.seconds
+                    )
+                    phases[f"{name}_max"] = run_wrk(
+                        base + path, bodies_file, script, args.seconds, args.connections
+                    )
+                    if profiler is not None:
+                        profiler.wait(30)
+                    middle = outcome_counts(base, ca)
+                    phases[f"{name}_rate"] = run_hey(
+                        base + path, single, args.seconds, args.rate, args.rate_workers
+                    )
+                    after = outcome_counts(base, ca)
+                    phases[f"{name}_max"]["server_outcomes"] = _delta(middle, before)
+                    phases[f"{name}_rate"]["server_outcomes"] = _delta(after, middle)
+                rounds.append(phases)
+            figures["rounds"] = rounds
+            figures["phases"] = best_of(rounds)
         finally:
             server.terminate()
             server.join(10)
@@ -506,6 +514,22 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 shutil.copyfile(log_path, args.keep_log)
     figures["summary"] = summarize(figures)
     return figures
+
+
+def best_of(rounds: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Per phase, the round least disturbed: highest throughput, or lowest p99 when paced.
+
+    Other tenants of a virtual machine steal CPU in bursts; a disturbed round only ever
+    looks worse, so the best one is the closest to what the webhook itself can do. Every
+    round stays in the JSON.
+    """
+    best: dict[str, Any] = {}
+    for name in rounds[0]:
+        if name.endswith("_max"):
+            best[name] = max((r[name] for r in rounds), key=lambda p: p["rps"])
+        else:
+            best[name] = min((r[name] for r in rounds), key=lambda p: p["p99_ms"])
+    return best
 
 
 def _start_py_spy(
@@ -546,10 +570,14 @@ def summarize(figures: Mapping[str, Any]) -> dict[str, Any]:
         warnings.append("no request body got a patch: /mutate was measured without mutating")
     if mutate_max["with_patch"] == 0:
         warnings.append("wrk saw no answer with a patch on /mutate")
-    for name, phase in phases.items():
-        bad = {k: v for k, v in phase["statuses"].items() if str(k) != "200"}
-        if bad or phase.get("errors"):
-            warnings.append(f"{name}: non-200 answers {bad} / socket errors {phase.get('errors')}")
+    for number, every in enumerate(figures["rounds"], 1):
+        for name, phase in every.items():
+            bad = {k: v for k, v in phase["statuses"].items() if str(k) != "200"}
+            if bad or phase.get("errors"):
+                warnings.append(
+                    f"round {number} {name}: non-200 answers {bad}, "
+                    f"socket errors {phase.get('errors')}"
+                )
     outcomes = mutate_rate.get("server_outcomes", {})
     if not any(key.startswith("apply") for key in outcomes):
         warnings.append("the fixed-rate /mutate phase produced no `apply` outcome")
@@ -581,11 +609,15 @@ def render(figures: Mapping[str, Any]) -> Iterator[str]:
     )
     yield ""
     yield f"{'phase':14}{'tool':>6}{'rps':>10}{'p50 ms':>9}{'p90 ms':>9}{'p99 ms':>9}{'max ms':>9}"
-    for name, p in figures["phases"].items():
-        yield (
-            f"{name:14}{p['tool']:>6}{p['rps']:>10.1f}{p['p50_ms']:>9.2f}"
-            f"{p['p90_ms']:>9.2f}{p['p99_ms']:>9.2f}{p['max_ms']:>9.2f}"
-        )
+    for number, phases in enumerate(figures["rounds"], 1):
+        for name, p in phases.items():
+            chosen = " *" if figures["phases"][name] is p else ""
+            yield (
+                f"{name:14}{p['tool']:>6}{p['rps']:>10.1f}{p['p50_ms']:>9.2f}"
+                f"{p['p90_ms']:>9.2f}{p['p99_ms']:>9.2f}{p['max_ms']:>9.2f}"
+                f"   round {number}{chosen}"
+            )
+    yield "(* the round reported: highest throughput, or lowest p99 for paced phases)"
     for name in ("mutate_max", "mutate_rate"):
         yield f"{name + ' outcomes':24} {figures['phases'][name].get('server_outcomes')}"
     s = figures["summary"]
@@ -612,6 +644,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--nodes", type=int, default=100)
     parser.add_argument("--bodies", type=int, default=200, help="distinct pods to cycle through")
     parser.add_argument("--seconds", type=float, default=10.0, help="length of each phase")
+    parser.add_argument(
+        "--rounds", type=int, default=2, help="repeat all phases; the best round is reported"
+    )
     parser.add_argument("--connections", type=int, default=4, help="wrk connections")
     parser.add_argument("--rate", type=int, default=500, help="fixed-rate phase, requests/s")
     parser.add_argument("--rate-workers", type=int, default=5, help="hey workers")
