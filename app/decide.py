@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from app.annotations import PAUSE_UNTIL, SKIP_CONTAINERS, dumps
 from app.durations import format_duration
-from app.enablement import GPU, enable
+from app.enablement import GPU, Switches, apply_switches, resolve_switches
 from app.guardrails import (
     COOLDOWN,
     NO_SIGNIFICANT_CHANGE,
@@ -241,6 +241,7 @@ class _Context:
     current: dict[str, Resources]
     baseline: dict[str, Resources]
     selected: dict[Target, Candidate]
+    names: tuple[str, ...]  # the containers selected for (skip-containers left out)
     actions: list[_Action] = field(default_factory=list)
     has_restores: bool = False
     version: int = 0
@@ -360,7 +361,8 @@ def _decide_pod(
         )
 
     skip = skipped_containers(pod, workload)
-    selected = plan.select_for(tuple(c for c in containers if c not in skip))
+    names = tuple(c for c in containers if c not in skip)
+    selected = plan.select_for(names)
     ctx = _Context(
         view=view,
         pod=pod,
@@ -372,6 +374,7 @@ def _decide_pod(
         current=current,
         baseline=_baseline(view, workload, current, path),
         selected=selected,
+        names=names,
     )
     fp = plan.fingerprint
     try:
@@ -471,27 +474,59 @@ def _baseline(
     return baseline
 
 
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    """What a selected target needs that depends only on the workload plan: resolved once
+    per plan and container set (the plan is dropped whenever a kerf object changes)."""
+
+    target: Target
+    candidate: Candidate
+    restore: bool
+    strategy_found: bool
+    switches: Switches | None
+
+
+def _prepare(ctx: _Context) -> list[_Prepared]:
+    key = ("prepared", ctx.names)
+    found = ctx.plan.memo.get(key)
+    if found is not None:
+        return found
+    prepared = []
+    for target, candidate in sorted(ctx.selected.items(), key=_target_order):
+        if candidate.kind in ROLLBACK_KINDS:
+            prepared.append(_Prepared(target, candidate, True, True, None))
+            continue
+        strategy = ctx.view.strategy_for(candidate.policy) if candidate.policy else None
+        switches = (
+            resolve_switches(
+                strategy.spec,
+                container=target.container,
+                field=target.field,
+                resource=target.resource,
+            )
+            if strategy is not None
+            else None
+        )
+        prepared.append(_Prepared(target, candidate, False, strategy is not None, switches))
+    ctx.plan.memo[key] = prepared
+    return prepared
+
+
 def _build_actions(ctx: _Context) -> None:
     """Selected values through their strategy's enablement (restores are exempt)."""
     missing: list[str] = []
-    for target, candidate in sorted(ctx.selected.items(), key=_target_order):
-        current = ctx.baseline[target.container][target.field].get(target.resource)
-        if candidate.kind in ROLLBACK_KINDS:
+    baseline = ctx.baseline
+    for item in _prepare(ctx):
+        target, candidate = item.target, item.candidate
+        current = baseline[target.container][target.field].get(target.resource)
+        if item.restore:
             ctx.actions.append(_Action(target, current, candidate.amount, candidate))
             ctx.has_restores = True
             continue
-        strategy = ctx.view.strategy_for(candidate.policy) if candidate.policy else None
-        if strategy is None:
+        if not item.strategy_found:
             missing.append(candidate.policy.metadata.name if candidate.policy else candidate.key)
             continue
-        enabled = enable(
-            strategy.spec,
-            container=target.container,
-            field=target.field,
-            resource=target.resource,
-            current=current,
-            desired=candidate.amount,
-        )
+        enabled = apply_switches(item.switches, current=current, desired=candidate.amount)
         if enabled.value is None:
             ctx.dropped.append((target, enabled.reason or "NotEnabled"))
         else:

@@ -50,6 +50,49 @@ def bounds(
     )
 
 
+@dataclass(frozen=True, slots=True)
+class Switches:
+    """One target's enablement, resolved once: the switches and the parsed bounds."""
+
+    upsize: bool
+    downsize: bool
+    set_from_unspecified: bool
+    floor: int | None
+    ceiling: int | None
+
+
+def resolve_switches(
+    strategy: AutomationStrategySpec, *, container: str, field: str, resource: str
+) -> Switches | None:
+    """The enablement of one target under a strategy (None: the resource cannot be enabled)."""
+    switches = field_enablement(strategy, resource, field)
+    if switches is None:
+        return None
+    floor, ceiling = bounds(switches, resource, container)
+    return Switches(
+        switches.upsize, switches.downsize, switches.set_from_unspecified, floor, ceiling
+    )
+
+
+def apply_switches(switches: Switches | None, *, current: int | None, desired: int) -> Enabled:
+    """Clamp to floor/ceiling, then check the direction switches."""
+    if switches is None:
+        return Enabled(None, "UnsupportedResource")
+    value = desired
+    if switches.floor is not None and value < switches.floor:
+        value = switches.floor
+    if switches.ceiling is not None and value > switches.ceiling:
+        value = switches.ceiling
+    if current is None:
+        if not switches.set_from_unspecified:
+            return Enabled(None, "SetFromUnspecifiedDisabled")
+    elif value > current and not switches.upsize:
+        return Enabled(None, "UpsizeDisabled")
+    elif value < current and not switches.downsize:
+        return Enabled(None, "DownsizeDisabled")
+    return Enabled(value)
+
+
 def enable(
     strategy: AutomationStrategySpec,
     *,
@@ -60,20 +103,5 @@ def enable(
     desired: int,
 ) -> Enabled:
     """Filter one action through a strategy's enablement."""
-    switches = field_enablement(strategy, resource, field)
-    if switches is None:
-        return Enabled(None, "UnsupportedResource")
-    floor, ceiling = bounds(switches, resource, container)
-    value = desired
-    if floor is not None and value < floor:
-        value = floor
-    if ceiling is not None and value > ceiling:
-        value = ceiling
-    if current is None:
-        if not switches.set_from_unspecified:
-            return Enabled(None, "SetFromUnspecifiedDisabled")
-    elif value > current and not switches.upsize:
-        return Enabled(None, "UpsizeDisabled")
-    elif value < current and not switches.downsize:
-        return Enabled(None, "DownsizeDisabled")
-    return Enabled(value)
+    switches = resolve_switches(strategy, container=container, field=field, resource=resource)
+    return apply_switches(switches, current=current, desired=desired)

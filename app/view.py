@@ -72,6 +72,8 @@ class WorkloadPlan:
     warnings: list[str] = field(default_factory=list)
     #: selections by the tuple of container names (pods of a workload share them)
     selections: dict[tuple[str, ...], dict[Target, Candidate]] = field(default_factory=dict)
+    #: what decisions derive from this plan alone (valid as long as the plan is)
+    memo: dict[Any, Any] = field(default_factory=dict)
 
     def select_for(self, containers: tuple[str, ...]) -> dict[Target, Candidate]:
         """The selection for these containers, computed once per workload and names."""
