@@ -223,10 +223,8 @@ class _Action:
     current: int | None
     desired: int
     candidate: Candidate
-
-    @property
-    def restore(self) -> bool:
-        return self.candidate.kind in ROLLBACK_KINDS
+    settings: GuardrailSettings
+    restore: bool = False
 
 
 @dataclass
@@ -484,6 +482,7 @@ class _Prepared:
     restore: bool
     strategy_found: bool
     switches: Switches | None
+    settings: GuardrailSettings
 
 
 def _prepare(ctx: _Context) -> list[_Prepared]:
@@ -494,7 +493,8 @@ def _prepare(ctx: _Context) -> list[_Prepared]:
     prepared = []
     for target, candidate in sorted(ctx.selected.items(), key=_target_order):
         if candidate.kind in ROLLBACK_KINDS:
-            prepared.append(_Prepared(target, candidate, True, True, None))
+            settings = ctx.settings(candidate.policy)
+            prepared.append(_Prepared(target, candidate, True, True, None, settings))
             continue
         strategy = ctx.view.strategy_for(candidate.policy) if candidate.policy else None
         switches = (
@@ -507,7 +507,16 @@ def _prepare(ctx: _Context) -> list[_Prepared]:
             if strategy is not None
             else None
         )
-        prepared.append(_Prepared(target, candidate, False, strategy is not None, switches))
+        prepared.append(
+            _Prepared(
+                target,
+                candidate,
+                False,
+                strategy is not None,
+                switches,
+                ctx.settings(candidate.policy),
+            )
+        )
     ctx.plan.memo[key] = prepared
     return prepared
 
@@ -520,7 +529,9 @@ def _build_actions(ctx: _Context) -> None:
         target, candidate = item.target, item.candidate
         current = baseline[target.container][target.field].get(target.resource)
         if item.restore:
-            ctx.actions.append(_Action(target, current, candidate.amount, candidate))
+            ctx.actions.append(
+                _Action(target, current, candidate.amount, candidate, item.settings, True)
+            )
             ctx.has_restores = True
             continue
         if not item.strategy_found:
@@ -530,7 +541,7 @@ def _build_actions(ctx: _Context) -> None:
         if enabled.value is None:
             ctx.dropped.append((target, enabled.reason or "NotEnabled"))
         else:
-            ctx.actions.append(_Action(target, current, enabled.value, candidate))
+            ctx.actions.append(_Action(target, current, enabled.value, candidate, item.settings))
     if missing and not ctx.actions:
         raise _Stop(
             "blocked",
@@ -682,7 +693,7 @@ def _check_recommendation_quality(ctx: _Context) -> None:
             )
     proactive = [a for a in ctx.regular() if a.candidate.kind in PROACTIVE_KINDS]
     for action in proactive:
-        settings = ctx.settings(action.candidate.policy)
+        settings = action.settings
         row = rows.get(action.target.container)
         if row is not None and timedelta(hours=row.coverage_hours) < settings.learning_period:
             _block_regular(
@@ -693,7 +704,7 @@ def _check_recommendation_quality(ctx: _Context) -> None:
             return
     if proactive and rows:
         score = min(row.confidence for row in rows.values())
-        threshold = max(ctx.settings(a.candidate.policy).min_confidence for a in proactive)
+        threshold = max(a.settings.min_confidence for a in proactive)
         if score < threshold:
             _block_regular(ctx, "LowConfidence", f"confidence {score:g} is below {threshold:g}")
 
@@ -709,7 +720,7 @@ def _apply_value_rules(ctx: _Context) -> None:
             kept.append(action)
             continue
         t = action.target
-        settings = ctx.settings(action.candidate.policy)
+        settings = action.settings
         outcome = apply_value_rules(
             field=t.field,
             resource=t.resource,
