@@ -178,4 +178,7 @@ def run_webhook(
                 reload_interval_s=reload_interval_s,
             )
 
-    asyncio.run(watch_cluster())
+    # The same event loop uvicorn would choose (uvloop when installed), as run_server does.
+    loop_factory = uvicorn.Config(app="kerf:webhook", loop="auto").get_loop_factory()
+    with asyncio.Runner(loop_factory=loop_factory) as runner:
+        runner.run(watch_cluster())
