@@ -37,8 +37,15 @@ def _meta(name: str, namespace: str | None, created: datetime | None, **extra: A
     return meta
 
 
-def kerf(kind: str, name: str, spec: Mapping[str, Any] | None, *, namespace: str | None = NS,
-         created: datetime | None = None, **meta: Any) -> KerfResource:
+def kerf(
+    kind: str,
+    name: str,
+    spec: Mapping[str, Any] | None,
+    *,
+    namespace: str | None = NS,
+    created: datetime | None = None,
+    **meta: Any,
+) -> KerfResource:
     doc: dict[str, Any] = {
         "apiVersion": API,
         "kind": kind,
@@ -60,17 +67,27 @@ def _ns_for(kind: str, namespace: str) -> str | None:
     return None if kind.startswith("Cluster") or kind == "ContainerArgsPolicy" else namespace
 
 
-def static(name: str = "web-static", containers: Mapping[str, Res] | None = None, *,
-           kind: str = "StaticPolicy", weight: int = 0, created: datetime | None = T0,
-           namespace: str = NS, strategy: str = "default", mode: str = "auto",
-           guardrails: Mapping[str, Any] | None = None,
-           scope: Mapping[str, Any] | None = None) -> KerfResource:
+def static(
+    name: str = "web-static",
+    containers: Mapping[str, Res] | None = None,
+    *,
+    kind: str = "StaticPolicy",
+    weight: int = 0,
+    created: datetime | None = T0,
+    namespace: str = NS,
+    strategy: str = "default",
+    mode: str = "auto",
+    guardrails: Mapping[str, Any] | None = None,
+    scope: Mapping[str, Any] | None = None,
+) -> KerfResource:
     """A Static policy; `containers` defaults to app: 250m/256Mi requests."""
     spec: dict[str, Any] = {
         "automationStrategyRef": {"name": strategy},
-        "resources": {"containers": dict(containers or
-                                          {"app": {"requests": {"cpu": "250m",
-                                                                "memory": "256Mi"}}})},
+        "resources": {
+            "containers": dict(
+                containers or {"app": {"requests": {"cpu": "250m", "memory": "256Mi"}}}
+            )
+        },
         "scope": _scope(kind, scope),
         "weight": weight,
         "mode": mode,
@@ -80,11 +97,19 @@ def static(name: str = "web-static", containers: Mapping[str, Res] | None = None
     return kerf(kind, name, spec, namespace=_ns_for(kind, namespace), created=created)
 
 
-def proactive(name: str = "web-proactive", *, kind: str = "ProactivePolicy", weight: int = 0,
-              created: datetime | None = T0, namespace: str = NS, strategy: str = "default",
-              mode: str = "auto", guardrails: Mapping[str, Any] | None = None,
-              scope: Mapping[str, Any] | None = None,
-              max_age_days: int | None = None) -> KerfResource:
+def proactive(
+    name: str = "web-proactive",
+    *,
+    kind: str = "ProactivePolicy",
+    weight: int = 0,
+    created: datetime | None = T0,
+    namespace: str = NS,
+    strategy: str = "default",
+    mode: str = "auto",
+    guardrails: Mapping[str, Any] | None = None,
+    scope: Mapping[str, Any] | None = None,
+    max_age_days: int | None = None,
+) -> KerfResource:
     spec: dict[str, Any] = {
         "automationStrategyRef": {"name": strategy},
         "scope": _scope(kind, scope),
@@ -98,33 +123,50 @@ def proactive(name: str = "web-proactive", *, kind: str = "ProactivePolicy", wei
     return kerf(kind, name, spec, namespace=_ns_for(kind, namespace), created=created)
 
 
-def strategy(name: str = "default", *, namespace: str = NS, cluster: bool = False,
-             **spec: Any) -> KerfResource:
+def strategy(
+    name: str = "default", *, namespace: str = NS, cluster: bool = False, **spec: Any
+) -> KerfResource:
     """An AutomationStrategy (camelCase spec keywords: enablement=…, inPlaceResize=…)."""
     kind = "ClusterAutomationStrategy" if cluster else "AutomationStrategy"
     return kerf(kind, name, spec, namespace=None if cluster else namespace)
 
 
-def rollback_policy(name: str = "rb", *, kind: str = "RollbackPolicy", weight: int = 0,
-                    created: datetime | None = T0, target: str = "manifest",
-                    namespace: str = NS, time_period: str = "1m", multiply: int = 2,
-                    max_attempts: int = 3, scope: Mapping[str, Any] | None = None
-                    ) -> KerfResource:
+def rollback_policy(
+    name: str = "rb",
+    *,
+    kind: str = "RollbackPolicy",
+    weight: int = 0,
+    created: datetime | None = T0,
+    target: str = "manifest",
+    namespace: str = NS,
+    time_period: str = "1m",
+    multiply: int = 2,
+    max_attempts: int = 3,
+    scope: Mapping[str, Any] | None = None,
+) -> KerfResource:
     spec = {
         "scope": _scope(kind, scope),
         "monitoringPeriod": "5m",
         "rollbackTarget": target,
         "adoptionThresholdPercent": 80,
-        "backoff": {"timePeriod": time_period, "multiplyByTurn": multiply,
-                    "maxAttempts": max_attempts},
+        "backoff": {
+            "timePeriod": time_period,
+            "multiplyByTurn": multiply,
+            "maxAttempts": max_attempts,
+        },
         "weight": weight,
     }
     return kerf(kind, name, spec, namespace=_ns_for(kind, namespace), created=created)
 
 
-def args_policy(name: str, containers: Mapping[str, list[Mapping[str, Any]]], *,
-                weight: int = 0, created: datetime | None = T0,
-                scope: Mapping[str, Any] | None = None) -> KerfResource:
+def args_policy(
+    name: str,
+    containers: Mapping[str, list[Mapping[str, Any]]],
+    *,
+    weight: int = 0,
+    created: datetime | None = T0,
+    scope: Mapping[str, Any] | None = None,
+) -> KerfResource:
     spec = {
         "containers": {c: {"args": list(ops)} for c, ops in containers.items()},
         "scope": _scope("ContainerArgsPolicy", scope),
@@ -138,17 +180,25 @@ def global_config(**spec: Any) -> KerfResource:
 
 
 def policy_evaluation(**priorities: int) -> KerfResource:
-    return kerf("PolicyEvaluation", "policy-evaluation",
-                {"precedence": [{"type": t, "priority": p} for t, p in priorities.items()]},
-                namespace=None)
+    return kerf(
+        "PolicyEvaluation",
+        "policy-evaluation",
+        {"precedence": [{"type": t, "priority": p} for t, p in priorities.items()]},
+        namespace=None,
+    )
 
 
-def recommendation(workload: str = "web", *, kind: str = "Deployment", namespace: str = NS,
-                   last_applied: Mapping[str, Res] | None = None,
-                   applied_at: datetime | None = None,
-                   rollback_at: datetime | None = None,
-                   rollback_resources: Iterable[str] = ("cpu",),
-                   annotations: Mapping[str, str] | None = None) -> KerfResource:
+def recommendation(
+    workload: str = "web",
+    *,
+    kind: str = "Deployment",
+    namespace: str = NS,
+    last_applied: Mapping[str, Res] | None = None,
+    applied_at: datetime | None = None,
+    rollback_at: datetime | None = None,
+    rollback_resources: Iterable[str] = ("cpu",),
+    annotations: Mapping[str, str] | None = None,
+) -> KerfResource:
     """A RightsizingRecommendation with lastApplied / lastRollback status."""
     status: dict[str, Any] = {}
     if last_applied is not None or applied_at is not None:
@@ -162,8 +212,9 @@ def recommendation(workload: str = "web", *, kind: str = "Deployment", namespace
     doc = {
         "apiVersion": API,
         "kind": "RightsizingRecommendation",
-        "metadata": _meta(f"{kind.lower()}-{workload}", namespace, None,
-                          annotations=dict(annotations or {})),
+        "metadata": _meta(
+            f"{kind.lower()}-{workload}", namespace, None, annotations=dict(annotations or {})
+        ),
         "spec": {"targetRef": {"apiVersion": "apps/v1", "kind": kind, "name": workload}},
         "status": status,
     }
@@ -181,38 +232,60 @@ def _container(name: str, res: Res | None, **extra: Any) -> dict[str, Any]:
     return c
 
 
-APP_RES: Res = {"requests": {"cpu": "400m", "memory": "512Mi"},
-                "limits": {"cpu": "1", "memory": "1Gi"}}
+APP_RES: Res = {
+    "requests": {"cpu": "400m", "memory": "512Mi"},
+    "limits": {"cpu": "1", "memory": "1Gi"},
+}
 
 
-def deployment(name: str = "web", *, namespace: str = NS, replicas: int = 3,
-               containers: Mapping[str, Res | None] | None = None,
-               labels: Mapping[str, str] | None = None,
-               annotations: Mapping[str, str] | None = None) -> dict[str, Any]:
+def deployment(
+    name: str = "web",
+    *,
+    namespace: str = NS,
+    replicas: int = 3,
+    containers: Mapping[str, Res | None] | None = None,
+    labels: Mapping[str, str] | None = None,
+    annotations: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
     labels = dict(labels or {"app": name})
     spec_containers = [_container(n, r) for n, r in (containers or {"app": APP_RES}).items()]
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": {"name": name, "namespace": namespace, "labels": labels,
-                     "annotations": dict(annotations or {})},
-        "spec": {"replicas": replicas, "selector": {"matchLabels": labels},
-                 "template": {"metadata": {"labels": labels},
-                              "spec": {"containers": spec_containers}}},
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": labels,
+            "annotations": dict(annotations or {}),
+        },
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": labels}, "spec": {"containers": spec_containers}},
+        },
     }
 
 
-def pod(name: str = "web-7d4b9-aaaaa", *, workload: str = "web", namespace: str = NS,
-        containers: Mapping[str, Res | None] | None = None,
-        extra: Mapping[str, Mapping[str, Any]] | None = None,
-        node: str | None = None, annotations: Mapping[str, str] | None = None,
-        labels: Mapping[str, str] | None = None, statuses: list[dict] | None = None,
-        phase: str = "Running") -> dict[str, Any]:
+def pod(
+    name: str = "web-7d4b9-aaaaa",
+    *,
+    workload: str = "web",
+    namespace: str = NS,
+    containers: Mapping[str, Res | None] | None = None,
+    extra: Mapping[str, Mapping[str, Any]] | None = None,
+    node: str | None = None,
+    annotations: Mapping[str, str] | None = None,
+    labels: Mapping[str, str] | None = None,
+    statuses: list[dict] | None = None,
+    phase: str = "Running",
+) -> dict[str, Any]:
     """A pod of Deployment `workload` (through an unknown ReplicaSet `<workload>-7d4b9`)."""
     extra = extra or {}
     spec: dict[str, Any] = {
-        "containers": [_container(n, r, **extra.get(n, {}))
-                       for n, r in (containers or {"app": APP_RES}).items()]
+        "containers": [
+            _container(n, r, **extra.get(n, {}))
+            for n, r in (containers or {"app": APP_RES}).items()
+        ]
     }
     if node:
         spec["nodeName"] = node
@@ -225,8 +298,14 @@ def pod(name: str = "web-7d4b9-aaaaa", *, workload: str = "web", namespace: str 
             "namespace": namespace,
             "labels": pod_labels,
             "annotations": dict(annotations or {}),
-            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
-                                 "name": f"{workload}-7d4b9", "controller": True}],
+            "ownerReferences": [
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "ReplicaSet",
+                    "name": f"{workload}-7d4b9",
+                    "controller": True,
+                }
+            ],
         },
         "spec": spec,
         "status": {"phase": phase, "containerStatuses": statuses or []},
@@ -234,38 +313,70 @@ def pod(name: str = "web-7d4b9-aaaaa", *, workload: str = "web", namespace: str 
 
 
 def namespace(name: str = NS, annotations: Mapping[str, str] | None = None) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Namespace",
-            "metadata": {"name": name, "annotations": dict(annotations or {})}}
-
-
-def node(name: str = "node-a", cpu: str = "4", memory: str = "16Gi") -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
-            "status": {"allocatable": {"cpu": cpu, "memory": memory, "pods": "110"}}}
-
-
-def hpa(workload: str = "web", resource: str = "cpu", *, namespace: str = NS,
-        target_type: str = "Utilization") -> dict[str, Any]:
     return {
-        "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
-        "metadata": {"name": f"{workload}-hpa", "namespace": namespace},
-        "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment",
-                                    "name": workload},
-                 "metrics": [{"type": "Resource", "resource": {
-                     "name": resource, "target": {"type": target_type,
-                                                  "averageUtilization": 70}}}]},
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": name, "annotations": dict(annotations or {})},
     }
 
 
-def row(container: str = "app", *, workload: str = "web", namespace: str = NS,
-        requests: Mapping[str, str] | None = None, limits: Mapping[str, str] | None = None,
-        analyzed_at: datetime | None = None, coverage_hours: float = 240,
-        confidence: float = 0.93, throttling: float | None = 0.02) -> dict[str, Any]:
+def node(name: str = "node-a", cpu: str = "4", memory: str = "16Gi") -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name},
+        "status": {"allocatable": {"cpu": cpu, "memory": memory, "pods": "110"}},
+    }
+
+
+def hpa(
+    workload: str = "web",
+    resource: str = "cpu",
+    *,
+    namespace: str = NS,
+    target_type: str = "Utilization",
+) -> dict[str, Any]:
+    return {
+        "apiVersion": "autoscaling/v2",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": f"{workload}-hpa", "namespace": namespace},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": workload},
+            "metrics": [
+                {
+                    "type": "Resource",
+                    "resource": {
+                        "name": resource,
+                        "target": {"type": target_type, "averageUtilization": 70},
+                    },
+                }
+            ],
+        },
+    }
+
+
+def row(
+    container: str = "app",
+    *,
+    workload: str = "web",
+    namespace: str = NS,
+    requests: Mapping[str, str] | None = None,
+    limits: Mapping[str, str] | None = None,
+    analyzed_at: datetime | None = None,
+    coverage_hours: float = 240,
+    confidence: float = 0.93,
+    throttling: float | None = 0.02,
+) -> dict[str, Any]:
     data: dict[str, Any] = {
-        "namespace": namespace, "ownerKind": "Deployment", "ownerName": workload,
+        "namespace": namespace,
+        "ownerKind": "Deployment",
+        "ownerName": workload,
         "container": container,
         "requests": dict(requests or {"cpu": "250m", "memory": "256Mi"}),
         "analyzedAt": ts(analyzed_at or NOW - timedelta(days=1)),
-        "coverageHours": coverage_hours, "samples": 20160, "confidence": confidence,
+        "coverageHours": coverage_hours,
+        "samples": 20160,
+        "confidence": confidence,
     }
     if limits is not None:
         data["limits"] = dict(limits)
@@ -274,21 +385,31 @@ def row(container: str = "app", *, workload: str = "web", namespace: str = NS,
     return data
 
 
-def configmap(*rows: Mapping[str, Any], name: str = "recs",
-              namespace: str = NS) -> dict[str, Any]:
+def configmap(*rows: Mapping[str, Any], name: str = "recs", namespace: str = NS) -> dict[str, Any]:
     return {
-        "apiVersion": "v1", "kind": "ConfigMap",
-        "metadata": {"name": name, "namespace": namespace,
-                     "labels": {"rightsizing.kubex.ai/recommendations": "true"}},
-        "data": {"recommendations.json": orjson.dumps(
-            {"recommendations": list(rows)}).decode()},
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": {"rightsizing.kubex.ai/recommendations": "true"},
+        },
+        "data": {"recommendations.json": orjson.dumps({"recommendations": list(rows)}).decode()},
     }
 
 
 def oom_status(container: str = "app", finished: datetime | None = None) -> dict[str, Any]:
-    return {"name": container, "restartCount": 1,
-            "lastState": {"terminated": {"reason": "OOMKilled", "exitCode": 137,
-                                         "finishedAt": ts(finished or NOW - timedelta(hours=1))}}}
+    return {
+        "name": container,
+        "restartCount": 1,
+        "lastState": {
+            "terminated": {
+                "reason": "OOMKilled",
+                "exitCode": 137,
+                "finishedAt": ts(finished or NOW - timedelta(hours=1)),
+            }
+        },
+    }
 
 
 # ----------------------------------------------------------------- views and decisions
@@ -303,9 +424,13 @@ def view(*objects: Any, own_namespace: str = "kerf-system") -> ClusterView:
     return v
 
 
-def base_objects(*, replicas: int = 3, containers: Mapping[str, Res | None] | None = None,
-                 ns_annotations: Mapping[str, str] | None = None,
-                 workload_annotations: Mapping[str, str] | None = None) -> list[Any]:
+def base_objects(
+    *,
+    replicas: int = 3,
+    containers: Mapping[str, Res | None] | None = None,
+    ns_annotations: Mapping[str, str] | None = None,
+    workload_annotations: Mapping[str, str] | None = None,
+) -> list[Any]:
     """Namespace `shop`, strategy `default`, Deployment `web`."""
     return [
         namespace(annotations=ns_annotations),
@@ -314,8 +439,9 @@ def base_objects(*, replicas: int = 3, containers: Mapping[str, Res | None] | No
     ]
 
 
-def decide(v: ClusterView, p: Mapping[str, Any], path: str = "running", *,
-           now: datetime = NOW) -> PodDecision:
+def decide(
+    v: ClusterView, p: Mapping[str, Any], path: str = "running", *, now: datetime = NOW
+) -> PodDecision:
     return decide_pod(v, p, now=now, path=path)  # type: ignore[arg-type]
 
 

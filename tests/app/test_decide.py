@@ -17,25 +17,28 @@ ENV = "shop"
 
 
 def proactive_objects(*rows: dict[str, Any], policy: Any = None, **base: Any) -> list[Any]:
-    return [*b.base_objects(**base), policy or b.proactive(),
-            b.configmap(*(rows or (b.row(),)))]
+    return [*b.base_objects(**base), policy or b.proactive(), b.configmap(*(rows or (b.row(),)))]
 
 
-def static_objects(containers: dict | None = None, *, policy_kw: dict | None = None,
-                   **base: Any) -> list[Any]:
+def static_objects(
+    containers: dict | None = None, *, policy_kw: dict | None = None, **base: Any
+) -> list[Any]:
     return [*b.base_objects(**base), b.static(containers=containers, **(policy_kw or {}))]
 
 
-FREEZE_OPEN = {"scheduling": {"exclusionWindows": [
-    {"name": "lunch", "start": "11:00", "end": "13:00"}]}}
-INCLUSION_CLOSED = {"scheduling": {"inclusionWindows": [
-    {"name": "night", "start": "02:00", "end": "04:00"}]}}
+FREEZE_OPEN = {
+    "scheduling": {"exclusionWindows": [{"name": "lunch", "start": "11:00", "end": "13:00"}]}
+}
+INCLUSION_CLOSED = {
+    "scheduling": {"inclusionWindows": [{"name": "night", "start": "02:00", "end": "04:00"}]}
+}
 
 
 def with_strategy(objs: list[Any], **spec: Any) -> list[Any]:
     """Replace the default strategy."""
     return [o for o in objs if getattr(o, "kind", None) != "AutomationStrategy"] + [
-        b.strategy(**spec)]
+        b.strategy(**spec)
+    ]
 
 
 def cooling() -> Any:
@@ -98,9 +101,12 @@ def test_throttled_only_change_is_blocked() -> None:
 
 
 def test_oom_killed_since_last_change_refuses_memory_decreases() -> None:
-    objs = [*static_objects({"app": {"requests": {"cpu": "250m", "memory": "256Mi"},
-                                     "limits": {"memory": "768Mi"}}}),
-            b.recommendation(applied_at=NOW - timedelta(days=3))]
+    objs = [
+        *static_objects(
+            {"app": {"requests": {"cpu": "250m", "memory": "256Mi"}, "limits": {"memory": "768Mi"}}}
+        ),
+        b.recommendation(applied_at=NOW - timedelta(days=3)),
+    ]
     oom = b.pod(statuses=[b.oom_status(finished=NOW - timedelta(hours=1))])
     d = b.decide(b.view(*objs), oom)
     assert d.outcome == "apply"
@@ -117,20 +123,26 @@ def test_oom_killed_sibling_pod_counts_at_admission() -> None:
     assert b.reasons(d) == {"app.requests.memory": "OOMKilled"}
 
 
-@pytest.mark.parametrize("extra", [
-    {"args": ["-Xmx1g"]},
-    {"command": ["java", "-XX:MaxHeapSize=1024m", "-jar", "app.jar"]},
-    {"env": [{"name": "JAVA_TOOL_OPTIONS", "value": "-Xms256m -Xmx1G"}]},
-    {"env": [{"name": "JDK_JAVA_OPTIONS", "value": "-Xmx1024m"}]},
-])
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"args": ["-Xmx1g"]},
+        {"command": ["java", "-XX:MaxHeapSize=1024m", "-jar", "app.jar"]},
+        {"env": [{"name": "JAVA_TOOL_OPTIONS", "value": "-Xms256m -Xmx1G"}]},
+        {"env": [{"name": "JDK_JAVA_OPTIONS", "value": "-Xmx1024m"}]},
+    ],
+)
 def test_jvm_fixed_heap_floor(extra: dict[str, Any]) -> None:
     res = {"requests": {"cpu": "400m", "memory": "2Gi"}, "limits": {"memory": "2Gi"}}
-    v = b.view(*static_objects({"app": {"requests": {"memory": "1Gi"},
-                                        "limits": {"memory": "1279Mi"}}}))
+    v = b.view(
+        *static_objects({"app": {"requests": {"memory": "1Gi"}, "limits": {"memory": "1279Mi"}}})
+    )
     d = b.decide(v, b.pod(containers={"app": res}, extra={"app": extra}))
     assert (d.outcome, d.reason) == ("blocked", "JVMFixedHeap")
-    assert b.reasons(d) == {"app.requests.memory": "JVMFixedHeap",
-                            "app.limits.memory": "JVMFixedHeap"}
+    assert b.reasons(d) == {
+        "app.requests.memory": "JVMFixedHeap",
+        "app.limits.memory": "JVMFixedHeap",
+    }
 
 
 def test_jvm_heap_floor_allows_heap_times_1_25() -> None:
@@ -168,13 +180,20 @@ def test_hpa_coupled_drops_only_that_resource() -> None:
     d = b.decide(v, b.pod())
     assert d.outcome == "apply"
     assert b.reasons(d) == {"app.requests.cpu": "HPACoupled"}
-    assert d.values == {"app": {"requests": {"cpu": "400m", "memory": "256Mi"},
-                                "limits": {"cpu": "1", "memory": "1Gi"}}}
+    assert d.values == {
+        "app": {
+            "requests": {"cpu": "400m", "memory": "256Mi"},
+            "limits": {"cpu": "1", "memory": "1Gi"},
+        }
+    }
 
 
 def test_hpa_coupled_blocks_when_nothing_is_left() -> None:
-    v = b.view(*static_objects(), b.hpa(resource="cpu"), b.hpa("web", "memory") | {
-        "metadata": {"name": "web-hpa-mem", "namespace": ENV}})
+    v = b.view(
+        *static_objects(),
+        b.hpa(resource="cpu"),
+        b.hpa("web", "memory") | {"metadata": {"name": "web-hpa-mem", "namespace": ENV}},
+    )
     d = b.decide(v, b.pod())
     assert (d.outcome, d.reason) == ("blocked", "HPACoupled")
 
@@ -199,14 +218,21 @@ def test_cooldown_from_policy_guardrails() -> None:
 
 
 def test_cooldown_after_rollback_blocks_decreases_of_that_resource() -> None:
-    rec = b.recommendation(applied_at=NOW - timedelta(days=5),
-                           rollback_at=NOW - timedelta(hours=2), rollback_resources=["cpu"])
+    rec = b.recommendation(
+        applied_at=NOW - timedelta(days=5),
+        rollback_at=NOW - timedelta(hours=2),
+        rollback_resources=["cpu"],
+    )
     v = b.view(*static_objects({"app": {"requests": {"cpu": "250m", "memory": "256Mi"}}}), rec)
     d = b.decide(v, b.pod())
     assert d.outcome == "apply"
     assert b.reasons(d) == {"app.requests.cpu": "Cooldown"}
-    assert d.values == {"app": {"requests": {"cpu": "400m", "memory": "256Mi"},
-                                "limits": {"cpu": "1", "memory": "1Gi"}}}
+    assert d.values == {
+        "app": {
+            "requests": {"cpu": "400m", "memory": "256Mi"},
+            "limits": {"cpu": "1", "memory": "1Gi"},
+        }
+    }
     # Increases of the rolled-back resource are fine.
     up = b.view(*static_objects({"app": {"requests": {"cpu": "600m"}}}), rec)
     assert b.decide(up, b.pod()).values["app"]["requests"] == {"cpu": "600m", "memory": "512Mi"}
@@ -219,9 +245,11 @@ def test_single_replica_unsafe_when_the_method_evicts() -> None:
     d = b.decide(b.view(*objs), b.pod())
     assert (d.outcome, d.reason) == ("blocked", "SingleReplicaUnsafe")
     allowed = with_strategy(
-        static_objects(replicas=1, policy_kw={"guardrails": {
-            "allowSingleReplicaDisruption": True}}),
-        inPlaceResize={"enabled": False})
+        static_objects(
+            replicas=1, policy_kw={"guardrails": {"allowSingleReplicaDisruption": True}}
+        ),
+        inPlaceResize={"enabled": False},
+    )
     d = b.decide(b.view(*allowed), b.pod())
     assert (d.outcome, d.method) == ("apply", "evict")
 
@@ -233,19 +261,22 @@ def test_single_replica_in_place_without_restart_is_safe() -> None:
 
 def test_single_replica_in_place_with_restart_policy_is_unsafe() -> None:
     # RestartContainer resize policy and a strategy that forbids restarts → evict → unsafe.
-    extra = {"app": {"resizePolicy": [{"resourceName": "cpu",
-                                       "restartPolicy": "RestartContainer"}]}}
+    extra = {
+        "app": {"resizePolicy": [{"resourceName": "cpu", "restartPolicy": "RestartContainer"}]}
+    }
     d = b.decide(b.view(*static_objects(replicas=1)), b.pod(extra=extra))
     assert (d.outcome, d.reason) == ("blocked", "SingleReplicaUnsafe")
 
 
 def test_no_common_method() -> None:
-    objs = [*b.base_objects(), b.global_config(multiPolicyContainerRightsizingEnabled=True),
-            b.strategy("inplace-only", podEviction={"enabled": False}),
-            b.strategy("evict-only", inPlaceResize={"enabled": False}),
-            b.static("cpu-pol", {"app": {"requests": {"cpu": "300m"}}}, strategy="inplace-only"),
-            b.static("mem-pol", {"app": {"requests": {"memory": "300Mi"}}},
-                     strategy="evict-only")]
+    objs = [
+        *b.base_objects(),
+        b.global_config(multiPolicyContainerRightsizingEnabled=True),
+        b.strategy("inplace-only", podEviction={"enabled": False}),
+        b.strategy("evict-only", inPlaceResize={"enabled": False}),
+        b.static("cpu-pol", {"app": {"requests": {"cpu": "300m"}}}, strategy="inplace-only"),
+        b.static("mem-pol", {"app": {"requests": {"memory": "300Mi"}}}, strategy="evict-only"),
+    ]
     d = b.decide(b.view(*objs), b.pod())
     assert (d.outcome, d.reason) == ("blocked", "NoCommonMethod")
     # Admission has no method to agree on.
@@ -253,9 +284,12 @@ def test_no_common_method() -> None:
 
 
 def test_node_capacity_filters_increases_never_decreases() -> None:
-    objs = [*static_objects({"app": {"requests": {"cpu": "1", "memory": "256Mi"},
-                                     "limits": {"cpu": "2"}}}),
-            b.node("node-a", cpu="1", memory="16Gi")]
+    objs = [
+        *static_objects(
+            {"app": {"requests": {"cpu": "1", "memory": "256Mi"}, "limits": {"cpu": "2"}}}
+        ),
+        b.node("node-a", cpu="1", memory="16Gi"),
+    ]
     p = b.pod(node="node-a")
     d = b.decide(b.view(*objs, p), p)
     assert d.outcome == "apply"
@@ -272,8 +306,7 @@ def test_node_capacity_increase_that_fits_is_kept() -> None:
 
 
 def test_node_capacity_only_increase_is_blocked_and_admission_ignores_it() -> None:
-    objs = [*static_objects({"app": {"requests": {"cpu": "1"}}}),
-            b.node(cpu="1")]
+    objs = [*static_objects({"app": {"requests": {"cpu": "1"}}}), b.node(cpu="1")]
     p = b.pod(node="node-a")
     d = b.decide(b.view(*objs, p), p)
     assert (d.outcome, d.reason) == ("blocked", "InsufficientNodeCapacity")
@@ -319,8 +352,9 @@ def test_low_confidence_uses_the_lowest_container() -> None:
     rows = (b.row("app", confidence=0.95), b.row("side", confidence=0.6))
     d = b.decide(b.view(*proactive_objects(*rows, containers=two)), b.pod(containers=two))
     assert (d.outcome, d.reason) == ("blocked", "LowConfidence")
-    ok = proactive_objects(*rows, containers=two,
-                           policy=b.proactive(guardrails={"minConfidence": "0.5"}))
+    ok = proactive_objects(
+        *rows, containers=two, policy=b.proactive(guardrails={"minConfidence": "0.5"})
+    )
     assert b.decide(b.view(*ok), b.pod(containers=two)).outcome == "apply"
 
 
@@ -340,62 +374,147 @@ def _pause() -> dict[str, str]:
     return {PAUSE_UNTIL: "infinite"}
 
 
-@pytest.mark.parametrize(("name", "objs", "pod_kw", "path", "expected"), [
-    ("audit before paused",
-     static_objects(policy_kw={"mode": "audit"}), {"annotations": _pause()}, "running",
-     ("skipped", "Audit")),
-    ("automation disabled before paused",
-     [*static_objects(), b.global_config(automationEnabled=False)],
-     {"annotations": _pause()}, "running", ("blocked", "AutomationDisabled")),
-    ("hub unreachable before paused", None, {"annotations": _pause()}, "running",
-     ("blocked", "HubUnreachable")),
-    ("paused before protected namespace",
-     [*static_objects(), b.global_config(protectedNamespacePatterns=["sh*"])],
-     {"annotations": _pause()}, "running", ("blocked", "Paused")),
-    ("protected before stale",
-     [*proactive_objects(b.row(analyzed_at=NOW - timedelta(days=9))),
-      b.global_config(protectedNamespacePatterns=["shop"])], {}, "running",
-     ("blocked", "ProtectedNamespace")),
-    ("stale before HPA",
-     [*proactive_objects(b.row(analyzed_at=NOW - timedelta(days=9))), b.hpa("web", "cpu"),
-      b.hpa("web", "memory") | {"metadata": {"name": "m", "namespace": ENV}}], {}, "running",
-     ("blocked", "StaleRecommendation")),
-    ("HPA before learning period",
-     [*proactive_objects(b.row(coverage_hours=1)), b.hpa("web", "cpu"),
-      b.hpa("web", "memory") | {"metadata": {"name": "m", "namespace": ENV}}], {}, "running",
-     ("blocked", "HPACoupled")),
-    ("learning period before low confidence",
-     proactive_objects(b.row(coverage_hours=1, confidence=0.1)), {}, "running",
-     ("blocked", "LearningPeriod")),
-    ("paused before low confidence",
-     proactive_objects(b.row(confidence=0.1)), {"annotations": _pause()}, "running",
-     ("blocked", "Paused")),
-    ("low confidence before freeze window",
-     with_strategy(proactive_objects(b.row(confidence=0.1)), **FREEZE_OPEN), {}, "running",
-     ("blocked", "LowConfidence")),
-    ("freeze window before cooldown",
-     [*with_strategy(static_objects(), **FREEZE_OPEN), cooling()], {}, "running",
-     ("blocked", "FreezeWindow")),
-    ("per-value refusal before cooldown",
-     [*proactive_objects(b.row(requests={"cpu": "200m"}, throttling=0.9)), cooling()], {},
-     "running", ("blocked", "Throttled")),
-    ("requests exceed limits before cooldown",
-     [*static_objects({"app": {"requests": {"cpu": "2"}}}), cooling()], {}, "running",
-     ("blocked", "RequestsExceedLimits")),
-    ("cooldown before single replica",
-     [*with_strategy(static_objects(replicas=1), inPlaceResize={"enabled": False}), cooling()],
-     {}, "running", ("blocked", "Cooldown")),
-    ("single replica before maintenance window",
-     with_strategy(static_objects(replicas=1), inPlaceResize={"enabled": False},
-                   **INCLUSION_CLOSED), {}, "running", ("blocked", "SingleReplicaUnsafe")),
-    ("node capacity before maintenance window",
-     [*with_strategy(static_objects({"app": {"requests": {"cpu": "1"}}}), **INCLUSION_CLOSED),
-      b.node(cpu="1")],
-     {"node": "node-a"}, "running", ("blocked", "InsufficientNodeCapacity")),
-])
-def test_check_order_first_match_decides(name: str, objs: list[Any] | None,
-                                         pod_kw: dict[str, Any], path: str,
-                                         expected: tuple[str, str]) -> None:
+@pytest.mark.parametrize(
+    ("name", "objs", "pod_kw", "path", "expected"),
+    [
+        (
+            "audit before paused",
+            static_objects(policy_kw={"mode": "audit"}),
+            {"annotations": _pause()},
+            "running",
+            ("skipped", "Audit"),
+        ),
+        (
+            "automation disabled before paused",
+            [*static_objects(), b.global_config(automationEnabled=False)],
+            {"annotations": _pause()},
+            "running",
+            ("blocked", "AutomationDisabled"),
+        ),
+        (
+            "hub unreachable before paused",
+            None,
+            {"annotations": _pause()},
+            "running",
+            ("blocked", "HubUnreachable"),
+        ),
+        (
+            "paused before protected namespace",
+            [*static_objects(), b.global_config(protectedNamespacePatterns=["sh*"])],
+            {"annotations": _pause()},
+            "running",
+            ("blocked", "Paused"),
+        ),
+        (
+            "protected before stale",
+            [
+                *proactive_objects(b.row(analyzed_at=NOW - timedelta(days=9))),
+                b.global_config(protectedNamespacePatterns=["shop"]),
+            ],
+            {},
+            "running",
+            ("blocked", "ProtectedNamespace"),
+        ),
+        (
+            "stale before HPA",
+            [
+                *proactive_objects(b.row(analyzed_at=NOW - timedelta(days=9))),
+                b.hpa("web", "cpu"),
+                b.hpa("web", "memory") | {"metadata": {"name": "m", "namespace": ENV}},
+            ],
+            {},
+            "running",
+            ("blocked", "StaleRecommendation"),
+        ),
+        (
+            "HPA before learning period",
+            [
+                *proactive_objects(b.row(coverage_hours=1)),
+                b.hpa("web", "cpu"),
+                b.hpa("web", "memory") | {"metadata": {"name": "m", "namespace": ENV}},
+            ],
+            {},
+            "running",
+            ("blocked", "HPACoupled"),
+        ),
+        (
+            "learning period before low confidence",
+            proactive_objects(b.row(coverage_hours=1, confidence=0.1)),
+            {},
+            "running",
+            ("blocked", "LearningPeriod"),
+        ),
+        (
+            "paused before low confidence",
+            proactive_objects(b.row(confidence=0.1)),
+            {"annotations": _pause()},
+            "running",
+            ("blocked", "Paused"),
+        ),
+        (
+            "low confidence before freeze window",
+            with_strategy(proactive_objects(b.row(confidence=0.1)), **FREEZE_OPEN),
+            {},
+            "running",
+            ("blocked", "LowConfidence"),
+        ),
+        (
+            "freeze window before cooldown",
+            [*with_strategy(static_objects(), **FREEZE_OPEN), cooling()],
+            {},
+            "running",
+            ("blocked", "FreezeWindow"),
+        ),
+        (
+            "per-value refusal before cooldown",
+            [*proactive_objects(b.row(requests={"cpu": "200m"}, throttling=0.9)), cooling()],
+            {},
+            "running",
+            ("blocked", "Throttled"),
+        ),
+        (
+            "requests exceed limits before cooldown",
+            [*static_objects({"app": {"requests": {"cpu": "2"}}}), cooling()],
+            {},
+            "running",
+            ("blocked", "RequestsExceedLimits"),
+        ),
+        (
+            "cooldown before single replica",
+            [
+                *with_strategy(static_objects(replicas=1), inPlaceResize={"enabled": False}),
+                cooling(),
+            ],
+            {},
+            "running",
+            ("blocked", "Cooldown"),
+        ),
+        (
+            "single replica before maintenance window",
+            with_strategy(
+                static_objects(replicas=1), inPlaceResize={"enabled": False}, **INCLUSION_CLOSED
+            ),
+            {},
+            "running",
+            ("blocked", "SingleReplicaUnsafe"),
+        ),
+        (
+            "node capacity before maintenance window",
+            [
+                *with_strategy(
+                    static_objects({"app": {"requests": {"cpu": "1"}}}), **INCLUSION_CLOSED
+                ),
+                b.node(cpu="1"),
+            ],
+            {"node": "node-a"},
+            "running",
+            ("blocked", "InsufficientNodeCapacity"),
+        ),
+    ],
+)
+def test_check_order_first_match_decides(
+    name: str, objs: list[Any] | None, pod_kw: dict[str, Any], path: str, expected: tuple[str, str]
+) -> None:
     p = b.pod(**pod_kw)
     if objs is None:
         v = b.view(*proactive_objects(), p)
@@ -407,14 +526,18 @@ def test_check_order_first_match_decides(name: str, objs: list[Any] | None,
 
 
 def test_admission_never_evaluates_windows_cooldown_single_replica_or_capacity() -> None:
-    objs = [*with_strategy(static_objects({"app": {"requests": {"cpu": "1"},
-                                                   "limits": {"cpu": "2"}}}, replicas=1),
-                           inPlaceResize={"enabled": False},
-                           scheduling={**FREEZE_OPEN["scheduling"],
-                                       **INCLUSION_CLOSED["scheduling"]}),
-            cooling(), b.node(cpu="1"),
-            b.recommendation(applied_at=NOW - timedelta(minutes=1),
-                             rollback_at=NOW - timedelta(minutes=1))]
+    objs = [
+        *with_strategy(
+            static_objects({"app": {"requests": {"cpu": "1"}, "limits": {"cpu": "2"}}}, replicas=1),
+            inPlaceResize={"enabled": False},
+            scheduling={**FREEZE_OPEN["scheduling"], **INCLUSION_CLOSED["scheduling"]},
+        ),
+        cooling(),
+        b.node(cpu="1"),
+        b.recommendation(
+            applied_at=NOW - timedelta(minutes=1), rollback_at=NOW - timedelta(minutes=1)
+        ),
+    ]
     p = b.pod(node="node-a")
     running = b.decide(b.view(*objs, p), p, "running")
     assert running.outcome == "blocked"
@@ -429,19 +552,21 @@ def test_admission_never_evaluates_windows_cooldown_single_replica_or_capacity()
 def restoring_objects(*extra: Any, mode: str = "rollingBack") -> list[Any]:
     state = encode_state(RollbackState(mode=mode, turn=1, started_at=NOW - timedelta(hours=1)))
     return [
-        b.namespace(), b.strategy(**FREEZE_OPEN),
+        b.namespace(),
+        b.strategy(**FREEZE_OPEN),
         b.deployment(annotations={ROLLBACK_STATE: state}, replicas=1),
-        b.static(containers={"app": {"requests": {"cpu": "100m", "memory": "128Mi"}}},
-                 mode="audit"),
+        b.static(
+            containers={"app": {"requests": {"cpu": "100m", "memory": "128Mi"}}}, mode="audit"
+        ),
         b.rollback_policy(target="manifest"),
-        b.hpa("web", "cpu"), cooling(),
+        b.hpa("web", "cpu"),
+        cooling(),
         b.global_config(automationEnabled=False, protectedNamespacePatterns=["shop"]),
         *extra,
     ]
 
 
-CHANGED = {"requests": {"cpu": "200m", "memory": "256Mi"},
-           "limits": {"cpu": "1", "memory": "1Gi"}}
+CHANGED = {"requests": {"cpu": "200m", "memory": "256Mi"}, "limits": {"cpu": "1", "memory": "1Gi"}}
 
 
 @pytest.mark.parametrize("mode", ["rollingBack", "backingOff"])
@@ -453,7 +578,8 @@ def test_rollback_restore_is_exempt_from_every_check_but_paused(mode: str) -> No
     assert {s.policy_kind for s in d.selected} == {"RollbackPolicy"}
     assert {s.annotation_key for s in d.selected} == {
         "rollbackpolicy.rightsizing.kubex.ai/desired-resource-requests",
-        "rollbackpolicy.rightsizing.kubex.ai/desired-resource-limits"}
+        "rollbackpolicy.rightsizing.kubex.ai/desired-resource-limits",
+    }
 
 
 def test_rollback_restore_stops_only_at_pause() -> None:
@@ -464,10 +590,14 @@ def test_rollback_restore_stops_only_at_pause() -> None:
 
 def test_restore_keys_win_at_priority_130_over_heavier_policies() -> None:
     p = b.pod(containers={"app": CHANGED})
-    v = b.view(*restoring_objects(b.static("heavy", {"app": {"requests": {"cpu": "150m"}}},
-                                           weight=1000)))
-    cands = [c for c in v.plan_for(v.workload(b.view(*restoring_objects()).owner_of(p)))
-             .candidates if c.field == "requests" and c.resource == "cpu"]
+    v = b.view(
+        *restoring_objects(b.static("heavy", {"app": {"requests": {"cpu": "150m"}}}, weight=1000))
+    )
+    cands = [
+        c
+        for c in v.plan_for(v.workload(b.view(*restoring_objects()).owner_of(p))).candidates
+        if c.field == "requests" and c.resource == "cpu"
+    ]
     assert {c.kind: c.priority for c in cands}["RollbackPolicy"] == 130
     d = b.decide(v, p)
     assert b.final(d)["requests"]["cpu"] == "400m"
@@ -482,12 +612,24 @@ def test_idle_rollback_state_publishes_no_restore() -> None:
 def test_rollback_restore_goes_on_beside_an_audit_mode_policy() -> None:
     # The restore covers requests only; an audit-mode policy proposes a limit. The audit
     # proposal is left, the restore is applied.
-    state = encode_state(RollbackState(mode="rollingBack", last_successful_state={
-        "app": {"requests": {"cpu": "400m", "memory": "512Mi"}, "limits": {}}}))
-    objs = [b.namespace(), b.strategy(), b.deployment(annotations={ROLLBACK_STATE: state}),
-            b.static(containers={"app": {"requests": {"cpu": "100m"},
-                                         "limits": {"memory": "900Mi"}}}, mode="audit"),
-            b.rollback_policy(target="lastSuccessful")]
+    state = encode_state(
+        RollbackState(
+            mode="rollingBack",
+            last_successful_state={
+                "app": {"requests": {"cpu": "400m", "memory": "512Mi"}, "limits": {}}
+            },
+        )
+    )
+    objs = [
+        b.namespace(),
+        b.strategy(),
+        b.deployment(annotations={ROLLBACK_STATE: state}),
+        b.static(
+            containers={"app": {"requests": {"cpu": "100m"}, "limits": {"memory": "900Mi"}}},
+            mode="audit",
+        ),
+        b.rollback_policy(target="lastSuccessful"),
+    ]
     d = b.decide(b.view(*objs), b.pod(containers={"app": CHANGED}))
     assert (d.outcome, d.reason) == ("apply", None)
     assert b.final(d) == b.APP_RES

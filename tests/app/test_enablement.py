@@ -13,10 +13,17 @@ def spec(**data: Any) -> AutomationStrategySpec:
     return AutomationStrategySpec.model_validate(data)
 
 
-def run(s: AutomationStrategySpec, resource: str, fld: str, current: int | None,
-        desired: int, container: str = "app") -> Enabled:
-    return enable(s, container=container, field=fld, resource=resource, current=current,
-                  desired=desired)
+def run(
+    s: AutomationStrategySpec,
+    resource: str,
+    fld: str,
+    current: int | None,
+    desired: int,
+    container: str = "app",
+) -> Enabled:
+    return enable(
+        s, container=container, field=fld, resource=resource, current=current, desired=desired
+    )
 
 
 DEFAULT = spec()
@@ -40,12 +47,17 @@ def test_gpu_is_off_by_default() -> None:
 
 def test_unsupported_resource() -> None:
     assert run(DEFAULT, "ephemeral-storage", "requests", 1, 2) == Enabled(
-        None, "UnsupportedResource")
+        None, "UnsupportedResource"
+    )
 
 
 def test_upsize_downsize_switches() -> None:
-    s = spec(enablement={"cpu": {"requests": {"upsize": False}},
-                         "memory": {"requests": {"downsize": False}}})
+    s = spec(
+        enablement={
+            "cpu": {"requests": {"upsize": False}},
+            "memory": {"requests": {"downsize": False}},
+        }
+    )
     assert run(s, "cpu", "requests", 100, 200) == Enabled(None, "UpsizeDisabled")
     assert run(s, "cpu", "requests", 200, 100) == Enabled(100)
     assert run(s, "memory", "requests", 200, 100) == Enabled(None, "DownsizeDisabled")
@@ -53,8 +65,17 @@ def test_upsize_downsize_switches() -> None:
 
 
 def test_floor_and_ceiling_clamp_with_container_override() -> None:
-    s = spec(enablement={"cpu": {"requests": {
-        "floor": "100m", "ceiling": "2", "containers": {"db": {"floor": "500m"}}}}})
+    s = spec(
+        enablement={
+            "cpu": {
+                "requests": {
+                    "floor": "100m",
+                    "ceiling": "2",
+                    "containers": {"db": {"floor": "500m"}},
+                }
+            }
+        }
+    )
     assert run(s, "cpu", "requests", 400, 50) == Enabled(100)
     assert run(s, "cpu", "requests", 400, 5000) == Enabled(2000)
     assert run(s, "cpu", "requests", 800, 50, container="db") == Enabled(500)
@@ -68,13 +89,23 @@ def test_clamp_then_direction() -> None:
 
 
 def test_disabled_downsize_in_a_decision_is_skipped_not_enabled() -> None:
-    objs = [b.namespace(), b.strategy(enablement={"cpu": {"requests": {"downsize": False}},
-                                                  "memory": {"requests": {"downsize": False}}}),
-            b.deployment(), b.static()]
+    objs = [
+        b.namespace(),
+        b.strategy(
+            enablement={
+                "cpu": {"requests": {"downsize": False}},
+                "memory": {"requests": {"downsize": False}},
+            }
+        ),
+        b.deployment(),
+        b.static(),
+    ]
     d = b.decide(b.view(*objs), b.pod())
     assert (d.outcome, d.reason) == ("skipped", "NotEnabled")
-    assert b.reasons(d) == {"app.requests.cpu": "DownsizeDisabled",
-                            "app.requests.memory": "DownsizeDisabled"}
+    assert b.reasons(d) == {
+        "app.requests.cpu": "DownsizeDisabled",
+        "app.requests.memory": "DownsizeDisabled",
+    }
 
 
 def test_missing_strategy_is_blocked() -> None:
@@ -84,6 +115,10 @@ def test_missing_strategy_is_blocked() -> None:
 
 
 def test_floor_applies_in_a_decision() -> None:
-    objs = [b.namespace(), b.strategy(enablement={"cpu": {"requests": {"floor": "300m"}}}),
-            b.deployment(), b.static(containers={"app": {"requests": {"cpu": "250m"}}})]
+    objs = [
+        b.namespace(),
+        b.strategy(enablement={"cpu": {"requests": {"floor": "300m"}}}),
+        b.deployment(),
+        b.static(containers={"app": {"requests": {"cpu": "250m"}}}),
+    ]
     assert b.decide(b.view(*objs), b.pod()).values["app"]["requests"]["cpu"] == "300m"

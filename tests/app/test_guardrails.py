@@ -30,29 +30,57 @@ def mem(text: str) -> int:
     return parse_resource("memory", text)
 
 
-def rule(resource: str, current: int | None, desired: int, *, fld: str = "requests",
-         settings: GuardrailSettings = DEFAULTS, tolerance: int = 5,
-         **context: object) -> ValueOutcome:
-    return apply_value_rules(field=fld, resource=resource, current=current, desired=desired,
-                             settings=settings, tolerance_percent=tolerance,
-                             context=ValueContext(**context))  # type: ignore[arg-type]
+def rule(
+    resource: str,
+    current: int | None,
+    desired: int,
+    *,
+    fld: str = "requests",
+    settings: GuardrailSettings = DEFAULTS,
+    tolerance: int = 5,
+    **context: object,
+) -> ValueOutcome:
+    return apply_value_rules(
+        field=fld,
+        resource=resource,
+        current=current,
+        desired=desired,
+        settings=settings,
+        tolerance_percent=tolerance,
+        context=ValueContext(**context),
+    )  # type: ignore[arg-type]
 
 
 def test_builtin_defaults_match_the_seed() -> None:
     assert defaults == GuardrailSettings(
-        learning_period=timedelta(hours=168), min_confidence=0.7, max_change_percent=50,
-        min_cpu=10, min_memory=32 * MIB, cooldown=timedelta(hours=24),
-        watch_duration=timedelta(minutes=30), oom_kills=1, restarts=3, throttling_ratio=0.25,
-        allow_single_replica_disruption=False, fallback_after=timedelta(minutes=10))
+        learning_period=timedelta(hours=168),
+        min_confidence=0.7,
+        max_change_percent=50,
+        min_cpu=10,
+        min_memory=32 * MIB,
+        cooldown=timedelta(hours=24),
+        watch_duration=timedelta(minutes=30),
+        oom_kills=1,
+        restarts=3,
+        throttling_ratio=0.25,
+        allow_single_replica_disruption=False,
+        fallback_after=timedelta(minutes=10),
+    )
     assert BUILTIN_GUARDRAILS.max_change_percent == 50
 
 
 def test_layering_builtin_then_global_then_policy() -> None:
     global_defaults = Guardrails.model_validate(
-        {"maxChangePercent": 30, "minCPU": "50m", "cooldown": "48h",
-         "rollback": {"throttlingRatio": "0.5", "restarts": 5}})
+        {
+            "maxChangePercent": 30,
+            "minCPU": "50m",
+            "cooldown": "48h",
+            "rollback": {"throttlingRatio": "0.5", "restarts": 5},
+        }
+    )
     policy = Guardrails.model_validate(
-        {"maxChangePercent": 20, "rollback": {"restarts": 7}, "learningPeriod": "336h"})
+        {"maxChangePercent": 20, "rollback": {"restarts": 7}, "learningPeriod": "336h"}
+    )
     s = resolve_guardrails(global_defaults, policy)
     assert s.max_change_percent == 20  # policy wins
     assert s.min_cpu == 50  # global wins over built-in
@@ -81,8 +109,7 @@ def test_layering_builtin_then_global_then_policy() -> None:
         (333 * MIB, 50, "memory", 167 * MIB),
     ],
 )
-def test_decrease_floor_rounds_up(current: int, percent: int, resource: str,
-                                  expected: int) -> None:
+def test_decrease_floor_rounds_up(current: int, percent: int, resource: str, expected: int) -> None:
     assert decrease_floor(current, percent, resource) == expected
 
 
@@ -91,7 +118,8 @@ def test_step_limits_a_decrease_to_half() -> None:
     assert rule("cpu", m("333m"), m("10m")) == ValueOutcome(167)
     assert rule("memory", mem("1000Mi") + 1, mem("100Mi")) == ValueOutcome(mem("501Mi"))
     assert rule("memory", mem("1000Mi") + 1, mem("100Mi"), fld="limits") == ValueOutcome(
-        mem("501Mi"))
+        mem("501Mi")
+    )
 
 
 def test_increases_are_never_capped() -> None:
@@ -112,8 +140,7 @@ def test_requests_are_raised_to_the_minimums() -> None:
     assert rule("memory", mem("40Mi"), mem("1Mi")) == ValueOutcome(mem("32Mi"))
     assert rule("cpu", None, m("1m")) == ValueOutcome(10)
     assert rule("memory", None, mem("8Mi")) == ValueOutcome(mem("32Mi"))
-    s = resolve_guardrails(None, Guardrails.model_validate({"minCPU": "50m",
-                                                            "minMemory": "64Mi"}))
+    s = resolve_guardrails(None, Guardrails.model_validate({"minCPU": "50m", "minMemory": "64Mi"}))
     assert rule("cpu", None, m("20m"), settings=s) == ValueOutcome(50)
     assert rule("memory", None, mem("40Mi"), settings=s) == ValueOutcome(mem("64Mi"))
 
@@ -147,29 +174,34 @@ def test_throttled_container_never_gets_a_lower_cpu_request() -> None:
     assert rule("cpu", 500, 250, throttled=True) == ValueOutcome(None, "Throttled")
     assert rule("cpu", 500, 800, throttled=True) == ValueOutcome(800)
     assert rule("cpu", 500, 250, fld="limits", throttled=True) == ValueOutcome(250)
-    assert rule("memory", mem("512Mi"), mem("256Mi"), throttled=True) == ValueOutcome(
-        mem("256Mi"))
+    assert rule("memory", mem("512Mi"), mem("256Mi"), throttled=True) == ValueOutcome(mem("256Mi"))
 
 
 def test_oom_killed_container_never_gets_lower_memory_request_or_limit() -> None:
     for fld in ("requests", "limits"):
-        assert rule("memory", mem("512Mi"), mem("256Mi"), fld=fld, oom_killed=True) == \
-            ValueOutcome(None, "OOMKilled")
-        assert rule("memory", mem("512Mi"), mem("1Gi"), fld=fld, oom_killed=True) == \
-            ValueOutcome(mem("1Gi"))
+        assert rule("memory", mem("512Mi"), mem("256Mi"), fld=fld, oom_killed=True) == ValueOutcome(
+            None, "OOMKilled"
+        )
+        assert rule("memory", mem("512Mi"), mem("1Gi"), fld=fld, oom_killed=True) == ValueOutcome(
+            mem("1Gi")
+        )
     assert rule("cpu", 500, 250, oom_killed=True) == ValueOutcome(250)
 
 
 def test_jvm_fixed_heap_floor_is_heap_times_1_25() -> None:
     heap = mem("1Gi")
     assert rule("memory", mem("2Gi"), mem("1Gi"), jvm_heap_bytes=heap) == ValueOutcome(
-        None, "JVMFixedHeap")
-    assert rule("memory", mem("2Gi"), mem("1Gi"), fld="limits", jvm_heap_bytes=heap) == \
-        ValueOutcome(None, "JVMFixedHeap")
+        None, "JVMFixedHeap"
+    )
+    assert rule(
+        "memory", mem("2Gi"), mem("1Gi"), fld="limits", jvm_heap_bytes=heap
+    ) == ValueOutcome(None, "JVMFixedHeap")
     assert rule("memory", mem("2Gi"), mem("1280Mi"), jvm_heap_bytes=heap) == ValueOutcome(
-        mem("1280Mi"))
+        mem("1280Mi")
+    )
     assert rule("memory", mem("2Gi"), mem("1279Mi"), jvm_heap_bytes=heap) == ValueOutcome(
-        None, "JVMFixedHeap")
+        None, "JVMFixedHeap"
+    )
 
 
 def test_rollback_cooldown_refuses_decreases_of_that_resource_only() -> None:

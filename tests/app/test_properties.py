@@ -15,8 +15,7 @@ from app.quantities import MIB, parse_resource
 from app.selection import Candidate, best_candidate, select
 from tests.app import builders as b
 
-SETTINGS = settings(max_examples=150, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 KINDS = [k for k, _ in DEFAULT_PRECEDENCE]
 
 
@@ -54,11 +53,13 @@ def policy_values(draw: st.DrawFn) -> dict[str, dict[str, str]]:
     return out
 
 
-GUARDRAILS = st.fixed_dictionaries({
-    "maxChangePercent": st.integers(1, 100),
-    "minCPU": st.sampled_from(["1m", "10m", "50m", "250m"]),
-    "minMemory": st.sampled_from(["1Mi", "32Mi", "64Mi", "200Mi"]),
-})
+GUARDRAILS = st.fixed_dictionaries(
+    {
+        "maxChangePercent": st.integers(1, 100),
+        "minCPU": st.sampled_from(["1m", "10m", "50m", "250m"]),
+        "minMemory": st.sampled_from(["1Mi", "32Mi", "64Mi", "200Mi"]),
+    }
+)
 
 
 def parsed(res: dict[str, dict[str, str]]) -> dict[str, dict[str, int]]:
@@ -67,15 +68,18 @@ def parsed(res: dict[str, dict[str, str]]) -> dict[str, dict[str, int]]:
 
 def decision(current: dict, values: dict, guardrails: dict, path: str) -> Any:
     containers = {"app": current}
-    objs = [*b.base_objects(containers=containers),
-            b.static(containers={"app": values}, guardrails=guardrails)]
+    objs = [
+        *b.base_objects(containers=containers),
+        b.static(containers={"app": values}, guardrails=guardrails),
+    ]
     return b.decide(b.view(*objs), b.pod(containers=containers), path)
 
 
 @SETTINGS
 @given(pod_resources(), policy_values(), GUARDRAILS, st.sampled_from(["admission", "running"]))
-def test_applied_decisions_keep_limits_minimums_and_step(current: dict, values: dict,
-                                                         guardrails: dict, path: str) -> None:
+def test_applied_decisions_keep_limits_minimums_and_step(
+    current: dict, values: dict, guardrails: dict, path: str
+) -> None:
     d = decision(current, values, guardrails, path)
     if d.outcome != "apply":
         assert d.values == {}
@@ -86,8 +90,10 @@ def test_applied_decisions_keep_limits_minimums_and_step(current: dict, values: 
     for resource, request in after["requests"].items():
         limit = after["limits"].get(resource)
         assert limit is None or request <= limit
-    minimum = {"cpu": parse_resource("cpu", guardrails["minCPU"]),
-               "memory": parse_resource("memory", guardrails["minMemory"])}
+    minimum = {
+        "cpu": parse_resource("cpu", guardrails["minCPU"]),
+        "memory": parse_resource("memory", guardrails["minMemory"]),
+    }
     for fld in ("requests", "limits"):
         for resource, new in after[fld].items():
             old = before[fld].get(resource)
@@ -103,14 +109,21 @@ def test_applied_decisions_keep_limits_minimums_and_step(current: dict, values: 
 
 
 @SETTINGS
-@given(st.integers(20, 8000), st.integers(1, 16000), st.floats(0.25, 1.0),
-       st.sampled_from(["admission", "running"]))
-def test_throttled_container_never_gets_a_lower_cpu_request(current: int, wanted: int,
-                                                            ratio: float, path: str) -> None:
+@given(
+    st.integers(20, 8000),
+    st.integers(1, 16000),
+    st.floats(0.25, 1.0),
+    st.sampled_from(["admission", "running"]),
+)
+def test_throttled_container_never_gets_a_lower_cpu_request(
+    current: int, wanted: int, ratio: float, path: str
+) -> None:
     res = {"requests": {"cpu": cpu(current), "memory": "512Mi"}, "limits": {}}
-    objs = [*b.base_objects(containers={"app": res}), b.proactive(),
-            b.configmap(b.row(requests={"cpu": cpu(wanted), "memory": "256Mi"},
-                              throttling=ratio))]
+    objs = [
+        *b.base_objects(containers={"app": res}),
+        b.proactive(),
+        b.configmap(b.row(requests={"cpu": cpu(wanted), "memory": "256Mi"}, throttling=ratio)),
+    ]
     d = b.decide(b.view(*objs), b.pod(containers={"app": res}), path)
     assert parse_resource("cpu", d.containers["app"]["requests"]["cpu"]) >= current
 
@@ -121,24 +134,33 @@ def test_throttled_container_never_gets_a_lower_cpu_request(current: int, wanted
 @st.composite
 def candidate_sets(draw: st.DrawFn) -> list[Candidate]:
     n = draw(st.integers(1, 8))
-    keys = draw(st.lists(st.text("abcdefgh", min_size=1, max_size=4), min_size=n, max_size=n,
-                         unique=True))
+    keys = draw(
+        st.lists(st.text("abcdefgh", min_size=1, max_size=4), min_size=n, max_size=n, unique=True)
+    )
     out = []
     for key in keys:
         kind = draw(st.sampled_from(KINDS[:3] + KINDS[5:7]))
-        out.append(Candidate(
-            container=draw(st.sampled_from(["app", "*"])), field="requests", resource="cpu",
-            value=key, amount=1, kind=kind, priority=draw(st.sampled_from([70, 90, 130])),
-            weight=draw(st.integers(0, 2)),
-            created_at=draw(st.sampled_from([float("-inf"), 1.0, 2.0, 3.0])),
-            key=key, policy=None))
+        out.append(
+            Candidate(
+                container=draw(st.sampled_from(["app", "*"])),
+                field="requests",
+                resource="cpu",
+                value=key,
+                amount=1,
+                kind=kind,
+                priority=draw(st.sampled_from([70, 90, 130])),
+                weight=draw(st.integers(0, 2)),
+                created_at=draw(st.sampled_from([float("-inf"), 1.0, 2.0, 3.0])),
+                key=key,
+                policy=None,
+            )
+        )
     return out
 
 
 @SETTINGS
 @given(candidate_sets(), st.randoms(use_true_random=False))
-def test_selection_is_independent_of_candidate_order(found: list[Candidate],
-                                                     rnd: Any) -> None:
+def test_selection_is_independent_of_candidate_order(found: list[Candidate], rnd: Any) -> None:
     expected = best_candidate(found)
     shuffled = list(found)
     rnd.shuffle(shuffled)
@@ -148,23 +170,31 @@ def test_selection_is_independent_of_candidate_order(found: list[Candidate],
     # nor by an older candidate of its own kind in its tier.
     top = max((c.priority, c.weight, c.exact) for c in found)
     assert (expected.priority, expected.weight, expected.exact) == top
-    assert not any(c.kind == expected.kind and c.created_at < expected.created_at
-                   and (c.priority, c.weight, c.exact) == top for c in found)
+    assert not any(
+        c.kind == expected.kind
+        and c.created_at < expected.created_at
+        and (c.priority, c.weight, c.exact) == top
+        for c in found
+    )
 
 
 @SETTINGS
-@given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 2), st.booleans()),
-                min_size=2, max_size=5),
-       st.booleans(), st.randoms(use_true_random=False))
-def test_selection_is_independent_of_policy_load_order(specs: list, multi: bool,
-                                                       rnd: Any) -> None:
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 2), st.integers(0, 2), st.booleans()), min_size=2, max_size=5
+    ),
+    st.booleans(),
+    st.randoms(use_true_random=False),
+)
+def test_selection_is_independent_of_policy_load_order(specs: list, multi: bool, rnd: Any) -> None:
     policies = []
     for i, (weight, age, with_memory) in enumerate(specs):
         values = {"requests": {"cpu": cpu(100 + i)}}
         if with_memory:
             values["requests"]["memory"] = mem(100 + i)
-        policies.append(b.static(f"p{i}", {"app": values}, weight=weight,
-                                 created=b.T0 + timedelta(hours=age)))
+        policies.append(
+            b.static(f"p{i}", {"app": values}, weight=weight, created=b.T0 + timedelta(hours=age))
+        )
     objs = [*policies, b.global_config(multiPolicyContainerRightsizingEnabled=multi)]
 
     def chosen(order: list) -> list[tuple[str, str, str]]:

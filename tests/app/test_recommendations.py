@@ -25,11 +25,19 @@ def test_spec_example_row() -> None:
     assert warnings == []
     (r,) = rows
     assert (r.namespace, r.owner_kind, r.owner_name, r.container) == (
-        b.NS, "Deployment", "web", "app")
+        b.NS,
+        "Deployment",
+        "web",
+        "app",
+    )
     assert r.requests == {"cpu": "250m", "memory": "256Mi"}
     assert r.limits == {"cpu": "500m", "memory": "512Mi"}
     assert (r.coverage_hours, r.samples, r.confidence, r.cpu_throttling_ratio) == (
-        240, 20160, 0.93, 0.02)
+        240,
+        20160,
+        0.93,
+        0.02,
+    )
     assert r.analyzed_at == b.NOW - timedelta(days=1)
 
 
@@ -38,13 +46,16 @@ def test_limits_and_throttling_are_optional() -> None:
     assert warnings == [] and rows[0].limits == {} and rows[0].cpu_throttling_ratio is None
 
 
-@pytest.mark.parametrize(("broken", "words"), [
-    ({"confidence": None}, "missing confidence"),
-    ({"requests": {"cpu": "lots"}}, "requests.cpu"),
-    ({"analyzedAt": "yesterday"}, "analyzedAt"),
-    ({"analyzedAt": "2026-11-28T10:00:00"}, "time zone"),
-    ({"confidence": 1.5}, "outside 0..1"),
-])
+@pytest.mark.parametrize(
+    ("broken", "words"),
+    [
+        ({"confidence": None}, "missing confidence"),
+        ({"requests": {"cpu": "lots"}}, "requests.cpu"),
+        ({"analyzedAt": "yesterday"}, "analyzedAt"),
+        ({"analyzedAt": "2026-11-28T10:00:00"}, "time zone"),
+        ({"confidence": 1.5}, "outside 0..1"),
+    ],
+)
 def test_bad_row_is_skipped_with_a_warning_naming_it(broken: dict, words: str) -> None:
     bad = {**b.row(workload="api"), **broken}
     rows, warnings = parse_rows(doc(b.row(), bad), "ConfigMap shop/recs")

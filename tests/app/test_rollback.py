@@ -22,8 +22,9 @@ from app.sync import sync_workload
 from app.workloads import Workload
 from tests.app import builders as b
 
-MANIFEST = {"app": {"requests": {"cpu": "400m", "memory": "512Mi"},
-                    "limits": {"cpu": "1", "memory": "1Gi"}}}
+MANIFEST = {
+    "app": {"requests": {"cpu": "400m", "memory": "512Mi"}, "limits": {"cpu": "1", "memory": "1Gi"}}
+}
 GOOD = {"app": {"requests": {"cpu": "300m", "memory": "384Mi"}, "limits": {"memory": "768Mi"}}}
 
 
@@ -62,10 +63,16 @@ def test_restore_target_manifest_vs_last_successful() -> None:
 
 def test_state_codec_round_trip() -> None:
     state = RollbackState(
-        mode="backingOff", turn=2, started_at=b.NOW - timedelta(minutes=10),
-        expiry_at=b.NOW - timedelta(minutes=5), rollback_started_at=b.NOW - timedelta(minutes=5),
-        active_recommendation_fingerprint="abc123", failure_reason="oomKilled",
-        failure_message="app OOMKilled", last_successful_state=GOOD)
+        mode="backingOff",
+        turn=2,
+        started_at=b.NOW - timedelta(minutes=10),
+        expiry_at=b.NOW - timedelta(minutes=5),
+        rollback_started_at=b.NOW - timedelta(minutes=5),
+        active_recommendation_fingerprint="abc123",
+        failure_reason="oomKilled",
+        failure_message="app OOMKilled",
+        last_successful_state=GOOD,
+    )
     text = encode_state(state)
     assert decode_state(text) == state
     assert '"lastSuccessfulState":{"containers":' in text
@@ -78,8 +85,9 @@ def test_every_mode_round_trips(mode: str) -> None:
     assert decode_state(encode_state(RollbackState(mode=mode))).mode == mode
 
 
-@pytest.mark.parametrize("text", ["not json", "[]", '{"mode": "exploding"}',
-                                  '{"mode": "idle", "turn": "x"}'])
+@pytest.mark.parametrize(
+    "text", ["not json", "[]", '{"mode": "exploding"}', '{"mode": "idle", "turn": "x"}']
+)
 def test_bad_state_is_an_error(text: str) -> None:
     with pytest.raises(RollbackStateError):
         decode_state(text)
@@ -96,8 +104,9 @@ def test_unreadable_state_in_view_is_a_warning_not_a_crash() -> None:
 
 
 def workload(state: RollbackState | None) -> Workload:
-    return Workload(kind="Deployment", namespace=b.NS, name="web", labels={"app": "web"},
-                    containers=MANIFEST)
+    return Workload(
+        kind="Deployment", namespace=b.NS, name="web", labels={"app": "web"}, containers=MANIFEST
+    )
 
 
 def restore_keys(policies: list, state: RollbackState | None) -> dict[str, str]:
@@ -108,8 +117,7 @@ def restore_keys(policies: list, state: RollbackState | None) -> dict[str, str]:
 def test_restore_keys_carry_manifest_values() -> None:
     keys = restore_keys([b.rollback_policy(target="manifest")], RollbackState(mode="rollingBack"))
     req = fixed_key("RollbackPolicy", "requests")
-    assert decode_payload(req, keys[req]).containers == {
-        "app": {"cpu": "400m", "memory": "512Mi"}}
+    assert decode_payload(req, keys[req]).containers == {"app": {"cpu": "400m", "memory": "512Mi"}}
     lim = fixed_key("RollbackPolicy", "limits")
     assert decode_payload(lim, keys[lim]).containers == {"app": {"cpu": "1", "memory": "1Gi"}}
 
@@ -118,27 +126,31 @@ def test_restore_keys_carry_last_successful_values() -> None:
     state = RollbackState(mode="backingOff", last_successful_state=GOOD)
     keys = restore_keys([b.rollback_policy(target="lastSuccessful")], state)
     req = fixed_key("RollbackPolicy", "requests")
-    assert decode_payload(req, keys[req]).containers == {
-        "app": {"cpu": "300m", "memory": "384Mi"}}
+    assert decode_payload(req, keys[req]).containers == {"app": {"cpu": "300m", "memory": "384Mi"}}
 
 
 def test_last_successful_without_state_publishes_nothing() -> None:
     # rollbackRecommendationUnavailable: nothing to restore.
-    assert restore_keys([b.rollback_policy(target="lastSuccessful")],
-                        RollbackState(mode="rollingBack")) == {}
+    assert (
+        restore_keys(
+            [b.rollback_policy(target="lastSuccessful")], RollbackState(mode="rollingBack")
+        )
+        == {}
+    )
 
 
 def test_restore_uses_the_chosen_rollback_policy() -> None:
     state = RollbackState(mode="rollingBack", last_successful_state=GOOD)
-    policies = [b.rollback_policy("m", target="manifest", weight=10),
-                b.rollback_policy("l", target="lastSuccessful", weight=20)]
+    policies = [
+        b.rollback_policy("m", target="manifest", weight=10),
+        b.rollback_policy("l", target="lastSuccessful", weight=20),
+    ]
     keys = restore_keys(policies, state)
     req = fixed_key("RollbackPolicy", "requests")
     assert decode_payload(req, keys[req]).containers["app"]["cpu"] == "300m"
 
 
-@pytest.mark.parametrize("mode", ["idle", "monitoring", "monitoringSucceeded",
-                                  "failedPermanent"])
+@pytest.mark.parametrize("mode", ["idle", "monitoring", "monitoringSucceeded", "failedPermanent"])
 def test_no_restore_keys_outside_rolling_back_and_backing_off(mode: str) -> None:
     assert restore_keys([b.rollback_policy()], RollbackState(mode=mode)) == {}
 

@@ -39,12 +39,16 @@ def test_policy_owned_key_payload() -> None:
     out = sync(pol, multi=True)
     key = policy_key("StaticPolicy", b.NS, "web-static", "requests")
     assert list(out) == [key]
-    assert re.fullmatch(r"static\.rightsizing\.kubex\.ai/h[0-9a-f]{16}-desired-resource-requests",
-                        key)
+    assert re.fullmatch(
+        r"static\.rightsizing\.kubex\.ai/h[0-9a-f]{16}-desired-resource-requests", key
+    )
     assert len(key.split("/")[1]) <= 63
     assert orjson.loads(out[key]) == {
-        "policyKind": "StaticPolicy", "policyName": "web-static", "policyNamespace": b.NS,
-        "policyGeneration": 1, "createdAt": "2026-11-01T10:00:00Z",
+        "policyKind": "StaticPolicy",
+        "policyName": "web-static",
+        "policyNamespace": b.NS,
+        "policyGeneration": 1,
+        "createdAt": "2026-11-01T10:00:00Z",
         "containers": {"app": {"cpu": "250m", "memory": "256Mi"}},
     }
     payload = decode_payload(key, out[key])
@@ -52,12 +56,15 @@ def test_policy_owned_key_payload() -> None:
 
 
 def test_prefixes_by_kind() -> None:
-    for kind, prefix in [("StaticPolicy", "static"), ("ClusterStaticPolicy", "cwstatic"),
-                         ("ProactivePolicy", "proactive"),
-                         ("ClusterProactivePolicy", "cwproactive"),
-                         ("GpuReactivePolicy", "gpureactive"),
-                         ("ClusterGpuReactivePolicy", "cwgpureactive"),
-                         ("RollbackPolicy", "rollbackpolicy")]:
+    for kind, prefix in [
+        ("StaticPolicy", "static"),
+        ("ClusterStaticPolicy", "cwstatic"),
+        ("ProactivePolicy", "proactive"),
+        ("ClusterProactivePolicy", "cwproactive"),
+        ("GpuReactivePolicy", "gpureactive"),
+        ("ClusterGpuReactivePolicy", "cwgpureactive"),
+        ("RollbackPolicy", "rollbackpolicy"),
+    ]:
         key = fixed_key(kind, "limits")
         assert key == f"{prefix}.rightsizing.kubex.ai/desired-resource-limits"
         assert parse_key(key).kind == kind  # type: ignore[union-attr]
@@ -72,38 +79,47 @@ def test_scope_filters_policies() -> None:
     wrong_label = b.static("b", scope={"labelSelector": {"matchLabels": {"app": "api"}}})
     wrong_type = b.static("c", scope={"workloadTypes": ["StatefulSet"]})
     assert sync(other_ns, wrong_label, wrong_type, multi=True) == {}
-    cluster_out = b.static("d", kind="ClusterStaticPolicy",
-                           scope={"namespaceSelector": {"operator": "NotIn", "values": ["sh*"]}})
+    cluster_out = b.static(
+        "d",
+        kind="ClusterStaticPolicy",
+        scope={"namespaceSelector": {"operator": "NotIn", "values": ["sh*"]}},
+    )
     assert sync(cluster_out, multi=True) == {}
-    cluster_in = b.static("e", kind="ClusterStaticPolicy",
-                          scope={"namespaceSelector": {"operator": "In", "values": ["sh*"]}})
+    cluster_in = b.static(
+        "e",
+        kind="ClusterStaticPolicy",
+        scope={"namespaceSelector": {"operator": "In", "values": ["sh*"]}},
+    )
     assert len(sync(cluster_in, multi=True)) == 1
 
 
 def test_scope_containers_restrict_wildcard() -> None:
-    pol = b.static(containers={"*": {"requests": {"cpu": "100m"}},
-                               "db": {"requests": {"cpu": "200m"}}},
-                   scope={"containers": ["app", "db"]})
+    pol = b.static(
+        containers={"*": {"requests": {"cpu": "100m"}}, "db": {"requests": {"cpu": "200m"}}},
+        scope={"containers": ["app", "db"]},
+    )
     out = sync(pol)
     assert orjson.loads(out[fixed_key("StaticPolicy", "requests")]) == {
-        "app": {"cpu": "100m"}, "db": {"cpu": "200m"}}
-    pol = b.static(containers={"app": {"requests": {"cpu": "100m"}},
-                               "db": {"requests": {"cpu": "200m"}}},
-                   scope={"containers": ["db"]})
-    assert orjson.loads(sync(pol)[fixed_key("StaticPolicy", "requests")]) == {
-        "db": {"cpu": "200m"}}
+        "app": {"cpu": "100m"},
+        "db": {"cpu": "200m"},
+    }
+    pol = b.static(
+        containers={"app": {"requests": {"cpu": "100m"}}, "db": {"requests": {"cpu": "200m"}}},
+        scope={"containers": ["db"]},
+    )
+    assert orjson.loads(sync(pol)[fixed_key("StaticPolicy", "requests")]) == {"db": {"cpu": "200m"}}
 
 
 def test_proactive_values_come_from_rows() -> None:
-    text = orjson.dumps({"recommendations": [
-        b.row(requests={"cpu": "300m"}, limits={"memory": "768Mi"})]})
+    text = orjson.dumps(
+        {"recommendations": [b.row(requests={"cpu": "300m"}, limits={"memory": "768Mi"})]}
+    )
     rows, warnings = parse_rows(text, "test")
     assert warnings == []
     by_container = index_rows(rows)[("Deployment", b.NS, "web")]
     out = sync(b.proactive(), rows=by_container)
     assert orjson.loads(out[fixed_key("ProactivePolicy", "requests")]) == {"app": {"cpu": "300m"}}
-    assert orjson.loads(out[fixed_key("ProactivePolicy", "limits")]) == {
-        "app": {"memory": "768Mi"}}
+    assert orjson.loads(out[fixed_key("ProactivePolicy", "limits")]) == {"app": {"memory": "768Mi"}}
 
 
 def test_exactly_one_args_policy_is_published() -> None:
@@ -112,7 +128,8 @@ def test_exactly_one_args_policy_is_published() -> None:
     for order in ([light, heavy], [heavy, light]):
         out = sync(*order)
         assert orjson.loads(out[ARGS_KEY]) == {
-            "containers": {"app": [{"name": "--b", "operation": "Remove"}]}}
+            "containers": {"app": [{"name": "--b", "operation": "Remove"}]}
+        }
 
 
 def test_args_policy_equal_weight_older_wins() -> None:
@@ -123,7 +140,11 @@ def test_args_policy_equal_weight_older_wins() -> None:
 
 
 def test_args_policy_outside_scope_is_not_selected() -> None:
-    heavy = b.args_policy("heavy", {"*": [{"name": "--x"}]}, weight=9,
-                          scope={"labelSelector": {"matchLabels": {"app": "api"}}})
+    heavy = b.args_policy(
+        "heavy",
+        {"*": [{"name": "--x"}]},
+        weight=9,
+        scope={"labelSelector": {"matchLabels": {"app": "api"}}},
+    )
     light = b.args_policy("light", {"*": [{"name": "--y"}]}, weight=1)
     assert orjson.loads(sync(heavy, light)[ARGS_KEY])["containers"]["*"][0]["name"] == "--y"

@@ -18,13 +18,18 @@ def test_storefront_decisions() -> None:
     by_name = {p["metadata"]["name"]: p for p in v.pods()}
     web = decide_pod(v, by_name["web-7d4b9-new01"], now=b.NOW, path="admission")
     assert (web.outcome, web.method) == ("apply", "admission")
-    assert web.values == {"app": {"requests": {"cpu": "250m", "memory": "256Mi"},
-                                  "limits": {"cpu": "500m", "memory": "512Mi"}}}
+    assert web.values == {
+        "app": {
+            "requests": {"cpu": "250m", "memory": "256Mi"},
+            "limits": {"cpu": "500m", "memory": "512Mi"},
+        }
+    }
     assert {s.policy_name for s in web.selected} == {"web-static"}
     api = decide_pod(v, by_name["api-5f6c7-xyz12"], now=b.NOW, path="running")
     assert (api.outcome, api.method) == ("apply", "inPlace")
-    assert api.values == {"api": {"requests": {"cpu": "300m", "memory": "384Mi"},
-                                  "limits": {"memory": "768Mi"}}}
+    assert api.values == {
+        "api": {"requests": {"cpu": "300m", "memory": "384Mi"}, "limits": {"memory": "768Mi"}}
+    }
 
 
 def test_storefront_owner_resolution() -> None:
@@ -61,9 +66,14 @@ def test_new_recommendations_invalidate_the_cached_plan() -> None:
 
 
 def test_cluster_policy_index_follows_namespace_selector() -> None:
-    v = b.view(b.static("c", kind="ClusterStaticPolicy",
-                        scope={"namespaceSelector": {"operator": "In", "values": ["prod-*"]}}),
-               b.static("n", namespace="prod-eu"))
+    v = b.view(
+        b.static(
+            "c",
+            kind="ClusterStaticPolicy",
+            scope={"namespaceSelector": {"operator": "In", "values": ["prod-*"]}},
+        ),
+        b.static("n", namespace="prod-eu"),
+    )
     assert {p.metadata.name for p in v.policies_for_namespace("prod-eu")} == {"c", "n"}
     assert {p.metadata.name for p in v.policies_for_namespace("staging")} == set()
 
