@@ -16,6 +16,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from app.crdgen import validate_against_crd
 from app.models import parse_object
 from webhook.certs import kustomize_ca_bundle_patch
 
@@ -67,7 +68,7 @@ def test_every_kubernetes_object_validates_strictly(objects: list[dict[str, Any]
     assert checked >= 10
 
 
-def test_kerf_defaults_parse_with_the_models(objects: list[dict[str, Any]]) -> None:
+def test_kerf_defaults_fit_the_models_and_the_crds(objects: list[dict[str, Any]]) -> None:
     kerf = [o for o in objects if o["apiVersion"] == KERF_API]
     assert sorted((o["kind"], o["metadata"]["name"]) for o in kerf) == [
         ("GlobalConfiguration", "global-config"),
@@ -75,6 +76,7 @@ def test_kerf_defaults_parse_with_the_models(objects: list[dict[str, Any]]) -> N
     ]
     for obj in kerf:
         parse_object(obj, "manifests/defaults")
+        assert validate_against_crd(obj) == [], obj["kind"]
         assert "namespace" not in obj["metadata"], "cluster singletons have no namespace"
 
 
