@@ -926,8 +926,17 @@ def _check_single_replica(ctx: _Context, method: str | None) -> None:
 
 def _filter_node_capacity(ctx: _Context) -> None:
     """Increases that do not fit the node are filtered (never an eviction)."""
+    increases: dict[str, list[_Action]] = {}
+    for a in ctx.regular():
+        t = a.target
+        if (
+            t.field == "requests"
+            and t.resource in IN_PLACE_RESOURCES
+            and a.desired > (a.current or 0)
+        ):
+            increases.setdefault(t.resource, []).append(a)
     node_name = (ctx.pod.get("spec") or {}).get("nodeName")
-    node = ctx.view.node(node_name) if node_name else None
+    node = ctx.view.node(node_name) if increases and node_name else None
     if node is None:
         return
     allocatable = (node.get("status") or {}).get("allocatable") or {}
@@ -941,21 +950,14 @@ def _filter_node_capacity(ctx: _Context) -> None:
         - MEMORY_HEADROOM
         - used_memory,
     }
-    for resource in ("cpu", "memory"):
-        increases = [
-            a
-            for a in ctx.regular()
-            if a.target.field == "requests"
-            and a.target.resource == resource
-            and a.desired > (a.current or 0)
-        ]
+    for resource, actions in increases.items():
         delta = sum(
             a.desired - (ctx.current[a.target.container]["requests"].get(resource) or 0)
-            for a in increases
+            for a in actions
         )
-        if increases and delta > room[resource]:
-            ctx.dropped.extend((a.target, "InsufficientNodeCapacity") for a in increases)
-            ctx.replace_actions([a for a in ctx.actions if a not in increases])
+        if delta > room[resource]:
+            ctx.dropped.extend((a.target, "InsufficientNodeCapacity") for a in actions)
+            ctx.replace_actions([a for a in ctx.actions if a not in actions])
     if not ctx.actions:
         raise _Stop(
             "blocked", "InsufficientNodeCapacity", f"node {node_name} has no room for the increase"
