@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from app.annotations import ARGS_KEY, POD_INFO, dumps
+from app.annotations import ARGS_KEY, MIRROR_POD, POD_INFO, dumps
 from app.args import apply_arg_ops
 from app.decide import (
     PodDecision,
@@ -96,6 +96,10 @@ def admit_pod(
 
 
 def _admit(view: ClusterView, pod: Mapping[str, Any], now: datetime) -> AdmissionResult:
+    if MIRROR_POD in ((pod.get("metadata") or {}).get("annotations") or {}):
+        return AdmissionResult(
+            "skipped", "MirrorPod", "mirror pods are managed by the kubelet", None
+        )
     decision = decide_pod(view, pod, now=now, path="admission")
     selected = [s.as_dict() for s in decision.selected]
     if _already_applied(pod, decision.fingerprint):

@@ -25,7 +25,6 @@ from fastapi import FastAPI, Request
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.responses import Response
 
-from app.annotations import MIRROR_POD
 from webhook.limits import MAX_BODY_BYTES, BodyTooLarge, read_body
 from webhook.logs import LOGGER_NAME, decision_record, log_decision
 from webhook.metrics import WebhookMetrics, create_metrics
@@ -144,10 +143,6 @@ def create_app(
         if problem is not None:
             return fail_open(request.uid, "UnknownShape", problem, request.api_version)
         pod = request.object or {}
-        annotations = (pod.get("metadata") or {}).get("annotations") or {}
-        if MIRROR_POD in annotations:
-            body = review_response(request.uid, api_version=request.api_version)
-            return _Answer(body, "skipped", "MirrorPod", "mirror pods are managed by the kubelet")
         try:
             result = await decide_in_time(request, pod)
         except TimeoutError:

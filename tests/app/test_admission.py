@@ -297,3 +297,10 @@ def test_args_policy_naming_the_container_beats_a_wildcard_one() -> None:
     ]
     r = admit(*objs)
     assert r.args["app"][-1] == "--level=named"
+
+
+def test_mirror_pods_are_skipped() -> None:
+    mirror = b.pod(annotations={"kubernetes.io/config.mirror": "abc"}, phase="Pending")
+    r = admit(*b.base_objects(), b.static(), pod=mirror)
+    assert (r.outcome, r.reason) == ("skipped", "MirrorPod")
+    assert r.resources == {} and r.annotations == {}

@@ -100,7 +100,7 @@ def test_namespace_comes_from_the_request(client: TestClient, admit: ScriptedAdm
 
 @pytest.mark.parametrize(
     ("example", "outcome", "reason"),
-    [("update-pod.json", "ignored", ""), ("mirror-pod.json", "skipped", "MirrorPod")],
+    [("update-pod.json", "ignored", "")],
 )
 def test_requests_not_decided_are_allowed_untouched(
     client: TestClient, admit: ScriptedAdmit, example: str, outcome: str, reason: str
