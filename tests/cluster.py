@@ -13,6 +13,7 @@ from kubernetes_asyncio import client
 
 from app.informer import ABSENT_RECHECK_S, ClusterFeed
 from app.view import ClusterView
+from kubesim.sim import Simulator
 
 CRD_DIR = Path(__file__).resolve().parents[1] / "manifests" / "crds"
 GROUP, VERSION = "rightsizing.kubex.ai", "v1alpha1"
@@ -126,3 +127,22 @@ def deployment(name: str, namespace: str, replicas: int = 1) -> dict[str, Any]:
             },
         },
     }
+
+
+async def install_shop(sim: Simulator, api: client.ApiClient) -> None:
+    """kerf's CRDs, namespace `shop`, node `node-a`, strategy `default` and the StaticPolicy
+    `web` (250m / 256Mi for Deployment `web`)."""
+    await install_crds(api)
+    await sim.add_namespace("shop")
+    await sim.add_node("node-a")
+    crs = custom(api)
+    await crs.create_namespaced_custom_object(
+        GROUP, VERSION, "shop", "automationstrategies", strategy("default", "shop")
+    )
+    await crs.create_namespaced_custom_object(
+        GROUP,
+        VERSION,
+        "shop",
+        "staticpolicies",
+        static_policy("web", "shop", "web", "250m", "256Mi"),
+    )

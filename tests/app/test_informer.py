@@ -26,7 +26,7 @@ from tests.cluster import (
     custom,
     deployment,
     eventually,
-    install_crds,
+    install_shop,
     running_feed,
     static_policy,
     strategy,
@@ -76,20 +76,7 @@ async def api(sim: Simulator) -> AsyncIterator[client.ApiClient]:
     """A client for a cluster with kerf's CRDs, namespace `shop`, a node, a strategy, the
     `web` policy, Deployments `web` and `api`, and a recommendations ConfigMap."""
     async with sim.api_client() as api_client:
-        await install_crds(api_client)
-        await sim.add_namespace("shop")
-        await sim.add_node("node-a")
-        crs = custom(api_client)
-        await crs.create_namespaced_custom_object(
-            GROUP, VERSION, "shop", "automationstrategies", strategy("default", "shop")
-        )
-        await crs.create_namespaced_custom_object(
-            GROUP,
-            VERSION,
-            "shop",
-            "staticpolicies",
-            static_policy("web", "shop", "web", "250m", "256Mi"),
-        )
+        await install_shop(sim, api_client)
         apps = client.AppsV1Api(api_client)
         await apps.create_namespaced_deployment("shop", deployment("web", "shop", replicas=2))
         await apps.create_namespaced_deployment("shop", deployment("api", "shop"))

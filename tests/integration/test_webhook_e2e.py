@@ -31,9 +31,7 @@ from tests.cluster import (
     custom,
     deployment,
     eventually,
-    install_crds,
-    static_policy,
-    strategy,
+    install_shop,
 )
 from webhook.certs import issue_certificates, write_certificates
 from webhook.main import serve_cluster, uvicorn_server
@@ -129,21 +127,8 @@ def webhook_configuration(url: str, ca_bundle: str) -> dict[str, Any]:
 
 
 async def prepare_cluster(sim: Simulator, api: client.ApiClient) -> None:
-    await install_crds(api)
     await sim.add_namespace("kerf-system")
-    await sim.add_namespace("shop")
-    await sim.add_node("node-a")
-    crs = custom(api)
-    await crs.create_namespaced_custom_object(
-        GROUP, VERSION, "shop", "automationstrategies", strategy("default", "shop")
-    )
-    await crs.create_namespaced_custom_object(
-        GROUP,
-        VERSION,
-        "shop",
-        "staticpolicies",
-        static_policy("web", "shop", "web", "250m", "256Mi"),
-    )
+    await install_shop(sim, api)
 
 
 async def web_pods(core: client.CoreV1Api) -> dict[str, dict[str, Any]]:
