@@ -15,6 +15,8 @@ from typing import Any
 from app.annotations import (
     ARGS_KEY,
     FIELDS,
+    PayloadError,
+    decode_payload,
     dumps,
     encode_fixed,
     encode_owned,
@@ -23,6 +25,7 @@ from app.annotations import (
 )
 from app.models import (
     ContainerArgsPolicy,
+    GpuReactivePolicy,
     KerfResource,
     ProactivePolicy,
     RollbackPolicy,
@@ -123,8 +126,37 @@ def policy_values(
                 result["requests"][name] = dict(row.requests)
             if row.limits:
                 result["limits"][name] = dict(row.limits)
-    # GpuReactivePolicy values come from a metrics source that is not part of kerf yet.
+    elif isinstance(policy, GpuReactivePolicy):
+        # Reactive GPU values are computed outside the sync (from GPU metrics) and
+        # published on the workload; the sync carries them over for the policy that
+        # still matches, in the key format of the moment.
+        for fld in FIELDS:
+            published = published_containers(workload, policy, fld)
+            for name in _scoped(policy, published, workload):
+                if name in published:
+                    result[fld][name] = published[name]
     return result
+
+
+def published_containers(
+    workload: Workload, policy: KerfResource, field: str
+) -> dict[str, dict[str, str]]:
+    """The values a policy has published on the workload for one field: its policy-owned
+    key, else its kind's fixed key (both formats are read, so a change of the
+    multi-policy flag loses nothing). Unreadable payloads count as absent."""
+    namespace = policy.metadata.namespace or ""
+    for key in (
+        policy_key(policy.kind, namespace, policy.metadata.name, field),
+        fixed_key(policy.kind, field),
+    ):
+        text = workload.annotations.get(key)
+        if text is None:
+            continue
+        try:
+            return decode_payload(key, text).containers
+        except PayloadError:
+            return {}
+    return {}
 
 
 def _publish(
@@ -180,12 +212,22 @@ def sync_workload(
         for policy in matching:
             _publish(result, policy, policy_values(policy, workload, rows), multi_policy)
 
-    if rollback is not None and rollback.restoring:
-        chosen = choose_rollback_policy(
-            p for k in ROLLBACK_KINDS for p in by_kind.get(k, ()) if isinstance(p, RollbackPolicy)
-        )
-        target = restore_target(chosen, rollback, dict(workload.containers)) if chosen else None
-        if chosen is not None and target:
+    chosen = choose_rollback_policy(
+        p for k in ROLLBACK_KINDS for p in by_kind.get(k, ()) if isinstance(p, RollbackPolicy)
+    )
+    if chosen is not None and rollback is not None and rollback.restoring:
+        target = restore_target(chosen, rollback, dict(workload.containers))
+        if target:
+            _publish_rollback(result, chosen, target)
+    elif chosen is not None and rollback is None:
+        # Restore values published without a state annotation (written by hand or by an
+        # older writer) stay in force while a rollback policy matches.
+        restore = {fld: published_containers(workload, chosen, fld) for fld in FIELDS}
+        target = {
+            name: {fld: restore[fld].get(name, {}) for fld in FIELDS}
+            for name in {n for values in restore.values() for n in values}
+        }
+        if target:
             _publish_rollback(result, chosen, target)
 
     args_policies = sorted(
