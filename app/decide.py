@@ -225,6 +225,7 @@ class _Action:
     candidate: Candidate
     settings: GuardrailSettings
     restore: bool = False
+    strategy: AutomationStrategySpec | None = None
 
 
 @dataclass
@@ -265,15 +266,14 @@ class _Context:
         stamp = (self.version, len(self.actions))
         if self._memo_stamp != stamp:
             seen: dict[int, KerfResource] = {}
+            strategies: dict[int, AutomationStrategySpec] = {}
             for action in self.regular():
                 if action.candidate.policy is not None:
                     seen[id(action.candidate.policy)] = action.candidate.policy
+                if action.strategy is not None:
+                    strategies[id(action.strategy)] = action.strategy
             self._policies = list(seen.values())
-            self._strategies = [
-                found.spec
-                for found in (self.view.strategy_for(p) for p in self._policies)
-                if found is not None
-            ]
+            self._strategies = list(strategies.values())
             self._memo_stamp = stamp
         return self._policies
 
@@ -480,7 +480,7 @@ class _Prepared:
     target: Target
     candidate: Candidate
     restore: bool
-    strategy_found: bool
+    strategy: AutomationStrategySpec | None
     switches: Switches | None
     settings: GuardrailSettings
 
@@ -494,7 +494,7 @@ def _prepare(ctx: _Context) -> list[_Prepared]:
     for target, candidate in sorted(ctx.selected.items(), key=_target_order):
         if candidate.kind in ROLLBACK_KINDS:
             settings = ctx.settings(candidate.policy)
-            prepared.append(_Prepared(target, candidate, True, True, None, settings))
+            prepared.append(_Prepared(target, candidate, True, None, None, settings))
             continue
         strategy = ctx.view.strategy_for(candidate.policy) if candidate.policy else None
         switches = (
@@ -512,7 +512,7 @@ def _prepare(ctx: _Context) -> list[_Prepared]:
                 target,
                 candidate,
                 False,
-                strategy is not None,
+                strategy.spec if strategy is not None else None,
                 switches,
                 ctx.settings(candidate.policy),
             )
@@ -534,14 +534,18 @@ def _build_actions(ctx: _Context) -> None:
             )
             ctx.has_restores = True
             continue
-        if not item.strategy_found:
+        if item.strategy is None:
             missing.append(candidate.policy.metadata.name if candidate.policy else candidate.key)
             continue
         enabled = apply_switches(item.switches, current=current, desired=candidate.amount)
         if enabled.value is None:
             ctx.dropped.append((target, enabled.reason or "NotEnabled"))
         else:
-            ctx.actions.append(_Action(target, current, enabled.value, candidate, item.settings))
+            ctx.actions.append(
+                _Action(
+                    target, current, enabled.value, candidate, item.settings, False, item.strategy
+                )
+            )
     if missing and not ctx.actions:
         raise _Stop(
             "blocked",
@@ -584,8 +588,8 @@ def _run_checks(ctx: _Context) -> str | None:
     _check_recommendation_quality(ctx)
     # FreezeWindow
     strategies = ctx.strategies()
-    if running and ctx.regular():
-        exclusion = [w for s in strategies for w in s.scheduling.exclusion_windows]
+    exclusion = [w for s in strategies for w in s.scheduling.exclusion_windows]
+    if running and exclusion and ctx.regular():
         verdict = freeze_verdict(exclusion, now)
         if not verdict.allowed:
             _block_regular(
@@ -602,9 +606,8 @@ def _run_checks(ctx: _Context) -> str | None:
         _check_single_replica(ctx, method)
         _filter_node_capacity(ctx)
         inclusion = [w for s in strategies for w in s.scheduling.inclusion_windows]
-        exclusion = [w for s in strategies for w in s.scheduling.exclusion_windows]
-        verdict = maintenance_verdict(inclusion, exclusion, now)
-        if not verdict.allowed:
+        verdict = maintenance_verdict(inclusion, exclusion, now) if inclusion else None
+        if verdict is not None and not verdict.allowed:
             _block_regular(
                 ctx, "MaintenanceWindow", "no inclusion window is open", verdict.next_allowed_at
             )
