@@ -247,6 +247,7 @@ class _Context:
     _memo_stamp: tuple[int, int] = (-1, -1)
     _policies: list[KerfResource] = field(default_factory=list)
     _strategies: list[AutomationStrategySpec] = field(default_factory=list)
+    _audit: bool = False
     dropped: list[tuple[Target, str]] = field(default_factory=list)
 
     def settings(self, policy: KerfResource | None) -> GuardrailSettings:
@@ -274,6 +275,7 @@ class _Context:
                     strategies[id(action.strategy)] = action.strategy
             self._policies = list(seen.values())
             self._strategies = list(strategies.values())
+            self._audit = any(getattr(p.spec, "mode", "auto") == "audit" for p in self._policies)
             self._memo_stamp = stamp
         return self._policies
 
@@ -281,6 +283,11 @@ class _Context:
         """The strategies of those policies."""
         self.policies()
         return self._strategies
+
+    def audit(self) -> bool:
+        """Whether any of those policies is in audit mode."""
+        self.policies()
+        return self._audit
 
     def rows(self) -> Mapping[str, RecommendationRow]:
         return self.view.rows_for(self.workload.ref)
@@ -560,11 +567,8 @@ def _run_checks(ctx: _Context) -> str | None:
     """The checks in the order of SPEC §6; returns the method."""
     view, now, running = ctx.view, ctx.now, ctx.path == "running"
     config = view.global_config
-    policies = ctx.policies()
-
     # Audit (mode)
-    audit = any(getattr(p.spec, "mode", "auto") == "audit" for p in policies)
-    if ctx.regular() and audit and not _approved(ctx):
+    if ctx.regular() and ctx.audit() and not _approved(ctx):
         _block_regular(
             ctx, "Audit", "audit mode: the proposal is recorded, nothing changes", None, "skipped"
         )
@@ -674,9 +678,11 @@ def _check_recommendation_quality(ctx: _Context) -> None:
     proactive = [a for a in ctx.regular() if a.candidate.kind in PROACTIVE_KINDS]
     for action in proactive:
         row = rows.get(action.target.container)
+        if row is None:
+            continue
         spec = action.candidate.policy.spec if action.candidate.policy else None
         max_age = getattr(getattr(spec, "safety_checks", None), "max_analysis_age_days", 5)
-        if row is not None and ctx.now - row.analyzed_at > timedelta(days=max_age):
+        if ctx.now - row.analyzed_at > timedelta(days=max_age):
             _block_regular(
                 ctx,
                 "StaleRecommendation",
