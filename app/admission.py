@@ -20,11 +20,11 @@ from app.decide import (
     decide_pod,
     pod_gate,
     skipped_containers,
-    target_containers,
     workload_for,
 )
 from app.owners import WorkloadRef
 from app.view import ClusterView
+from app.workloads import target_containers
 
 
 @dataclass(frozen=True, slots=True)

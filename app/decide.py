@@ -33,7 +33,7 @@ from app.selection import Candidate, Target
 from app.sync import ROLLBACK_KINDS
 from app.view import ClusterView, WorkloadPlan
 from app.windows import freeze_verdict, maintenance_verdict
-from app.workloads import Workload, parse_time
+from app.workloads import Resources, Workload, parse_time, target_containers
 
 Path = Literal["admission", "running"]
 PROACTIVE_KINDS = frozenset({"ProactivePolicy", "ClusterProactivePolicy"})
@@ -45,8 +45,6 @@ MEMORY_HEADROOM = 200 * MIB
 JAVA_OPTION_VARS = ("JAVA_TOOL_OPTIONS", "JAVA_OPTS", "JDK_JAVA_OPTIONS")
 _HEAP_RE = re.compile(r"(?:-Xmx|-XX:MaxHeapSize=)(\d+)([kKmMgGtT]?)\b")
 _HEAP_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
-
-Resources = dict[str, dict[str, int]]  # {"requests": {res: amount}, "limits": {...}}
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,26 +111,6 @@ class PodDecision:
 
 
 # ---------------------------------------------------------------------- pod facts
-
-
-def target_containers(pod: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
-    """Containers kerf sizes: the app containers and sidecars (init containers that keep
-    running, `restartPolicy: Always`); plain init containers run once and are left alone."""
-    spec = pod.get("spec") or {}
-    found = {c["name"]: c for c in spec.get("containers") or [] if "name" in c}
-    for init in spec.get("initContainers") or []:
-        if init.get("restartPolicy") == "Always" and "name" in init:
-            found[init["name"]] = init
-    return found
-
-
-def resources_of(container: Mapping[str, Any]) -> Resources:
-    """Parsed requests and limits of a container spec."""
-    raw = container.get("resources") or {}
-    return {
-        fld: {r: parse_resource(r, q) for r, q in (raw.get(fld) or {}).items()}
-        for fld in ("requests", "limits")
-    }
 
 
 def format_resources(resources: Resources) -> dict[str, dict[str, str]]:
@@ -341,7 +319,7 @@ def _decide_pod(
     namespace = str(meta.get("namespace") or "default")
     name = str(meta.get("name") or meta.get("generateName") or "")
     containers = target_containers(pod)
-    current = {c: resources_of(spec) for c, spec in containers.items()}
+    current = view.pod_resources(pod)
     owner = view.owner_of(pod)
 
     def finish(outcome, reason, message, **extra) -> PodDecision:  # type: ignore[no-untyped-def]

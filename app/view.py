@@ -42,7 +42,7 @@ from app.selection import (
     select_args,
 )
 from app.sync import SyncResult, sync_workload
-from app.workloads import WORKLOAD_KINDS, Workload
+from app.workloads import WORKLOAD_KINDS, Resources, Workload, pod_resources
 
 ObjectKey = tuple[str, str, str]  # (kind, namespace, name); namespace "" when cluster-scoped
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
@@ -126,6 +126,7 @@ class ClusterView:
         self._pods_by_node: dict[str, dict[tuple[str, str], tuple[int, int]]] = {}
         self._pods_by_owner: dict[ObjectKey, dict[tuple[str, str], Mapping[str, Any]]] = {}
         self._pod_owner: dict[tuple[str, str], ObjectKey] = {}
+        self._parsed_pods: dict[tuple[str, str], dict[str, Resources]] = {}
         self._hpas: dict[str, dict[str, Mapping[str, Any]]] = {}
         self._configmap_rows: dict[tuple[str, str], list[RecommendationRow]] = {}
         self._rows: dict[ObjectKey, dict[str, RecommendationRow]] = {}
@@ -237,6 +238,7 @@ class ClusterView:
 
     def _remove_pod(self, namespace: str, name: str) -> None:
         old = self._pods.pop((namespace, name), None)
+        self._parsed_pods.pop((namespace, name), None)
         if old is not None:
             owner_key = self._pod_owner.pop((namespace, name), None)
             if owner_key is not None:
@@ -325,6 +327,18 @@ class ClusterView:
     def pods(self) -> Iterable[Mapping[str, Any]]:
         """Every pod in the view."""
         return self._pods.values()
+
+    def pod_resources(self, pod: Mapping[str, Any]) -> dict[str, Resources]:
+        """Parsed container resources of a pod; parsed once per pod object of the view
+        (the result is shared: callers copy before they change anything)."""
+        meta = pod.get("metadata") or {}
+        key = (str(meta.get("namespace") or "default"), str(meta.get("name") or ""))
+        if self._pods.get(key) is not pod:
+            return pod_resources(pod)
+        cached = self._parsed_pods.get(key)
+        if cached is None:
+            cached = self._parsed_pods[key] = pod_resources(pod)
+        return cached
 
     def pods_of(self, ref: WorkloadRef) -> list[Mapping[str, Any]]:
         """The known pods of a workload."""

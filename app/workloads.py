@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from app.owners import WorkloadRef
+from app.quantities import parse_resource
 
 WORKLOAD_KINDS: frozenset[str] = frozenset(
     {
@@ -24,6 +25,7 @@ WORKLOAD_KINDS: frozenset[str] = frozenset(
 )
 
 ContainerResources = dict[str, dict[str, str]]  # {"requests": {res: qty}, "limits": {...}}
+Resources = dict[str, dict[str, int]]  # {"requests": {res: amount}, "limits": {...}}
 
 
 def parse_time(value: Any) -> datetime | None:
@@ -97,3 +99,28 @@ class Workload:
             containers=containers,
             uid=meta.get("uid"),
         )
+
+
+def target_containers(pod: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    """Containers kerf sizes: the app containers and sidecars (init containers that keep
+    running, `restartPolicy: Always`); plain init containers run once and are left alone."""
+    spec = pod.get("spec") or {}
+    found = {c["name"]: c for c in spec.get("containers") or [] if "name" in c}
+    for init in spec.get("initContainers") or []:
+        if init.get("restartPolicy") == "Always" and "name" in init:
+            found[init["name"]] = init
+    return found
+
+
+def resources_of(container: Mapping[str, Any]) -> Resources:
+    """Parsed requests and limits of a container spec."""
+    raw = container.get("resources") or {}
+    return {
+        fld: {r: parse_resource(r, q) for r, q in (raw.get(fld) or {}).items()}
+        for fld in ("requests", "limits")
+    }
+
+
+def pod_resources(pod: Mapping[str, Any]) -> dict[str, Resources]:
+    """Parsed resources of every container kerf sizes, by container name."""
+    return {name: resources_of(spec) for name, spec in target_containers(pod).items()}
