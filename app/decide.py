@@ -836,21 +836,25 @@ def _validate_plan(ctx: _Context) -> None:
             )
 
 
+def _common_methods(strategies: list[AutomationStrategySpec]) -> frozenset[str]:
+    allowed = {"inPlace", "evict"}
+    for strategy in strategies:
+        if not strategy.in_place_resize.enabled:
+            allowed.discard("inPlace")
+        if not strategy.pod_eviction.enabled:
+            allowed.discard("evict")
+    return frozenset(allowed)
+
+
 def _method(ctx: _Context, strategies: list[AutomationStrategySpec]) -> str:
     """inPlace when every contributing strategy allows it and the change can be made in
     place; else evict when all allow eviction; else NoCommonMethod."""
-    allowed = {"inPlace", "evict"}
-    for strategy in strategies:
-        methods = set()
-        if strategy.in_place_resize.enabled:
-            methods.add("inPlace")
-        if strategy.pod_eviction.enabled:
-            methods.add("evict")
-        allowed &= methods
+    allowed = _common_methods(strategies)
     if not allowed:
         _block_regular(ctx, "NoCommonMethod", "the contributing strategies share no method")
         return "inPlace"
-    if "inPlace" in allowed and _resizable(ctx, strategies):
+    restart_ok = all(s.in_place_resize.container_restart for s in strategies)
+    if "inPlace" in allowed and _resizable(ctx) and (restart_ok or not _restarts_container(ctx)):
         return "inPlace"
     if "evict" in allowed:
         return "evict"
@@ -860,21 +864,22 @@ def _method(ctx: _Context, strategies: list[AutomationStrategySpec]) -> str:
     return "inPlace"
 
 
-def _resizable(ctx: _Context, strategies: list[AutomationStrategySpec]) -> bool:
-    restart_ok = all(s.in_place_resize.container_restart for s in strategies)
+def _resizable(ctx: _Context) -> bool:
+    """Every changed resource can be resized in place (CPU and memory only)."""
+    return all(a.target.resource in IN_PLACE_RESOURCES for a in ctx.actions)
+
+
+def _restarts_container(ctx: _Context) -> bool:
+    """An in-place resize would restart a container (its resizePolicy says so)."""
     containers = ctx.containers
     for action in ctx.actions:
-        if action.target.resource not in IN_PLACE_RESOURCES:
-            return False
-        policy = containers.get(action.target.container, {}).get("resizePolicy") or []
-        for entry in policy:
+        for entry in containers.get(action.target.container, {}).get("resizePolicy") or ():
             if (
                 entry.get("resourceName") == action.target.resource
                 and entry.get("restartPolicy") == "RestartContainer"
-                and not restart_ok
             ):
-                return False
-    return True
+                return True
+    return False
 
 
 def _check_cooldown(ctx: _Context) -> None:
@@ -897,12 +902,7 @@ def _check_cooldown(ctx: _Context) -> None:
 def _check_single_replica(ctx: _Context, method: str | None) -> None:
     if ctx.workload.replicas != 1:
         return
-    restarts = method == "evict" or (
-        method == "inPlace"
-        and not _resizable(
-            ctx, [s for s in ctx.strategies() if not s.in_place_resize.container_restart]
-        )
-    )
+    restarts = method == "evict" or (method == "inPlace" and _restarts_container(ctx))
     if restarts and not all(
         ctx.settings(p).allow_single_replica_disruption for p in ctx.policies()
     ):

@@ -268,6 +268,29 @@ def test_single_replica_in_place_with_restart_policy_is_unsafe() -> None:
     assert (d.outcome, d.reason) == ("blocked", "SingleReplicaUnsafe")
 
 
+def test_single_replica_in_place_restart_allowed_by_the_strategy_is_still_unsafe() -> None:
+    # The strategy lets in-place resizes restart containers, so the method stays inPlace —
+    # but restarting the only replica's container disrupts it all the same.
+    extra = {
+        "app": {"resizePolicy": [{"resourceName": "cpu", "restartPolicy": "RestartContainer"}]}
+    }
+    objs = with_strategy(
+        static_objects(replicas=1), inPlaceResize={"enabled": True, "containerRestart": True}
+    )
+    d = b.decide(b.view(*objs), b.pod(extra=extra))
+    assert (d.outcome, d.reason) == ("blocked", "SingleReplicaUnsafe")
+    d = b.decide(
+        b.view(
+            *with_strategy(
+                static_objects(replicas=3),
+                inPlaceResize={"enabled": True, "containerRestart": True},
+            )
+        ),
+        b.pod(extra=extra),
+    )
+    assert (d.outcome, d.method) == ("apply", "inPlace")
+
+
 def test_no_common_method() -> None:
     objs = [
         *b.base_objects(),
