@@ -127,6 +127,7 @@ class ClusterView:
         self._pods_by_owner: dict[ObjectKey, dict[tuple[str, str], Mapping[str, Any]]] = {}
         self._pod_owner: dict[tuple[str, str], ObjectKey] = {}
         self._parsed_pods: dict[tuple[str, str], dict[str, Resources]] = {}
+        self._failed_sources: set[tuple[str, str]] = set()
         self._hpas: dict[str, dict[str, Mapping[str, Any]]] = {}
         self._configmap_rows: dict[tuple[str, str], list[RecommendationRow]] = {}
         self._rows: dict[ObjectKey, dict[str, RecommendationRow]] = {}
@@ -185,10 +186,19 @@ class ClusterView:
         elif kind == "HorizontalPodAutoscaler":
             self._hpas.setdefault(namespace, {})[name] = obj
         elif kind == "ConfigMap":
-            rows, warnings = rows_from_configmap(obj)
-            self.warnings.extend(warnings)
-            self._configmap_rows[(namespace, name)] = rows
-            self._reindex_rows()
+            try:
+                rows, warnings = rows_from_configmap(obj)
+            except ValueError as exc:
+                # The source failed to load: keep the rows it had and mark it unreachable,
+                # so proactive changes stop (HubUnreachable) rather than act on nothing.
+                self.warnings.append(str(exc))
+                self._failed_sources.add((namespace, name))
+            else:
+                self.warnings.extend(warnings)
+                self._failed_sources.discard((namespace, name))
+                self._configmap_rows[(namespace, name)] = rows
+                self._reindex_rows()
+            self.recommendations_reachable = not self._failed_sources
         else:
             self._objects[key] = obj
             if kind == "Namespace":
@@ -203,6 +213,8 @@ class ClusterView:
         elif kind == "HorizontalPodAutoscaler":
             self._hpas.get(namespace, {}).pop(name, None)
         elif kind == "ConfigMap":
+            self._failed_sources.discard((namespace, name))
+            self.recommendations_reachable = not self._failed_sources
             if self._configmap_rows.pop((namespace, name), None) is not None:
                 self._reindex_rows()
         else:

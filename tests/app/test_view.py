@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from app.decide import decide_pod
+from app.owners import WorkloadRef
 from app.statedir import LoadError, load_view
 from tests.app import builders as b
 
@@ -91,3 +92,18 @@ def test_hpas_for_matches_scale_target() -> None:
     v = b.view(b.deployment(), b.hpa("web"), b.hpa("api"))
     (hpa,) = v.hpas_for(next(iter(v.workloads())))
     assert hpa["spec"]["scaleTargetRef"]["name"] == "web"
+
+
+def test_unreadable_recommendation_source_keeps_its_rows_and_blocks_proactive() -> None:
+    good = b.configmap(b.row(requests={"cpu": "300m", "memory": "256Mi"}))
+    v = b.view(*b.base_objects(), b.proactive(), good)
+    broken = {**good, "data": {"recommendations.json": "{not json"}}
+    v.apply(broken)
+    assert v.recommendations_reachable is False
+    assert "recommendations.json is not JSON" in v.warnings[-1]
+    assert v.rows_for(WorkloadRef("Deployment", "shop", "web"))["app"].requests["cpu"] == "300m"
+    d = b.decide(v, b.pod())
+    assert (d.outcome, d.reason) == ("blocked", "HubUnreachable")
+    v.apply(good)
+    assert v.recommendations_reachable is True
+    assert b.decide(v, b.pod()).outcome == "apply"
