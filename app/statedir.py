@@ -10,9 +10,10 @@ from typing import Any
 import yaml
 
 from app.models import API_GROUP, InvalidObject, object_label, parse_object
+from app.quantities import QuantityError, parse_resource
 from app.recommendations import is_recommendation_configmap
 from app.view import CORE_KINDS, ClusterView
-from app.workloads import WORKLOAD_KINDS
+from app.workloads import WORKLOAD_KINDS, pod_template
 
 YAML_SUFFIXES = (".yaml", ".yml", ".json")
 #: Kinds that carry nothing the decisions read; accepted and ignored so a dump of a
@@ -85,10 +86,32 @@ def _object(source: str, doc: Any) -> Any:
     if kind in WORKLOAD_KINDS or kind in CORE_KINDS:
         if kind == "ConfigMap" and not is_recommendation_configmap(doc):
             return None
+        problem = _quantity_problem(doc)
+        if problem is not None:
+            raise LoadError(f"{source}: {object_label(doc)}: {problem}")
         return doc
     if kind in IGNORED_KINDS:
         return None
     raise LoadError(f"{source}: {object_label(doc)}: unknown kind {kind!r}")
+
+
+def _quantity_problem(doc: Mapping[str, Any]) -> str | None:
+    """The first container resource quantity that does not parse (the API server would
+    have refused the object), as `path: message`."""
+    spec = pod_template(doc).get("spec") if doc.get("kind") in WORKLOAD_KINDS else doc.get("spec")
+    if not isinstance(spec, Mapping):
+        return None
+    prefix = "spec.template.spec" if doc.get("kind") in WORKLOAD_KINDS else "spec"
+    for group in ("containers", "initContainers"):
+        for index, container in enumerate(spec.get(group) or []):
+            resources = (container or {}).get("resources") or {}
+            for fld in ("requests", "limits"):
+                for resource, quantity in (resources.get(fld) or {}).items():
+                    try:
+                        parse_resource(resource, quantity)
+                    except QuantityError as exc:
+                        return f"{prefix}.{group}[{index}].resources.{fld}.{resource}: {exc}"
+    return None
 
 
 def load_view(paths: Iterable[str | Path], *, own_namespace: str = "kerf-system") -> ClusterView:

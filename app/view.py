@@ -28,7 +28,7 @@ from app.models import (
     RightsizingRecommendation,
 )
 from app.owners import WorkloadRef, resolve_owner
-from app.quantities import parse_resource
+from app.quantities import QuantityError, parse_resource
 from app.recommendations import RecommendationRow, index_rows, rows_from_configmap
 from app.rollback import RollbackState, RollbackStateError, decode_state
 from app.scope import match_namespace
@@ -178,7 +178,11 @@ class ClusterView:
                 self._pod_owner[(namespace, name)] = owner.key
             node = (obj.get("spec") or {}).get("nodeName")
             if node and (obj.get("status") or {}).get("phase") not in TERMINAL_PHASES:
-                cpu, memory = _requests_of(obj)
+                try:
+                    cpu, memory = _requests_of(obj)
+                except QuantityError as exc:  # the API server refuses these; never crash on one
+                    self.warnings.append(f"Pod {namespace}/{name}: {exc}")
+                    cpu = memory = 0
                 self._pods_by_node.setdefault(node, {})[(namespace, name)] = (cpu, memory)
                 totals = self._node_totals.setdefault(node, [0, 0])
                 totals[0] += cpu

@@ -130,6 +130,11 @@ def test_text_form_has_table_and_outcome(capsys: pytest.CaptureFixture[str]) -> 
             "StaticPolicy shop/p: spec.automationStrategyRef: Field required",
         ),
         ("- just\n- a list\n", "not a Kubernetes object"),
+        (
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: x}\n"
+            "spec: {containers: [{name: a, resources: {requests: {cpu: lots}}}]}\n",
+            "Pod x/p: spec.containers[0].resources.requests.cpu: invalid quantity 'lots'",
+        ),
     ],
 )
 def test_user_errors_exit_2_with_one_line(
