@@ -849,7 +849,10 @@ def _common_methods(strategies: list[AutomationStrategySpec]) -> frozenset[str]:
 def _method(ctx: _Context, strategies: list[AutomationStrategySpec]) -> str:
     """inPlace when every contributing strategy allows it and the change can be made in
     place; else evict when all allow eviction; else NoCommonMethod."""
-    allowed = _common_methods(strategies)
+    key = ("methods", tuple(id(s) for s in strategies))
+    allowed = ctx.plan.memo.get(key)
+    if allowed is None:
+        allowed = ctx.plan.memo[key] = _common_methods(strategies)
     if not allowed:
         _block_regular(ctx, "NoCommonMethod", "the contributing strategies share no method")
         return "inPlace"
@@ -923,19 +926,13 @@ def _filter_node_capacity(ctx: _Context) -> None:
         ):
             increases.setdefault(t.resource, []).append(a)
     node_name = (ctx.pod.get("spec") or {}).get("nodeName")
-    node = ctx.view.node(node_name) if increases and node_name else None
-    if node is None:
+    allocatable = ctx.view.node_allocatable(node_name) if increases and node_name else None
+    if allocatable is None:
         return
-    allocatable = (node.get("status") or {}).get("allocatable") or {}
     used_cpu, used_memory = ctx.view.node_requests(node_name)
     room = {
-        "cpu": parse_resource("cpu", allocatable.get("cpu", "0"))
-        * (100 - CPU_HEADROOM_PERCENT)
-        // 100
-        - used_cpu,
-        "memory": parse_resource("memory", allocatable.get("memory", "0"))
-        - MEMORY_HEADROOM
-        - used_memory,
+        "cpu": allocatable[0] * (100 - CPU_HEADROOM_PERCENT) // 100 - used_cpu,
+        "memory": allocatable[1] - MEMORY_HEADROOM - used_memory,
     }
     for resource, actions in increases.items():
         delta = sum(

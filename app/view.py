@@ -128,6 +128,7 @@ class ClusterView:
         self._pod_owner: dict[tuple[str, str], ObjectKey] = {}
         self._parsed_pods: dict[tuple[str, str], dict[str, Resources]] = {}
         self._failed_sources: set[tuple[str, str]] = set()
+        self._allocatable: dict[str, tuple[Mapping[str, Any], tuple[int, int]]] = {}
         self._hpas: dict[str, dict[str, Mapping[str, Any]]] = {}
         self._configmap_rows: dict[tuple[str, str], list[RecommendationRow]] = {}
         self._rows: dict[ObjectKey, dict[str, RecommendationRow]] = {}
@@ -367,6 +368,25 @@ class ClusterView:
     def node(self, name: str) -> Mapping[str, Any] | None:
         """A Node object."""
         return self._objects.get(("Node", "", name))
+
+    def node_allocatable(self, name: str) -> tuple[int, int] | None:
+        """(cpu millicores, memory bytes) a node offers, parsed once per Node object."""
+        node = self._objects.get(("Node", "", name))
+        if node is None:
+            return None
+        cached = self._allocatable.get(name)
+        if cached is None or cached[0] is not node:
+            allocatable = (node.get("status") or {}).get("allocatable") or {}
+            try:
+                amounts = (
+                    parse_resource("cpu", allocatable.get("cpu", "0")),
+                    parse_resource("memory", allocatable.get("memory", "0")),
+                )
+            except QuantityError as exc:
+                self.warnings.append(f"Node {name}: {exc}")
+                amounts = (0, 0)
+            cached = self._allocatable[name] = (node, amounts)
+        return cached[1]
 
     def node_requests(self, node: str) -> tuple[int, int]:
         """Sum of (cpu millicores, memory bytes) requested by non-terminal pods on a node."""
