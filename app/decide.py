@@ -204,6 +204,7 @@ class _Action:
     settings: GuardrailSettings
     restore: bool = False
     strategy: AutomationStrategySpec | None = None
+    audit: bool = False
 
 
 @dataclass
@@ -253,7 +254,7 @@ class _Context:
                     strategies[id(action.strategy)] = action.strategy
             self._policies = list(seen.values())
             self._strategies = list(strategies.values())
-            self._audit = any(getattr(p.spec, "mode", "auto") == "audit" for p in self._policies)
+            self._audit = any(a.audit for a in self.regular())
             self._memo_stamp = stamp
         return self._policies
 
@@ -468,6 +469,7 @@ class _Prepared:
     strategy: AutomationStrategySpec | None
     switches: Switches | None
     settings: GuardrailSettings
+    audit: bool = False
 
 
 def _prepare(ctx: _Context) -> list[_Prepared]:
@@ -500,6 +502,7 @@ def _prepare(ctx: _Context) -> list[_Prepared]:
                 strategy.spec if strategy is not None else None,
                 switches,
                 ctx.settings(candidate.policy),
+                getattr(getattr(candidate.policy, "spec", None), "mode", "auto") == "audit",
             )
         )
     ctx.plan.memo[key] = prepared
@@ -528,7 +531,13 @@ def _build_actions(ctx: _Context) -> None:
         else:
             ctx.actions.append(
                 _Action(
-                    target, current, enabled.value, candidate, item.settings, False, item.strategy
+                    target,
+                    current,
+                    enabled.value,
+                    candidate,
+                    item.settings,
+                    strategy=item.strategy,
+                    audit=item.audit,
                 )
             )
     if missing and not ctx.actions:
