@@ -1,6 +1,7 @@
 """Enablement (SPEC §5): what an AutomationStrategy lets a selected action do.
 
-Each selected action is filtered through the strategy of the policy it came from: the
+Each selected action is filtered through the strategy of the policy it came from (resolved
+once per workload plan by `resolve_switches`, applied per pod by `apply_switches`): the
 floor/ceiling clamp first (per-container bounds override the resource's), then the
 direction switches (upsize, downsize, setFromUnspecified).
 """
@@ -91,17 +92,3 @@ def apply_switches(switches: Switches | None, *, current: int | None, desired: i
     elif value < current and not switches.downsize:
         return Enabled(None, "DownsizeDisabled")
     return Enabled(value)
-
-
-def enable(
-    strategy: AutomationStrategySpec,
-    *,
-    container: str,
-    field: str,
-    resource: str,
-    current: int | None,
-    desired: int,
-) -> Enabled:
-    """Filter one action through a strategy's enablement."""
-    switches = resolve_switches(strategy, container=container, field=field, resource=resource)
-    return apply_switches(switches, current=current, desired=desired)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.enablement import GPU, Enabled, enable
+from app.enablement import GPU, Enabled, apply_switches, resolve_switches
 from app.models import AutomationStrategySpec
 from tests.app import builders as b
 
@@ -21,9 +21,8 @@ def run(
     desired: int,
     container: str = "app",
 ) -> Enabled:
-    return enable(
-        s, container=container, field=fld, resource=resource, current=current, desired=desired
-    )
+    switches = resolve_switches(s, container=container, field=fld, resource=resource)
+    return apply_switches(switches, current=current, desired=desired)
 
 
 DEFAULT = spec()
