@@ -581,7 +581,9 @@ def _run_checks(ctx: _Context) -> str | None:
     strategies = ctx.strategies()
     exclusion = [w for s in strategies for w in s.scheduling.exclusion_windows]
     if running and exclusion and ctx.regular():
-        verdict = freeze_verdict(exclusion, now)
+        # The next allowed time also waits for an inclusion window, if there are any.
+        inclusion = [w for s in strategies for w in s.scheduling.inclusion_windows]
+        verdict = freeze_verdict(exclusion, now, inclusion_windows=inclusion)
         if not verdict.allowed:
             _block_regular(
                 ctx,

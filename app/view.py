@@ -282,10 +282,6 @@ class ClusterView:
         """A kerf custom resource by key (namespace "" for cluster kinds)."""
         return self._kerf.get((kind, namespace, name))
 
-    def kerf_objects(self) -> Iterable[KerfResource]:
-        """Every kerf custom resource in the view."""
-        return self._kerf.values()
-
     @property
     def global_config(self) -> GlobalConfigurationSpec:
         """GlobalConfiguration spec (defaults when the singleton is absent)."""

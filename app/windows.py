@@ -30,7 +30,6 @@ __all__ = [
     "WindowLike",
     "WindowVerdict",
     "freeze_verdict",
-    "maintenance_allows",
     "maintenance_verdict",
     "next_close",
     "next_open",
@@ -289,15 +288,3 @@ def maintenance_verdict(
     return WindowVerdict(
         allowed=False, reason="MaintenanceWindow", next_allowed_at=at, window=opening
     )
-
-
-def maintenance_allows(
-    inclusion_windows: Sequence[WindowLike],
-    exclusion_windows: Sequence[WindowLike],
-    now: datetime,
-) -> WindowVerdict:
-    """Both window checks at once: the freeze first, then the maintenance window."""
-    frozen = freeze_verdict(exclusion_windows, now, inclusion_windows=inclusion_windows)
-    if not frozen.allowed:
-        return frozen
-    return maintenance_verdict(inclusion_windows, exclusion_windows, now)

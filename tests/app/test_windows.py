@@ -12,7 +12,6 @@ from app.windows import (
     WindowError,
     WindowVerdict,
     freeze_verdict,
-    maintenance_allows,
     maintenance_verdict,
     next_close,
     next_open,
@@ -232,7 +231,6 @@ NIGHTLY = win("02:00", "04:00", name="nightly")
 def test_no_windows_allow() -> None:
     assert freeze_verdict([], at(0, 0)) == WindowVerdict(allowed=True)
     assert maintenance_verdict([], [], at(0, 0)) == WindowVerdict(allowed=True)
-    assert maintenance_allows([], [], at(0, 0)).allowed
 
 
 def test_freeze_window() -> None:
@@ -289,12 +287,13 @@ def test_maintenance_ignores_open_exclusion_now() -> None:
     assert maintenance_verdict([NIGHTLY], [WEEKEND_FREEZE], at(5, 3)).allowed
 
 
-def test_maintenance_allows_checks_freeze_first() -> None:
-    v = maintenance_allows([NIGHTLY], [WEEKEND_FREEZE], at(5, 3))
+def test_freeze_then_maintenance_next_allowed_time() -> None:
+    v = freeze_verdict([WEEKEND_FREEZE], at(5, 3), inclusion_windows=[NIGHTLY])
     assert (v.reason, v.next_allowed_at) == ("FreezeWindow", at(7, 2))
-    v = maintenance_allows([NIGHTLY], [WEEKEND_FREEZE], at(4, 12))
+    v = maintenance_verdict([NIGHTLY], [WEEKEND_FREEZE], at(4, 12))
     assert (v.reason, v.next_allowed_at) == ("MaintenanceWindow", at(7, 2))
-    assert maintenance_allows([NIGHTLY], [WEEKEND_FREEZE], at(4, 3)).allowed
+    assert freeze_verdict([WEEKEND_FREEZE], at(4, 3), inclusion_windows=[NIGHTLY]).allowed
+    assert maintenance_verdict([NIGHTLY], [WEEKEND_FREEZE], at(4, 3)).allowed
 
 
 # --------------------------------------------------------------------------- properties
