@@ -5,10 +5,11 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 
 import orjson
 
+from app.clock import utc_now
 from app.explain import explain, render_text
 from app.models import InvalidObject
 from app.statedir import LoadError, load_view
@@ -16,7 +17,7 @@ from app.statedir import LoadError, load_view
 
 def _now(text: str | None) -> datetime:
     if text is None:
-        return datetime.now(UTC)
+        return utc_now()
     try:
         value = datetime.fromisoformat(text)
     except ValueError:

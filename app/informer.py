@@ -22,7 +22,7 @@ import os
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ import aiohttp
 import orjson
 from kubernetes_asyncio import client, config
 
+from app.clock import Clock, utc_now
 from app.crdgen import plural
 from app.models import API_VERSION, KINDS, InvalidObject, object_label, parse_object
 from app.recommendations import SOURCE_LABEL
@@ -40,7 +41,6 @@ logger = logging.getLogger("kerf.informer")
 ListCall = Callable[..., Awaitable[Any]]
 Lister = Callable[[client.ApiClient], ListCall]
 Sleep = Callable[[float], Awaitable[None]]
-Clock = Callable[[], datetime]
 
 #: Server-side watch timeout, drawn per watch so that replicas do not reconnect together.
 WATCH_TIMEOUT_S = (300.0, 600.0)
@@ -50,11 +50,6 @@ LIST_TIMEOUT = aiohttp.ClientTimeout(total=120, sock_connect=10)
 #: How often a resource that the cluster does not serve (a CRD not installed) is asked again.
 ABSENT_RECHECK_S = 60.0
 SOURCE = "cluster"
-
-
-def utc_now() -> datetime:
-    """The default clock."""
-    return datetime.now(UTC)
 
 
 @dataclass(frozen=True, slots=True)

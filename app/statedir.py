@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from app.clock import utc_now
 from app.models import API_GROUP, InvalidObject, object_label, parse_object
 from app.quantities import QuantityError, parse_resource
 from app.recommendations import is_recommendation_configmap
@@ -119,5 +119,5 @@ def load_view(paths: Iterable[str | Path], *, own_namespace: str = "kerf-system"
     view = ClusterView(own_namespace=own_namespace)
     for obj in load_objects(paths):
         view.apply(obj)
-    view.mark_synced(datetime.now(UTC))
+    view.mark_synced(utc_now())
     return view

@@ -24,6 +24,8 @@ from typing import Any
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from app.clock import Clock, utc_now
+
 logger = logging.getLogger("kerf.webhook.lease")
 
 LEASE_NAME = "kerf-webhook"
@@ -34,11 +36,6 @@ READY_POLL_S = 1.0
 MAX_CONFLICTS = 5
 SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 DEFAULT_NAMESPACE = "kerf-system"
-
-
-def utc_now() -> datetime:
-    """The default clock."""
-    return datetime.now(UTC)
 
 
 def micro_time(at: datetime) -> str:
@@ -77,7 +74,7 @@ class LeaseRenewer:
         name: str = LEASE_NAME,
         interval_s: float = RENEW_INTERVAL_S,
         ready: Callable[[], bool] = lambda: True,
-        clock: Callable[[], datetime] = utc_now,
+        clock: Clock = utc_now,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         self._api = client.CoordinationV1Api(api_client)

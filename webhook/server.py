@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -25,6 +25,7 @@ from fastapi import FastAPI, Request
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.responses import Response
 
+from app.clock import Clock, utc_now
 from webhook.limits import MAX_BODY_BYTES, BodyTooLarge, read_body
 from webhook.logs import LOGGER_NAME, decision_record, log_decision
 from webhook.metrics import WebhookMetrics, create_metrics
@@ -50,11 +51,6 @@ JSON = "application/json"
 # Enough threads that a few hung decisions (already answered by the deadline) do not
 # starve the next requests; decisions are CPU-bound, so more would not add throughput.
 ADMIT_WORKERS = 4
-
-
-def utc_now() -> datetime:
-    """The default clock: timezone-aware UTC now."""
-    return datetime.now(UTC)
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +81,7 @@ def create_app(
     *,
     admit: Admit | None = None,
     deadline_s: float = 1.0,
-    clock: Callable[[], datetime] = utc_now,
+    clock: Clock = utc_now,
     max_body_bytes: int = MAX_BODY_BYTES,
 ) -> FastAPI:
     """Build the webhook app over `view`.
