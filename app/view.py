@@ -114,7 +114,6 @@ class ClusterView:
         #: watches write on the event loop while decisions run in worker threads: every
         #: update and every decision holds this lock (re-entrant: a decision nests reads)
         self.lock = threading.RLock()
-        self.recommendations_reachable = True
         self.warnings: list[str] = []
         self._kerf: dict[ObjectKey, KerfResource] = {}
         self._ns_policies: dict[str, dict[ObjectKey, KerfResource]] = {}
@@ -203,7 +202,6 @@ class ClusterView:
                 self._failed_sources.discard((namespace, name))
                 self._configmap_rows[(namespace, name)] = rows
                 self._reindex_rows()
-            self.recommendations_reachable = not self._failed_sources
         else:
             self._objects[key] = obj
             if kind == "Namespace":
@@ -219,7 +217,6 @@ class ClusterView:
             self._hpas.get(namespace, {}).pop(name, None)
         elif kind == "ConfigMap":
             self._failed_sources.discard((namespace, name))
-            self.recommendations_reachable = not self._failed_sources
             if self._configmap_rows.pop((namespace, name), None) is not None:
                 self._reindex_rows()
         else:
@@ -281,6 +278,11 @@ class ClusterView:
     def kerf_object(self, kind: str, namespace: str, name: str) -> KerfResource | None:
         """A kerf custom resource by key (namespace "" for cluster kinds)."""
         return self._kerf.get((kind, namespace, name))
+
+    @property
+    def recommendations_reachable(self) -> bool:
+        """The recommendation source is reachable while every source ConfigMap loaded."""
+        return not self._failed_sources
 
     @property
     def global_config(self) -> GlobalConfigurationSpec:

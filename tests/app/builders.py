@@ -453,3 +453,8 @@ def final(decision: PodDecision, container: str = "app") -> dict[str, dict[str, 
 def reasons(decision: PodDecision) -> dict[str, str]:
     """Dropped parts as {"container.field.resource": reason}."""
     return {f"{t.container}.{t.field}.{t.resource}": r for t, r in decision.dropped}
+
+
+def break_recommendations(v: ClusterView, name: str = "recs", namespace: str = NS) -> None:
+    """Make the recommendation source unreachable: its ConfigMap stops being JSON."""
+    v.apply(configmap(name=name, namespace=namespace) | {"data": {"recommendations.json": "{"}})

@@ -383,10 +383,10 @@ def test_low_confidence_uses_the_lowest_container() -> None:
 
 def test_hub_unreachable_blocks_proactive_only() -> None:
     v = b.view(*proactive_objects())
-    v.recommendations_reachable = False
+    b.break_recommendations(v)
     assert b.decide(v, b.pod()).reason == "HubUnreachable"
     s = b.view(*static_objects())
-    s.recommendations_reachable = False
+    b.break_recommendations(s)
     assert b.decide(s, b.pod()).outcome == "apply"
 
 
@@ -541,7 +541,7 @@ def test_check_order_first_match_decides(
     p = b.pod(**pod_kw)
     if objs is None:
         v = b.view(*proactive_objects(), p)
-        v.recommendations_reachable = False
+        b.break_recommendations(v)
     else:
         v = b.view(*objs, p)
     d = b.decide(v, p, path)
