@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
+from app.quantities import QuantityError, parse_resource
+
 Operation = dict[str, Any]
 
 # Fields of a container's `resources` that kerf owns; `claims` (DRA) is never touched.
@@ -57,8 +59,19 @@ def container_paths(pod: Mapping[str, Any]) -> dict[str, tuple[str, Mapping[str,
     return found
 
 
-def _map_ops(path: str, current: Any, desired: Mapping[str, Any]) -> list[Operation]:
-    """Operations that give the mapping at `path` every entry of `desired`."""
+def _same_quantity(resource: str, current: Any, desired: Any) -> bool:
+    """`1000m` and `1` are one value: rewriting a spelling is not a change."""
+    try:
+        return parse_resource(resource, current) == parse_resource(resource, desired)
+    except QuantityError:
+        return False
+
+
+def _map_ops(
+    path: str, current: Any, desired: Mapping[str, Any], *, quantities: bool = False
+) -> list[Operation]:
+    """Operations that give the mapping at `path` every entry of `desired` (with
+    `quantities`, values that spell the same quantity count as equal)."""
     if not desired:
         return []
     if not isinstance(current, Mapping):
@@ -68,7 +81,9 @@ def _map_ops(path: str, current: Any, desired: Mapping[str, Any]) -> list[Operat
     for key, value in desired.items():
         if key not in current:
             ops.append({"op": "add", "path": f"{path}/{escape_pointer_token(key)}", "value": value})
-        elif current[key] != value:
+        elif current[key] != value and not (
+            quantities and _same_quantity(key, current[key], value)
+        ):
             ops.append(
                 {"op": "replace", "path": f"{path}/{escape_pointer_token(key)}", "value": value}
             )
@@ -88,7 +103,9 @@ def _resources_ops(
         return [{"op": op, "path": f"{path}/resources", "value": wanted}]
     ops: list[Operation] = []
     for field, values in wanted.items():
-        ops.extend(_map_ops(f"{path}/resources/{field}", current.get(field), values))
+        ops.extend(
+            _map_ops(f"{path}/resources/{field}", current.get(field), values, quantities=True)
+        )
     return ops
 
 

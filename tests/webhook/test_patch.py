@@ -164,6 +164,18 @@ def test_unchanged_decision_yields_empty_patch() -> None:
     assert build_patch(pod, result("skipped", reason="NoSignificantChange")) == []
 
 
+def test_another_spelling_of_the_same_quantity_is_not_a_change() -> None:
+    pod = pod_of("guaranteed.json")  # db: cpu "2", memory "4Gi" (requests and limits)
+    desired = {
+        "requests": {"cpu": "2000m", "memory": "2Gi"},
+        "limits": {"cpu": "2", "memory": "4096Mi"},
+    }
+    ops = build_patch(pod, result(resources={"db": desired}))
+    assert [(o["op"], o["path"]) for o in ops if "/resources/" in o["path"]] == [
+        ("replace", "/spec/containers/0/resources/requests/memory")
+    ]
+
+
 def test_unknown_container_is_ignored() -> None:
     pod = pod_of("guaranteed.json")
     assert build_patch(pod, result(resources={"ghost": {"requests": {"cpu": "1"}}})) == []
