@@ -24,7 +24,7 @@ from app.guardrails import (
     ValueContext,
     apply_value_rules,
 )
-from app.models import AutomationStrategySpec, KerfResource
+from app.models import AutomationStrategySpec, KerfResource, RightsizingRecommendation
 from app.owners import WorkloadRef
 from app.quantities import MIB, format_resource, parse_resource
 from app.recommendations import RecommendationRow
@@ -218,6 +218,7 @@ class _Context:
     containers: dict[str, Mapping[str, Any]]
     current: dict[str, Resources]
     baseline: dict[str, Resources]
+    record: RightsizingRecommendation | None  # the workload's, read once per decision
     selected: dict[Target, Candidate]
     names: tuple[str, ...]  # the containers selected for (skip-containers left out)
     actions: list[_Action] = field(default_factory=list)
@@ -347,6 +348,7 @@ def _decide_pod(
     skip = skipped_containers(pod, workload)
     names = tuple(c for c in containers if c not in skip)
     selected = plan.select_for(names)
+    record = view.recommendation_for(workload.ref)
     ctx = _Context(
         view=view,
         pod=pod,
@@ -356,7 +358,8 @@ def _decide_pod(
         path=path,
         containers=containers,
         current=current,
-        baseline=_baseline(view, workload, current, path),
+        baseline=_baseline(record, current, path),
+        record=record,
         selected=selected,
         names=names,
     )
@@ -438,13 +441,12 @@ def _selected_value(target: Target, candidate: Candidate) -> SelectedValue:
 
 
 def _baseline(
-    view: ClusterView, workload: Workload, current: dict[str, Resources], path: Path
+    record: RightsizingRecommendation | None, current: dict[str, Resources], path: Path
 ) -> dict[str, Resources]:
     """ "Current" for the guardrails: a running pod's spec; for a new pod the workload's
     last applied values, else the pod's manifest — so a rollout never undoes a step."""
     if path == "running":
         return current
-    record = view.recommendation_for(workload.ref)
     last = record.status.last_applied if record and record.status else None
     if last is None:
         return current
@@ -609,7 +611,7 @@ def _run_checks(ctx: _Context) -> str | None:
 
 def _approved(ctx: _Context) -> bool:
     """`approve=<proposal id>` on the RightsizingRecommendation applies that proposal once."""
-    record = ctx.view.recommendation_for(ctx.workload.ref)
+    record = ctx.record
     if record is None:
         return False
     approved = record.metadata.annotations.get("rightsizing.kubex.ai/approve")
@@ -762,7 +764,7 @@ class _ValueFacts:
     def __init__(self, ctx: _Context) -> None:
         self.ctx = ctx
         self.rows = ctx.rows()
-        record = ctx.view.recommendation_for(ctx.workload.ref)
+        record = ctx.record
         status = record.status if record else None
         self.last_change = status.last_applied.at if status and status.last_applied else None
         self.last_rollback = status.last_rollback if status and ctx.path == "running" else None
@@ -897,7 +899,7 @@ def _restarts_container(ctx: _Context) -> bool:
 
 
 def _check_cooldown(ctx: _Context) -> None:
-    record = ctx.view.recommendation_for(ctx.workload.ref)
+    record = ctx.record
     last = record.status.last_applied if record and record.status else None
     if last is None:
         return
