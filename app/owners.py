@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-__all__ = ["OwnerLookup", "WorkloadRef", "resolve_owner"]
+__all__ = ["OwnerLookup", "WorkloadRef", "controller_ref", "resolve_owner"]
 
 _REPLICASET_OWNERS = frozenset({"Deployment", "Rollout"})
 
@@ -39,7 +39,7 @@ class OwnerLookup(Protocol):
         ...
 
 
-def _controller_ref(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
+def controller_ref(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
     """The ownerReference with ``controller: true``, else the first one, else ``None``."""
     refs = (obj.get("metadata") or {}).get("ownerReferences") or ()
     for ref in refs:
@@ -82,7 +82,7 @@ def resolve_owner(pod: Mapping[str, Any], lookup: OwnerLookup) -> WorkloadRef | 
     The namespace is always the pod's: owner references never cross namespaces.
     """
     metadata = pod.get("metadata") or {}
-    ref = _controller_ref(pod)
+    ref = controller_ref(pod)
     if ref is None:
         return None
     namespace = metadata.get("namespace") or "default"
@@ -92,13 +92,13 @@ def resolve_owner(pod: Mapping[str, Any], lookup: OwnerLookup) -> WorkloadRef | 
         replicaset = lookup.get("ReplicaSet", namespace, name)
         if replicaset is None:
             return _owner_from_replicaset_name(name, namespace, metadata.get("labels") or {})
-        owner = _controller_ref(replicaset)
+        owner = controller_ref(replicaset)
         if owner is not None and owner.get("kind") in _REPLICASET_OWNERS:
             return WorkloadRef(owner["kind"], namespace, owner.get("name", ""))
         return WorkloadRef("ReplicaSet", namespace, name)
     if kind == "Job":
         job = lookup.get("Job", namespace, name)
-        owner = _controller_ref(job) if job is not None else None
+        owner = controller_ref(job) if job is not None else None
         if owner is not None and owner.get("kind") == "CronJob":
             return WorkloadRef("CronJob", namespace, owner.get("name", ""))
         return WorkloadRef("Job", namespace, name)

@@ -27,7 +27,7 @@ from app.models import (
     PolicyEvaluation,
     RightsizingRecommendation,
 )
-from app.owners import WorkloadRef, resolve_owner
+from app.owners import WorkloadRef, controller_ref, resolve_owner
 from app.quantities import QuantityError, parse_resource
 from app.recommendations import RecommendationRow, index_rows, rows_from_configmap
 from app.rollback import RollbackState, RollbackStateError, decode_state
@@ -89,6 +89,16 @@ def object_key(obj: Mapping[str, Any]) -> ObjectKey:
     return (str(obj.get("kind")), str(meta.get("namespace") or ""), str(meta.get("name")))
 
 
+def _intermediate_owner(pod: Mapping[str, Any]) -> ObjectKey | None:
+    """(kind, namespace, name) of the ReplicaSet or Job a pod's controller reference names:
+    the object its resolved owner depends on."""
+    ref = controller_ref(pod)
+    if ref is None or ref.get("kind") not in INTERMEDIATE_OWNER_KINDS:
+        return None
+    namespace = (pod.get("metadata") or {}).get("namespace") or "default"
+    return (str(ref.get("kind")), namespace, str(ref.get("name", "")))
+
+
 def _requests_of(pod: Mapping[str, Any]) -> tuple[int, int]:
     cpu = memory = 0
     for container in (pod.get("spec") or {}).get("containers") or []:
@@ -124,7 +134,11 @@ class ClusterView:
         self._pods: dict[tuple[str, str], Mapping[str, Any]] = {}
         self._pods_by_node: dict[str, dict[tuple[str, str], tuple[int, int]]] = {}
         self._pods_by_owner: dict[ObjectKey, dict[tuple[str, str], Mapping[str, Any]]] = {}
-        self._pod_owner: dict[tuple[str, str], ObjectKey] = {}
+        #: the resolved owner of every pod of the view (a bare pod has none); resolved when
+        #: the pod arrives and again when the ReplicaSet or Job it names changes
+        self._pod_owner: dict[tuple[str, str], WorkloadRef] = {}
+        #: pods by the intermediate owner (ReplicaSet, Job) their controller reference names
+        self._pods_by_controller: dict[ObjectKey, set[tuple[str, str]]] = {}
         self._parsed_pods: dict[tuple[str, str], dict[str, Resources]] = {}
         self._failed_sources: set[tuple[str, str]] = set()
         self._allocatable: dict[str, tuple[Mapping[str, Any], tuple[int, int]]] = {}
@@ -169,13 +183,15 @@ class ClusterView:
             self._workloads[key] = Workload.from_object(obj)
             self._objects[key] = obj
             self._plans.pop(key, None)
+            if kind in INTERMEDIATE_OWNER_KINDS:
+                self._reresolve_owners(key)
         elif kind == "Pod":
             self._remove_pod(namespace, name)
             self._pods[(namespace, name)] = obj
-            owner = resolve_owner(obj, self)
-            if owner is not None:
-                self._pods_by_owner.setdefault(owner.key, {})[(namespace, name)] = obj
-                self._pod_owner[(namespace, name)] = owner.key
+            controller = _intermediate_owner(obj)
+            if controller is not None:
+                self._pods_by_controller.setdefault(controller, set()).add((namespace, name))
+            self._index_owner((namespace, name), obj)
             node = (obj.get("spec") or {}).get("nodeName")
             if node and (obj.get("status") or {}).get("phase") not in TERMINAL_PHASES:
                 try:
@@ -206,6 +222,8 @@ class ClusterView:
             self._objects[key] = obj
             if kind == "Namespace":
                 self._cluster_for_ns.pop(name, None)
+            elif kind in INTERMEDIATE_OWNER_KINDS:
+                self._reresolve_owners(key)
 
     def _delete(self, kind: str, namespace: str, name: str) -> None:
         key = (kind, namespace, name)
@@ -223,6 +241,8 @@ class ClusterView:
             self._workloads.pop(key, None)
             self._objects.pop(key, None)
             self._plans.pop(key, None)
+            if kind in INTERMEDIATE_OWNER_KINDS:
+                self._reresolve_owners(key)
 
     def _apply_kerf(self, obj: KerfResource) -> None:
         key = (obj.kind, obj.metadata.namespace or "", obj.metadata.name)
@@ -254,15 +274,35 @@ class ClusterView:
         old = self._pods.pop((namespace, name), None)
         self._parsed_pods.pop((namespace, name), None)
         if old is not None:
-            owner_key = self._pod_owner.pop((namespace, name), None)
-            if owner_key is not None:
-                self._pods_by_owner.get(owner_key, {}).pop((namespace, name), None)
+            self._unindex_owner((namespace, name))
+            controller = _intermediate_owner(old)
+            if controller is not None:
+                self._pods_by_controller.get(controller, set()).discard((namespace, name))
             node = (old.get("spec") or {}).get("nodeName")
             usage = self._pods_by_node.get(node, {}).pop((namespace, name), None) if node else None
             if usage is not None:
                 totals = self._node_totals[node]
                 totals[0] -= usage[0]
                 totals[1] -= usage[1]
+
+    def _index_owner(self, pod_key: tuple[str, str], pod: Mapping[str, Any]) -> None:
+        owner = resolve_owner(pod, self)
+        if owner is not None:
+            self._pods_by_owner.setdefault(owner.key, {})[pod_key] = pod
+            self._pod_owner[pod_key] = owner
+
+    def _unindex_owner(self, pod_key: tuple[str, str]) -> None:
+        owner = self._pod_owner.pop(pod_key, None)
+        if owner is not None:
+            self._pods_by_owner.get(owner.key, {}).pop(pod_key, None)
+
+    def _reresolve_owners(self, controller: ObjectKey) -> None:
+        """A ReplicaSet or Job arrived, changed or went: the pods it controls may now
+        belong to another workload (a pod seen before its ReplicaSet was named from its
+        hash label)."""
+        for pod_key in self._pods_by_controller.get(controller, ()):
+            self._unindex_owner(pod_key)
+            self._index_owner(pod_key, self._pods[pod_key])
 
     def _reindex_rows(self) -> None:
         rows = [row for group in self._configmap_rows.values() for row in group]
@@ -412,7 +452,12 @@ class ClusterView:
         return found if isinstance(found, RightsizingRecommendation) else None
 
     def owner_of(self, pod: Mapping[str, Any]) -> WorkloadRef | None:
-        """The workload that owns a pod."""
+        """The workload that owns a pod: kept for the pod objects of the view (resolved
+        again whenever the ReplicaSet or Job they name changes), resolved for others."""
+        meta = pod.get("metadata") or {}
+        key = (str(meta.get("namespace") or "default"), str(meta.get("name") or ""))
+        if self._pods.get(key) is pod:
+            return self._pod_owner.get(key)
         return resolve_owner(pod, self)
 
     def rollback_state(self, workload: Workload) -> RollbackState | None:

@@ -107,3 +107,86 @@ def test_unreadable_recommendation_source_keeps_its_rows_and_blocks_proactive() 
     v.apply(good)
     assert v.recommendations_reachable is True
     assert b.decide(v, b.pod()).outcome == "apply"
+
+
+def _replicaset(name: str, owner_kind: str, owner_name: str) -> dict:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": {
+            "name": name,
+            "namespace": b.NS,
+            "ownerReferences": [
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": owner_kind,
+                    "name": owner_name,
+                    "controller": True,
+                }
+            ],
+        },
+    }
+
+
+def test_a_replicaset_arriving_after_its_pod_changes_the_kept_owner() -> None:
+    p = b.pod()  # names ReplicaSet web-7d4b9, not yet known: the hash label names web
+    v = b.view(p)
+    assert v.owner_of(p) == WorkloadRef("Deployment", b.NS, "web")
+    v.apply(_replicaset("web-7d4b9", "Rollout", "web-canary"))
+    assert v.owner_of(p) == WorkloadRef("Rollout", b.NS, "web-canary")
+    assert v.pods_of(WorkloadRef("Rollout", b.NS, "web-canary")) == [p]
+    assert v.pods_of(WorkloadRef("Deployment", b.NS, "web")) == []
+    v.delete("ReplicaSet", b.NS, "web-7d4b9")
+    assert v.owner_of(p) == WorkloadRef("Deployment", b.NS, "web")
+    assert v.pods_of(WorkloadRef("Deployment", b.NS, "web")) == [p]
+
+
+def test_a_job_change_changes_the_kept_owner_of_its_pods() -> None:
+    p = b.pod("backup-1-x") | {
+        "metadata": {
+            "name": "backup-1-x",
+            "namespace": b.NS,
+            "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "backup-1"}],
+        }
+    }
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "backup-1", "namespace": b.NS},
+    }
+    v = b.view(p, job)
+    assert v.owner_of(p) == WorkloadRef("Job", b.NS, "backup-1")
+    owned = {
+        **job,
+        "metadata": {
+            **job["metadata"],
+            "ownerReferences": [
+                {"apiVersion": "batch/v1", "kind": "CronJob", "name": "backup", "controller": True}
+            ],
+        },
+    }
+    v.apply(owned)
+    assert v.owner_of(p) == WorkloadRef("CronJob", b.NS, "backup")
+    v.delete("Job", b.NS, "backup-1")
+    assert v.owner_of(p) == WorkloadRef("Job", b.NS, "backup-1")
+
+
+def test_a_replaced_pod_is_resolved_again_and_a_pod_outside_the_view_is_resolved() -> None:
+    v = b.view(b.pod(), _replicaset("api-7d4b9", "Deployment", "api"))
+    moved = b.pod(workload="api")  # same pod name, now from ReplicaSet api-7d4b9
+    v.apply(moved)
+    assert v.owner_of(moved) == WorkloadRef("Deployment", b.NS, "api")
+    outside = b.pod("other", workload="api")
+    assert v.owner_of(outside) == WorkloadRef("Deployment", b.NS, "api")
+    v.delete("Pod", b.NS, moved["metadata"]["name"])
+    v.apply(_replicaset("api-7d4b9", "Rollout", "api"))  # the forgotten pod is not re-added
+    assert list(v.pods()) == []
+    assert v.owner_of(outside) == WorkloadRef("Rollout", b.NS, "api")
+
+
+def test_a_decision_follows_the_owner_of_a_late_replicaset() -> None:
+    p = b.pod()
+    v = b.view(*b.base_objects(), b.static(), p)
+    assert b.decide(v, p).owner == WorkloadRef("Deployment", b.NS, "web")
+    v.apply(_replicaset("web-7d4b9", "Deployment", "web-v2"))
+    assert b.decide(v, p).owner == WorkloadRef("Deployment", b.NS, "web-v2")
