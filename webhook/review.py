@@ -11,10 +11,9 @@ from __future__ import annotations
 import base64
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 REVIEW_KIND = "AdmissionReview"
 API_VERSION_V1 = "admission.k8s.io/v1"
@@ -33,40 +32,6 @@ class ReviewError(ValueError):
         super().__init__(message)
         self.uid = uid
         self.api_version = api_version
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="ignore", populate_by_name=True)
-
-
-class _GroupVersionKind(_Model):
-    group: str = ""
-    version: str
-    kind: str
-
-
-class _GroupVersionResource(_Model):
-    group: str = ""
-    version: str
-    resource: str
-
-
-class _Request(_Model):
-    uid: str = Field(min_length=1)
-    kind: _GroupVersionKind
-    resource: _GroupVersionResource
-    sub_resource: str | None = Field(default=None, alias="subResource")
-    name: str | None = None
-    namespace: str | None = None
-    operation: str
-    object: dict[str, Any] | None = None
-    dry_run: bool | None = Field(default=None, alias="dryRun")
-
-
-class _Review(_Model):
-    api_version: Literal["admission.k8s.io/v1"] = Field(alias="apiVersion")
-    kind: Literal["AdmissionReview"]
-    request: _Request
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,34 +83,90 @@ def _salvage(doc: Any) -> tuple[str, str]:
     return (uid if isinstance(uid, str) else ""), api_version
 
 
-def _describe(exc: ValidationError) -> str:
-    first = exc.errors(include_url=False)[0]
-    where = ".".join(str(part) for part in first["loc"]) or "<root>"
-    more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-    return f"not an {API_VERSION_V1} AdmissionReview: {where}: {first['msg']}{more}"
+class _Invalid(Exception):
+    """One field of the review is missing or of the wrong type: `where` names it."""
+
+    def __init__(self, where: str, problem: str):
+        super().__init__(f"{where}: {problem}")
+
+
+def _field(doc: Mapping[str, Any], key: str, where: str, kinds: type | tuple[type, ...]) -> Any:
+    """`doc[key]`, required and of type `kinds`."""
+    if key not in doc:
+        raise _Invalid(f"{where}{key}", "field required")
+    value = doc[key]
+    if not isinstance(value, kinds):
+        raise _Invalid(f"{where}{key}", f"expected {_type_name(kinds)}, got {_json_type(value)}")
+    return value
+
+
+def _optional(doc: Mapping[str, Any], key: str, where: str, kinds: type | tuple[type, ...]) -> Any:
+    """`doc[key]` when present and not null, else None; of type `kinds` otherwise."""
+    value = doc.get(key)
+    if value is not None and not isinstance(value, kinds):
+        raise _Invalid(f"{where}{key}", f"expected {_type_name(kinds)}, got {_json_type(value)}")
+    return value
+
+
+def _type_name(kinds: type | tuple[type, ...]) -> str:
+    names = {str: "a string", dict: "an object", bool: "a boolean"}
+    first = kinds[0] if isinstance(kinds, tuple) else kinds
+    return names.get(first, first.__name__)
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, list):
+        return "an array"
+    return _type_name(type(value))
+
+
+def _validated(doc: Any) -> AdmissionRequest:
+    """The request of an admission.k8s.io/v1 AdmissionReview, or `_Invalid` naming the
+    first field that is missing or wrong. Plain checks rather than a pydantic model: this
+    runs on every admission request, and a model costs several times as much."""
+    if not isinstance(doc, Mapping):
+        raise _Invalid("<root>", f"expected an object, got {_json_type(doc)}")
+    if doc.get("apiVersion") != API_VERSION_V1:
+        raise _Invalid("apiVersion", f"expected {API_VERSION_V1!r}")
+    if doc.get("kind") != REVIEW_KIND:
+        raise _Invalid("kind", f"expected {REVIEW_KIND!r}")
+    request = _field(doc, "request", "", dict)
+    uid = _field(request, "uid", "request.", str)
+    if not uid:
+        raise _Invalid("request.uid", "must not be empty")
+    kind = _field(request, "kind", "request.", dict)
+    resource = _field(request, "resource", "request.", dict)
+    _field(kind, "version", "request.kind.", str)
+    _field(resource, "version", "request.resource.", str)
+    return AdmissionRequest(
+        uid=uid,
+        api_version=API_VERSION_V1,
+        kind=_field(kind, "kind", "request.kind.", str),
+        group=_optional(kind, "group", "request.kind.", str) or "",
+        resource=_field(resource, "resource", "request.resource.", str),
+        sub_resource=_optional(request, "subResource", "request.", str),
+        operation=_field(request, "operation", "request.", str),
+        namespace=_optional(request, "namespace", "request.", str),
+        name=_optional(request, "name", "request.", str),
+        object=_optional(request, "object", "request.", dict),
+        dry_run=bool(_optional(request, "dryRun", "request.", bool)),
+    )
 
 
 def parse_review(doc: Any) -> AdmissionRequest:
     """Validate a parsed body as an AdmissionReview; raise `ReviewError` when it is not one."""
     try:
-        review = _Review.model_validate(doc)
-    except ValidationError as exc:
+        return _validated(doc)
+    except _Invalid as exc:
         uid, api_version = _salvage(doc)
-        raise ReviewError(_describe(exc), uid=uid, api_version=api_version) from None
-    request = review.request
-    return AdmissionRequest(
-        uid=request.uid,
-        api_version=review.api_version,
-        kind=request.kind.kind,
-        group=request.kind.group,
-        resource=request.resource.resource,
-        sub_resource=request.sub_resource,
-        operation=request.operation,
-        namespace=request.namespace,
-        name=request.name,
-        object=request.object,
-        dry_run=bool(request.dry_run),
-    )
+        message = f"not an {API_VERSION_V1} AdmissionReview: {exc}"
+        raise ReviewError(message, uid=uid, api_version=api_version) from None
 
 
 def pod_shape_problem(pod: Mapping[str, Any] | None) -> str | None:
