@@ -7,7 +7,8 @@ process, as in the tests, from sharing or double-registering collectors.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
@@ -42,6 +43,28 @@ class WebhookMetrics:
     latency: Histogram
     patched_values: Counter
     fail_open: Counter
+    #: labelled children by (collector, labels): `labels()` takes a lock and builds a key
+    #: on every call, which shows on the admission path; the label sets are few and fixed.
+    _children: dict[tuple[Any, ...], Any] = field(default_factory=dict, compare=False)
+
+    def _child(self, collector: Counter, *labels: str) -> Any:
+        key = (id(collector), *labels)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = collector.labels(*labels)
+        return child
+
+    def count_request(self, outcome: str, reason: str) -> None:
+        """One answered /mutate request."""
+        self._child(self.requests, outcome, reason).inc()
+
+    def count_patched(self, resource: str) -> None:
+        """One container value set by an admission patch."""
+        self._child(self.patched_values, resource).inc()
+
+    def count_fail_open(self, cause: str) -> None:
+        """One pod allowed unchanged because kerf could not decide."""
+        self._child(self.fail_open, cause).inc()
 
 
 def create_metrics(sync_age_seconds: Callable[[], float]) -> WebhookMetrics:
