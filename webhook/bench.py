@@ -213,7 +213,7 @@ def _serve_child(
 ) -> None:
     """The server process: one core, the real app, uvicorn over TLS, logs to a file."""
     from app.bench import NOW
-    from webhook.logs import configure_logging
+    from webhook.logs import DecisionLog, configure_logging
     from webhook.main import run_server, uvicorn_server
     from webhook.server import create_app
     from webhook.tls import ReloadingCertificate
@@ -225,7 +225,7 @@ def _serve_child(
     certificate = ReloadingCertificate(cert_dir / "tls.crt", cert_dir / "tls.key")
     # The generated recommendations are dated for app.bench.NOW; deciding at the real time
     # could make them stale and turn every answer into "no patch".
-    app = create_app(view, clock=lambda: NOW)
+    app = create_app(view, clock=lambda: NOW, decision_log=DecisionLog(log, log_level))
     server = uvicorn_server(app, certificate, host="127.0.0.1", port=0, log_level=log_level)
     run_server(server, certificate, reload_interval_s=3600, sockets=[sock])
 

@@ -21,7 +21,7 @@ from kubernetes_asyncio import client
 from app.informer import ClusterFeed, api_client_from_config
 from app.view import ClusterView
 from webhook.lease import RENEW_INTERVAL_S, LeaseRenewer, holder_identity, own_namespace
-from webhook.logs import LOGGER_NAME, configure_logging
+from webhook.logs import LOGGER_NAME, DecisionLog, configure_logging
 from webhook.server import create_app
 from webhook.tls import ReloadingCertificate
 
@@ -154,10 +154,11 @@ def run_webhook(
     """Serve the webhook until stopped: over the YAML files in `state_dir`, or, without
     it, over the cluster (in-cluster config, else `kubeconfig`, else `KUBECONFIG`)."""
     configure_logging(log_level)
+    decisions = DecisionLog(level=log_level)
     certificate = ReloadingCertificate(tls_cert, tls_key)
     if state_dir is not None:
         view = ClusterView.from_state_dir(Path(state_dir))
-        app = create_app(view, deadline_s=deadline_s)
+        app = create_app(view, deadline_s=deadline_s, decision_log=decisions)
         server = uvicorn_server(app, certificate, host=host, port=port, log_level=log_level)
         run_server(server, certificate, reload_interval_s=reload_interval_s)
         return
@@ -165,7 +166,7 @@ def run_webhook(
     async def watch_cluster() -> None:
         namespace = own_namespace()
         view = ClusterView(own_namespace=namespace)
-        app = create_app(view, deadline_s=deadline_s)
+        app = create_app(view, deadline_s=deadline_s, decision_log=decisions)
         server = uvicorn_server(app, certificate, host=host, port=port, log_level=log_level)
         async with await api_client_from_config(kubeconfig) as api_client:
             await serve_cluster(

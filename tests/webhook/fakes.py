@@ -6,7 +6,7 @@ the decisions, which `app.admission` makes and tests.
 
 from __future__ import annotations
 
-import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -87,16 +87,16 @@ class ScriptedAdmit:
 
 
 @dataclass
-class BlockingAdmit:
-    """An `admit` that never returns before `release` is set: exercises the deadline."""
+class SlowAdmit:
+    """An `admit` that takes `seconds` to answer: exercises the deadline."""
 
-    release: threading.Event = field(default_factory=threading.Event)
+    seconds: float
 
     def __call__(
         self, view: Any, pod: Mapping[str, Any], namespace: str, now: datetime
     ) -> AdmissionResult:
-        self.release.wait()
-        return result("skipped", reason="NoSignificantChange")
+        time.sleep(self.seconds)
+        return result("apply", resources={"app": {"requests": {"cpu": "1"}}})
 
 
 def failing_admit(view: Any, pod: Mapping[str, Any], namespace: str, now: datetime) -> Any:

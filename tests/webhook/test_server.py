@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import copy
-import logging
+import io
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -14,15 +14,15 @@ from fastapi.testclient import TestClient
 
 from app.annotations import POD_INFO
 from tests.webhook.fakes import (
-    BlockingAdmit,
     FakeView,
     ScriptedAdmit,
+    SlowAdmit,
     WorkloadRef,
     failing_admit,
     load_example,
     result,
 )
-from webhook.logs import DECISION_ATTR
+from webhook.logs import DecisionLog
 from webhook.review import decode_patch
 from webhook.server import create_app
 
@@ -157,14 +157,19 @@ def test_internal_error_fails_open_with_uid(view: FakeView) -> None:
         assert response["uid"] == review["request"]["uid"]
 
 
-def test_deadline_fails_open(view: FakeView) -> None:
-    admit = BlockingAdmit()
-    try:
-        with TestClient(create_app(view, admit=admit, deadline_s=0.05)) as client:
-            response = fail_open_response(client, load_example("replicaset-pod.json"), "Deadline")
-            assert "deadline" in response["warnings"][0]
-    finally:
-        admit.release.set()
+def test_decision_past_the_deadline_is_not_applied(view: FakeView) -> None:
+    # SlowAdmit would patch the pod; past the deadline its answer is dropped.
+    with TestClient(create_app(view, admit=SlowAdmit(0.2), deadline_s=0.05)) as client:
+        response = fail_open_response(client, load_example("replicaset-pod.json"), "Deadline")
+        assert "deadline" in response["warnings"][0]
+        assert "patch" not in response
+
+
+def test_decision_within_the_deadline_is_applied(view: FakeView) -> None:
+    with TestClient(create_app(view, admit=SlowAdmit(0.01), deadline_s=5)) as client:
+        response = post(client, load_example("replicaset-pod.json"))["response"]
+        assert response["patchType"] == "JSONPatch"
+        assert metric(client, 'kerf_webhook_fail_open_total{cause="Deadline"}') == 0
 
 
 @pytest.mark.parametrize(
@@ -261,13 +266,15 @@ def test_clock_is_the_decision_time(view: FakeView, admit: ScriptedAdmit) -> Non
     assert admit.calls == [("shop", now)]
 
 
-def test_decision_is_logged_as_structured_record(
-    client: TestClient, caplog: pytest.LogCaptureFixture
-) -> None:
+def test_decision_is_logged_as_structured_record(view: FakeView, admit: ScriptedAdmit) -> None:
+    stream = io.StringIO()
     review = load_example("replicaset-pod.json")
-    with caplog.at_level(logging.INFO, logger="kerf.webhook"):
+    with TestClient(create_app(view, admit=admit, decision_log=DecisionLog(stream))) as client:
         post(client, review)
-    decision = getattr(caplog.records[-1], DECISION_ATTR)
+    lines = stream.getvalue().splitlines()
+    assert len(lines) == 1
+    decision = orjson.loads(lines[0])
+    assert (decision["level"], decision["logger"]) == ("info", "kerf.webhook")
     assert decision["uid"] == review["request"]["uid"]
     assert decision["pod"] == "web-7d4b9-"
     assert decision["owner"] == {"kind": "Deployment", "namespace": "shop", "name": "web"}
