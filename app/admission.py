@@ -101,7 +101,9 @@ def _admit(view: ClusterView, pod: Mapping[str, Any], now: datetime) -> Admissio
             "skipped", "MirrorPod", "mirror pods are managed by the kubelet", None
         )
     decision = decide_pod(view, pod, now=now, path="admission")
-    selected = [s.as_dict() for s in decision.selected]
+    # `selected` and `values` are computed on each access: read them once.
+    winners = decision.selected
+    selected = [s.as_dict() for s in winners]
     if _already_applied(pod, decision.fingerprint):
         return AdmissionResult(
             "skipped",
@@ -116,7 +118,7 @@ def _admit(view: ClusterView, pod: Mapping[str, Any], now: datetime) -> Admissio
     if resources or args:
         plan = decision.plan
         assert plan is not None
-        keys = sorted({s.annotation_key for s in decision.selected if s.container in resources})
+        keys = sorted({s.annotation_key for s in winners if s.container in resources})
         if args:
             keys.append(ARGS_KEY)
         annotations[POD_INFO] = dumps(
