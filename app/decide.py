@@ -24,7 +24,7 @@ from app.guardrails import (
     ValueContext,
     apply_value_rules,
 )
-from app.models import AutomationStrategySpec, KerfResource, RightsizingRecommendation
+from app.models import AutomationStrategySpec, KerfResource, RightsizingRecommendation, Window
 from app.owners import WorkloadRef
 from app.quantities import MIB, format_resource, parse_resource
 from app.recommendations import RecommendationRow
@@ -195,40 +195,114 @@ def hpa_coupled_resources(hpas: Iterable[Mapping[str, Any]]) -> set[str]:
 # ---------------------------------------------------------------------- the decision
 
 
-@dataclass
-class _Action:
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    """What one selected target needs that depends only on the workload plan."""
+
     target: Target
-    current: int | None
-    desired: int
     candidate: Candidate
+    restore: bool
+    strategy: AutomationStrategySpec | None
+    switches: Switches | None
     settings: GuardrailSettings
-    restore: bool = False
-    strategy: AutomationStrategySpec | None = None
     audit: bool = False
+    proactive: bool = False
 
 
-@dataclass
-class _Context:
-    view: ClusterView
-    pod: Mapping[str, Any]
-    workload: Workload
-    plan: WorkloadPlan
-    now: datetime
-    path: Path
-    containers: dict[str, Mapping[str, Any]]
-    current: dict[str, Resources]
-    baseline: dict[str, Resources]
-    record: RightsizingRecommendation | None  # the workload's, read once per decision
+@dataclass(frozen=True, slots=True)
+class _PlanFacts:
+    """What a decision needs that depends only on the workload plan and the containers
+    selected for: resolved once per plan and container set, kept in the plan's memo.
+
+    Everything here derives from the workload, the kerf objects (policies, strategies,
+    GlobalConfiguration, the RightsizingRecommendation) and the recommendation rows; the
+    view drops the plan whenever any of them changes. Pod, node, namespace and HPA facts
+    are never kept here.
+    """
+
     selected: dict[Target, Candidate]
-    names: tuple[str, ...]  # the containers selected for (skip-containers left out)
-    actions: list[_Action] = field(default_factory=list)
-    has_restores: bool = False
-    version: int = 0
-    _memo_stamp: tuple[int, int] = (-1, -1)
-    _policies: list[KerfResource] = field(default_factory=list)
-    _strategies: list[AutomationStrategySpec] = field(default_factory=list)
-    _audit: bool = False
-    dropped: list[tuple[Target, str]] = field(default_factory=list)
+    items: list[_Prepared]
+    record: RightsizingRecommendation | None
+    rows: Mapping[str, RecommendationRow]
+    #: the items that can become regular actions (not restores, strategy found)
+    regular_count: int
+    #: the distinct policies, strategies and audit mode over all those items: what a
+    #: decision whose regular actions are all of them has (the common case)
+    policies: list[KerfResource]
+    strategies: list[AutomationStrategySpec]
+    audit: bool
+
+
+class _Action:
+    """A prepared target with the amount the pod has and the amount to set."""
+
+    __slots__ = ("item", "target", "current", "desired")
+
+    def __init__(self, item: _Prepared, current: int | None, desired: int) -> None:
+        self.item = item
+        self.target = item.target
+        self.current = current
+        self.desired = desired
+
+
+class _Context:
+    """One decision in progress: the pod, the plan facts and the actions still standing."""
+
+    __slots__ = (
+        "view",
+        "pod",
+        "workload",
+        "plan",
+        "facts",
+        "record",
+        "now",
+        "path",
+        "running",
+        "containers",
+        "current",
+        "baseline",
+        "actions",
+        "has_restores",
+        "dropped",
+        "_memo_actions",
+        "_memo_len",
+        "_policies",
+        "_strategies",
+        "_audit",
+    )
+
+    def __init__(
+        self,
+        view: ClusterView,
+        pod: Mapping[str, Any],
+        workload: Workload,
+        plan: WorkloadPlan,
+        facts: _PlanFacts,
+        now: datetime,
+        path: Path,
+        containers: dict[str, Mapping[str, Any]],
+        current: dict[str, Resources],
+    ) -> None:
+        self.view = view
+        self.pod = pod
+        self.workload = workload
+        self.plan = plan
+        self.facts = facts
+        self.record = facts.record  # the workload's RightsizingRecommendation
+        self.now = now
+        self.path = path
+        self.running = path == "running"
+        self.containers = containers
+        self.current = current
+        self.baseline = _baseline(facts.record, current, path)
+        self.actions: list[_Action] = []
+        self.has_restores = False
+        self.dropped: list[tuple[Target, str]] = []
+        self._memo_actions: list[_Action] | None = None
+        self._memo_len = -1
+        self._policies: list[KerfResource] = []
+        self._strategies: list[AutomationStrategySpec] = []
+        self._audit = False
 
     def settings(self, policy: KerfResource | None) -> GuardrailSettings:
         return self.view.guardrails(policy)
@@ -236,41 +310,61 @@ class _Context:
     def regular(self) -> list[_Action]:
         if not self.has_restores:
             return self.actions
-        return [a for a in self.actions if not a.restore]
+        return [a for a in self.actions if not a.item.restore]
 
     def replace_actions(self, actions: list[_Action]) -> None:
         self.actions = actions
-        self.version += 1
+
+    def _derive(self) -> None:
+        """Policies, strategies and audit mode of the regular actions, derived again only
+        when the action list was replaced."""
+        if self._memo_actions is self.actions and self._memo_len == len(self.actions):
+            return
+        self._memo_actions, self._memo_len = self.actions, len(self.actions)
+        regular = self.regular()
+        facts = self.facts
+        if len(regular) == facts.regular_count:
+            # Every item that can be a regular action is one: the plan already knows.
+            self._policies, self._strategies = facts.policies, facts.strategies
+            self._audit = facts.audit
+            return
+        self._policies, self._strategies, self._audit = _policies_of([a.item for a in regular])
 
     def policies(self) -> list[KerfResource]:
-        """The distinct policies behind the regular actions (memoised per action list)."""
-        stamp = (self.version, len(self.actions))
-        if self._memo_stamp != stamp:
-            seen: dict[int, KerfResource] = {}
-            strategies: dict[int, AutomationStrategySpec] = {}
-            for action in self.regular():
-                if action.candidate.policy is not None:
-                    seen[id(action.candidate.policy)] = action.candidate.policy
-                if action.strategy is not None:
-                    strategies[id(action.strategy)] = action.strategy
-            self._policies = list(seen.values())
-            self._strategies = list(strategies.values())
-            self._audit = any(a.audit for a in self.regular())
-            self._memo_stamp = stamp
+        """The distinct policies behind the regular actions."""
+        self._derive()
         return self._policies
 
     def strategies(self) -> list[AutomationStrategySpec]:
         """The strategies of those policies."""
-        self.policies()
+        self._derive()
         return self._strategies
 
     def audit(self) -> bool:
         """Whether any of those policies is in audit mode."""
-        self.policies()
+        self._derive()
         return self._audit
 
     def rows(self) -> Mapping[str, RecommendationRow]:
-        return self.view.rows_for(self.workload.ref)
+        return self.facts.rows
+
+
+def _policies_of(
+    items: Iterable[_Prepared],
+) -> tuple[list[KerfResource], list[AutomationStrategySpec], bool]:
+    """The distinct policies and strategies of some regular items (in order of first
+    appearance) and whether any of them is in audit mode."""
+    policies: dict[int, KerfResource] = {}
+    strategies: dict[int, AutomationStrategySpec] = {}
+    audit = False
+    for item in items:
+        policy = item.candidate.policy
+        if policy is not None:
+            policies[id(policy)] = policy
+        if item.strategy is not None:
+            strategies[id(item.strategy)] = item.strategy
+        audit = audit or item.audit
+    return list(policies.values()), list(strategies.values()), audit
 
 
 class _Stop(Exception):
@@ -299,7 +393,7 @@ def _block_regular(
 ) -> None:
     """A check hit the regular actions: rollback restores still go on (they are exempt),
     otherwise the whole plan stops here."""
-    restores = [a for a in ctx.actions if a.restore]
+    restores = [a for a in ctx.actions if a.item.restore]
     if not restores:
         raise _Stop(outcome, reason, message, when)
     ctx.dropped.extend((a.target, reason) for a in ctx.regular())
@@ -347,22 +441,9 @@ def _decide_pod(
 
     skip = skipped_containers(pod, workload)
     names = tuple(c for c in containers if c not in skip)
-    selected = plan.select_for(names)
-    record = view.recommendation_for(workload.ref)
-    ctx = _Context(
-        view=view,
-        pod=pod,
-        workload=workload,
-        plan=plan,
-        now=now,
-        path=path,
-        containers=containers,
-        current=current,
-        baseline=_baseline(record, current, path),
-        record=record,
-        selected=selected,
-        names=names,
-    )
+    facts = _plan_facts(view, workload, plan, names)
+    selected = facts.selected
+    ctx = _Context(view, pod, workload, plan, facts, now, path, containers, current)
     fp = plan.fingerprint
     try:
         _build_actions(ctx)
@@ -460,68 +541,79 @@ def _baseline(
     return baseline
 
 
-@dataclass(frozen=True, slots=True)
-class _Prepared:
-    """What a selected target needs that depends only on the workload plan: resolved once
-    per plan and container set (the plan is dropped whenever a kerf object changes)."""
-
-    target: Target
-    candidate: Candidate
-    restore: bool
-    strategy: AutomationStrategySpec | None
-    switches: Switches | None
-    settings: GuardrailSettings
-    audit: bool = False
+def _plan_facts(
+    view: ClusterView, workload: Workload, plan: WorkloadPlan, names: tuple[str, ...]
+) -> _PlanFacts:
+    """The plan facts for these containers, built once per plan and container set."""
+    key = ("facts", names)
+    found = plan.memo.get(key)
+    if found is None:
+        found = plan.memo[key] = _build_plan_facts(view, workload, plan, names)
+    return found
 
 
-def _prepare(ctx: _Context) -> list[_Prepared]:
-    key = ("prepared", ctx.names)
-    found = ctx.plan.memo.get(key)
-    if found is not None:
-        return found
-    prepared = []
-    for target, candidate in sorted(ctx.selected.items(), key=_target_order):
-        if candidate.kind in ROLLBACK_KINDS:
-            settings = ctx.settings(candidate.policy)
-            prepared.append(_Prepared(target, candidate, True, None, None, settings))
-            continue
-        strategy = ctx.view.strategy_for(candidate.policy) if candidate.policy else None
-        switches = (
-            resolve_switches(
-                strategy.spec,
-                container=target.container,
-                field=target.field,
-                resource=target.resource,
-            )
-            if strategy is not None
-            else None
+def _build_plan_facts(
+    view: ClusterView, workload: Workload, plan: WorkloadPlan, names: tuple[str, ...]
+) -> _PlanFacts:
+    selected = plan.select_for(names)
+    rows = view.rows_for(workload.ref)
+    items = [
+        _prepare(view, target, candidate)
+        for target, candidate in sorted(selected.items(), key=_target_order)
+    ]
+    regular = [i for i in items if not i.restore and i.strategy is not None]
+    policies, strategies, audit = _policies_of(regular)
+    return _PlanFacts(
+        selected=selected,
+        items=items,
+        record=view.recommendation_for(workload.ref),
+        rows=rows,
+        regular_count=len(regular),
+        policies=policies,
+        strategies=strategies,
+        audit=audit,
+    )
+
+
+def _prepare(view: ClusterView, target: Target, candidate: Candidate) -> _Prepared:
+    """Resolve what one selected target needs from its policy: strategy, switches,
+    guardrail settings, audit mode."""
+    settings = view.guardrails(candidate.policy)
+    if candidate.kind in ROLLBACK_KINDS:
+        return _Prepared(target, candidate, True, None, None, settings)
+    strategy = view.strategy_for(candidate.policy) if candidate.policy else None
+    switches = (
+        resolve_switches(
+            strategy.spec,
+            container=target.container,
+            field=target.field,
+            resource=target.resource,
         )
-        prepared.append(
-            _Prepared(
-                target,
-                candidate,
-                False,
-                strategy.spec if strategy is not None else None,
-                switches,
-                ctx.settings(candidate.policy),
-                getattr(getattr(candidate.policy, "spec", None), "mode", "auto") == "audit",
-            )
-        )
-    ctx.plan.memo[key] = prepared
-    return prepared
+        if strategy is not None
+        else None
+    )
+    return _Prepared(
+        target,
+        candidate,
+        False,
+        strategy.spec if strategy is not None else None,
+        switches,
+        settings,
+        getattr(getattr(candidate.policy, "spec", None), "mode", "auto") == "audit",
+        candidate.kind in PROACTIVE_KINDS,
+    )
 
 
 def _build_actions(ctx: _Context) -> None:
     """Selected values through their strategy's enablement (restores are exempt)."""
     missing: list[str] = []
     baseline = ctx.baseline
-    for item in _prepare(ctx):
+    actions = ctx.actions
+    for item in ctx.facts.items:
         target, candidate = item.target, item.candidate
         current = baseline[target.container][target.field].get(target.resource)
         if item.restore:
-            ctx.actions.append(
-                _Action(target, current, candidate.amount, candidate, item.settings, True)
-            )
+            actions.append(_Action(item, current, candidate.amount))
             ctx.has_restores = True
             continue
         if item.strategy is None:
@@ -531,30 +623,48 @@ def _build_actions(ctx: _Context) -> None:
         if enabled.value is None:
             ctx.dropped.append((target, enabled.reason or "NotEnabled"))
         else:
-            ctx.actions.append(
-                _Action(
-                    target,
-                    current,
-                    enabled.value,
-                    candidate,
-                    item.settings,
-                    strategy=item.strategy,
-                    audit=item.audit,
-                )
-            )
-    if missing and not ctx.actions:
+            actions.append(_Action(item, current, enabled.value))
+    if missing and not actions:
         raise _Stop(
             "blocked",
             "StrategyNotFound",
             f"automationStrategyRef of {', '.join(sorted(set(missing)))} names no strategy",
         )
-    if not ctx.actions:
+    if not actions:
         raise _Stop("skipped", "NotEnabled", "the strategies enable none of the selected values")
+
+
+@dataclass(frozen=True, slots=True)
+class _StrategyFacts:
+    """What a set of contributing strategies decides together."""
+
+    exclusion: list[Window]
+    inclusion: list[Window]
+    #: the methods every strategy allows
+    methods: frozenset[str]
+    #: every strategy allows an in-place resize that restarts a container
+    restart_ok: bool
+
+
+def _strategy_facts(ctx: _Context, strategies: list[AutomationStrategySpec]) -> _StrategyFacts:
+    """The windows and methods of these strategies, derived once per plan and strategy set
+    (strategies are kerf objects, as fixed as the plan; keyed by identity, which is safe
+    because the plan's facts hold every strategy they can name)."""
+    key = ("strategies", *map(id, strategies))
+    found = ctx.plan.memo.get(key)
+    if found is None:
+        found = ctx.plan.memo[key] = _StrategyFacts(
+            exclusion=[w for s in strategies for w in s.scheduling.exclusion_windows],
+            inclusion=[w for s in strategies for w in s.scheduling.inclusion_windows],
+            methods=_common_methods(strategies),
+            restart_ok=all(s.in_place_resize.container_restart for s in strategies),
+        )
+    return found
 
 
 def _run_checks(ctx: _Context) -> str | None:
     """The checks in the order of SPEC §6; returns the method."""
-    view, now, running = ctx.view, ctx.now, ctx.path == "running"
+    view, now, running = ctx.view, ctx.now, ctx.running
     config = view.global_config
     # Audit (mode)
     if ctx.regular() and ctx.audit() and not _approved(ctx):
@@ -565,9 +675,7 @@ def _run_checks(ctx: _Context) -> str | None:
     if ctx.regular() and not config.automation_enabled:
         _block_regular(ctx, "AutomationDisabled", "GlobalConfiguration.automationEnabled is false")
     # HubUnreachable (proactive only)
-    if not view.recommendations_reachable and any(
-        a.candidate.kind in PROACTIVE_KINDS for a in ctx.regular()
-    ):
+    if not view.recommendations_reachable and any(a.item.proactive for a in ctx.regular()):
         _block_regular(ctx, "HubUnreachable", "the recommendation source did not load")
     # Paused (applies to restores too)
     paused = paused_by(view, ctx.pod, ctx.workload, now)
@@ -579,13 +687,12 @@ def _run_checks(ctx: _Context) -> str | None:
             ctx, "ProtectedNamespace", f"namespace {ctx.workload.namespace} is protected"
         )
     _check_recommendation_quality(ctx)
-    # FreezeWindow
-    strategies = ctx.strategies()
-    exclusion = [w for s in strategies for w in s.scheduling.exclusion_windows]
+    # FreezeWindow (the strategies are those of the actions standing before the value rules)
+    strategies = _strategy_facts(ctx, ctx.strategies())
+    exclusion = strategies.exclusion
     if running and exclusion and ctx.regular():
         # The next allowed time also waits for an inclusion window, if there are any.
-        inclusion = [w for s in strategies for w in s.scheduling.inclusion_windows]
-        verdict = freeze_verdict(exclusion, now, inclusion_windows=inclusion)
+        verdict = freeze_verdict(exclusion, now, inclusion_windows=strategies.inclusion)
         if not verdict.allowed:
             _block_regular(
                 ctx,
@@ -600,7 +707,7 @@ def _run_checks(ctx: _Context) -> str | None:
         _check_cooldown(ctx)
         _check_single_replica(ctx, method)
         _filter_node_capacity(ctx)
-        inclusion = [w for s in strategies for w in s.scheduling.inclusion_windows]
+        inclusion = strategies.inclusion
         verdict = maintenance_verdict(inclusion, exclusion, now) if inclusion else None
         if verdict is not None and not verdict.allowed:
             _block_regular(
@@ -666,12 +773,13 @@ def is_protected(namespace: str, view: ClusterView) -> bool:
 def _check_recommendation_quality(ctx: _Context) -> None:
     """StaleRecommendation, HPACoupled, LearningPeriod, LowConfidence."""
     rows = ctx.rows()
-    proactive = [a for a in ctx.regular() if a.candidate.kind in PROACTIVE_KINDS]
+    proactive = [a for a in ctx.regular() if a.item.proactive]
     for action in proactive:
         row = rows.get(action.target.container)
         if row is None:
             continue
-        spec = action.candidate.policy.spec if action.candidate.policy else None
+        policy = action.item.candidate.policy
+        spec = policy.spec if policy else None
         max_age = getattr(getattr(spec, "safety_checks", None), "max_analysis_age_days", 5)
         if ctx.now - row.analyzed_at > timedelta(days=max_age):
             _block_regular(
@@ -682,7 +790,7 @@ def _check_recommendation_quality(ctx: _Context) -> None:
             return
     coupled = hpa_coupled_resources(ctx.view.hpas_for(ctx.workload))
     if coupled:
-        kept = [a for a in ctx.actions if a.restore or a.target.resource not in coupled]
+        kept = [a for a in ctx.actions if a.item.restore or a.target.resource not in coupled]
         ctx.dropped.extend((a.target, "HPACoupled") for a in ctx.actions if a not in kept)
         ctx.replace_actions(kept)
         if not ctx.actions:
@@ -691,9 +799,9 @@ def _check_recommendation_quality(ctx: _Context) -> None:
                 "HPACoupled",
                 f"an HPA scales on {', '.join(sorted(coupled))} utilization",
             )
-    proactive = [a for a in ctx.regular() if a.candidate.kind in PROACTIVE_KINDS]
+    proactive = [a for a in ctx.regular() if a.item.proactive]
     for action in proactive:
-        settings = action.settings
+        settings = action.item.settings
         row = rows.get(action.target.container)
         if row is not None and timedelta(hours=row.coverage_hours) < settings.learning_period:
             _block_regular(
@@ -704,7 +812,7 @@ def _check_recommendation_quality(ctx: _Context) -> None:
             return
     if proactive and rows:
         score = min(row.confidence for row in rows.values())
-        threshold = max(a.settings.min_confidence for a in proactive)
+        threshold = max(a.item.settings.min_confidence for a in proactive)
         if score < threshold:
             _block_regular(ctx, "LowConfidence", f"confidence {score:g} is below {threshold:g}")
 
@@ -716,11 +824,11 @@ def _apply_value_rules(ctx: _Context) -> None:
     kept: list[_Action] = []
     refusals: list[str] = []
     for action in ctx.actions:
-        if action.restore:
+        if action.item.restore:
             kept.append(action)
             continue
         t = action.target
-        settings = action.settings
+        settings = action.item.settings
         outcome = apply_value_rules(
             field=t.field,
             resource=t.resource,
@@ -830,7 +938,7 @@ def _validate_plan(ctx: _Context) -> None:
                 )
     gpu_actions = [a for a in ctx.actions if a.target.resource == GPU]
     if gpu_actions:
-        sources = {a.candidate.key for a in gpu_actions}
+        sources = {a.item.candidate.key for a in gpu_actions}
         unequal = [
             c
             for c in {a.target.container for a in gpu_actions}
@@ -859,17 +967,14 @@ def _common_methods(strategies: list[AutomationStrategySpec]) -> frozenset[str]:
     return frozenset(allowed)
 
 
-def _method(ctx: _Context, strategies: list[AutomationStrategySpec]) -> str:
+def _method(ctx: _Context, strategies: _StrategyFacts) -> str:
     """inPlace when every contributing strategy allows it and the change can be made in
     place; else evict when all allow eviction; else NoCommonMethod."""
-    key = ("methods", tuple(id(s) for s in strategies))
-    allowed = ctx.plan.memo.get(key)
-    if allowed is None:
-        allowed = ctx.plan.memo[key] = _common_methods(strategies)
+    allowed = strategies.methods
     if not allowed:
         _block_regular(ctx, "NoCommonMethod", "the contributing strategies share no method")
         return "inPlace"
-    restart_ok = all(s.in_place_resize.container_restart for s in strategies)
+    restart_ok = strategies.restart_ok
     if "inPlace" in allowed and _resizable(ctx) and (restart_ok or not _restarts_container(ctx)):
         return "inPlace"
     if "evict" in allowed:
