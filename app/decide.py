@@ -19,12 +19,20 @@ from app.durations import format_duration
 from app.enablement import GPU, Switches, apply_switches, resolve_switches
 from app.guardrails import (
     COOLDOWN,
+    NO_FACTS,
     NO_SIGNIFICANT_CHANGE,
     GuardrailSettings,
     ValueContext,
     apply_value_rules,
 )
-from app.models import AutomationStrategySpec, KerfResource, RightsizingRecommendation, Window
+from app.models import (
+    AutomationStrategySpec,
+    KerfResource,
+    LastApplied,
+    LastRollback,
+    RightsizingRecommendation,
+    Window,
+)
 from app.owners import WorkloadRef
 from app.quantities import MIB, format_resource, parse_resource
 from app.recommendations import RecommendationRow
@@ -207,6 +215,15 @@ class _Prepared:
     settings: GuardrailSettings
     audit: bool = False
     proactive: bool = False
+    #: the workload's recommendation row for the target's container
+    row: RecommendationRow | None = None
+    #: the row's CPU throttling ratio is at or above the policy's rollback threshold
+    throttled: bool = False
+    #: the policy's maxAnalysisAgeDays, and as a span (None when too long for a timedelta)
+    max_age_days: int = 5
+    max_age: timedelta | None = None
+    #: the row's coverage as a span (None without a row or when too long for a timedelta)
+    coverage: timedelta | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,6 +241,11 @@ class _PlanFacts:
     items: list[_Prepared]
     record: RightsizingRecommendation | None
     rows: Mapping[str, RecommendationRow]
+    #: the lowest confidence among the rows (None without rows)
+    lowest_confidence: float | None
+    last_applied: LastApplied | None
+    last_rollback: LastRollback | None
+    any_proactive: bool
     #: the items that can become regular actions (not restores, strategy found)
     regular_count: int
     #: the distinct policies, strategies and audit mode over all those items: what a
@@ -345,9 +367,6 @@ class _Context:
         self._derive()
         return self._audit
 
-    def rows(self) -> Mapping[str, RecommendationRow]:
-        return self.facts.rows
-
 
 def _policies_of(
     items: Iterable[_Prepared],
@@ -465,12 +484,8 @@ def _decide_pod(
             fingerprint=fp,
             plan=plan,
         )
-    final = {c: {f: dict(v) for f, v in r.items()} for c, r in current.items()}
-    changed: set[str] = set()
-    for action in ctx.actions:
-        t = action.target
-        final[t.container][t.field][t.resource] = action.desired
-        changed.add(t.container)
+    final = _final_resources(current, ctx.actions)
+    changed = {a.target.container for a in ctx.actions}
     notes = "; ".join(f"{t.container}.{t.field}.{t.resource}: {r}" for t, r in ctx.dropped)
     return finish(
         "apply",
@@ -558,16 +573,22 @@ def _build_plan_facts(
     selected = plan.select_for(names)
     rows = view.rows_for(workload.ref)
     items = [
-        _prepare(view, target, candidate)
+        _prepare(view, target, candidate, rows.get(target.container))
         for target, candidate in sorted(selected.items(), key=_target_order)
     ]
     regular = [i for i in items if not i.restore and i.strategy is not None]
     policies, strategies, audit = _policies_of(regular)
+    record = view.recommendation_for(workload.ref)
+    status = record.status if record else None
     return _PlanFacts(
         selected=selected,
         items=items,
-        record=view.recommendation_for(workload.ref),
+        record=record,
         rows=rows,
+        lowest_confidence=min(row.confidence for row in rows.values()) if rows else None,
+        last_applied=status.last_applied if status else None,
+        last_rollback=status.last_rollback if status else None,
+        any_proactive=any(i.proactive for i in items),
         regular_count=len(regular),
         policies=policies,
         strategies=strategies,
@@ -575,12 +596,16 @@ def _build_plan_facts(
     )
 
 
-def _prepare(view: ClusterView, target: Target, candidate: Candidate) -> _Prepared:
-    """Resolve what one selected target needs from its policy: strategy, switches,
-    guardrail settings, audit mode."""
+def _prepare(
+    view: ClusterView, target: Target, candidate: Candidate, row: RecommendationRow | None
+) -> _Prepared:
+    """Resolve what one selected target needs from its policy and its row: strategy,
+    switches, guardrail settings, audit mode, the row's facts for the quality checks."""
     settings = view.guardrails(candidate.policy)
     if candidate.kind in ROLLBACK_KINDS:
         return _Prepared(target, candidate, True, None, None, settings)
+    spec = getattr(candidate.policy, "spec", None)
+    max_age_days = getattr(getattr(spec, "safety_checks", None), "max_analysis_age_days", 5)
     strategy = view.strategy_for(candidate.policy) if candidate.policy else None
     switches = (
         resolve_switches(
@@ -599,9 +624,27 @@ def _prepare(view: ClusterView, target: Target, candidate: Candidate) -> _Prepar
         strategy.spec if strategy is not None else None,
         switches,
         settings,
-        getattr(getattr(candidate.policy, "spec", None), "mode", "auto") == "audit",
+        getattr(spec, "mode", "auto") == "audit",
         candidate.kind in PROACTIVE_KINDS,
+        row,
+        throttled=bool(
+            row
+            and row.cpu_throttling_ratio is not None
+            and row.cpu_throttling_ratio >= settings.throttling_ratio
+        ),
+        max_age_days=max_age_days,
+        max_age=_span(days=max_age_days),
+        coverage=_span(hours=row.coverage_hours) if row is not None else None,
     )
+
+
+def _span(**amount: float) -> timedelta | None:
+    """timedelta(**amount), or None when it cannot be one: the check that needs it builds
+    it again then and fails there, as it always did, rather than every decision here."""
+    try:
+        return timedelta(**amount)
+    except (OverflowError, ValueError):
+        return None
 
 
 def _build_actions(ctx: _Context) -> None:
@@ -770,18 +813,23 @@ def is_protected(namespace: str, view: ClusterView) -> bool:
     return matches_any_pattern(view.global_config.protected_namespace_patterns, namespace)
 
 
+def _proactive(ctx: _Context) -> list[_Action]:
+    """The regular actions whose values come from a proactive policy."""
+    if not ctx.facts.any_proactive:
+        return []
+    return [a for a in ctx.regular() if a.item.proactive]
+
+
 def _check_recommendation_quality(ctx: _Context) -> None:
     """StaleRecommendation, HPACoupled, LearningPeriod, LowConfidence."""
-    rows = ctx.rows()
-    proactive = [a for a in ctx.regular() if a.item.proactive]
-    for action in proactive:
-        row = rows.get(action.target.container)
+    for action in _proactive(ctx):
+        item = action.item
+        row = item.row
         if row is None:
             continue
-        policy = action.item.candidate.policy
-        spec = policy.spec if policy else None
-        max_age = getattr(getattr(spec, "safety_checks", None), "max_analysis_age_days", 5)
-        if ctx.now - row.analyzed_at > timedelta(days=max_age):
+        max_age = item.max_age_days
+        limit = item.max_age if item.max_age is not None else timedelta(days=max_age)
+        if ctx.now - row.analyzed_at > limit:
             _block_regular(
                 ctx,
                 "StaleRecommendation",
@@ -799,19 +847,24 @@ def _check_recommendation_quality(ctx: _Context) -> None:
                 "HPACoupled",
                 f"an HPA scales on {', '.join(sorted(coupled))} utilization",
             )
-    proactive = [a for a in ctx.regular() if a.item.proactive]
+    proactive = _proactive(ctx)
     for action in proactive:
         settings = action.item.settings
-        row = rows.get(action.target.container)
-        if row is not None and timedelta(hours=row.coverage_hours) < settings.learning_period:
+        row = action.item.row
+        if row is None:
+            continue
+        coverage = action.item.coverage
+        if coverage is None:
+            coverage = timedelta(hours=row.coverage_hours)
+        if coverage < settings.learning_period:
             _block_regular(
                 ctx,
                 "LearningPeriod",
                 f"container {row.container}: {row.coverage_hours:g}h of data, {format_duration(settings.learning_period)} needed",
             )
             return
-    if proactive and rows:
-        score = min(row.confidence for row in rows.values())
+    score = ctx.facts.lowest_confidence
+    if proactive and score is not None:
         threshold = max(a.item.settings.min_confidence for a in proactive)
         if score < threshold:
             _block_regular(ctx, "LowConfidence", f"confidence {score:g} is below {threshold:g}")
@@ -828,15 +881,14 @@ def _apply_value_rules(ctx: _Context) -> None:
             kept.append(action)
             continue
         t = action.target
-        settings = action.item.settings
         outcome = apply_value_rules(
             field=t.field,
             resource=t.resource,
             current=action.current,
             desired=action.desired,
-            settings=settings,
+            settings=action.item.settings,
             tolerance_percent=tolerance,
-            context=facts.context(t, settings),
+            context=facts.context(action.item),
         )
         own = ctx.current[t.container][t.field].get(t.resource)
         if outcome.value is None and action.current is not None and action.current != own:
@@ -871,11 +923,9 @@ class _ValueFacts:
 
     def __init__(self, ctx: _Context) -> None:
         self.ctx = ctx
-        self.rows = ctx.rows()
-        record = ctx.record
-        status = record.status if record else None
-        self.last_change = status.last_applied.at if status and status.last_applied else None
-        self.last_rollback = status.last_rollback if status and ctx.path == "running" else None
+        last_applied = ctx.facts.last_applied
+        self.last_change = last_applied.at if last_applied else None
+        self.last_rollback = ctx.facts.last_rollback if ctx.running else None
         self._memory: dict[str, tuple[bool, int | None]] = {}
 
     def _memory_facts(self, container: str) -> tuple[bool, int | None]:
@@ -891,23 +941,20 @@ class _ValueFacts:
             self._memory[container] = found
         return found
 
-    def context(self, target: Target, settings: GuardrailSettings) -> ValueContext:
-        """The ValueContext of one target under one policy's guardrails."""
-        row = self.rows.get(target.container)
-        throttled = bool(
-            row
-            and row.cpu_throttling_ratio is not None
-            and row.cpu_throttling_ratio >= settings.throttling_ratio
-        )
+    def context(self, item: _Prepared) -> ValueContext:
+        """The ValueContext of one target under its policy's guardrails."""
+        target = item.target
         rolled_back: frozenset[str] = frozenset()
         last = self.last_rollback
-        if last is not None and self.ctx.now < last.at + settings.cooldown:
+        if last is not None and self.ctx.now < last.at + item.settings.cooldown:
             rolled_back = frozenset(last.resources or ("cpu", "memory"))
         oom_killed, heap = (
             self._memory_facts(target.container) if target.resource == "memory" else (False, None)
         )
+        if not (item.throttled or oom_killed or heap is not None or rolled_back):
+            return NO_FACTS  # the common case: one shared context
         return ValueContext(
-            throttled=throttled,
+            throttled=item.throttled,
             oom_killed=oom_killed,
             jvm_heap_bytes=heap,
             rollback_cooldown=rolled_back,
@@ -921,10 +968,7 @@ def _refusal_message(reason: str, dropped: list[tuple[Target, str]]) -> str:
 
 def _validate_plan(ctx: _Context) -> None:
     """RequestsExceedLimits and GpuActionConflict over the whole plan, never clamped."""
-    final = {c: {f: dict(v) for f, v in r.items()} for c, r in ctx.current.items()}
-    for action in ctx.actions:
-        t = action.target
-        final[t.container][t.field][t.resource] = action.desired
+    final = _final_resources(ctx.current, ctx.actions)
     for container, resources in sorted(final.items()):
         for resource, request in sorted(resources["requests"].items()):
             limit = resources["limits"].get(resource)
@@ -955,6 +999,19 @@ def _validate_plan(ctx: _Context) -> None:
                     else " (several policies)"
                 ),
             )
+
+
+def _final_resources(current: dict[str, Resources], actions: list[_Action]) -> dict[str, Resources]:
+    """Every container's resources with the actions set; a container no action touches
+    keeps the pod's own (shared, never changed) resources, the others are copies."""
+    final = dict(current)
+    for action in actions:
+        t = action.target
+        resources = final[t.container]
+        if resources is current[t.container]:
+            resources = final[t.container] = {f: dict(v) for f, v in resources.items()}
+        resources[t.field][t.resource] = action.desired
+    return final
 
 
 def _common_methods(strategies: list[AutomationStrategySpec]) -> frozenset[str]:

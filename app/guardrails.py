@@ -119,12 +119,23 @@ class ValueContext:
     rollback_cooldown: frozenset[str] = frozenset()  # resources rolled back within cooldown
 
 
+#: the context of a value nothing refuses (shared: it is immutable)
+NO_FACTS = ValueContext()
+
+
 @dataclass(frozen=True, slots=True)
 class ValueOutcome:
     """The value a rule set leaves, or None and the reason the part was dropped."""
 
     value: int | None
     reason: str | None = None
+
+
+#: the outcomes that drop a value, built once (they are immutable)
+_DROPPED = {
+    reason: ValueOutcome(None, reason)
+    for reason in (THROTTLED, OOM_KILLED, JVM_FIXED_HEAP, COOLDOWN, NO_SIGNIFICANT_CHANGE)
+}
 
 
 def apply_value_rules(
@@ -142,11 +153,11 @@ def apply_value_rules(
     decreasing = current is not None and desired < current
     if decreasing:
         if context.throttled and resource == "cpu" and field == "requests":
-            return ValueOutcome(None, THROTTLED)
+            return _DROPPED[THROTTLED]
         if context.oom_killed and resource == "memory":
-            return ValueOutcome(None, OOM_KILLED)
+            return _DROPPED[OOM_KILLED]
         if resource in context.rollback_cooldown:
-            return ValueOutcome(None, COOLDOWN)
+            return _DROPPED[COOLDOWN]
         assert current is not None
         desired = max(desired, decrease_floor(current, settings.max_change_percent, resource))
     if field == "requests":
@@ -157,9 +168,9 @@ def apply_value_rules(
     if resource == "memory" and context.jvm_heap_bytes is not None:
         heap_floor = -(-context.jvm_heap_bytes * 5 // 4)
         if desired < heap_floor and (current is None or desired < current):
-            return ValueOutcome(None, JVM_FIXED_HEAP)
+            return _DROPPED[JVM_FIXED_HEAP]
     if current is not None and abs(desired - current) * 100 < tolerance_percent * current:
-        return ValueOutcome(None, NO_SIGNIFICANT_CHANGE)
+        return _DROPPED[NO_SIGNIFICANT_CHANGE]
     if current is not None and desired == current:
-        return ValueOutcome(None, NO_SIGNIFICANT_CHANGE)
+        return _DROPPED[NO_SIGNIFICANT_CHANGE]
     return ValueOutcome(desired)

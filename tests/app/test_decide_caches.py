@@ -1,0 +1,153 @@
+"""What decisions keep between pods (per plan, per pod, per node, per namespace) follows
+the view: each test decides once, so the caches are filled, then changes one input and
+decides again."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from app.annotations import PAUSE_UNTIL
+from tests.app import builders as b
+
+NOW = b.NOW
+
+
+def proactive_objects(*rows: dict[str, Any], **base: Any) -> list[Any]:
+    return [*b.base_objects(**base), b.proactive(), b.configmap(*(rows or (b.row(),)))]
+
+
+def static_objects(values: dict | None = None, **base: Any) -> list[Any]:
+    """A StaticPolicy publishing `values` (by container) and the base objects."""
+    return [*b.base_objects(**base), b.static(containers=values)]
+
+
+def outcome(v: Any, pod: Any = None, path: str = "running", **kw: Any) -> tuple[str, str | None]:
+    d = b.decide(v, pod or b.pod(), path, **kw)
+    return (d.outcome, d.reason)
+
+
+# ------------------------------------------------------------------ the workload plan
+
+
+def test_a_recommendation_record_arriving_or_going_changes_the_cooldown() -> None:
+    v = b.view(*static_objects())
+    assert outcome(v) == ("apply", None)
+    v.apply(b.recommendation(applied_at=NOW - timedelta(hours=1)))
+    assert outcome(v) == ("blocked", "Cooldown")
+    v.delete("RightsizingRecommendation", b.NS, "deployment-web")
+    assert outcome(v) == ("apply", None)
+
+
+def test_a_rollback_recorded_later_refuses_that_resource() -> None:
+    v = b.view(*static_objects({"app": {"requests": {"cpu": "250m", "memory": "256Mi"}}}))
+    assert b.reasons(b.decide(v, b.pod())) == {}
+    v.apply(
+        b.recommendation(
+            applied_at=NOW - timedelta(days=5),
+            rollback_at=NOW - timedelta(hours=2),
+            rollback_resources=["cpu"],
+        )
+    )
+    assert b.reasons(b.decide(v, b.pod())) == {"app.requests.cpu": "Cooldown"}
+
+
+def test_new_rows_change_throttling_staleness_learning_and_confidence() -> None:
+    v = b.view(*proactive_objects())
+    assert outcome(v) == ("apply", None)
+    v.apply(b.configmap(b.row(throttling=0.3)))
+    assert b.reasons(b.decide(v, b.pod())) == {"app.requests.cpu": "Throttled"}
+    v.apply(b.configmap(b.row(analyzed_at=NOW - timedelta(days=6))))
+    assert outcome(v) == ("blocked", "StaleRecommendation")
+    v.apply(b.configmap(b.row(coverage_hours=100)))
+    assert outcome(v) == ("blocked", "LearningPeriod")
+    v.apply(b.configmap(b.row(confidence=0.5)))
+    assert outcome(v) == ("blocked", "LowConfidence")
+    v.apply(b.configmap(b.row()))
+    assert outcome(v) == ("apply", None)
+
+
+def test_a_policy_with_another_age_limit_or_guardrails_replaces_the_plan() -> None:
+    v = b.view(*proactive_objects(b.row(analyzed_at=NOW - timedelta(days=6))))
+    assert outcome(v) == ("blocked", "StaleRecommendation")
+    v.apply(b.proactive(max_age_days=10))
+    assert outcome(v) == ("apply", None)
+    v.apply(b.proactive(max_age_days=10, guardrails={"learningPeriod": "500h"}))
+    assert outcome(v) == ("blocked", "LearningPeriod")
+
+
+def test_global_guardrail_defaults_reach_a_kept_plan() -> None:
+    v = b.view(*proactive_objects())
+    assert outcome(v) == ("apply", None)
+    v.apply(b.global_config(guardrailDefaults={"minConfidence": "0.95"}))
+    assert outcome(v) == ("blocked", "LowConfidence")
+
+
+def test_a_changed_strategy_changes_windows_and_method() -> None:
+    v = b.view(*static_objects())
+    assert b.decide(v, b.pod()).method == "inPlace"
+    v.apply(b.strategy(inPlaceResize={"enabled": False}))
+    assert b.decide(v, b.pod()).method == "evict"
+    v.apply(
+        b.strategy(
+            scheduling={"exclusionWindows": [{"name": "lunch", "start": "11:00", "end": "13:00"}]}
+        )
+    )
+    assert outcome(v) == ("blocked", "FreezeWindow")
+    v.delete("AutomationStrategy", b.NS, "default")
+    assert outcome(v) == ("blocked", "StrategyNotFound")
+
+
+def test_skip_containers_selects_another_kept_container_set() -> None:
+    two = {"app": b.APP_RES, "side": b.APP_RES}
+    v = b.view(*static_objects({"*": {"requests": {"cpu": "250m"}}}, containers=two))
+    assert b.decide(v, b.pod(containers=two)).changed == ("app", "side")
+    skipping = b.pod(containers=two, annotations={"rightsizing.kubex.ai/skip-containers": "side"})
+    assert b.decide(v, skipping).changed == ("app",)
+    assert b.decide(v, b.pod(containers=two)).changed == ("app", "side")
+
+
+# ------------------------------------------------------------------ pods, nodes, namespaces
+
+
+def test_a_replaced_pod_is_decided_from_its_new_resources() -> None:
+    p = b.pod()
+    v = b.view(*static_objects({"app": {"requests": {"cpu": "250m"}}}), p)
+    assert b.decide(v, p).values["app"]["requests"]["cpu"] == "250m"
+    resized = b.pod(containers={"app": {"requests": {"cpu": "255m"}, "limits": {}}})
+    v.apply(resized)
+    assert outcome(v, resized) == ("skipped", "NoSignificantChange")
+
+
+def test_a_node_change_changes_the_room_for_an_increase() -> None:
+    p = b.pod(node="node-a")
+    v = b.view(*static_objects({"app": {"requests": {"cpu": "800m"}}}), b.node(cpu="4"), p)
+    assert outcome(v, p) == ("apply", None)
+    v.apply(b.node(cpu="1"))  # 900m usable, 400m used: +400m still fits
+    assert outcome(v, p) == ("apply", None)
+    v.apply(b.pod("web-7d4b9-other", node="node-a"))  # another 400m used: no room
+    assert outcome(v, p) == ("blocked", "InsufficientNodeCapacity")
+    v.delete("Pod", b.NS, "web-7d4b9-other")
+    assert outcome(v, p) == ("apply", None)
+    v.delete("Node", "", "node-a")  # an unknown node is not checked
+    assert outcome(v, p) == ("apply", None)
+
+
+def test_an_hpa_arriving_later_couples_its_resource() -> None:
+    v = b.view(*static_objects())
+    assert b.reasons(b.decide(v, b.pod())) == {}
+    v.apply(b.hpa("web", "cpu"))
+    assert b.reasons(b.decide(v, b.pod())) == {"app.requests.cpu": "HPACoupled"}
+
+
+def test_namespace_pause_and_protection_follow_the_view() -> None:
+    v = b.view(*static_objects())
+    assert outcome(v) == ("apply", None)
+    v.apply(b.namespace(annotations={PAUSE_UNTIL: "infinite"}))
+    assert outcome(v) == ("blocked", "Paused")
+    v.apply(b.namespace())
+    assert outcome(v) == ("apply", None)
+    v.apply(b.global_config(protectedNamespacePatterns=["sh*"]))
+    assert outcome(v) == ("blocked", "ProtectedNamespace")
+    v.delete("GlobalConfiguration", "", "global-config")
+    assert outcome(v) == ("apply", None)
