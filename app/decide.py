@@ -36,12 +36,11 @@ from app.models import (
 from app.owners import WorkloadRef
 from app.quantities import MIB, format_resource, parse_resource
 from app.recommendations import RecommendationRow
-from app.scope import matches_any_pattern
 from app.selection import Candidate, Target
 from app.sync import ROLLBACK_KINDS
 from app.view import ClusterView, WorkloadPlan
 from app.windows import freeze_verdict, maintenance_verdict
-from app.workloads import Resources, Workload, parse_time, target_containers
+from app.workloads import Resources, Workload, parse_time
 
 Path = Literal["admission", "running"]
 PROACTIVE_KINDS = frozenset({"ProactivePolicy", "ClusterProactivePolicy"})
@@ -433,29 +432,29 @@ def _decide_pod(
     meta = pod.get("metadata") or {}
     namespace = str(meta.get("namespace") or "default")
     name = str(meta.get("name") or meta.get("generateName") or "")
-    containers = target_containers(pod)
-    current = view.pod_resources(pod)
-    owner = view.owner_of(pod)
-
-    def finish(outcome, reason, message, **extra) -> PodDecision:  # type: ignore[no-untyped-def]
-        return PodDecision(
-            namespace=namespace,
-            name=name,
-            owner=owner,
-            outcome=outcome,
-            reason=reason,
-            message=message,
-            final=extra.pop("final", current),
-            **extra,
-        )
-
+    containers, current, owner = view.pod_facts(pod)
     workload = workload_for(view, pod, owner)
     if workload is None:
-        return finish("skipped", "Unmanaged", "the pod has no controller owner")
+        return PodDecision(
+            namespace,
+            name,
+            owner,
+            "skipped",
+            "Unmanaged",
+            "the pod has no controller owner",
+            final=current,
+        )
     plan = view.plan_for(workload)
     if not plan.candidates:
-        return finish(
-            "skipped", "NoMatchingPolicy", "no policy publishes values for this workload", plan=plan
+        return PodDecision(
+            namespace,
+            name,
+            owner,
+            "skipped",
+            "NoMatchingPolicy",
+            "no policy publishes values for this workload",
+            final=current,
+            plan=plan,
         )
 
     skip = skipped_containers(pod, workload)
@@ -472,7 +471,10 @@ def _decide_pod(
         # blocked or skipped gets the live (last applied) values, not its manifest's —
         # unless the pod is not to be touched at all.
         kept = ctx.baseline if path == "admission" and stop.reason not in UNTOUCHED else current
-        return finish(
+        return PodDecision(
+            namespace,
+            name,
+            owner,
             stop.outcome,
             stop.reason,
             stop.message,
@@ -487,7 +489,10 @@ def _decide_pod(
     final = _final_resources(current, ctx.actions)
     changed = {a.target.container for a in ctx.actions}
     notes = "; ".join(f"{t.container}.{t.field}.{t.resource}: {r}" for t, r in ctx.dropped)
-    return finish(
+    return PodDecision(
+        namespace,
+        name,
+        owner,
         "apply",
         None,
         f"{len(ctx.actions)} value(s) to set" + (f" (left: {notes})" if notes else ""),
@@ -781,14 +786,13 @@ def paused_by(
     view: ClusterView, pod: Mapping[str, Any], workload: Workload, now: datetime
 ) -> str | None:
     """Where a pause comes from: "pod", "workload", "namespace", or None."""
+    if is_paused((pod.get("metadata") or {}).get("annotations"), now):
+        return "pod"
+    if is_paused(workload.annotations, now):
+        return "workload"
     namespace_obj = view.namespace_object(workload.namespace) or {}
-    for where, marks in (
-        ("pod", (pod.get("metadata") or {}).get("annotations")),
-        ("workload", workload.annotations),
-        ("namespace", (namespace_obj.get("metadata") or {}).get("annotations")),
-    ):
-        if is_paused(marks, now):
-            return where
+    if is_paused((namespace_obj.get("metadata") or {}).get("annotations"), now):
+        return "namespace"
     return None
 
 
@@ -808,9 +812,7 @@ def pod_gate(
 
 def is_protected(namespace: str, view: ClusterView) -> bool:
     """kerf's own namespace and GlobalConfiguration.protectedNamespacePatterns."""
-    if namespace == view.own_namespace:
-        return True
-    return matches_any_pattern(view.global_config.protected_namespace_patterns, namespace)
+    return namespace == view.own_namespace or view.protected_by_pattern(namespace)
 
 
 def _proactive(ctx: _Context) -> list[_Action]:

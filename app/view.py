@@ -31,7 +31,7 @@ from app.owners import WorkloadRef, controller_ref, resolve_owner
 from app.quantities import QuantityError, parse_resource
 from app.recommendations import RecommendationRow, index_rows, rows_from_configmap
 from app.rollback import RollbackState, RollbackStateError, decode_state
-from app.scope import match_namespace
+from app.scope import match_namespace, matches_any_pattern
 from app.selection import (
     ArgsSelection,
     Candidate,
@@ -42,7 +42,7 @@ from app.selection import (
     select_args,
 )
 from app.sync import SyncResult, sync_workload
-from app.workloads import WORKLOAD_KINDS, Resources, Workload, pod_resources
+from app.workloads import WORKLOAD_KINDS, Resources, Workload, resources_of, target_containers
 
 ObjectKey = tuple[str, str, str]  # (kind, namespace, name); namespace "" when cluster-scoped
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
@@ -87,6 +87,14 @@ def object_key(obj: Mapping[str, Any]) -> ObjectKey:
     """(kind, namespace, name) of a Kubernetes object dict."""
     meta = obj.get("metadata") or {}
     return (str(obj.get("kind")), str(meta.get("namespace") or ""), str(meta.get("name")))
+
+
+#: (containers kerf sizes by name, their parsed resources, the owner) of a pod
+PodFacts = tuple[dict[str, Mapping[str, Any]], dict[str, Resources], WorkloadRef | None]
+
+
+def _resources_of(containers: Mapping[str, Mapping[str, Any]]) -> dict[str, Resources]:
+    return {name: resources_of(spec) for name, spec in containers.items()}
 
 
 def _intermediate_owner(pod: Mapping[str, Any]) -> ObjectKey | None:
@@ -139,7 +147,9 @@ class ClusterView:
         self._pod_owner: dict[tuple[str, str], WorkloadRef] = {}
         #: pods by the intermediate owner (ReplicaSet, Job) their controller reference names
         self._pods_by_controller: dict[ObjectKey, set[tuple[str, str]]] = {}
-        self._parsed_pods: dict[tuple[str, str], dict[str, Resources]] = {}
+        self._parsed_pods: dict[
+            tuple[str, str], tuple[dict[str, Mapping[str, Any]], dict[str, Resources]]
+        ] = {}
         self._failed_sources: set[tuple[str, str]] = set()
         self._allocatable: dict[str, tuple[Mapping[str, Any], tuple[int, int]]] = {}
         self._hpas: dict[str, dict[str, Mapping[str, Any]]] = {}
@@ -148,6 +158,7 @@ class ClusterView:
         self._plans: dict[ObjectKey, WorkloadPlan] = {}
         self._priorities: dict[str, int] | None = None
         self._guardrails: dict[ObjectKey | None, GuardrailSettings] = {}
+        self._protected_by_pattern: dict[str, bool] = {}
         self._node_totals: dict[str, list[int]] = {}
 
     @classmethod
@@ -269,6 +280,7 @@ class ClusterView:
         self._plans.clear()
         self._priorities = None
         self._guardrails.clear()
+        self._protected_by_pattern.clear()
 
     def _remove_pod(self, namespace: str, name: str) -> None:
         old = self._pods.pop((namespace, name), None)
@@ -350,6 +362,15 @@ class ClusterView:
             self._guardrails[key] = settings
         return settings
 
+    def protected_by_pattern(self, namespace: str) -> bool:
+        """Whether GlobalConfiguration.protectedNamespacePatterns names a namespace (kept
+        per namespace until a kerf object changes)."""
+        found = self._protected_by_pattern.get(namespace)
+        if found is None:
+            patterns = self.global_config.protected_namespace_patterns
+            found = self._protected_by_pattern[namespace] = matches_any_pattern(patterns, namespace)
+        return found
+
     def strategy_for(self, policy: KerfResource) -> AutomationStrategy | None:
         """The strategy a policy refers to (cluster policies: a cluster strategy)."""
         ref = getattr(policy.spec, "automation_strategy_ref", None)  # type: ignore[attr-defined]
@@ -386,14 +407,22 @@ class ClusterView:
     def pod_resources(self, pod: Mapping[str, Any]) -> dict[str, Resources]:
         """Parsed container resources of a pod; parsed once per pod object of the view
         (the result is shared: callers copy before they change anything)."""
+        return self.pod_facts(pod)[1]
+
+    def pod_facts(self, pod: Mapping[str, Any]) -> PodFacts:
+        """The containers kerf sizes, their parsed resources and the owner of a pod, in one
+        lookup: kept per pod object of the view (shared: callers copy before they change
+        anything), worked out afresh for a pod the view does not hold."""
         meta = pod.get("metadata") or {}
         key = (str(meta.get("namespace") or "default"), str(meta.get("name") or ""))
         if self._pods.get(key) is not pod:
-            return pod_resources(pod)
-        cached = self._parsed_pods.get(key)
-        if cached is None:
-            cached = self._parsed_pods[key] = pod_resources(pod)
-        return cached
+            containers = target_containers(pod)
+            return containers, _resources_of(containers), resolve_owner(pod, self)
+        parsed = self._parsed_pods.get(key)
+        if parsed is None:
+            containers = target_containers(pod)
+            parsed = self._parsed_pods[key] = (containers, _resources_of(containers))
+        return parsed[0], parsed[1], self._pod_owner.get(key)
 
     def pods_of(self, ref: WorkloadRef) -> list[Mapping[str, Any]]:
         """The known pods of a workload."""
