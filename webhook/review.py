@@ -130,7 +130,7 @@ def _validated(doc: Any) -> AdmissionRequest:
     """The request of an admission.k8s.io/v1 AdmissionReview, or `_Invalid` naming the
     first field that is missing or wrong. Plain checks rather than a pydantic model: this
     runs on every admission request, and a model costs several times as much."""
-    if not isinstance(doc, Mapping):
+    if not isinstance(doc, dict):
         raise _Invalid("<root>", f"expected an object, got {_json_type(doc)}")
     if doc.get("apiVersion") != API_VERSION_V1:
         raise _Invalid("apiVersion", f"expected {API_VERSION_V1!r}")
@@ -170,24 +170,27 @@ def parse_review(doc: Any) -> AdmissionRequest:
 
 
 def pod_shape_problem(pod: Mapping[str, Any] | None) -> str | None:
-    """Why `pod` cannot be a Pod object, or None when its shape is usable."""
-    if not isinstance(pod, Mapping):
+    """Why `pod` cannot be a Pod object, or None when its shape is usable.
+
+    `pod` is parsed JSON, so objects are dicts (cheaper to test than the `Mapping` ABC).
+    """
+    if not isinstance(pod, dict):
         return "request.object is missing"
     metadata = pod.get("metadata", {})
-    if not isinstance(metadata, Mapping):
+    if not isinstance(metadata, dict):
         return "request.object.metadata is not an object"
     annotations = metadata.get("annotations", {})
-    if annotations is not None and not isinstance(annotations, Mapping):
+    if annotations is not None and not isinstance(annotations, dict):
         return "request.object.metadata.annotations is not an object"
     spec = pod.get("spec")
-    if not isinstance(spec, Mapping):
+    if not isinstance(spec, dict):
         return "request.object.spec is not an object"
     for list_name in ("containers", "initContainers"):
         containers = spec.get(list_name, [])
         if containers is None:
             continue
         if not isinstance(containers, list) or not all(
-            isinstance(c, Mapping) and isinstance(c.get("name"), str) for c in containers
+            isinstance(c, dict) and isinstance(c.get("name"), str) for c in containers
         ):
             return f"request.object.spec.{list_name} is not a list of named containers"
     return None
