@@ -41,7 +41,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -203,6 +203,26 @@ def cpu_split() -> tuple[set[int] | None, set[int] | None]:
     return {cpus[0]}, set(cpus[1:])
 
 
+def precomputed_admit(view: Any, bodies: Sequence[bytes]) -> Callable[..., Any]:
+    """An `admit` answering each bench pod with the decision `app.admission` made for it
+    before the load: with it the benchmark measures everything /mutate does except
+    deciding (`--precomputed-decisions`), the floor under the /mutate-to-/noop ratio."""
+    from app.admission import admit_pod
+    from app.bench import NOW
+
+    answers = {}
+    for body in bodies:
+        request = orjson.loads(body)["request"]
+        pod = request["object"]
+        key = (request["namespace"], pod["metadata"]["generateName"])
+        answers[key] = admit_pod(view, pod, request["namespace"], NOW)
+
+    def admit(_view: Any, pod: Mapping[str, Any], namespace: str, _now: Any) -> Any:
+        return answers[(namespace, pod["metadata"]["generateName"])]
+
+    return admit
+
+
 def _serve_child(
     view: Any,
     sock: socket.socket,
@@ -210,6 +230,7 @@ def _serve_child(
     log_path: Path,
     cpus: set[int] | None,
     log_level: str,
+    admit: Callable[..., Any] | None,
 ) -> None:
     """The server process: one core, the real app, uvicorn over TLS, logs to a file."""
     from app.bench import NOW
@@ -225,7 +246,8 @@ def _serve_child(
     certificate = ReloadingCertificate(cert_dir / "tls.crt", cert_dir / "tls.key")
     # The generated recommendations are dated for app.bench.NOW; deciding at the real time
     # could make them stale and turn every answer into "no patch".
-    app = create_app(view, clock=lambda: NOW, decision_log=DecisionLog(log, log_level))
+    decisions = DecisionLog(log, log_level)
+    app = create_app(view, admit=admit, clock=lambda: NOW, decision_log=decisions)
     server = uvicorn_server(app, certificate, host="127.0.0.1", port=0, log_level=log_level)
     run_server(server, certificate, reload_interval_s=3600, sockets=[sock])
 
@@ -438,6 +460,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "python": platform.python_version(),
         "machine": platform.machine(),
         "log_level": args.log_level,
+        "decisions": "precomputed" if args.precomputed_decisions else "live",
     }
     with tempfile.TemporaryDirectory(prefix="kerf-bench-") as tmp:
         work = Path(tmp)
@@ -457,11 +480,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         base = f"https://127.0.0.1:{port}"
         ca = work / "ca.crt"
         log_path = work / "webhook.log"
+        admit = precomputed_admit(view, bodies) if args.precomputed_decisions else None
         # fork: the child gets the built view without pickling 25,000 workloads.
         context = multiprocessing.get_context("fork")
         server = context.Process(
             target=_serve_child,
-            args=(view, sock, work, log_path, server_cpus, args.log_level),
+            args=(view, sock, work, log_path, server_cpus, args.log_level, admit),
             name="kerf-webhook-bench",
         )
         server.start()
@@ -599,7 +623,7 @@ def summarize(figures: Mapping[str, Any]) -> dict[str, Any]:
 
 def render(figures: Mapping[str, Any]) -> Iterator[str]:
     """Human-readable lines: the set-up, one row per phase, then the targets."""
-    for key in ("workloads", "policies", "bodies", "body_bytes", "view_load_seconds"):
+    for key in ("workloads", "policies", "bodies", "body_bytes", "view_load_seconds", "decisions"):
         yield f"{key:24} {figures[key]}"
     yield f"{'cpus':24} server {figures['server_cpus']}, load {figures['load_cpus']}"
     check = figures["check"]
@@ -661,6 +685,12 @@ def main(argv: list[str] | None = None) -> int:
         "(writes PREFIX-mutate.txt and PREFIX-noop.txt, collapsed stacks)",
     )
     parser.add_argument("--keep-log", type=Path, help="copy the server's JSON log here")
+    parser.add_argument(
+        "--precomputed-decisions",
+        action="store_true",
+        help="diagnostic: answer /mutate with decisions made before the load, to measure "
+        "the webhook without deciding",
+    )
     parser.add_argument("--out", type=Path, default=Path(".bench/webhook.json"))
     args = parser.parse_args(argv)
     figures = run(args)
