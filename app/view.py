@@ -146,7 +146,9 @@ class ClusterView:
         #: the pod arrives and again when the ReplicaSet or Job it names changes
         self._pod_owner: dict[tuple[str, str], WorkloadRef] = {}
         #: pods by the intermediate owner (ReplicaSet, Job) their controller reference names
-        self._pods_by_controller: dict[ObjectKey, set[tuple[str, str]]] = {}
+        #: (tuples: a controller has few pods, and the collector stops tracking a tuple of
+        #: strings, which keeps full collections of a large view short)
+        self._pods_by_controller: dict[ObjectKey, tuple[tuple[str, str], ...]] = {}
         self._parsed_pods: dict[
             tuple[str, str], tuple[dict[str, Mapping[str, Any]], dict[str, Resources]]
         ] = {}
@@ -201,7 +203,8 @@ class ClusterView:
             self._pods[(namespace, name)] = obj
             controller = _intermediate_owner(obj)
             if controller is not None:
-                self._pods_by_controller.setdefault(controller, set()).add((namespace, name))
+                pods = self._pods_by_controller.get(controller, ())
+                self._pods_by_controller[controller] = (*pods, (namespace, name))
             self._index_owner((namespace, name), obj)
             node = (obj.get("spec") or {}).get("nodeName")
             if node and (obj.get("status") or {}).get("phase") not in TERMINAL_PHASES:
@@ -289,7 +292,7 @@ class ClusterView:
             self._unindex_owner((namespace, name))
             controller = _intermediate_owner(old)
             if controller is not None:
-                self._pods_by_controller.get(controller, set()).discard((namespace, name))
+                self._forget_controlled(controller, (namespace, name))
             node = (old.get("spec") or {}).get("nodeName")
             usage = self._pods_by_node.get(node, {}).pop((namespace, name), None) if node else None
             if usage is not None:
@@ -297,9 +300,19 @@ class ClusterView:
                 totals[0] -= usage[0]
                 totals[1] -= usage[1]
 
+    def _forget_controlled(self, controller: ObjectKey, pod_key: tuple[str, str]) -> None:
+        rest = tuple(k for k in self._pods_by_controller.get(controller, ()) if k != pod_key)
+        if rest:
+            self._pods_by_controller[controller] = rest
+        else:  # ReplicaSets come and go with every rollout: drop their entries
+            self._pods_by_controller.pop(controller, None)
+
     def _index_owner(self, pod_key: tuple[str, str], pod: Mapping[str, Any]) -> None:
         owner = resolve_owner(pod, self)
         if owner is not None:
+            known = self._workloads.get(owner.key)
+            if known is not None:
+                owner = known.ref  # one shared identity per workload, not one per pod
             self._pods_by_owner.setdefault(owner.key, {})[pod_key] = pod
             self._pod_owner[pod_key] = owner
 
