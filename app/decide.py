@@ -96,6 +96,8 @@ class PodDecision:
     final: Mapping[str, Resources] = field(default_factory=dict)
     changed: tuple[str, ...] = ()
     selection: Mapping[Target, Candidate] = field(default_factory=dict)
+    #: the winning policy of every target, ordered by container, field, resource
+    selected: tuple[SelectedValue, ...] = ()
     dropped: list[tuple[Target, str]] = field(default_factory=list)
     next_allowed_at: datetime | None = None
     fingerprint: str | None = None
@@ -110,11 +112,6 @@ class PodDecision:
     def values(self) -> dict[str, dict[str, dict[str, str]]]:
         """The full resources of the containers the decision changes."""
         return {c: format_resources(self.final[c]) for c in self.changed}
-
-    @property
-    def selected(self) -> list[SelectedValue]:
-        """The winning policy of every target, ordered by container, field, resource."""
-        return [_selected_value(t, c) for t, c in sorted(self.selection.items(), key=_target_order)]
 
 
 # ---------------------------------------------------------------------- pod facts
@@ -237,6 +234,8 @@ class _PlanFacts:
     """
 
     selected: dict[Target, Candidate]
+    #: `selected` as reported, ordered by container, field, resource
+    winners: tuple[SelectedValue, ...]
     items: list[_Prepared]
     record: RightsizingRecommendation | None
     rows: Mapping[str, RecommendationRow]
@@ -481,6 +480,7 @@ def _decide_pod(
             final=kept,
             changed=tuple(sorted(c for c in kept if kept[c] != current[c])),
             selection=selected,
+            selected=facts.winners,
             dropped=ctx.dropped,
             next_allowed_at=stop.next_allowed_at,
             fingerprint=fp,
@@ -500,6 +500,7 @@ def _decide_pod(
         method=method,
         changed=tuple(sorted(changed)),
         selection=selected,
+        selected=facts.winners,
         dropped=ctx.dropped,
         fingerprint=fp,
         plan=plan,
@@ -577,9 +578,10 @@ def _build_plan_facts(
 ) -> _PlanFacts:
     selected = plan.select_for(names)
     rows = view.rows_for(workload.ref)
+    ordered = sorted(selected.items(), key=_target_order)
     items = [
         _prepare(view, target, candidate, rows.get(target.container))
-        for target, candidate in sorted(selected.items(), key=_target_order)
+        for target, candidate in ordered
     ]
     regular = [i for i in items if not i.restore and i.strategy is not None]
     policies, strategies, audit = _policies_of(regular)
@@ -587,6 +589,7 @@ def _build_plan_facts(
     status = record.status if record else None
     return _PlanFacts(
         selected=selected,
+        winners=tuple(_selected_value(target, candidate) for target, candidate in ordered),
         items=items,
         record=record,
         rows=rows,
