@@ -129,8 +129,9 @@ class ClusterView:
         self.synced = False
         #: when the view was last known complete (initial sync, then each relist)
         self.synced_at: datetime | None = None
-        #: watches write on the event loop while decisions run in worker threads: every
-        #: update and every decision holds this lock (re-entrant: a decision nests reads)
+        #: a caller may decide on another thread than the one the watches write on (the
+        #: webhook decides on its event loop, other callers need not): every update and
+        #: every decision holds this lock (re-entrant: a decision nests reads)
         self.lock = threading.RLock()
         self.warnings: list[str] = []
         self._kerf: dict[ObjectKey, KerfResource] = {}
