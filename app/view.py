@@ -42,7 +42,13 @@ from app.selection import (
     select_args,
 )
 from app.sync import SyncResult, sync_workload
-from app.workloads import WORKLOAD_KINDS, Resources, Workload, resources_of, target_containers
+from app.workloads import (
+    WORKLOAD_KINDS,
+    Resources,
+    Workload,
+    resources_by_container,
+    target_containers,
+)
 
 ObjectKey = tuple[str, str, str]  # (kind, namespace, name); namespace "" when cluster-scoped
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
@@ -91,10 +97,6 @@ def object_key(obj: Mapping[str, Any]) -> ObjectKey:
 
 #: (containers kerf sizes by name, their parsed resources, the owner) of a pod
 PodFacts = tuple[dict[str, Mapping[str, Any]], dict[str, Resources], WorkloadRef | None]
-
-
-def _resources_of(containers: Mapping[str, Mapping[str, Any]]) -> dict[str, Resources]:
-    return {name: resources_of(spec) for name, spec in containers.items()}
 
 
 def _intermediate_owner(pod: Mapping[str, Any]) -> ObjectKey | None:
@@ -418,11 +420,6 @@ class ClusterView:
         """Every pod in the view."""
         return self._pods.values()
 
-    def pod_resources(self, pod: Mapping[str, Any]) -> dict[str, Resources]:
-        """Parsed container resources of a pod; parsed once per pod object of the view
-        (the result is shared: callers copy before they change anything)."""
-        return self.pod_facts(pod)[1]
-
     def pod_facts(self, pod: Mapping[str, Any]) -> PodFacts:
         """The containers kerf sizes, their parsed resources and the owner of a pod, in one
         lookup: kept per pod object of the view (shared: callers copy before they change
@@ -431,11 +428,11 @@ class ClusterView:
         key = (str(meta.get("namespace") or "default"), str(meta.get("name") or ""))
         if self._pods.get(key) is not pod:
             containers = target_containers(pod)
-            return containers, _resources_of(containers), resolve_owner(pod, self)
+            return containers, resources_by_container(containers), resolve_owner(pod, self)
         parsed = self._parsed_pods.get(key)
         if parsed is None:
             containers = target_containers(pod)
-            parsed = self._parsed_pods[key] = (containers, _resources_of(containers))
+            parsed = self._parsed_pods[key] = (containers, resources_by_container(containers))
         return parsed[0], parsed[1], self._pod_owner.get(key)
 
     def pods_of(self, ref: WorkloadRef) -> list[Mapping[str, Any]]:
@@ -497,11 +494,7 @@ class ClusterView:
     def owner_of(self, pod: Mapping[str, Any]) -> WorkloadRef | None:
         """The workload that owns a pod: kept for the pod objects of the view (resolved
         again whenever the ReplicaSet or Job they name changes), resolved for others."""
-        meta = pod.get("metadata") or {}
-        key = (str(meta.get("namespace") or "default"), str(meta.get("name") or ""))
-        if self._pods.get(key) is pod:
-            return self._pod_owner.get(key)
-        return resolve_owner(pod, self)
+        return self.pod_facts(pod)[2]
 
     def rollback_state(self, workload: Workload) -> RollbackState | None:
         """The rollback state annotation of a workload (None when absent or unreadable)."""

@@ -121,6 +121,6 @@ def resources_of(container: Mapping[str, Any]) -> Resources:
     }
 
 
-def pod_resources(pod: Mapping[str, Any]) -> dict[str, Resources]:
-    """Parsed resources of every container kerf sizes, by container name."""
-    return {name: resources_of(spec) for name, spec in target_containers(pod).items()}
+def resources_by_container(containers: Mapping[str, Mapping[str, Any]]) -> dict[str, Resources]:
+    """Parsed resources of containers by name (e.g. those `target_containers` finds)."""
+    return {name: resources_of(spec) for name, spec in containers.items()}
