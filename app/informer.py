@@ -31,8 +31,7 @@ import orjson
 from kubernetes_asyncio import client, config
 
 from app.clock import Clock, utc_now
-from app.crdgen import plural
-from app.models import API_VERSION, KINDS, InvalidObject, object_label, parse_object
+from app.models import API_VERSION, KINDS, InvalidObject, object_label, parse_object, plural
 from app.recommendations import SOURCE_LABEL
 from app.view import ClusterView, ObjectKey, object_key
 

@@ -873,6 +873,16 @@ KINDS: dict[str, type[KerfResource]] = {
 }
 
 
+def plural(kind: str) -> str:
+    """Lowercase plural of a kind, as its REST resource is named: `StaticPolicy` → `staticpolicies`."""
+    word = kind.lower()
+    if re.search(r"[^aeiou]y$", word):
+        return word[:-1] + "ies"
+    if re.search(r"(s|x|z|ch|sh)$", word):
+        return word + "es"
+    return word + "s"
+
+
 class InvalidObject(ValueError):
     """A kerf object failed validation; the message names the source, object and field."""
 
