@@ -102,6 +102,9 @@ class PodDecision:
     next_allowed_at: datetime | None = None
     fingerprint: str | None = None
     plan: WorkloadPlan | None = None
+    #: audit mode: the id an approval names, and the values it proposes (before guardrails)
+    proposal_id: str | None = None
+    proposal: Mapping[str, Resources] = field(default_factory=dict)
 
     @property
     def containers(self) -> dict[str, dict[str, dict[str, str]]]:
@@ -289,6 +292,7 @@ class _Context:
         "_policies",
         "_strategies",
         "_audit",
+        "approved_id",
     )
 
     def __init__(
@@ -323,6 +327,8 @@ class _Context:
         self._policies: list[KerfResource] = []
         self._strategies: list[AutomationStrategySpec] = []
         self._audit = False
+        #: the proposal an approval let through audit mode (None otherwise)
+        self.approved_id: str | None = None
 
     def settings(self, policy: KerfResource | None) -> GuardrailSettings:
         return self.view.guardrails(policy)
@@ -470,6 +476,7 @@ def _decide_pod(
         # blocked or skipped gets the live (last applied) values, not its manifest's —
         # unless the pod is not to be touched at all.
         kept = ctx.baseline if path == "admission" and stop.reason not in UNTOUCHED else current
+        proposal = _proposal(ctx) if stop.reason == "Audit" else (None, {})
         return PodDecision(
             namespace,
             name,
@@ -485,6 +492,8 @@ def _decide_pod(
             next_allowed_at=stop.next_allowed_at,
             fingerprint=fp,
             plan=plan,
+            proposal_id=proposal[0],
+            proposal=proposal[1],
         )
     final = _final_resources(current, ctx.actions)
     changed = {a.target.container for a in ctx.actions}
@@ -504,7 +513,15 @@ def _decide_pod(
         dropped=ctx.dropped,
         fingerprint=fp,
         plan=plan,
+        proposal_id=ctx.approved_id,
     )
+
+
+def _proposal(ctx: _Context) -> tuple[str, dict[str, Resources]]:
+    """The audit proposal: its id and the containers' resources it would set."""
+    regular = ctx.regular()
+    final = _final_resources(ctx.current, regular)
+    return proposal_id(ctx), {c: final[c] for c in sorted({a.target.container for a in regular})}
 
 
 def workload_for(
@@ -718,10 +735,17 @@ def _run_checks(ctx: _Context) -> str | None:
     view, now, running = ctx.view, ctx.now, ctx.running
     config = view.global_config
     # Audit (mode)
-    if ctx.regular() and ctx.audit() and not _approved(ctx):
-        _block_regular(
-            ctx, "Audit", "audit mode: the proposal is recorded, nothing changes", None, "skipped"
-        )
+    if ctx.regular() and ctx.audit():
+        if _approved(ctx):
+            ctx.approved_id = proposal_id(ctx)
+        else:
+            _block_regular(
+                ctx,
+                "Audit",
+                "audit mode: the proposal is recorded, nothing changes",
+                None,
+                "skipped",
+            )
     # AutomationDisabled
     if ctx.regular() and not config.automation_enabled:
         _block_regular(ctx, "AutomationDisabled", "GlobalConfiguration.automationEnabled is false")
@@ -773,7 +797,7 @@ def _approved(ctx: _Context) -> bool:
     if record is None:
         return False
     approved = record.metadata.annotations.get("rightsizing.kubex.ai/approve")
-    done = (record.status.model_extra or {}).get("approvedProposal") if record.status else None
+    done = record.status.approved_proposal if record.status else None
     return approved is not None and approved == proposal_id(ctx) and approved != done
 
 
@@ -1126,3 +1150,50 @@ def _filter_node_capacity(ctx: _Context) -> None:
         raise _Stop(
             "blocked", "InsufficientNodeCapacity", f"node {node_name} has no room for the increase"
         )
+
+
+def decide_fallback(
+    view: ClusterView, pod: Mapping[str, Any], *, now: datetime, cause: str
+) -> PodDecision:
+    """An accepted in-place resize that cannot finish (SPEC §7: Deferred past
+    `apply.fallbackAfter`, Infeasible, Error, or a patch the API rejected): evict the pod
+    when every contributing strategy allows eviction and a lone replica may be disrupted,
+    else blocked. `Paused` holds it like any change; the replacement pod is sized at
+    admission from the workload's last applied values."""
+    meta = pod.get("metadata") or {}
+    namespace = str(meta.get("namespace") or "default")
+    name = str(meta.get("name") or "")
+    containers, current, owner = view.pod_facts(pod)
+    workload = workload_for(view, pod, owner)
+    if workload is None:
+        return PodDecision(namespace, name, owner, "skipped", "Unmanaged", "no owner")
+    plan = view.plan_for(workload)
+    facts = _plan_facts(view, workload, plan, tuple(containers))
+
+    def stop(reason: str, message: str) -> PodDecision:
+        return PodDecision(
+            namespace, name, owner, "blocked", reason, message, final=current, plan=plan
+        )
+
+    if paused := paused_by(view, pod, workload, now):
+        return stop("Paused", f"paused by the {paused} annotation {PAUSE_UNTIL}")
+    if "evict" not in _common_methods(facts.strategies):
+        return stop(cause, f"in-place resize failed ({cause}) and eviction is not allowed")
+    if workload.replicas == 1 and not all(
+        view.guardrails(p).allow_single_replica_disruption for p in facts.policies
+    ):
+        return stop(
+            "SingleReplicaUnsafe", f"in-place resize failed ({cause}); one replica, no eviction"
+        )
+    return PodDecision(
+        namespace,
+        name,
+        owner,
+        "apply",
+        None,
+        f"in-place resize failed ({cause}): evict, the replacement is sized at admission",
+        method="evict",
+        final=current,
+        fingerprint=plan.fingerprint,
+        plan=plan,
+    )

@@ -608,6 +608,8 @@ class LastApplied(BaseModel):
     at: datetime
     method: Literal["admission", "inPlace", "evict"] | None = None
     containers: dict[str, ResourceValues] = Field(default_factory=dict)
+    #: the approved audit proposal this change carries out (None outside audit mode)
+    proposal: str | None = None
 
 
 class LastRollback(BaseModel):
@@ -625,6 +627,31 @@ class Proposal(BaseModel):
 
     id: str
     containers: dict[str, ResourceValues] = Field(default_factory=dict)
+
+
+class SelectedPolicy(BaseModel):
+    """The winning policy of one target (SPEC §7 `selected[]`)."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow")
+
+    container: str
+    field: str
+    resource: str
+    value: str
+    policy_kind: str
+    policy_namespace: str = ""
+    policy_name: str
+    annotation_key: str
+
+
+class LastEvent(BaseModel):
+    """The last Blocked/Skipped event recorded for the workload: the dedup key, kept in
+    status so a restarted reconciler does not record it again."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow")
+
+    reason: str
+    values: str = ""
 
 
 class RecommendationStatus(BaseModel):
@@ -651,6 +678,15 @@ class RecommendationStatus(BaseModel):
     last_applied: LastApplied | None = None
     last_rollback: LastRollback | None = None
     next_allowed_at: datetime | None = None
+    #: `Kind/name` of the workload, and the reason of the last decision (printer columns)
+    workload: str | None = None
+    reason: str | None = None
+    #: every container's resources as its running pods have them
+    current: dict[str, ResourceValues] = Field(default_factory=dict)
+    selected: list[SelectedPolicy] = Field(default_factory=list)
+    #: the proposal id an approval was used for (each approval applies once)
+    approved_proposal: str | None = None
+    last_event: LastEvent | None = None
 
 
 class Status(BaseModel):
@@ -843,8 +879,10 @@ class ClusterRollbackPolicy(RollbackPolicy):
 class RightsizingRecommendation(KerfResource):
     short_names = ("rsrec",)
     printer_columns = (
+        ("Workload", "string", ".status.workload"),
         ("Phase", "string", ".status.phase"),
-        ("Reason", "string", '.status.conditions[?(@.type=="Blocked")].reason'),
+        ("Reason", "string", ".status.reason"),
+        ("Next", "string", ".status.nextAllowedAt"),
         ("Age", "date", ".metadata.creationTimestamp"),
     )
     kind: Literal["RightsizingRecommendation"]

@@ -189,8 +189,11 @@ def test_plurals() -> None:
 
 def test_recommendation_printer_columns() -> None:
     columns = _crd("RightsizingRecommendation")["spec"]["versions"][0]["additionalPrinterColumns"]
-    assert [c["name"] for c in columns] == ["Phase", "Reason", "Age"]
-    assert columns[0]["jsonPath"] == ".status.phase"
+    assert [c["name"] for c in columns] == ["Workload", "Phase", "Reason", "Next", "Age"]
+    paths = {c["name"]: c["jsonPath"] for c in columns}
+    assert paths["Phase"] == ".status.phase"
+    # Plain field paths: kubectl prints nothing for filter expressions in printer columns.
+    assert paths["Reason"] == ".status.reason"
 
 
 @pytest.mark.parametrize("kind", sorted(KINDS))
@@ -340,7 +343,22 @@ def test_model_output_fits_the_crd() -> None:
             "conditions": [{"type": "Applied", "status": "True", "reason": "Resized"}],
             "proposal": {"id": "p1", "containers": {"app": {"requests": {"cpu": "250m"}}}},
             "lastApplied": {"at": "2026-11-28T10:00:00Z", "method": "inPlace"},
-            "selected": [{"target": "app/requests/cpu", "policy": "StaticPolicy shop/web"}],
+            "selected": [
+                {
+                    "container": "app",
+                    "field": "requests",
+                    "resource": "cpu",
+                    "value": "250m",
+                    "policyKind": "StaticPolicy",
+                    "policyNamespace": "shop",
+                    "policyName": "web",
+                    "annotationKey": "static.rightsizing.kubex.ai/desired-resource-requests",
+                }
+            ],
+            "workload": "Deployment/web",
+            "reason": "Cooldown",
+            "current": {"app": {"requests": {"cpu": "100m"}}},
+            "lastEvent": {"reason": "Cooldown", "values": "abc"},
         },
     }
     dumped = parse_object(doc).model_dump(by_alias=True, mode="json", exclude_none=True)
