@@ -68,7 +68,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_service_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    """`kerf certs`, `kerf webhook` and `kerf review`; their code lives with the webhook package."""
+    """`kerf certs`, `kerf webhook`, `kerf reconciler` and `kerf review`; their code lives with
+    the service packages."""
     from webhook import cli as webhook_cli
 
     certs = sub.add_parser("certs", help="create a CA and a serving certificate")
@@ -77,6 +78,13 @@ def _add_service_commands(sub: argparse._SubParsersAction) -> None:  # type: ign
     serve = sub.add_parser("webhook", help="serve the mutating admission webhook over TLS")
     webhook_cli.add_webhook_arguments(serve)
     serve.set_defaults(handler=webhook_cli.webhook_command)
+    from reconciler import cli as reconciler_cli
+
+    reconcile = sub.add_parser(
+        "reconciler", help="resize running pods in place, publish values, report status"
+    )
+    reconciler_cli.add_reconciler_arguments(reconcile)
+    reconcile.set_defaults(handler=reconciler_cli.reconciler_command)
     review = sub.add_parser(
         "review", help="show the pod an AdmissionReview answer makes (YAML, diff or patch)"
     )

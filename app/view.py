@@ -420,6 +420,10 @@ class ClusterView:
         """Every pod in the view."""
         return self._pods.values()
 
+    def pod(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        """A pod by namespace and name."""
+        return self._pods.get((namespace, name))
+
     def pod_facts(self, pod: Mapping[str, Any]) -> PodFacts:
         """The containers kerf sizes, their parsed resources and the owner of a pod, in one
         lookup: kept per pod object of the view (shared: callers copy before they change

@@ -70,7 +70,7 @@ def test_kerf_help_and_explain_run_without_the_test_extra() -> None:
     result = _run(
         """
         from app.cli import main
-        for argv in (["--help"], ["webhook", "--help"],
+        for argv in (["--help"], ["webhook", "--help"], ["reconciler", "--help"],
                      ["explain", "-f", "examples/storefront", "-o", "text"]):
             try:
                 code = main(argv)

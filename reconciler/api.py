@@ -1,0 +1,263 @@
+"""The reconciler's API calls, one function per verb and object (kopf's split of clients
+by verb), over one raw transport that parses with orjson and counts every call.
+
+Writes go through `Writer`; `--dry-run` and `--state-dir` use `RecordingWriter`, which
+logs and counts the same calls and sends none.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal, Protocol
+
+import aiohttp
+import orjson
+from kubernetes_asyncio import client
+
+from app.informer import ApiStatusError
+from app.models import API_VERSION, plural
+from app.workloads import parse_time
+from reconciler.metrics import ReconcilerMetrics
+
+logger = logging.getLogger("kerf.reconciler.api")
+
+JSON = "application/json"
+MERGE_PATCH = "application/merge-patch+json"
+STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
+REQUEST_TIMEOUT = aiohttp.ClientTimeout(total=30, sock_connect=10)
+EvictResult = Literal["evicted", "refused", "gone"]
+
+
+def _api_path(api_version: str) -> str:
+    return f"/api/{api_version}" if "/" not in api_version else f"/apis/{api_version}"
+
+
+def object_path(api_version: str, kind: str, namespace: str, name: str) -> str:
+    """The REST path of a namespaced object."""
+    return f"{_api_path(api_version)}/namespaces/{namespace}/{plural(kind)}/{name}"
+
+
+def recommendation_name(kind: str, name: str) -> str:
+    """`<kind-lowercase>-<workload name>` (SPEC §2)."""
+    return f"{kind.lower()}-{name}"
+
+
+class Transport:
+    """One HTTP call to the API server: raw body, orjson, errors as ApiStatusError."""
+
+    def __init__(self, api_client: client.ApiClient, metrics: ReconcilerMetrics) -> None:
+        self._client = api_client
+        self._metrics = metrics
+
+    async def request(
+        self,
+        verb: str,
+        resource: str,
+        method: str,
+        path: str,
+        body: Any = None,
+        content_type: str = JSON,
+    ) -> dict[str, Any]:
+        """Send one request; a 2xx answer's body is returned parsed, anything else raises
+        ApiStatusError with the API's own message. Counted by verb, resource and code."""
+        try:
+            response = await self._client.call_api(
+                path,
+                method,
+                header_params={"Content-Type": content_type, "Accept": JSON},
+                body=body,
+                auth_settings=["BearerToken"],
+                _preload_content=False,
+                _request_timeout=REQUEST_TIMEOUT,
+            )
+        except Exception:
+            self._metrics.api_call(verb, resource, "error")
+            raise
+        try:
+            raw = await response.read()
+        finally:
+            response.release()
+        self._metrics.api_call(verb, resource, str(response.status))
+        if not 200 <= response.status < 300:
+            raise ApiStatusError(response.status, _message(raw))
+        return orjson.loads(raw) if raw else {}
+
+
+def _parsed(raw: bytes) -> Mapping[str, Any]:
+    try:
+        doc = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return {}
+    return doc if isinstance(doc, dict) else {}
+
+
+def _message(raw: bytes) -> str:
+    return str(_parsed(raw).get("message") or raw[:300].decode("utf-8", "replace"))
+
+
+class Writer(Protocol):
+    """Every write the reconciler makes."""
+
+    async def patch_annotations(
+        self, obj: Mapping[str, Any], patch: Mapping[str, str | None]
+    ) -> None: ...
+
+    async def resize(self, pod: Mapping[str, Any], containers: Mapping[str, Any]) -> None: ...
+
+    async def evict(self, pod: Mapping[str, Any]) -> EvictResult: ...
+
+    async def create_recommendation(self, body: Mapping[str, Any]) -> None: ...
+
+    async def patch_status(
+        self, namespace: str, name: str, patch: Mapping[str, Any], kind: str = ...
+    ) -> None: ...
+
+    async def create_event(self, body: Mapping[str, Any]) -> None: ...
+
+
+class ApiWriter:
+    """The writes, sent to the API server."""
+
+    def __init__(self, transport: Transport) -> None:
+        self._t = transport
+
+    async def patch_annotations(
+        self, obj: Mapping[str, Any], patch: Mapping[str, str | None]
+    ) -> None:
+        """Merge-patch `metadata.annotations` of a workload (only the keys given)."""
+        meta = obj.get("metadata") or {}
+        kind = str(obj.get("kind"))
+        path = object_path(str(obj.get("apiVersion")), kind, meta["namespace"], meta["name"])
+        body = {"metadata": {"annotations": dict(patch)}}
+        await self._t.request("patch", plural(kind), "PATCH", path, body, MERGE_PATCH)
+
+    async def resize(self, pod: Mapping[str, Any], containers: Mapping[str, Any]) -> None:
+        """Patch `pods/resize` (strategic merge) with the changed containers' resources."""
+        meta = pod["metadata"]
+        path = object_path("v1", "Pod", meta["namespace"], meta["name"]) + "/resize"
+        body = {
+            "spec": {
+                "containers": [
+                    {"name": name, "resources": resources}
+                    for name, resources in sorted(containers.items())
+                ]
+            }
+        }
+        await self._t.request("patch", "pods/resize", "PATCH", path, body, STRATEGIC_MERGE_PATCH)
+
+    async def evict(self, pod: Mapping[str, Any]) -> EvictResult:
+        """The Eviction API: the server honours PDBs; 429 means "not now" (refused)."""
+        meta = pod["metadata"]
+        path = object_path("v1", "Pod", meta["namespace"], meta["name"]) + "/eviction"
+        body = {
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": meta["name"], "namespace": meta["namespace"]},
+            # Only this incarnation of the pod: a replacement of the same name is spared.
+            "deleteOptions": {"preconditions": {"uid": meta.get("uid")}},
+        }
+        try:
+            await self._t.request("create", "pods/eviction", "POST", path, body)
+        except ApiStatusError as exc:
+            if exc.code == 429:
+                return "refused"
+            if exc.code in (404, 409):  # gone, or already replaced
+                return "gone"
+            raise
+        return "evicted"
+
+    async def create_recommendation(self, body: Mapping[str, Any]) -> None:
+        """Create a RightsizingRecommendation; one that exists already is fine."""
+        meta = body["metadata"]
+        path = f"{_api_path(API_VERSION)}/namespaces/{meta['namespace']}/rightsizingrecommendations"
+        try:
+            await self._t.request("create", "rightsizingrecommendations", "POST", path, body)
+        except ApiStatusError as exc:
+            if exc.code != 409:
+                raise
+
+    async def patch_status(
+        self,
+        namespace: str,
+        name: str,
+        patch: Mapping[str, Any],
+        kind: str = "RightsizingRecommendation",
+    ) -> None:
+        """Merge-patch the status subresource of a kerf object."""
+        path = object_path(API_VERSION, kind, namespace, name) + "/status"
+        resource = f"{plural(kind)}/status"
+        await self._t.request("patch", resource, "PATCH", path, {"status": patch}, MERGE_PATCH)
+
+    async def create_event(self, body: Mapping[str, Any]) -> None:
+        """Create an events.k8s.io/v1 Event."""
+        path = f"/apis/events.k8s.io/v1/namespaces/{body['metadata']['namespace']}/events"
+        await self._t.request("create", "events", "POST", path, body)
+
+
+@dataclass
+class RecordingWriter:
+    """Writes nothing: logs and keeps every write it would have sent (dry run)."""
+
+    calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+
+    def _record(self, verb: str, **details: Any) -> None:
+        self.calls.append((verb, details))
+        logger.info("dry run: would %s", verb, extra={"fields": {"dryRun": True, **details}})
+
+    async def patch_annotations(
+        self, obj: Mapping[str, Any], patch: Mapping[str, str | None]
+    ) -> None:
+        meta = obj.get("metadata") or {}
+        self._record(
+            "patch annotations",
+            workload=f"{obj.get('kind')}/{meta.get('namespace')}/{meta.get('name')}",
+            keys=sorted(patch),
+        )
+
+    async def resize(self, pod: Mapping[str, Any], containers: Mapping[str, Any]) -> None:
+        meta = pod["metadata"]
+        self._record(
+            "resize", pod=f"{meta['namespace']}/{meta['name']}", containers=dict(containers)
+        )
+
+    async def evict(self, pod: Mapping[str, Any]) -> EvictResult:
+        meta = pod["metadata"]
+        self._record("evict", pod=f"{meta['namespace']}/{meta['name']}")
+        return "evicted"
+
+    async def create_recommendation(self, body: Mapping[str, Any]) -> None:
+        meta = body["metadata"]
+        self._record("create recommendation", name=f"{meta['namespace']}/{meta['name']}")
+
+    async def patch_status(
+        self,
+        namespace: str,
+        name: str,
+        patch: Mapping[str, Any],
+        kind: str = "RightsizingRecommendation",
+    ) -> None:
+        self._record("write status", object=f"{kind} {namespace}/{name}", phase=patch.get("phase"))
+
+    async def create_event(self, body: Mapping[str, Any]) -> None:
+        self._record("record event", reason=body.get("reason"), note=body.get("note"))
+
+
+class LeaseReader:
+    """Reads the webhook's Lease (not a decision path: once per eviction, cached)."""
+
+    def __init__(self, transport: Transport, namespace: str, name: str) -> None:
+        self._t = transport
+        self._path = object_path("coordination.k8s.io/v1", "Lease", namespace, name)
+
+    async def renewed_at(self) -> datetime | None:
+        """The Lease's renewTime; None when it does not exist."""
+        try:
+            lease = await self._t.request("get", "leases", "GET", self._path)
+        except ApiStatusError as exc:
+            if exc.code == 404:
+                return None
+            raise
+        return parse_time((lease.get("spec") or {}).get("renewTime"))

@@ -1,0 +1,91 @@
+"""`kerf reconciler`: its options and entry point."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+
+from reconciler.leader import LEASE_DURATION_S
+from reconciler.logs import configure_logging
+from reconciler.main import DEFAULT_METRICS_PORT, Options, plan_state_dir, run_reconciler
+from reconciler.reconcile import ExecutionConfig
+from reconciler.service import DEFAULT_RESYNC_S, DEFAULT_WORKERS, ServiceConfig
+
+
+def add_reconciler_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of `kerf reconciler`."""
+    parser.add_argument(
+        "--kubeconfig",
+        type=Path,
+        help="the cluster (default: $KUBECONFIG, else the pod's service account, else "
+        "~/.kube/config)",
+    )
+    parser.add_argument(
+        "--state-dir",
+        type=Path,
+        help="decide over the YAML files in DIR and print what would be done; changes nothing",
+    )
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="watch the cluster, log and count every action, write nothing",
+    )
+    parser.add_argument("--once", action="store_true", help="one full pass, then exit")
+    parser.add_argument("--metrics-port", type=int, default=DEFAULT_METRICS_PORT)
+    parser.add_argument("--metrics-host", default="0.0.0.0")
+    parser.add_argument(
+        "--eviction-rate",
+        type=float,
+        default=1.0,
+        metavar="PER_SECOND",
+        help="evictions per second over the whole cluster",
+    )
+    parser.add_argument(
+        "--resync-interval",
+        type=float,
+        default=DEFAULT_RESYNC_S,
+        metavar="SECONDS",
+        help="how often every workload is reconciled even without a change",
+    )
+    parser.add_argument("--workers", type=int, default=DEFAULT_WORKERS)
+    parser.add_argument(
+        "--lease-duration",
+        type=float,
+        default=LEASE_DURATION_S,
+        metavar="SECONDS",
+        help="leader Lease duration: a follower takes over this long after the leader stops renewing",
+    )
+    parser.add_argument(
+        "--log-level", default="info", choices=["debug", "info", "warning", "error"]
+    )
+
+
+def reconciler_command(args: argparse.Namespace) -> int:
+    """Run the reconciler (or print its plan for a state dir)."""
+    if args.state_dir is not None:
+        # The plan goes to stdout; keep stderr for warnings unless asked for more.
+        configure_logging("warning" if args.log_level == "info" else args.log_level)
+        if not args.state_dir.exists():
+            print(f"kerf reconciler: --state-dir {args.state_dir}: no such file", file=sys.stderr)
+            return 2
+        return asyncio.run(plan_state_dir(args.state_dir, sys.stdout))
+    configure_logging(args.log_level)
+    if args.kubeconfig is not None and not args.kubeconfig.is_file():
+        print(f"kerf reconciler: --kubeconfig {args.kubeconfig}: no such file", file=sys.stderr)
+        return 2
+    if args.eviction_rate <= 0:
+        print("kerf reconciler: --eviction-rate must be positive", file=sys.stderr)
+        return 2
+    options = Options(
+        kubeconfig=args.kubeconfig,
+        dry_run=args.dry_run,
+        once=args.once,
+        metrics_host=args.metrics_host,
+        metrics_port=args.metrics_port,
+        execution=ExecutionConfig(eviction_rate=args.eviction_rate),
+        service=ServiceConfig(workers=args.workers, resync_s=args.resync_interval),
+        lease_duration_s=args.lease_duration,
+    )
+    return run_reconciler(options)

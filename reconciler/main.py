@@ -1,0 +1,157 @@
+"""Running the reconciler: over a cluster (in-cluster config, else kubeconfig), with or
+without writes (`--dry-run`), once or until stopped; or over YAML files (`--state-dir`),
+printing what it would do."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import sys
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import IO, Any
+
+import orjson
+
+from app.clock import Clock, utc_now
+from app.informer import ClusterFeed, api_client_from_config
+from app.statedir import load_view
+from reconciler.api import ApiWriter, LeaseReader, RecordingWriter, Transport
+from reconciler.leader import LEASE_DURATION_S, LeaderElector
+from reconciler.metrics import reconciler_metrics
+from reconciler.reconcile import ExecutionConfig, WorkloadReconciler
+from reconciler.service import (
+    RECONCILER_RESOURCES,
+    Reconciler,
+    ServiceConfig,
+    WatchedView,
+    health_app,
+    run_cluster,
+    serving,
+    workloads_of,
+)
+from webhook.lease import LEASE_NAME as WEBHOOK_LEASE
+from webhook.lease import holder_identity, own_namespace
+
+logger = logging.getLogger("kerf.reconciler")
+
+DEFAULT_METRICS_PORT = 8080
+#: A successful read of the webhook Lease is reused this long (evictions are rate-limited
+#: to about one a second; one read per eviction is plenty).
+LEASE_CACHE_S = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    """What `kerf reconciler` was asked to do."""
+
+    kubeconfig: Path | None = None
+    dry_run: bool = False
+    once: bool = False
+    metrics_host: str = "0.0.0.0"
+    metrics_port: int = DEFAULT_METRICS_PORT
+    execution: ExecutionConfig = ExecutionConfig()
+    service: ServiceConfig = ServiceConfig()
+    lease_duration_s: float = LEASE_DURATION_S
+
+
+async def plan_state_dir(state_dir: Path, out: IO[str], now: datetime | None = None) -> int:
+    """One pass over the YAML files of `state_dir`: print every write the reconciler would
+    make (one JSON line each), change nothing."""
+    view = load_view([state_dir])
+    writer = RecordingWriter()
+    metrics = reconciler_metrics()
+    clock: Clock = (lambda: now) if now is not None else utc_now
+    reconciler = WorkloadReconciler(view, writer, metrics, webhook_lease=None, clock=clock)
+    for ref in workloads_of(view):
+        await reconciler.reconcile(ref)
+    for verb, details in writer.calls:
+        out.write(orjson.dumps({"action": verb, **details}, default=str).decode() + "\n")
+    if not writer.calls:
+        out.write('{"action": "none", "message": "nothing to do"}\n')
+    for warning in view.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    return 0
+
+
+def cached_lease(reader: LeaseReader, clock: Clock = utc_now):  # type: ignore[no-untyped-def]
+    """`reader.renewed_at` with a short cache."""
+    cache: list[tuple[datetime, datetime | None]] = []
+
+    async def renewed_at() -> datetime | None:
+        now = clock()
+        if cache and (now - cache[0][0]).total_seconds() < LEASE_CACHE_S:
+            return cache[0][1]
+        value = await reader.renewed_at()
+        cache[:] = [(now, value)]
+        return value
+
+    return renewed_at
+
+
+def build_service(
+    api_client: Any,
+    options: Options,
+    *,
+    namespace: str,
+    identity: str,
+    clock: Clock = utc_now,
+) -> tuple[ClusterFeed, Reconciler]:
+    """The feed and the service over one API client, wired as in production."""
+    metrics = reconciler_metrics()
+    transport = Transport(api_client, metrics)
+    writer = RecordingWriter() if options.dry_run else ApiWriter(transport)
+    holder: list[Reconciler] = []
+    view = WatchedView(lambda ref: holder[0].on_change(ref), own_namespace=namespace)
+    reconciler = WorkloadReconciler(
+        view,
+        writer,
+        metrics,
+        webhook_lease=cached_lease(LeaseReader(transport, namespace, WEBHOOK_LEASE), clock),
+        clock=clock,
+        config=options.execution,
+    )
+    leader = (
+        None
+        if options.dry_run
+        else LeaderElector(
+            transport,
+            namespace,
+            identity,
+            duration_s=options.lease_duration_s,
+            retry_s=min(2.0, options.lease_duration_s / 5),
+            on_change=lambda leading: holder[0].on_leadership(leading),
+        )
+    )
+    service = Reconciler(view, reconciler, metrics, config=options.service, leader=leader)
+    holder.append(service)
+    return ClusterFeed(api_client, view, RECONCILER_RESOURCES), service
+
+
+async def serve_cluster(options: Options, stop: asyncio.Event) -> int:
+    """The service over the cluster until `stop` (or one pass with `once`), with its
+    health and metrics endpoint."""
+    async with await api_client_from_config(options.kubeconfig) as api_client:
+        feed, service = build_service(
+            api_client, options, namespace=own_namespace(), identity=holder_identity()
+        )
+        app = health_app(
+            service.metrics, ready=lambda: service.view.synced, alive=lambda: not stop.is_set()
+        )
+        async with serving(app, options.metrics_host, options.metrics_port):
+            return await run_cluster(feed, service, stop=stop, once=options.once)
+
+
+def run_reconciler(options: Options) -> int:
+    """`kerf reconciler` over a cluster: SIGTERM and SIGINT stop it gracefully."""
+
+    async def main() -> int:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        return await serve_cluster(options, stop)
+
+    return asyncio.run(main())

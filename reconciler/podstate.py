@@ -1,0 +1,100 @@
+"""What a pod's status says about an in-place resize and about disruption (SPEC §7).
+
+Everything here is read from the pod object, so a restarted reconciler knows exactly
+where each pod's change stands.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+from app.quantities import QuantityError, parse_resource
+from app.workloads import parse_time
+
+ResizeStage = Literal["none", "inProgress", "deferred", "infeasible", "error"]
+
+
+@dataclass(frozen=True, slots=True)
+class ResizeProgress:
+    """Where an accepted resize stands: `none` when the kubelet runs what the spec asks."""
+
+    stage: ResizeStage
+    since: datetime | None = None
+    message: str = ""
+
+
+def _condition(pod: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
+    for condition in (pod.get("status") or {}).get("conditions") or ():
+        if condition.get("type") == kind and condition.get("status") == "True":
+            return condition
+    return None
+
+
+def _amounts(values: Mapping[str, Any] | None) -> dict[str, int]:
+    out = {}
+    for resource, quantity in (values or {}).items():
+        try:
+            out[resource] = parse_resource(resource, str(quantity))
+        except QuantityError:
+            out[resource] = -1
+    return out
+
+
+def resources_running(pod: Mapping[str, Any]) -> bool:
+    """Every container runs with the resources its spec asks (the kubelet's
+    `containerStatuses[].resources` match, compared as amounts, not spellings)."""
+    statuses = {s.get("name"): s for s in (pod.get("status") or {}).get("containerStatuses") or ()}
+    for container in (pod.get("spec") or {}).get("containers") or ():
+        status = statuses.get(container.get("name"))
+        if status is None:
+            return False
+        wanted = container.get("resources") or {}
+        have = status.get("resources") or {}
+        for fld in ("requests", "limits"):
+            if _amounts(wanted.get(fld)) != _amounts(have.get(fld)):
+                return False
+    return True
+
+
+def resize_progress(pod: Mapping[str, Any]) -> ResizeProgress:
+    """The stage of the pod's resize from `PodResizePending` (Deferred, Infeasible) and
+    `PodResizeInProgress` (Error), else from whether the resources run as asked."""
+    pending = _condition(pod, "PodResizePending")
+    if pending is not None:
+        reason = pending.get("reason")
+        stage: ResizeStage = "infeasible" if reason == "Infeasible" else "deferred"
+        return ResizeProgress(
+            stage, parse_time(pending.get("lastTransitionTime")), pending.get("message") or ""
+        )
+    progress = _condition(pod, "PodResizeInProgress")
+    if progress is not None and progress.get("reason") == "Error":
+        return ResizeProgress(
+            "error", parse_time(progress.get("lastTransitionTime")), progress.get("message") or ""
+        )
+    if progress is not None or not resources_running(pod):
+        return ResizeProgress("inProgress", parse_time((progress or {}).get("lastTransitionTime")))
+    return ResizeProgress("none")
+
+
+def is_ready(pod: Mapping[str, Any]) -> bool:
+    """The pod's Ready condition is True."""
+    return _condition(pod, "Ready") is not None
+
+
+def is_terminating(pod: Mapping[str, Any]) -> bool:
+    """The pod is being deleted or has ended."""
+    return bool((pod.get("metadata") or {}).get("deletionTimestamp")) or (
+        (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+    )
+
+
+def is_running(pod: Mapping[str, Any]) -> bool:
+    """Bound to a node, phase Running, not terminating: a pod the running path decides."""
+    return (
+        bool((pod.get("spec") or {}).get("nodeName"))
+        and (pod.get("status") or {}).get("phase") == "Running"
+        and not is_terminating(pod)
+    )

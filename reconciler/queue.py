@@ -1,0 +1,130 @@
+"""A keyed, de-duplicated, rate-limited work queue of workloads (client-go's workqueue
+semantics): a key is queued at most once; a key added while it is being worked on is
+worked on again after it is done, never by two workers at once; failures back off per key,
+exponentially; `add_after` schedules a key for later."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from typing import Generic, TypeVar
+
+from reconciler.ratelimit import TokenBucket
+
+K = TypeVar("K", bound=Hashable)
+
+FAILURE_BASE_S = 0.05
+FAILURE_MAX_S = 300.0
+
+
+class WorkQueue(Generic[K]):
+    """Keys waiting to be reconciled."""
+
+    def __init__(
+        self,
+        *,
+        rate: float = 200.0,
+        burst: float = 1000.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._queued: OrderedDict[K, float] = OrderedDict()  # key -> when it was added
+        self._active: set[K] = set()
+        self._dirty: set[K] = set()
+        self._failures: dict[K, int] = {}
+        self._timers: dict[K, asyncio.TimerHandle] = {}
+        self._bucket = TokenBucket(rate, burst, clock=clock)
+        self._clock = clock
+        self._ready = asyncio.Event()
+        self._closed = False
+
+    def __len__(self) -> int:
+        return len(self._queued)
+
+    @property
+    def idle(self) -> bool:
+        """Nothing queued and nothing being worked on (scheduled keys do not count)."""
+        return not self._queued and not self._active
+
+    def add(self, key: K) -> None:
+        """Queue `key` unless it is queued already."""
+        if self._closed:
+            return
+        timer = self._timers.pop(key, None)
+        if timer is not None:
+            timer.cancel()
+        if key in self._active:
+            self._dirty.add(key)
+        elif key not in self._queued:
+            self._queued[key] = self._clock()
+            self._ready.set()
+
+    def add_after(self, key: K, delay_s: float) -> None:
+        """Queue `key` in `delay_s` seconds (an earlier schedule for it wins)."""
+        if self._closed:
+            return
+        if delay_s <= 0:
+            self.add(key)
+            return
+        loop = asyncio.get_running_loop()
+        existing = self._timers.get(key)
+        when = loop.time() + delay_s
+        if existing is not None and existing.when() <= when:
+            return
+        if existing is not None:
+            existing.cancel()
+        self._timers[key] = loop.call_at(when, self._fire, key)
+
+    def _fire(self, key: K) -> None:
+        self._timers.pop(key, None)
+        self.add(key)
+
+    def add_failed(self, key: K) -> float:
+        """Queue `key` again after its per-key backoff; returns the delay."""
+        count = self._failures.get(key, 0)
+        self._failures[key] = count + 1
+        delay = min(FAILURE_MAX_S, FAILURE_BASE_S * 2**count)
+        self.add_after(key, delay)
+        return delay
+
+    def forget(self, key: K) -> None:
+        """`key` succeeded: its failure backoff starts over."""
+        self._failures.pop(key, None)
+
+    async def get(self) -> tuple[K, float]:
+        """The next key and how long it waited; waits for one (and for the rate limit)."""
+        while True:
+            while not self._queued or self._closed:
+                if self._closed:
+                    raise QueueClosed
+                self._ready.clear()
+                await self._ready.wait()
+            wait = self._bucket.try_take()
+            if wait > 0:
+                await asyncio.sleep(wait)
+                continue
+            if not self._queued:
+                continue
+            key, added = self._queued.popitem(last=False)
+            self._active.add(key)
+            return key, self._clock() - added
+
+    def done(self, key: K) -> None:
+        """The work on `key` is finished; it is queued again if it was added meanwhile."""
+        self._active.discard(key)
+        if key in self._dirty:
+            self._dirty.discard(key)
+            self.add(key)
+
+    def close(self) -> None:
+        """Stop handing out keys; waiting getters raise QueueClosed."""
+        self._closed = True
+        for timer in self._timers.values():
+            timer.cancel()
+        self._timers.clear()
+        self._ready.set()
+
+
+class QueueClosed(Exception):
+    """The queue was closed."""

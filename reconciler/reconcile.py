@@ -1,0 +1,612 @@
+"""One pass over one workload (SPEC §7): publish its policy values, execute the plan the
+library decided for its running pods, report status and events.
+
+The decisions are `app.decide`'s; this module only carries them out:
+- an in-place change goes to every pod that needs it in one pass (`pods/resize`, only the
+  changed containers), unless the resize restarts a container: that, and eviction, is a
+  disruption, one pod at a time, the next only once the workload is whole and Ready again;
+- an accepted resize is followed through its pod conditions; Deferred past
+  `apply.fallbackAfter`, Infeasible, Error or a rejected patch fall back to eviction when
+  `decide_fallback` allows it;
+- eviction goes through the Eviction API (PDBs, 429 retried later), under a global rate
+  limit, never while the webhook's Lease is stale.
+
+Everything a pass needs is in the cluster: pod specs and conditions, the workload's
+annotations and its RightsizingRecommendation. Values that run on the pods but are not
+recorded yet (a restart between a resize and its status write, or a pod sized at
+admission) are recorded as applied when found, so a restart neither repeats nor forgets
+a change.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from app.annotations import APPROVE, POD_INFO
+from app.clock import Clock, utc_now
+from app.decide import PodDecision, decide_fallback, decide_pod, format_resources
+from app.informer import ApiStatusError
+from app.models import RightsizingRecommendation
+from app.owners import WorkloadRef
+from app.quantities import QuantityError, parse_resource
+from app.view import ClusterView
+from app.workloads import Workload
+from reconciler.api import Writer
+from reconciler.events import ACTION_REASONS, dedup_key, event_body, is_repeat
+from reconciler.logs import log_fields
+from reconciler.metrics import ReconcilerMetrics
+from reconciler.podstate import is_ready, is_running, is_terminating, resize_progress
+from reconciler.publish import annotation_patch
+from reconciler.ratelimit import TokenBucket
+from reconciler.status import Summary, build_status, recommendation_object, stamp, status_patch
+
+logger = logging.getLogger("kerf.reconciler")
+
+Values = dict[str, dict[str, dict[str, str]]]
+LeaseAge = Callable[[], Awaitable[datetime | None]]
+#: Reasons an eviction is held by the reconciler itself (not a guardrail of the library).
+WEBHOOK_UNAVAILABLE = "WebhookUnavailable"
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutionConfig:
+    """How the reconciler executes plans (flags of `kerf reconciler`)."""
+
+    #: evictions per second over the whole cluster
+    eviction_rate: float = 1.0
+    #: how soon a workload with a change under way is looked at again
+    follow_s: float = 1.0
+    #: how soon an eviction a PDB refused (429) is tried again
+    refused_retry_s: float = 10.0
+    #: how soon an eviction held for a stale webhook Lease is tried again
+    lease_retry_s: float = 10.0
+    instance: str = field(default_factory=socket.gethostname)
+
+
+@dataclass(slots=True)
+class _Pass:
+    """What one pass did and found, beyond the decisions."""
+
+    requeue: float | None = None
+    #: a change is under way (made now, or still settling)
+    busy: bool = False
+    blocked: tuple[str, str] | None = None
+    applied: dict[str, Any] | None = None
+    events: list[tuple[str, str, bool]] = field(default_factory=list)
+
+    def again_in(self, seconds: float) -> None:
+        self.requeue = seconds if self.requeue is None else min(self.requeue, seconds)
+
+
+def _amounts(values: Mapping[str, Mapping[str, str]]) -> dict[str, dict[str, int]]:
+    out: dict[str, dict[str, int]] = {}
+    for fld, resources in values.items():
+        parsed = {}
+        for resource, quantity in resources.items():
+            try:
+                parsed[resource] = parse_resource(resource, str(quantity))
+            except QuantityError:
+                parsed[resource] = -1
+        if parsed:
+            out[fld] = parsed
+    return out
+
+
+def same_values(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """Two container → {requests, limits} maps hold the same amounts (1000m == 1)."""
+    if set(a) != set(b):
+        return False
+    return all(_amounts(a[c]) == _amounts(b[c]) for c in a)
+
+
+def _pod_name(pod: Mapping[str, Any]) -> str:
+    return str((pod.get("metadata") or {}).get("name") or "")
+
+
+def _restarts(pod: Mapping[str, Any], decision: PodDecision, current: Mapping[str, Any]) -> bool:
+    """The in-place resize would restart a container (its resizePolicy says so for a
+    resource the decision changes)."""
+    for container in (pod.get("spec") or {}).get("containers") or ():
+        name = container.get("name")
+        if name not in decision.changed:
+            continue
+        before = current.get(name) or {}
+        after = decision.final.get(name) or {}
+        for entry in container.get("resizePolicy") or ():
+            resource = entry.get("resourceName")
+            if entry.get("restartPolicy") != "RestartContainer":
+                continue
+            if any(
+                (before.get(f) or {}).get(resource) != (after.get(f) or {}).get(resource)
+                for f in ("requests", "limits")
+            ):
+                return True
+    return False
+
+
+class WorkloadReconciler:
+    """Reconciles one workload at a time over the shared view."""
+
+    def __init__(
+        self,
+        view: ClusterView,
+        writer: Writer,
+        metrics: ReconcilerMetrics,
+        *,
+        webhook_lease: LeaseAge | None,
+        clock: Clock = utc_now,
+        config: ExecutionConfig | None = None,
+        eviction_bucket: TokenBucket | None = None,
+    ) -> None:
+        self.view = view
+        self.writer = writer
+        self.metrics = metrics
+        self.config = config or ExecutionConfig()
+        self._lease = webhook_lease
+        self._clock = clock
+        self._evictions = eviction_bucket or TokenBucket(self.config.eviction_rate)
+
+    # ------------------------------------------------------------------ the pass
+
+    async def reconcile(self, ref: WorkloadRef) -> float | None:
+        """One pass; returns when to look at the workload again (None: on change only)."""
+        view = self.view
+        workload = view.workload(ref)
+        obj = view.get(ref.kind, ref.namespace, ref.name)
+        if workload is None or obj is None:
+            return None
+        now = self._clock()
+        plan = view.plan_for(workload)
+        patch = annotation_patch(workload.annotations, plan.sync.annotations)
+        if patch:
+            await self.writer.patch_annotations(obj, patch)
+            log_fields(logger, "published policy values", workload=_label(ref), keys=sorted(patch))
+        record = view.recommendation_for(ref)
+        if not plan.candidates and record is None:
+            return None
+        pods = sorted(view.pods_of(ref), key=_pod_name)
+        running = [p for p in pods if is_running(p)]
+        decisions = [decide_pod(view, p, now=now, path="running") for p in running]
+        for decision in decisions:
+            self.metrics.decisions.labels(decision.outcome, decision.reason or "").inc()
+        done = _Pass()
+        await self._execute(workload, pods, running, decisions, record, now, done)
+        await self._report(workload, obj, running, decisions, record, now, done)
+        return done.requeue
+
+    # ------------------------------------------------------------------ executing
+
+    async def _execute(
+        self,
+        workload: Workload,
+        pods: Sequence[Mapping[str, Any]],
+        running: Sequence[Mapping[str, Any]],
+        decisions: Sequence[PodDecision],
+        record: RightsizingRecommendation | None,
+        now: datetime,
+        done: _Pass,
+    ) -> None:
+        if await self._follow_resizes(workload, pods, running, now, done):
+            return
+        applies = [(p, d) for p, d in zip(running, decisions, strict=True) if d.outcome == "apply"]
+        if not applies:
+            return
+        gentle, disruptive = [], []
+        for pod, decision in applies:
+            current = format_resources_of(self.view, pod)
+            if decision.method == "inPlace" and not _restarts(pod, decision, current):
+                gentle.append((pod, decision))
+            else:
+                disruptive.append((pod, decision))
+        if gentle:
+            for pod, decision in gentle:
+                await self._resize(pod, decision, done)
+            return
+        if self._disrupted(workload, pods, running):
+            done.busy = True
+            done.again_in(self.config.follow_s)
+            return
+        pod, decision = disruptive[0]
+        if decision.method == "inPlace":
+            await self._resize(pod, decision, done)
+        else:
+            await self._evict(pod, decision, now, done)
+
+    async def _follow_resizes(
+        self,
+        workload: Workload,
+        pods: Sequence[Mapping[str, Any]],
+        running: Sequence[Mapping[str, Any]],
+        now: datetime,
+        done: _Pass,
+    ) -> bool:
+        """Follow accepted resizes; fall back on one that cannot finish. True while any
+        resize is under way (nothing new starts meanwhile: one change at a time)."""
+        under_way = False
+        for pod in running:
+            progress = resize_progress(pod)
+            if progress.stage == "none":
+                continue
+            under_way = True
+            cause = {"infeasible": "Infeasible", "error": "Error"}.get(progress.stage)
+            if progress.stage == "deferred":
+                waited = now - (progress.since or now)
+                limit = self._fallback_after(workload)
+                if waited < limit:
+                    done.again_in(max(0.5, (limit - waited).total_seconds()))
+                    continue
+                cause = "Deferred"
+            if cause is None:
+                done.again_in(self.config.follow_s)
+                continue
+            await self._fall_back(workload, pods, running, pod, cause, progress.message, now, done)
+            break
+        done.busy = done.busy or under_way
+        return under_way
+
+    def _fallback_after(self, workload: Workload) -> timedelta:
+        """The longest `apply.fallbackAfter` of the policies behind the plan (a resize is
+        given up only once every policy would)."""
+        plan = self.view.plan_for(workload)
+        policies = {id(p): p for p in plan.sync.sources.values()}.values()
+        spans = [self.view.guardrails(p).fallback_after for p in policies]
+        return max(spans, default=self.view.guardrails(None).fallback_after)
+
+    async def _fall_back(
+        self,
+        workload: Workload,
+        pods: Sequence[Mapping[str, Any]],
+        running: Sequence[Mapping[str, Any]],
+        pod: Mapping[str, Any],
+        cause: str,
+        detail: str,
+        now: datetime,
+        done: _Pass,
+    ) -> None:
+        decision = decide_fallback(self.view, pod, now=now, cause=cause)
+        fields = dict(workload=_label(workload.ref), pod=_pod_name(pod), cause=cause, detail=detail)
+        if decision.outcome != "apply":
+            self.metrics.fallbacks.labels(cause, "blocked").inc()
+            done.blocked = (decision.reason or cause, decision.message)
+            log_fields(logger, "resize fallback blocked", reason=decision.reason, **fields)
+            done.again_in(self.config.refused_retry_s)
+            return
+        if self._disrupted(workload, pods, running, besides=pod):
+            done.again_in(self.config.follow_s)
+            return
+        log_fields(logger, "resize fallback: evicting", **fields)
+        evicted = await self._evict(pod, decision, now, done)
+        if evicted:
+            self.metrics.fallbacks.labels(cause, "evicted").inc()
+            note = f"in-place resize of pod {_pod_name(pod)} {cause}: evicted it; {detail}".strip()
+            done.events.append(("ResizeFallback", note.rstrip("; "), True))
+
+    def _disrupted(
+        self,
+        workload: Workload,
+        pods: Sequence[Mapping[str, Any]],
+        running: Sequence[Mapping[str, Any]],
+        besides: Mapping[str, Any] | None = None,
+    ) -> bool:
+        """A disruption is still under way: a pod terminating or not Ready, or fewer pods
+        than replicas (a replacement not yet created)."""
+        if any(is_terminating(p) for p in pods):
+            return True
+        if any(not is_ready(p) for p in running if p is not besides):
+            return True
+        live = [p for p in pods if not is_terminating(p)]
+        return workload.replicas is not None and len(live) < workload.replicas
+
+    async def _resize(self, pod: Mapping[str, Any], decision: PodDecision, done: _Pass) -> None:
+        containers = {c: decision.containers[c] for c in decision.changed}
+        fields = dict(pod=_pod_name(pod), containers=containers)
+        try:
+            await self.writer.resize(pod, containers)
+        except ApiStatusError as exc:
+            if exc.code == 409 or exc.code >= 500:
+                raise  # the queue tries the workload again with backoff
+            self.metrics.resizes.labels("rejected").inc()
+            log_fields(
+                logger, "resize rejected by the API", logging.WARNING, error=str(exc), **fields
+            )
+            await self._fall_back_rejected(pod, str(exc), done)
+            return
+        self.metrics.resizes.labels("requested").inc()
+        log_fields(logger, "resized in place", **fields)
+        done.busy = True
+        done.applied = _applied(decision, "inPlace")
+        done.events.append(("Resized", f"pod {_pod_name(pod)}: {_describe(containers)}", False))
+        done.again_in(self.config.follow_s)
+
+    async def _fall_back_rejected(self, pod: Mapping[str, Any], message: str, done: _Pass) -> None:
+        decision = decide_fallback(self.view, pod, now=self._clock(), cause="ResizeRejected")
+        if decision.outcome != "apply":
+            self.metrics.fallbacks.labels("Rejected", "blocked").inc()
+            done.blocked = (decision.reason or "ResizeRejected", f"{decision.message}: {message}")
+            return
+        self.metrics.fallbacks.labels("Rejected", "evicted").inc()
+        if await self._evict(pod, decision, self._clock(), done):
+            done.events.append(
+                (
+                    "ResizeFallback",
+                    f"resize of pod {_pod_name(pod)} rejected ({message}): evicted",
+                    True,
+                )
+            )
+
+    async def _evict(
+        self, pod: Mapping[str, Any], decision: PodDecision, now: datetime, done: _Pass
+    ) -> bool:
+        """Evict one pod, unless the webhook is unhealthy or the rate limit says wait."""
+        name = _pod_name(pod)
+        if not await self._webhook_healthy(now):
+            self.metrics.evictions.labels("held").inc()
+            done.blocked = (
+                WEBHOOK_UNAVAILABLE,
+                "the webhook Lease is stale: a replacement pod would start unsized",
+            )
+            done.again_in(self.config.lease_retry_s)
+            return False
+        wait = self._evictions.try_take()
+        if wait > 0:
+            done.busy = True
+            done.again_in(wait)
+            return False
+        result = await self.writer.evict(pod)
+        self.metrics.evictions.labels(result).inc()
+        done.busy = True
+        if result == "refused":
+            log_fields(logger, "eviction refused (disruption budget); retrying later", pod=name)
+            done.again_in(self.config.refused_retry_s)
+            return False
+        if result == "evicted":
+            done.applied = done.applied or _applied(decision, "evict")
+            done.events.append(
+                ("Evicted", f"evicted pod {name}; its replacement is sized at admission", False)
+            )
+            log_fields(logger, "evicted", pod=name, values=decision.values)
+        done.again_in(self.config.follow_s)
+        return result == "evicted"
+
+    async def _webhook_healthy(self, now: datetime) -> bool:
+        if self._lease is None:  # no cluster (state dir): nothing to ask
+            return True
+        renewed = await self._lease()
+        max_age = self.view.global_config.webhook_lease_max_age
+        return renewed is not None and now - renewed <= max_age
+
+    # ------------------------------------------------------------------ reporting
+
+    async def _report(
+        self,
+        workload: Workload,
+        obj: Mapping[str, Any],
+        running: Sequence[Mapping[str, Any]],
+        decisions: Sequence[PodDecision],
+        record: RightsizingRecommendation | None,
+        now: datetime,
+        done: _Pass,
+    ) -> None:
+        ref = workload.ref
+        status_before = record.status if record and record.status else None
+        last_applied = _last_applied(
+            status_before, done, running, decisions, workload, self.view, now
+        )
+        summary = _summary(self.view, running, decisions, done, last_applied)
+        last_event = (
+            status_before.last_event.model_dump(by_alias=True)
+            if status_before and status_before.last_event
+            else None
+        )
+        events = list(done.events)
+        if summary.outcome in ("blocked", "skipped") and summary.reason:
+            key = dedup_key(summary.reason, summary.proposal or summary.selected)
+            if not is_repeat(last_event, key):
+                events.append(
+                    (
+                        "Blocked" if summary.outcome == "blocked" else "Skipped",
+                        f"{summary.reason}: {summary.message}",
+                        summary.outcome == "blocked",
+                    )
+                )
+                last_event = key
+        approved = _approval_used(record, last_applied, decisions, done)
+        status = build_status(
+            record,
+            ref,
+            summary,
+            last_applied=last_applied,
+            last_event=last_event,
+            approved=approved,
+            now=now,
+        )
+        api_version = str(obj.get("apiVersion"))
+        uid = (obj.get("metadata") or {}).get("uid")
+        if record is None:
+            await self.writer.create_recommendation(recommendation_object(ref, api_version, uid))
+        patch = status_patch(record, status)
+        if patch is not None:
+            name = f"{ref.kind.lower()}-{ref.name}"
+            await self.writer.patch_status(ref.namespace, name, patch)
+        for reason, note, warning in events:
+            await self.writer.create_event(
+                event_body(
+                    ref,
+                    api_version,
+                    uid,
+                    reason=reason,
+                    note=note,
+                    action=reason if reason in ACTION_REASONS else "Decide",
+                    warning=warning,
+                    now=now,
+                    instance=self.config.instance,
+                )
+            )
+        if patch is not None or events:
+            log_fields(
+                logger,
+                "decision",
+                workload=_label(ref),
+                outcome=summary.outcome,
+                reason=summary.reason,
+                message=summary.message,
+                phase=status["phase"],
+                values=(last_applied or {}).get("containers"),
+            )
+
+
+def format_resources_of(view: ClusterView, pod: Mapping[str, Any]) -> Values:
+    """A pod's containers' resources as quantities (what kerf sizes)."""
+    return {c: format_resources(r) for c, r in view.pod_facts(pod)[1].items()}
+
+
+def _label(ref: WorkloadRef) -> str:
+    return f"{ref.kind}/{ref.namespace}/{ref.name}"
+
+
+def _describe(containers: Mapping[str, Mapping[str, Mapping[str, str]]]) -> str:
+    parts = []
+    for name, resources in sorted(containers.items()):
+        for fld in ("requests", "limits"):
+            values = resources.get(fld) or {}
+            if values:
+                parts.append(
+                    f"{name} {fld} " + ",".join(f"{r}={q}" for r, q in sorted(values.items()))
+                )
+    return "; ".join(parts)
+
+
+def _applied(decision: PodDecision, method: str) -> dict[str, Any]:
+    applied: dict[str, Any] = {"method": method, "containers": decision.values}
+    if decision.proposal_id:
+        applied["proposal"] = decision.proposal_id
+    return applied
+
+
+def _last_applied(
+    status: Any,
+    done: _Pass,
+    running: Sequence[Mapping[str, Any]],
+    decisions: Sequence[PodDecision],
+    workload: Workload,
+    view: ClusterView,
+    now: datetime,
+) -> dict[str, Any] | None:
+    """`lastApplied` after this pass: kept while the same values roll out (its time is the
+    cooldown clock, started by the first pod); new when other values were applied now or
+    are found running on the pods unrecorded."""
+    before = status.last_applied if status is not None else None
+    previous = (
+        before.model_dump(by_alias=True, mode="json", exclude_none=True)
+        if before is not None
+        else None
+    )
+    found = done.applied or _unrecorded(running, decisions, workload, view)
+    if found is None:
+        return previous
+    if previous is not None and same_values(previous.get("containers") or {}, found["containers"]):
+        return previous
+    return {"at": stamp(now), **found}
+
+
+def _unrecorded(
+    running: Sequence[Mapping[str, Any]],
+    decisions: Sequence[PodDecision],
+    workload: Workload,
+    view: ClusterView,
+) -> dict[str, Any] | None:
+    """Values kerf's plan asks that already run on a pod but differ from the workload's
+    template: kerf put them there (at admission, or a resize whose record was lost)."""
+    for pod, decision in zip(running, decisions, strict=True):
+        if decision.outcome != "skipped" or decision.reason != "NoSignificantChange":
+            continue
+        current = format_resources_of(view, pod)
+        changed = {
+            c: values
+            for c, values in current.items()
+            if c in workload.containers
+            and not same_values({c: values}, {c: _template(workload, c)})
+        }
+        if changed:
+            has_info = POD_INFO in ((pod.get("metadata") or {}).get("annotations") or {})
+            return {"method": "admission" if has_info else "inPlace", "containers": changed}
+    return None
+
+
+def _template(workload: Workload, container: str) -> dict[str, dict[str, str]]:
+    values = workload.containers.get(container) or {}
+    return {f: dict(v) for f, v in values.items() if v}
+
+
+def _summary(
+    view: ClusterView,
+    running: Sequence[Mapping[str, Any]],
+    decisions: Sequence[PodDecision],
+    done: _Pass,
+    last_applied: Mapping[str, Any] | None,
+) -> Summary:
+    current = format_resources_of(view, running[0]) if running else {}
+    selected = [s.as_dict() for s in decisions[0].selected] if decisions else []
+    live = (
+        last_applied is not None
+        and all(
+            same_values(
+                {
+                    c: v
+                    for c, v in format_resources_of(view, p).items()
+                    if c in last_applied["containers"]
+                },
+                last_applied["containers"],
+            )
+            for p in running
+        )
+        and bool(running)
+    )
+    audit = next((d for d in decisions if d.reason == "Audit" and d.proposal_id), None)
+    proposal = (
+        (audit.proposal_id, {c: format_resources(r) for c, r in audit.proposal.items()})
+        if audit is not None and audit.proposal_id
+        else None
+    )
+    common: dict[str, Any] = dict(current=current, selected=selected, proposal=proposal, live=live)
+    if done.blocked is not None:
+        return Summary("blocked", done.blocked[0], done.blocked[1], **common)
+    if done.busy or any(d.outcome == "apply" for d in decisions):
+        return Summary("apply", None, "a change is being applied", **common)
+    if not decisions:
+        return Summary("pending", "NoRunningPods", "no running pod to decide for", **common)
+    chosen = next((d for d in decisions if d.outcome == "blocked"), decisions[0])
+    return Summary(
+        chosen.outcome,
+        chosen.reason,
+        chosen.message,
+        next_allowed_at=chosen.next_allowed_at,
+        **common,
+    )
+
+
+def _approval_used(
+    record: RightsizingRecommendation | None,
+    last_applied: Mapping[str, Any] | None,
+    decisions: Sequence[PodDecision],
+    done: _Pass,
+) -> str | None:
+    """The approval (`approve=<id>`) is used up once its proposal has rolled out: the last
+    applied change carries it and no pod has anything left to apply."""
+    previous = record.status.approved_proposal if record and record.status else None
+    wanted = record.metadata.annotations.get(APPROVE) if record else None
+    if (
+        wanted
+        and wanted != previous
+        and last_applied is not None
+        and last_applied.get("proposal") == wanted
+        and not done.busy
+        and not any(d.outcome == "apply" for d in decisions)
+    ):
+        return wanted
+    return previous

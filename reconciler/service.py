@@ -1,0 +1,309 @@
+"""The reconciler service: the watched view, the work queue and its workers, the periodic
+resync, leader election, health and metrics, and a graceful stop (SPEC §7).
+
+Every replica keeps its view warm; only the leader works the queue (and so writes).
+A change of any input of a workload queues it: its pods, itself, its
+RightsizingRecommendation; kerf objects, recommendation ConfigMaps and namespaces queue
+every workload they may touch. The periodic resync queues all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from app.informer import WEBHOOK_RESOURCES, ClusterFeed, Resource
+from app.models import KerfResource, RightsizingRecommendation
+from app.owners import WorkloadRef
+from app.view import ClusterView, object_key
+from app.workloads import WORKLOAD_KINDS
+from reconciler.leader import LeaderElector
+from reconciler.metrics import ReconcilerMetrics
+from reconciler.queue import QueueClosed, WorkQueue
+from reconciler.reconcile import WorkloadReconciler
+
+logger = logging.getLogger("kerf.reconciler")
+
+#: What the running-path decision reads: the same resources as the webhook's view.
+RECONCILER_RESOURCES: tuple[Resource, ...] = WEBHOOK_RESOURCES
+DEFAULT_RESYNC_S = 300.0
+DEFAULT_WORKERS = 4
+#: Kinds whose change can touch any workload (policies, strategies, configuration, rows).
+_NO_WORKLOAD = frozenset({"ReplicaSet", "Job", "Node"})
+
+
+class WatchedView(ClusterView):
+    """A ClusterView that tells which workloads a change may touch."""
+
+    def __init__(self, on_change: Callable[[WorkloadRef | None], None], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._on_change = on_change
+
+    def apply(self, obj: Mapping[str, Any]) -> None:
+        super().apply(obj)
+        self._notify(obj)
+
+    def delete(self, kind: str, namespace: str, name: str) -> None:
+        touched: WorkloadRef | None = None
+        if kind == "Pod":
+            pod = self.pod(namespace, name)
+            touched = self.owner_of(pod) if pod is not None else None
+        elif kind == "RightsizingRecommendation":
+            record = self.kerf_object(kind, namespace, name)
+            if isinstance(record, RightsizingRecommendation):
+                target = record.spec.target_ref
+                touched = WorkloadRef(target.kind, namespace, target.name)
+        super().delete(kind, namespace, name)
+        if kind in ("Pod", "RightsizingRecommendation"):
+            if touched is not None:
+                self._on_change(touched)
+        elif kind in WORKLOAD_KINDS:
+            self._on_change(WorkloadRef(kind, namespace, name))
+        elif kind not in _NO_WORKLOAD:
+            self._on_change(None)
+
+    def _notify(self, obj: Mapping[str, Any] | KerfResource) -> None:
+        if isinstance(obj, RightsizingRecommendation):
+            target = obj.spec.target_ref
+            self._on_change(WorkloadRef(target.kind, obj.metadata.namespace or "", target.name))
+            return
+        if isinstance(obj, KerfResource):
+            self._on_change(None)
+            return
+        kind, namespace, name = object_key(obj)
+        if kind == "Pod":
+            owner = self.owner_of(obj)
+            if owner is not None:
+                self._on_change(owner)
+        elif kind in WORKLOAD_KINDS:
+            self._on_change(WorkloadRef(kind, namespace, name))
+        elif kind not in _NO_WORKLOAD:
+            self._on_change(None)
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceConfig:
+    """Settings of the running service."""
+
+    workers: int = DEFAULT_WORKERS
+    resync_s: float = DEFAULT_RESYNC_S
+    #: queue-wide rate of workload passes
+    queue_rate: float = 200.0
+
+
+class Reconciler:
+    """The service around `WorkloadReconciler`: queue, workers, resync, leadership."""
+
+    def __init__(
+        self,
+        view: WatchedView,
+        reconciler: WorkloadReconciler,
+        metrics: ReconcilerMetrics,
+        *,
+        config: ServiceConfig | None = None,
+        leader: LeaderElector | None = None,
+    ) -> None:
+        self.view = view
+        self.reconciler = reconciler
+        self.metrics = metrics
+        self.config = config or ServiceConfig()
+        self.leader = leader
+        self.queue: WorkQueue[WorkloadRef] = WorkQueue(rate=self.config.queue_rate)
+        self._all_pending = False
+        self._accepting = False
+        self.passes = 0
+
+    # ----------------------------------------------------------------- queueing
+
+    def on_change(self, ref: WorkloadRef | None) -> None:
+        """A watched change: queue the workload it touches, or every one (batched)."""
+        if not self._accepting:
+            return
+        if ref is not None:
+            self.queue.add(ref)
+        elif not self._all_pending:
+            self._all_pending = True
+            asyncio.get_running_loop().call_soon(self.enqueue_all)
+
+    def enqueue_all(self) -> None:
+        """Queue every workload of the view."""
+        self._all_pending = False
+        for workload in list(self.view.workloads()):
+            self.queue.add(workload.ref)
+        self.metrics.queue_depth.set(len(self.queue))
+
+    def on_leadership(self, leading: bool) -> None:
+        """Passes made while following were skipped: a new leader looks at everything."""
+        self.metrics.leader.set(1 if leading else 0)
+        if leading and self._accepting:
+            self.enqueue_all()
+
+    @property
+    def leading(self) -> bool:
+        """This replica may write."""
+        return self.leader is None or self.leader.is_leader
+
+    # ----------------------------------------------------------------- working
+
+    def start_accepting(self) -> None:
+        """The view is synced: queue every workload and follow changes from now on."""
+        self._accepting = True
+        self.metrics.synced.set(1)
+        gc.collect()
+        gc.freeze()  # the loaded view stays: full collections need not walk it again
+        self.enqueue_all()
+
+    async def work(self) -> None:
+        """One worker: take a workload, reconcile it, until the queue closes."""
+        while True:
+            try:
+                ref, waited = await self.queue.get()
+            except QueueClosed:
+                return
+            self.metrics.queue_latency.observe(waited)
+            self.metrics.queue_depth.set(len(self.queue))
+            try:
+                if self.leading:
+                    await self._pass(ref)
+            finally:
+                self.queue.done(ref)
+
+    async def _pass(self, ref: WorkloadRef) -> None:
+        started = time.perf_counter()
+        try:
+            again = await self.reconciler.reconcile(ref)
+        except Exception as exc:
+            delay = self.queue.add_failed(ref)
+            logger.warning(
+                "reconciling %s/%s/%s failed (%s: %s); again in %.2fs",
+                ref.kind,
+                ref.namespace,
+                ref.name,
+                type(exc).__name__,
+                exc,
+                delay,
+            )
+            return
+        finally:
+            self.passes += 1
+            self.metrics.pass_seconds.observe(time.perf_counter() - started)
+        self.queue.forget(ref)
+        if again is not None:
+            self.queue.add_after(ref, again)
+
+    async def resync(self) -> None:
+        """Queue every workload every `resync_s`."""
+        while True:
+            await asyncio.sleep(self.config.resync_s)
+            self.enqueue_all()
+
+    async def drain(self) -> None:
+        """Work the queue until nothing is queued or in progress (`--once`)."""
+        workers = [asyncio.create_task(self.work()) for _ in range(self.config.workers)]
+        try:
+            while not self.queue.idle:
+                await asyncio.sleep(0.01)
+        finally:
+            self.queue.close()
+            await asyncio.gather(*workers, return_exceptions=True)
+
+
+def health_app(
+    metrics: ReconcilerMetrics, ready: Callable[[], bool], alive: Callable[[], bool] = lambda: True
+) -> web.Application:
+    """`/healthz`, `/readyz` (the view is synced) and `/metrics`."""
+
+    async def healthz(_: web.Request) -> web.Response:
+        return web.Response(text="ok" if alive() else "stopping", status=200 if alive() else 503)
+
+    async def readyz(_: web.Request) -> web.Response:
+        ok = ready()
+        return web.Response(text="ok" if ok else "view not synced", status=200 if ok else 503)
+
+    async def metrics_view(_: web.Request) -> web.Response:
+        body = generate_latest(metrics.registry)
+        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    app = web.Application()
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/readyz", readyz)
+    app.router.add_get("/metrics", metrics_view)
+    return app
+
+
+@contextlib.asynccontextmanager
+async def serving(app: web.Application, host: str, port: int):  # type: ignore[no-untyped-def]
+    """Serve `app` on host:port for the length of the block; yields the bound port."""
+    runner = web.AppRunner(app, handle_signals=False, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port)
+    await site.start()
+    try:
+        yield runner.addresses[0][1]
+    finally:
+        await runner.cleanup()
+
+
+async def run_cluster(
+    feed: ClusterFeed,
+    service: Reconciler,
+    *,
+    stop: asyncio.Event,
+    once: bool = False,
+) -> int:
+    """Run the service until `stop` is set (or one full pass with `once`): the feed, the
+    leader election, the workers and the resync; on stop, in-flight passes finish, the
+    Lease is released and the watches end."""
+    tasks = [asyncio.create_task(feed.run(), name="feed")]
+    leader = service.leader
+    if leader is not None:
+        tasks.append(asyncio.create_task(leader.run(), name="leader"))
+    try:
+        await _first(feed.wait_synced(), stop.wait())
+        if stop.is_set():
+            return 0
+        service.start_accepting()
+        logger.info(
+            "view synced", extra={"fields": {"workloads": len(list(service.view.workloads()))}}
+        )
+        if once:
+            if leader is not None:
+                await _first(leader.elected.wait(), stop.wait())
+            await service.drain()
+            return 0
+        workers = [asyncio.create_task(service.work()) for _ in range(service.config.workers)]
+        resync = asyncio.create_task(service.resync())
+        await stop.wait()
+        service.queue.close()
+        resync.cancel()
+        await asyncio.gather(*workers, resync, return_exceptions=True)
+        return 0
+    finally:
+        if leader is not None:
+            await leader.release()
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def _first(*waits: Any) -> None:
+    tasks = [asyncio.ensure_future(w) for w in waits]
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in tasks:
+            task.cancel()
+
+
+def workloads_of(view: ClusterView) -> Iterable[WorkloadRef]:
+    """Every workload of a view, in a stable order."""
+    return sorted((w.ref for w in view.workloads()), key=lambda r: r.key)

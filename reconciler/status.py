@@ -1,0 +1,197 @@
+"""The RightsizingRecommendation of a workload: its object and its status (SPEC §7).
+
+Pure functions: the reconciler hands in what it decided and did; these build the object
+to create and the status to write. A status equal to the one in the cluster is not
+written, and condition times move only when a condition changes, so a steady workload
+costs no write.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from app.annotations import dumps
+from app.models import API_VERSION, RightsizingRecommendation
+from app.owners import WorkloadRef
+from reconciler.api import recommendation_name
+
+Values = dict[str, dict[str, dict[str, str]]]
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """What one pass over a workload found and did."""
+
+    #: apply (a change goes on), blocked, skipped, pending (no running pod yet)
+    outcome: str
+    reason: str | None
+    message: str
+    #: resources of the containers as the running pods have them
+    current: Values = field(default_factory=dict)
+    selected: Sequence[Mapping[str, str]] = ()
+    next_allowed_at: datetime | None = None
+    proposal: tuple[str, Values] | None = None
+    #: the last applied values run on every running pod
+    live: bool = False
+
+
+def stamp(when: datetime) -> str:
+    """RFC3339 in UTC, seconds, as the API server writes times."""
+    return when.isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def recommendation_object(ref: WorkloadRef, api_version: str, uid: str | None) -> dict[str, Any]:
+    """A new RightsizingRecommendation for a workload, owned by it (garbage-collected with
+    it)."""
+    owner: dict[str, Any] = {
+        "apiVersion": api_version,
+        "kind": ref.kind,
+        "name": ref.name,
+        "blockOwnerDeletion": False,
+        "controller": False,
+    }
+    if uid:
+        owner["uid"] = uid
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "RightsizingRecommendation",
+        "metadata": {
+            "name": recommendation_name(ref.kind, ref.name),
+            "namespace": ref.namespace,
+            "ownerReferences": [owner],
+        },
+        "spec": {"targetRef": {"apiVersion": api_version, "kind": ref.kind, "name": ref.name}},
+    }
+
+
+def phase_of(summary: Summary, has_applied: bool) -> str:
+    """Pending (no running pod, or a change is on its way), Proposed (audit), Applied,
+    Blocked or Skipped; Blocked and Skipped only when no earlier change is still live."""
+    if summary.outcome in ("pending", "apply"):
+        return "Pending"
+    if summary.reason == "Audit" and summary.proposal and not summary.live:
+        return "Proposed"
+    if has_applied and summary.live:
+        return "Applied"
+    return "Blocked" if summary.outcome == "blocked" else "Skipped"
+
+
+def _condition(
+    previous: Mapping[str, Mapping[str, Any]],
+    kind: str,
+    status: str,
+    reason: str,
+    message: str,
+    now: datetime,
+) -> dict[str, Any]:
+    before = previous.get(kind) or {}
+    same = before.get("status") == status
+    return {
+        "type": kind,
+        "status": status,
+        "reason": reason,
+        "message": message,
+        "lastTransitionTime": before.get("lastTransitionTime") if same else stamp(now),
+    }
+
+
+def build_status(
+    record: RightsizingRecommendation | None,
+    ref: WorkloadRef,
+    summary: Summary,
+    *,
+    last_applied: Mapping[str, Any] | None,
+    last_event: Mapping[str, Any] | None,
+    approved: str | None,
+    now: datetime,
+) -> dict[str, Any]:
+    """The whole status of the workload's RightsizingRecommendation after this pass."""
+    previous_status = record.status if record and record.status else None
+    previous = {
+        c.type: c.model_dump(by_alias=True, mode="json", exclude_none=True)
+        for c in (previous_status.conditions if previous_status else [])
+    }
+    phase = phase_of(summary, last_applied is not None)
+    blocked = summary.outcome == "blocked"
+    conditions = [
+        _condition(
+            previous,
+            "Blocked",
+            "True" if blocked else "False",
+            (summary.reason or "Blocked") if blocked else "NotBlocked",
+            summary.message if blocked else "",
+            now,
+        ),
+        _condition(
+            previous,
+            "Applied",
+            "True" if last_applied is not None and summary.live else "False",
+            _applied_reason(last_applied, summary),
+            "the last applied values run on every pod"
+            if last_applied is not None and summary.live
+            else "",
+            now,
+        ),
+    ]
+    status: dict[str, Any] = {
+        "phase": phase,
+        "workload": f"{ref.kind}/{ref.name}",
+        "reason": summary.reason,
+        "conditions": conditions,
+        "current": summary.current,
+        "selected": [dict(s) for s in summary.selected],
+        "observedGeneration": record.metadata.generation if record else None,
+    }
+    if summary.next_allowed_at is not None:
+        status["nextAllowedAt"] = stamp(summary.next_allowed_at)
+    if summary.proposal is not None:
+        status["proposal"] = {"id": summary.proposal[0], "containers": summary.proposal[1]}
+    if last_applied is not None:
+        status["lastApplied"] = dict(last_applied)
+    if previous_status is not None and previous_status.last_rollback is not None:
+        status["lastRollback"] = previous_status.last_rollback.model_dump(
+            by_alias=True, mode="json", exclude_none=True
+        )
+    if last_event is not None:
+        status["lastEvent"] = dict(last_event)
+    if approved is not None:
+        status["approvedProposal"] = approved
+    return {k: v for k, v in status.items() if v is not None}
+
+
+def _applied_reason(last_applied: Mapping[str, Any] | None, summary: Summary) -> str:
+    if last_applied is None:
+        return "NothingApplied"
+    if not summary.live:
+        return "InProgress" if summary.outcome == "apply" else "NotLive"
+    method = str(last_applied.get("method") or "")
+    return {"inPlace": "Resized", "evict": "Evicted", "admission": "Admitted"}.get(
+        method, "Applied"
+    )
+
+
+def status_patch(
+    record: RightsizingRecommendation | None, status: Mapping[str, Any]
+) -> dict[str, Any] | None:
+    """The merge patch from the record's status to `status` (null for fields that go);
+    None when they are equal."""
+    before = (
+        record.status.model_dump(by_alias=True, mode="json", exclude_none=True)
+        if record and record.status
+        else {}
+    )
+    if _canonical(before) == _canonical(status):
+        return None
+    patch: dict[str, Any] = dict(status)
+    for key in before:
+        if key not in status:
+            patch[key] = None
+    return patch
+
+
+def _canonical(value: Mapping[str, Any]) -> str:
+    # Times parsed into models come back with "+00:00"; the API writes "Z".
+    return dumps(value).replace("+00:00", "Z").replace(".000000Z", "Z")

@@ -1,0 +1,236 @@
+"""kerf on kubesim for the reconciler's tests: the real webhook over TLS (registered with
+the simulator's admission step), the real reconciler through kubernetes-asyncio, both
+over real HTTP, both on the simulator's clock."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kubernetes_asyncio import client
+
+from kubesim.sim import Simulator
+from kubesim.testing import running_sim
+from reconciler.main import Options, build_service
+from reconciler.reconcile import ExecutionConfig
+from reconciler.service import Reconciler, ServiceConfig, run_cluster
+from tests.cluster import (
+    GROUP,
+    VERSION,
+    custom,
+    install_crds,
+    running_webhook,
+    strategy,
+    webhook_configuration,
+)
+
+MERGE_PATCH = "application/merge-patch+json"
+#: Fast enough for tests: follow changes every 50 ms, retry refused evictions at once.
+FAST = Options(
+    execution=ExecutionConfig(
+        eviction_rate=100.0, follow_s=0.05, refused_retry_s=0.1, lease_retry_s=0.1
+    ),
+    service=ServiceConfig(workers=2, resync_s=3600.0),
+    lease_duration_s=2.0,
+)
+
+
+@dataclass
+class RunningReconciler:
+    """One reconciler replica and how to stop it."""
+
+    service: Reconciler
+    stop: asyncio.Event
+    task: asyncio.Task[int]
+
+    async def shutdown(self) -> int:
+        """Graceful stop (what SIGTERM does)."""
+        self.stop.set()
+        return await asyncio.wait_for(self.task, 10)
+
+    async def kill(self) -> None:
+        """Stop at once, no release: a crashed replica."""
+        self.task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self.task
+
+
+@dataclass
+class Kerf:
+    """The simulated cluster with kerf in it."""
+
+    sim: Simulator
+    api: client.ApiClient
+    tmp: Path
+    replicas: list[RunningReconciler] = field(default_factory=list)
+
+    @property
+    def core(self) -> client.CoreV1Api:
+        return client.CoreV1Api(self.api)
+
+    async def start_reconciler(
+        self, options: Options = FAST, identity: str = "kerf-reconciler-0"
+    ) -> RunningReconciler:
+        """Start one replica (it leads once it holds the Lease)."""
+        feed, service = build_service(
+            self.api, options, namespace="kerf-system", identity=identity, clock=self.sim.clock.now
+        )
+        stop = asyncio.Event()
+        task = asyncio.create_task(run_cluster(feed, service, stop=stop, once=options.once))
+        replica = RunningReconciler(service, stop, task)
+        self.replicas.append(replica)
+        return replica
+
+    async def pods(self, app: str, namespace: str = "shop") -> list[dict[str, Any]]:
+        """Live pods labelled app=<app>, by name."""
+        raw = await self.core.list_namespaced_pod(
+            namespace, label_selector=f"app={app}", _preload_content=False
+        )
+        items = (await raw.json())["items"]
+        live = [p for p in items if not p["metadata"].get("deletionTimestamp")]
+        return sorted(live, key=lambda p: p["metadata"]["name"])
+
+    async def recommendation(self, name: str, namespace: str = "shop") -> dict[str, Any] | None:
+        """The RightsizingRecommendation `name`, or None."""
+        try:
+            return await custom(self.api).get_namespaced_custom_object(
+                GROUP, VERSION, namespace, "rightsizingrecommendations", name
+            )
+        except client.ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    async def events(self, namespace: str = "shop") -> list[dict[str, Any]]:
+        """events.k8s.io/v1 Events of a namespace."""
+        raw = await client.EventsV1Api(self.api).list_namespaced_event(
+            namespace, _preload_content=False
+        )
+        return list((await raw.json())["items"])
+
+    async def settle(self) -> None:
+        await self.sim.settle()
+
+
+def deployment(
+    name: str,
+    replicas: int = 2,
+    *,
+    cpu: str = "100m",
+    memory: str = "128Mi",
+    limits: dict[str, str] | None = None,
+    resize_policy: list[dict[str, str]] | None = None,
+    namespace: str = "shop",
+) -> dict[str, Any]:
+    """A Deployment of one container `app`."""
+    labels = {"app": name}
+    container: dict[str, Any] = {
+        "name": "app",
+        "image": "shop/web:1.4",
+        "resources": {"requests": {"cpu": cpu, "memory": memory}},
+    }
+    if limits:
+        container["resources"]["limits"] = limits
+    if resize_policy:
+        container["resizePolicy"] = resize_policy
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": labels}, "spec": {"containers": [container]}},
+        },
+    }
+
+
+def static_policy(
+    name: str,
+    app: str,
+    requests: dict[str, str],
+    *,
+    limits: dict[str, str] | None = None,
+    strategy_name: str = "default",
+    mode: str = "auto",
+    guardrails: dict[str, Any] | None = None,
+    namespace: str = "shop",
+) -> dict[str, Any]:
+    """A StaticPolicy for Deployment `app`, container `app`."""
+    values: dict[str, Any] = {"requests": requests}
+    if limits:
+        values["limits"] = limits
+    spec: dict[str, Any] = {
+        "automationStrategyRef": {"name": strategy_name},
+        "scope": {"labelSelector": {"matchLabels": {"app": app}}, "workloadTypes": ["Deployment"]},
+        "resources": {"containers": {"app": values}},
+        "mode": mode,
+    }
+    if guardrails:
+        spec["guardrails"] = guardrails
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "StaticPolicy",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": spec,
+    }
+
+
+async def create(kerf: Kerf, plural: str, body: dict[str, Any], namespace: str = "shop") -> None:
+    """Create a kerf custom object."""
+    await custom(kerf.api).create_namespaced_custom_object(GROUP, VERSION, namespace, plural, body)
+
+
+@contextlib.asynccontextmanager
+async def running_kerf(
+    tmp_path: Path,
+    *,
+    webhook: bool = True,
+    node_cpu: str = "4",
+    node_memory: str = "8Gi",
+    strategy_spec: dict[str, Any] | None = None,
+) -> AsyncIterator[Kerf]:
+    """kubesim with kerf's CRDs, namespaces `kerf-system` and `shop`, node `node-a`, the
+    AutomationStrategy `default` and (unless `webhook=False`) the webhook registered. The
+    reconciler is started by the test (`start_reconciler`), so workloads can run first."""
+    async with running_sim(tmp_path) as sim, sim.api_client() as api:
+        await install_crds(api)
+        await sim.add_namespace("kerf-system")
+        await sim.add_namespace("shop")
+        await sim.add_node("node-a", cpu=node_cpu, memory=node_memory)
+        body = strategy("default", "shop")
+        if strategy_spec is not None:
+            body["spec"] = strategy_spec
+        await custom(api).create_namespaced_custom_object(
+            GROUP, VERSION, "shop", "automationstrategies", body
+        )
+        kerf = Kerf(sim, api, tmp_path)
+        async with contextlib.AsyncExitStack() as stack:
+            if webhook:
+                hook = await stack.enter_async_context(running_webhook(api, tmp_path / "certs"))
+                await client.AdmissionregistrationV1Api(api).create_mutating_webhook_configuration(
+                    webhook_configuration(hook.url, hook.ca_bundle)
+                )
+            try:
+                yield kerf
+            finally:
+                for replica in kerf.replicas:
+                    if not replica.task.done():
+                        await replica.kill()
+
+
+async def wait_for(kerf: Kerf, check: Any, what: str, timeout_s: float = 10.0) -> Any:
+    """Poll an async `check` until it returns something truthy."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    while True:
+        result = await check()
+        if result:
+            return result
+        if loop.time() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.02)
