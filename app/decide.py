@@ -34,7 +34,7 @@ from app.models import (
     Window,
 )
 from app.owners import WorkloadRef
-from app.quantities import MIB, format_resource, parse_resource
+from app.quantities import MIB, QuantityError, format_resource, parse_resource
 from app.recommendations import RecommendationRow
 from app.selection import Candidate, Target
 from app.sync import ROLLBACK_KINDS
@@ -245,6 +245,8 @@ class _PlanFacts:
     #: the lowest confidence among the rows (None without rows)
     lowest_confidence: float | None
     last_applied: LastApplied | None
+    #: `lastApplied.containers` parsed: (container, field, resource) → amount
+    applied: Mapping[tuple[str, str, str], int]
     last_rollback: LastRollback | None
     any_proactive: bool
     #: the items that can become regular actions (not restores, strategy found)
@@ -318,7 +320,7 @@ class _Context:
         self.running = path == "running"
         self.containers = containers
         self.current = current
-        self.baseline = _baseline(facts.record, current, path)
+        self.baseline = _baseline(facts.applied, current, path)
         self.actions: list[_Action] = []
         self.has_restores = False
         self.dropped: list[tuple[Target, str]] = []
@@ -560,23 +562,33 @@ def _selected_value(target: Target, candidate: Candidate) -> SelectedValue:
 
 
 def _baseline(
-    record: RightsizingRecommendation | None, current: dict[str, Resources], path: Path
+    applied: Mapping[tuple[str, str, str], int], current: dict[str, Resources], path: Path
 ) -> dict[str, Resources]:
     """ "Current" for the guardrails: a running pod's spec; for a new pod the workload's
     last applied values, else the pod's manifest — so a rollout never undoes a step."""
-    if path == "running":
-        return current
-    last = record.status.last_applied if record and record.status else None
-    if last is None:
+    if path == "running" or not applied:
         return current
     baseline = {c: {f: dict(v) for f, v in r.items()} for c, r in current.items()}
+    for (container, fld, resource), amount in applied.items():
+        if container in baseline:
+            baseline[container][fld][resource] = amount
+    return baseline
+
+
+def _applied_amounts(last: LastApplied | None) -> dict[tuple[str, str, str], int]:
+    """`lastApplied.containers` as amounts, so comparisons are semantic (`1` = `1000m`);
+    a quantity that does not parse names no value (the API server would not store one)."""
+    amounts: dict[tuple[str, str, str], int] = {}
+    if last is None:
+        return amounts
     for container, values in last.containers.items():
-        if container not in baseline:
-            continue
         for fld in ("requests", "limits"):
             for resource, quantity in getattr(values, fld).items():
-                baseline[container][fld][resource] = parse_resource(resource, quantity)
-    return baseline
+                try:
+                    amounts[(container, fld, resource)] = parse_resource(resource, quantity)
+                except QuantityError:
+                    continue
+    return amounts
 
 
 def _plan_facts(
@@ -612,6 +624,7 @@ def _build_plan_facts(
         rows=rows,
         lowest_confidence=min(row.confidence for row in rows.values()) if rows else None,
         last_applied=status.last_applied if status else None,
+        applied=_applied_amounts(status.last_applied if status else None),
         last_rollback=status.last_rollback if status else None,
         any_proactive=any(i.proactive for i in items),
         regular_count=len(regular),
@@ -1090,9 +1103,10 @@ def _restarts_container(ctx: _Context) -> bool:
 
 
 def _check_cooldown(ctx: _Context) -> None:
-    record = ctx.record
-    last = record.status.last_applied if record and record.status else None
-    if last is None:
+    """Cooldown since the workload's last change stops a new proposal; the rollout of the
+    proposal last applied goes on, one pod after another (SPEC §6)."""
+    last = ctx.facts.last_applied
+    if last is None or _continues_rollout(ctx):
         return
     cooldown = (
         max(ctx.settings(p).cooldown for p in ctx.policies()) if ctx.policies() else timedelta(0)
@@ -1104,6 +1118,17 @@ def _check_cooldown(ctx: _Context) -> None:
             f"last change at {last.at.isoformat()}, cooldown {format_duration(cooldown)}",
             last.at + cooldown,
         )
+
+
+def _continues_rollout(ctx: _Context) -> bool:
+    """Every value the pod's plan sets is the one `lastApplied.containers` records: the
+    pod is one more step of the change already made, not a new proposal."""
+    applied = ctx.facts.applied
+    regular = ctx.regular()
+    return bool(regular) and all(
+        applied.get((a.target.container, a.target.field, a.target.resource)) == a.desired
+        for a in regular
+    )
 
 
 def _check_single_replica(ctx: _Context, method: str | None) -> None:

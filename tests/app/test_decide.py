@@ -212,6 +212,50 @@ def test_cooldown_after_a_change() -> None:
     assert later.outcome == "apply"
 
 
+def test_cooldown_lets_the_rollout_of_the_last_applied_proposal_go_on() -> None:
+    objs = static_objects({"app": {"requests": {"cpu": "250m", "memory": "256Mi"}}})
+    # The first pod got the proposal an hour ago; lastApplied records it, spelt differently.
+    applied = b.recommendation(
+        applied_at=NOW - timedelta(hours=1),
+        last_applied={"app": {"requests": {"cpu": "0.25", "memory": "268435456"}}},
+    )
+    v = b.view(*objs, applied)
+    second = b.decide(v, b.pod("web-7d4b9-bbbbb"))
+    assert (second.outcome, second.reason) == ("apply", None)
+    assert second.values["app"]["requests"] == {"cpu": "250m", "memory": "256Mi"}
+    # The first pod already has the values: nothing left to do, and no cooldown either.
+    done = {"requests": {"cpu": "250m", "memory": "256Mi"}, "limits": b.APP_RES["limits"]}
+    first = b.decide(v, b.pod(containers={"app": done}))
+    assert (first.outcome, first.reason) == ("skipped", "NoSignificantChange")
+
+
+def test_cooldown_stops_a_new_proposal_during_a_rollout() -> None:
+    # The policy now asks for less than what was applied: a new proposal waits.
+    objs = static_objects({"app": {"requests": {"cpu": "250m", "memory": "256Mi"}}})
+    applied = b.recommendation(
+        applied_at=NOW - timedelta(hours=1),
+        last_applied={"app": {"requests": {"cpu": "300m", "memory": "256Mi"}}},
+    )
+    d = b.decide(b.view(*objs, applied), b.pod())
+    assert (d.outcome, d.reason) == ("blocked", "Cooldown")
+    # A pod whose plan sets only part of the last proposal goes on; one setting a value
+    # the proposal does not name waits.
+    partial = {
+        "requests": {"cpu": "300m", "memory": "512Mi"},
+        "limits": b.APP_RES["limits"],
+    }
+    on = b.view(
+        *objs,
+        b.recommendation(
+            applied_at=NOW - timedelta(hours=1),
+            last_applied={"app": {"requests": {"cpu": "250m"}}},
+        ),
+    )
+    assert b.decide(on, b.pod(containers={"app": partial})).reason == "Cooldown"
+    same_memory = {**partial, "requests": {"cpu": "300m", "memory": "256Mi"}}
+    assert b.decide(on, b.pod(containers={"app": same_memory})).outcome == "apply"
+
+
 def test_cooldown_from_policy_guardrails() -> None:
     v = b.view(*static_objects(policy_kw={"guardrails": {"cooldown": "30m"}}), cooling())
     assert b.decide(v, b.pod()).outcome == "apply"
