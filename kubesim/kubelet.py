@@ -38,6 +38,9 @@ class Kubelet:
         self._unready: set[tuple[str, str]] = set()
         self._crashing: set[tuple[str, str]] = set()
         self._ips: dict[str, str] = {}
+        #: (namespace, pod) -> (Deferred|Infeasible, message): the node's verdict on that
+        #: pod's resizes, forced (a node whose real usage the simulator does not model)
+        self.resize_verdicts: dict[tuple[str, str], tuple[str, str]] = {}
 
     # ----------------------------------------------------------------- step
 
@@ -200,6 +203,9 @@ class Kubelet:
 
     def _fit(self, pod: Obj, node: Obj, all_pods: list[Obj]) -> tuple[str, str] | None:
         """None if the desired requests fit the node now, else (Deferred|Infeasible, message)."""
+        forced = self.resize_verdicts.get((pod["metadata"]["namespace"], pod["metadata"]["name"]))
+        if forced is not None:
+            return forced
         capacity = allocatable(node)
         wanted = pods.pod_requests(pod, "spec")
         for resource in ("cpu", "memory"):

@@ -2,9 +2,10 @@
 library decided for its running pods, report status and events.
 
 The decisions are `app.decide`'s; this module only carries them out:
-- an in-place change goes to every pod that needs it in one pass (`pods/resize`, only the
-  changed containers), unless the resize restarts a container: that, and eviction, is a
-  disruption, one pod at a time, the next only once the workload is whole and Ready again;
+- one pod at a time: the next is decided once the view shows the last change (so node
+  capacity counts it); an in-place change (`pods/resize`, only the changed containers)
+  goes on at once, a disruption (eviction, or a resize that restarts a container) only
+  once the workload is whole and Ready again;
 - an accepted resize is followed through its pod conditions; Deferred past
   `apply.fallbackAfter`, Infeasible, Error or a rejected patch fall back to eviction when
   `decide_fallback` allows it;
@@ -30,6 +31,7 @@ from typing import Any
 from app.annotations import APPROVE, POD_INFO
 from app.clock import Clock, utc_now
 from app.decide import PodDecision, decide_fallback, decide_pod, format_resources
+from app.durations import parse_duration
 from app.informer import ApiStatusError
 from app.models import RightsizingRecommendation
 from app.owners import WorkloadRef
@@ -150,6 +152,9 @@ class WorkloadReconciler:
         self._lease = webhook_lease
         self._clock = clock
         self._evictions = eviction_bucket or TokenBucket(self.config.eviction_rate)
+        #: pod uid -> the resourceVersion it had when kerf acted on it (until the view
+        #: shows the pod changed, it is not acted on again)
+        self._sent: dict[str, str] = {}
 
     # ------------------------------------------------------------------ the pass
 
@@ -196,26 +201,40 @@ class WorkloadReconciler:
         applies = [(p, d) for p, d in zip(running, decisions, strict=True) if d.outcome == "apply"]
         if not applies:
             return
-        gentle, disruptive = [], []
-        for pod, decision in applies:
-            current = format_resources_of(self.view, pod)
-            if decision.method == "inPlace" and not _restarts(pod, decision, current):
-                gentle.append((pod, decision))
-            else:
-                disruptive.append((pod, decision))
-        if gentle:
-            for pod, decision in gentle:
-                await self._resize(pod, decision, done)
-            return
-        if self._disrupted(workload, pods, running):
+        pod, decision = applies[0]
+        if self._awaiting(pod):
+            # The view has not seen the last action on this pod yet: deciding again now
+            # would repeat it.
             done.busy = True
             done.again_in(self.config.follow_s)
             return
-        pod, decision = disruptive[0]
+        gentle = decision.method == "inPlace" and not _restarts(
+            pod, decision, format_resources_of(self.view, pod)
+        )
+        if not gentle and self._disrupted(workload, pods, running):
+            done.busy = True
+            done.again_in(self.config.follow_s)
+            return
         if decision.method == "inPlace":
             await self._resize(pod, decision, done)
         else:
             await self._evict(pod, decision, now, done)
+
+    def _awaiting(self, pod: Mapping[str, Any]) -> bool:
+        meta = pod.get("metadata") or {}
+        sent = self._sent.get(str(meta.get("uid")))
+        if sent is None:
+            return False
+        if sent == meta.get("resourceVersion"):
+            return True
+        self._sent.pop(str(meta.get("uid")), None)
+        return False
+
+    def _mark_sent(self, pod: Mapping[str, Any]) -> None:
+        meta = pod.get("metadata") or {}
+        if len(self._sent) > 10_000:  # entries leave when their pod changes; bound anyway
+            self._sent.clear()
+        self._sent[str(meta.get("uid"))] = str(meta.get("resourceVersion"))
 
     async def _follow_resizes(
         self,
@@ -317,6 +336,7 @@ class WorkloadReconciler:
             await self._fall_back_rejected(pod, str(exc), done)
             return
         self.metrics.resizes.labels("requested").inc()
+        self._mark_sent(pod)
         log_fields(logger, "resized in place", **fields)
         done.busy = True
         done.applied = _applied(decision, "inPlace")
@@ -359,6 +379,8 @@ class WorkloadReconciler:
             return False
         result = await self.writer.evict(pod)
         self.metrics.evictions.labels(result).inc()
+        if result == "evicted":
+            self._mark_sent(pod)
         done.busy = True
         if result == "refused":
             log_fields(logger, "eviction refused (disruption budget); retrying later", pod=name)
@@ -377,7 +399,7 @@ class WorkloadReconciler:
         if self._lease is None:  # no cluster (state dir): nothing to ask
             return True
         renewed = await self._lease()
-        max_age = self.view.global_config.webhook_lease_max_age
+        max_age = parse_duration(self.view.global_config.webhook_lease_max_age)
         return renewed is not None and now - renewed <= max_age
 
     # ------------------------------------------------------------------ reporting
