@@ -267,6 +267,7 @@ async def run_cluster(
     leader = service.leader
     if leader is not None:
         tasks.append(asyncio.create_task(leader.run(), name="leader"))
+    graceful = True
     try:
         await _first(feed.wait_synced(), stop.wait())
         if stop.is_set():
@@ -287,8 +288,11 @@ async def run_cluster(
         resync.cancel()
         await asyncio.gather(*workers, resync, return_exceptions=True)
         return 0
+    except asyncio.CancelledError:
+        graceful = False  # torn down, not stopped: like a crash, the Lease simply expires
+        raise
     finally:
-        if leader is not None:
+        if leader is not None and graceful:
             await leader.release()
         for task in tasks:
             task.cancel()

@@ -1,0 +1,168 @@
+"""When an in-place resize cannot be made (SPEC §7): node capacity filters increases,
+Deferred past fallbackAfter and Infeasible fall back to eviction, a RestartContainer
+resize with restarts forbidden is evicted or blocked."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from kubernetes_asyncio import client
+
+from tests.reconciler.harness import (
+    Kerf,
+    create,
+    deployment,
+    running_kerf,
+    static_policy,
+    wait_for,
+)
+
+TARGET = {"cpu": "250m", "memory": "256Mi"}
+
+
+def requests_of(pod: dict[str, Any]) -> dict[str, str]:
+    return pod["spec"]["containers"][0]["resources"]["requests"]
+
+
+async def status_of(kerf: Kerf) -> dict[str, Any]:
+    record = await kerf.recommendation("deployment-web")
+    return (record or {}).get("status") or {}
+
+
+async def start(kerf: Kerf, **options: Any) -> list[dict[str, Any]]:
+    await client.AppsV1Api(kerf.api).create_namespaced_deployment(
+        "shop", deployment("web", **options)
+    )
+    await kerf.settle()
+    return await kerf.pods("web")
+
+
+def condition(pod: dict[str, Any], kind: str) -> dict[str, Any] | None:
+    return next((c for c in pod["status"].get("conditions") or [] if c["type"] == kind), None)
+
+
+async def test_an_increase_that_does_not_fit_the_node_is_filtered(tmp_path: Path) -> None:
+    async with running_kerf(tmp_path, node_cpu="1") as kerf:
+        before = await start(kerf)
+        replica = await kerf.start_reconciler()
+        await create(kerf, "staticpolicies", static_policy("web", "web", {"cpu": "900m"}))
+
+        async def blocked() -> dict[str, Any] | None:
+            status = await status_of(kerf)
+            return status if status.get("reason") == "InsufficientNodeCapacity" else None
+
+        status = await wait_for(kerf, blocked, "the increase to be filtered")
+        assert status["phase"] == "Blocked"
+        pods = await kerf.pods("web")
+        assert [p["metadata"]["uid"] for p in pods] == [p["metadata"]["uid"] for p in before]
+        assert all(requests_of(p)["cpu"] == "100m" for p in pods)
+        assert replica.service.metrics.evictions.labels("evicted")._value.get() == 0
+
+
+async def test_deferred_falls_back_to_eviction_after_fallback_after(tmp_path: Path) -> None:
+    async with running_kerf(tmp_path) as kerf:
+        (pod,) = await start(kerf, replicas=1)
+        name = pod["metadata"]["name"]
+        kerf.sim.kubelet.resize_verdicts[("shop", name)] = ("Deferred", "node is busy")
+        replica = await kerf.start_reconciler()
+        policy = static_policy(
+            "web",
+            "web",
+            TARGET,
+            guardrails={"allowSingleReplicaDisruption": True, "apply": {"fallbackAfter": "10m"}},
+        )
+        await create(kerf, "staticpolicies", policy)
+
+        async def deferred() -> bool:
+            pods = await kerf.pods("web")
+            found = condition(pods[0], "PodResizePending") if pods else None
+            return bool(found and found["reason"] == "Deferred")
+
+        await wait_for(kerf, deferred, "the resize to be Deferred")
+        await kerf.sim.advance(9 * 60)
+        replica.service.enqueue_all()
+        await kerf.settle()
+        assert [p["metadata"]["name"] for p in await kerf.pods("web")] == [name]
+        await kerf.sim.advance(2 * 60)
+        replica.service.enqueue_all()
+
+        async def replaced() -> list[dict[str, Any]] | None:
+            pods = await kerf.pods("web")
+            ok = len(pods) == 1 and pods[0]["metadata"]["name"] != name
+            return pods if ok and requests_of(pods[0]) == TARGET else None
+
+        await wait_for(kerf, replaced, "the Deferred pod evicted and replaced sized")
+        metrics = replica.service.metrics
+        assert metrics.fallbacks.labels("Deferred", "evicted")._value.get() == 1
+
+        async def fallback_event() -> bool:
+            return "ResizeFallback" in [e["reason"] for e in await kerf.events()]
+
+        await wait_for(kerf, fallback_event, "a ResizeFallback event")
+
+
+async def test_infeasible_falls_back_to_eviction(tmp_path: Path) -> None:
+    async with running_kerf(tmp_path) as kerf:
+        pods = await start(kerf)
+        names = [p["metadata"]["name"] for p in pods]
+        for name in names:
+            kerf.sim.kubelet.resize_verdicts[("shop", name)] = ("Infeasible", "too big")
+        replica = await kerf.start_reconciler()
+        await create(kerf, "staticpolicies", static_policy("web", "web", TARGET))
+
+        async def replaced() -> bool:
+            pods = await kerf.pods("web")
+            return (
+                len(pods) == 2
+                and not {p["metadata"]["name"] for p in pods} & set(names)
+                and all(requests_of(p) == TARGET for p in pods)
+            )
+
+        await wait_for(kerf, replaced, "both Infeasible pods evicted and replaced")
+        assert replica.service.metrics.fallbacks.labels("Infeasible", "evicted")._value.get() == 2
+
+
+RESTART_MEMORY = [
+    {"resourceName": "cpu", "restartPolicy": "NotRequired"},
+    {"resourceName": "memory", "restartPolicy": "RestartContainer"},
+]
+
+
+async def test_a_restarting_resize_with_restarts_forbidden_is_evicted(tmp_path: Path) -> None:
+    async with running_kerf(tmp_path) as kerf:
+        before = await start(kerf, resize_policy=RESTART_MEMORY)
+        await kerf.start_reconciler()
+        await create(kerf, "staticpolicies", static_policy("web", "web", TARGET))
+
+        async def replaced() -> bool:
+            pods = await kerf.pods("web")
+            uids = {p["metadata"]["uid"] for p in pods}
+            return (
+                len(pods) == 2
+                and not uids & {p["metadata"]["uid"] for p in before}
+                and all(requests_of(p) == TARGET for p in pods)
+            )
+
+        await wait_for(kerf, replaced, "evictions instead of restarting resizes")
+        # Never restarted in place: the containers of the new pods never restarted.
+        for pod in await kerf.pods("web"):
+            assert pod["status"]["containerStatuses"][0]["restartCount"] == 0
+
+
+async def test_a_restarting_resize_without_eviction_is_blocked(tmp_path: Path) -> None:
+    spec = {"inPlaceResize": {"enabled": True}, "podEviction": {"enabled": False}}
+    async with running_kerf(tmp_path, strategy_spec=spec) as kerf:
+        before = await start(kerf, resize_policy=RESTART_MEMORY)
+        await kerf.start_reconciler()
+        await create(kerf, "staticpolicies", static_policy("web", "web", TARGET))
+
+        async def blocked() -> dict[str, Any] | None:
+            status = await status_of(kerf)
+            return status if status.get("reason") == "NoCommonMethod" else None
+
+        status = await wait_for(kerf, blocked, "NoCommonMethod")
+        assert status["phase"] == "Blocked"
+        pods = await kerf.pods("web")
+        assert [p["metadata"]["uid"] for p in pods] == [p["metadata"]["uid"] for p in before]
+        assert all(requests_of(p)["memory"] == "128Mi" for p in pods)

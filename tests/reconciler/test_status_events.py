@@ -1,0 +1,180 @@
+"""The RightsizingRecommendation status, the dedup of Blocked/Skipped events, approve-once
+in audit mode, and what `kubectl get rightsizingrecommendations -A` shows."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from kubernetes_asyncio import client
+
+from tests.cluster import GROUP, VERSION, custom
+from tests.reconciler.harness import (
+    MERGE_PATCH,
+    Kerf,
+    create,
+    deployment,
+    running_kerf,
+    static_policy,
+    wait_for,
+)
+from tests.webhook.test_manifests import kubectl
+
+TARGET = {"cpu": "250m", "memory": "256Mi"}
+
+
+def requests_of(pod: dict[str, Any]) -> dict[str, str]:
+    return pod["spec"]["containers"][0]["resources"]["requests"]
+
+
+async def status_of(kerf: Kerf) -> dict[str, Any]:
+    record = await kerf.recommendation("deployment-web")
+    return (record or {}).get("status") or {}
+
+
+async def idle(kerf: Kerf, replica: Any) -> None:
+    """Let the queue run dry (a full resync of every workload)."""
+    await asyncio.sleep(0.05)
+    await wait_for(kerf, _idle(replica), "the queue to drain")
+
+
+def _idle(replica: Any) -> Any:
+    async def check() -> bool:
+        return replica.service.queue.idle
+
+    return check
+
+
+async def test_a_blocked_change_shows_its_reason_and_one_event(tmp_path: Path) -> None:
+    async with running_kerf(tmp_path) as kerf:
+        await client.AppsV1Api(kerf.api).create_namespaced_deployment(
+            "shop", deployment("web", replicas=1)
+        )
+        await kerf.settle()
+        replica = await kerf.start_reconciler()
+        # An eviction-only strategy and one replica: SingleReplicaUnsafe.
+        await custom(kerf.api).patch_namespaced_custom_object(
+            GROUP,
+            VERSION,
+            "shop",
+            "automationstrategies",
+            "default",
+            {"spec": {"inPlaceResize": {"enabled": False}}},
+            _content_type=MERGE_PATCH,
+        )
+        await create(kerf, "staticpolicies", static_policy("web", "web", TARGET))
+
+        async def blocked() -> dict[str, Any] | None:
+            status = await status_of(kerf)
+            return status if status.get("reason") == "SingleReplicaUnsafe" else None
+
+        status = await wait_for(kerf, blocked, "SingleReplicaUnsafe")
+        assert status["phase"] == "Blocked"
+        condition = next(c for c in status["conditions"] if c["type"] == "Blocked")
+        assert (condition["status"], condition["reason"]) == ("True", "SingleReplicaUnsafe")
+        for _ in range(3):  # resyncs decide the same: no second event
+            replica.service.enqueue_all()
+            await idle(kerf, replica)
+        events = [e for e in await kerf.events() if e["reason"] == "Blocked"]
+        assert len(events) == 1
+        assert events[0]["regarding"]["name"] == "web"
+        assert "SingleReplicaUnsafe" in events[0]["note"]
+
+
+async def test_approve_once_applies_the_audited_proposal_once(tmp_path: Path) -> None:
+    async with running_kerf(tmp_path) as kerf:
+        await client.AppsV1Api(kerf.api).create_namespaced_deployment(
+            "shop", deployment("web", replicas=2)
+        )
+        await kerf.settle()
+        replica = await kerf.start_reconciler()
+        await create(kerf, "staticpolicies", static_policy("web", "web", TARGET, mode="audit"))
+
+        async def proposed() -> dict[str, Any] | None:
+            status = await status_of(kerf)
+            return status if status.get("phase") == "Proposed" else None
+
+        status = await wait_for(kerf, proposed, "an audited proposal")
+        assert status["reason"] == "Audit"
+        proposal = status["proposal"]
+        assert proposal["containers"]["app"]["requests"] == TARGET
+        assert all(requests_of(p)["cpu"] == "100m" for p in await kerf.pods("web"))
+
+        await custom(kerf.api).patch_namespaced_custom_object(
+            GROUP,
+            VERSION,
+            "shop",
+            "rightsizingrecommendations",
+            "deployment-web",
+            {"metadata": {"annotations": {"rightsizing.kubex.ai/approve": proposal["id"]}}},
+            _content_type=MERGE_PATCH,
+        )
+
+        async def used() -> dict[str, Any] | None:
+            status = await status_of(kerf)
+            return status if status.get("approvedProposal") == proposal["id"] else None
+
+        status = await wait_for(kerf, used, "the approval to be applied and used up")
+        assert status["lastApplied"]["proposal"] == proposal["id"]
+        assert all(requests_of(p) == TARGET for p in await kerf.pods("web"))
+        assert replica.service.metrics.resizes.labels("requested")._value.get() == 2
+
+        # Used once: a new proposal of the audited policy is only proposed again.
+        await custom(kerf.api).patch_namespaced_custom_object(
+            GROUP,
+            VERSION,
+            "shop",
+            "staticpolicies",
+            "web",
+            {"spec": {"resources": {"containers": {"app": {"requests": {"cpu": "300m"}}}}}},
+            _content_type=MERGE_PATCH,
+        )
+
+        async def proposed_again() -> dict[str, Any] | None:
+            status = await status_of(kerf)
+            new = (status.get("proposal") or {}).get("id") not in (None, proposal["id"])
+            return status if status.get("reason") == "Audit" and new else None
+
+        await wait_for(kerf, proposed_again, "the next proposal to wait for approval")
+        assert all(requests_of(p)["cpu"] == "250m" for p in await kerf.pods("web"))
+
+
+async def test_kubectl_get_shows_the_columns(tmp_path: Path) -> None:
+    async with running_kerf(tmp_path, node_cpu="1") as kerf:
+        await client.AppsV1Api(kerf.api).create_namespaced_deployment(
+            "shop", deployment("web", replicas=2)
+        )
+        await kerf.settle()
+        await kerf.start_reconciler()
+        await create(kerf, "staticpolicies", static_policy("web", "web", {"cpu": "900m"}))
+
+        async def blocked() -> bool:
+            return (await status_of(kerf)).get("phase") == "Blocked"
+
+        await wait_for(kerf, blocked, "a Blocked phase")
+        done = await asyncio.to_thread(
+            subprocess.run,
+            [
+                kubectl(),
+                "--kubeconfig",
+                str(kerf.sim.kubeconfig_path),
+                "get",
+                "rightsizingrecommendations",
+                "-A",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+        header, row = done.stdout.splitlines()[:2]
+        assert header.split() == ["NAMESPACE", "NAME", "WORKLOAD", "PHASE", "REASON", "NEXT", "AGE"]
+        assert row.split()[:5] == [
+            "shop",
+            "deployment-web",
+            "Deployment/web",
+            "Blocked",
+            "InsufficientNodeCapacity",
+        ]
