@@ -193,5 +193,15 @@ def status_patch(
 
 
 def _canonical(value: Mapping[str, Any]) -> str:
-    # Times parsed into models come back with "+00:00"; the API writes "Z".
-    return dumps(value).replace("+00:00", "Z").replace(".000000Z", "Z")
+    # Times parsed into models come back with "+00:00"; the API writes "Z". Models fill
+    # in empty maps the written status leaves out.
+    return dumps(_pruned(value)).replace("+00:00", "Z").replace(".000000Z", "Z")
+
+
+def _pruned(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        pruned = {k: _pruned(v) for k, v in value.items()}
+        return {k: v for k, v in pruned.items() if v not in ({}, [], None)}
+    if isinstance(value, list):
+        return [_pruned(v) for v in value]
+    return value
