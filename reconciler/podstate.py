@@ -44,13 +44,15 @@ def _amounts(values: Mapping[str, Any] | None) -> dict[str, int]:
 
 
 def resources_running(pod: Mapping[str, Any]) -> bool:
-    """Every container runs with the resources its spec asks (the kubelet's
-    `containerStatuses[].resources` match, compared as amounts, not spellings)."""
+    """Every container runs with the resources its spec asks, as far as the kubelet
+    reports them (`containerStatuses[].resources`, compared as amounts, not spellings)."""
     statuses = {s.get("name"): s for s in (pod.get("status") or {}).get("containerStatuses") or ()}
     for container in (pod.get("spec") or {}).get("containers") or ():
         status = statuses.get(container.get("name"))
-        if status is None:
-            return False
+        if status is None or "resources" not in status:
+            # Not reported (a kubelet without in-place resize, or no status yet): nothing
+            # says the spec is not what runs.
+            continue
         wanted = container.get("resources") or {}
         have = status.get("resources") or {}
         for fld in ("requests", "limits"):

@@ -143,7 +143,8 @@ def build_status(
         "conditions": conditions,
         "current": summary.current,
         "selected": [dict(s) for s in summary.selected],
-        "observedGeneration": record.metadata.generation if record else None,
+        # A new object starts at generation 1 (it is created just before this status).
+        "observedGeneration": (record.metadata.generation or 1) if record else 1,
     }
     if summary.next_allowed_at is not None:
         status["nextAllowedAt"] = stamp(summary.next_allowed_at)

@@ -21,7 +21,9 @@ from reconciler.service import Reconciler, ServiceConfig, run_cluster
 from tests.cluster import (
     GROUP,
     VERSION,
+    Webhook,
     custom,
+    eventually,
     install_crds,
     running_webhook,
     strategy,
@@ -67,6 +69,7 @@ class Kerf:
     api: client.ApiClient
     tmp: Path
     replicas: list[RunningReconciler] = field(default_factory=list)
+    webhook: Webhook | None = None
 
     @property
     def core(self) -> client.CoreV1Api:
@@ -181,8 +184,15 @@ def static_policy(
 
 
 async def create(kerf: Kerf, plural: str, body: dict[str, Any], namespace: str = "shop") -> None:
-    """Create a kerf custom object."""
+    """Create a kerf custom object (and, with the webhook running, wait until its view has
+    it, so pods created next are admitted with it)."""
     await custom(kerf.api).create_namespaced_custom_object(GROUP, VERSION, namespace, plural, body)
+    if kerf.webhook is not None:
+        view = kerf.webhook.view
+        await eventually(
+            lambda: view.kerf_object(body["kind"], namespace, body["metadata"]["name"]),
+            f"the webhook to see {body['kind']} {body['metadata']['name']}",
+        )
 
 
 @contextlib.asynccontextmanager
@@ -212,6 +222,7 @@ async def running_kerf(
         async with contextlib.AsyncExitStack() as stack:
             if webhook:
                 hook = await stack.enter_async_context(running_webhook(api, tmp_path / "certs"))
+                kerf.webhook = hook
                 await client.AdmissionregistrationV1Api(api).create_mutating_webhook_configuration(
                     webhook_configuration(hook.url, hook.ca_bundle)
                 )

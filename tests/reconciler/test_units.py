@@ -1,0 +1,231 @@
+"""The reconciler's pure parts: the annotation patch, pod resize stages, the status and
+its patch, event dedup, the work queue and the token bucket."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from app.annotations import ARGS_KEY, fixed_key
+from app.models import parse_object
+from app.owners import WorkloadRef
+from reconciler.events import dedup_key, event_body, is_repeat
+from reconciler.podstate import resize_progress, resources_running
+from reconciler.publish import annotation_patch
+from reconciler.queue import QueueClosed, WorkQueue
+from reconciler.ratelimit import TokenBucket
+from reconciler.status import Summary, build_status, phase_of, status_patch
+
+NOW = datetime(2026, 11, 30, 12, tzinfo=UTC)
+REF = WorkloadRef("Deployment", "shop", "web")
+REQ = fixed_key("StaticPolicy", "requests")
+LIM = fixed_key("StaticPolicy", "limits")
+
+
+# ----------------------------------------------------------------------- publishing
+
+
+def test_no_patch_when_the_annotations_already_match() -> None:
+    current = {REQ: '{"app":{"cpu":"250m"}}', "team": "shop"}
+    assert annotation_patch(current, {REQ: '{"app":{"cpu":"250m"}}'}) is None
+
+
+def test_patch_sets_changed_keys_and_removes_stale_kerf_keys_only() -> None:
+    current = {REQ: "old", LIM: "stale", ARGS_KEY: "stale", "team": "shop", "x.io/y": "z"}
+    desired = {REQ: "new"}
+    assert annotation_patch(current, desired) == {REQ: "new", LIM: None, ARGS_KEY: None}
+
+
+# ----------------------------------------------------------------------- pod stages
+
+
+def pod(conditions: list[dict[str, Any]] = (), spec: str = "250m", running: str = "250m") -> Any:
+    return {
+        "spec": {"containers": [{"name": "app", "resources": {"requests": {"cpu": spec}}}]},
+        "status": {
+            "conditions": list(conditions),
+            "containerStatuses": [{"name": "app", "resources": {"requests": {"cpu": running}}}],
+        },
+    }
+
+
+def test_resources_compare_as_amounts() -> None:
+    assert resources_running(pod(spec="1", running="1000m"))
+    assert not resources_running(pod(spec="1", running="500m"))
+
+
+@pytest.mark.parametrize(
+    ("conditions", "stage"),
+    [
+        ([], "none"),
+        ([{"type": "PodResizePending", "status": "True", "reason": "Deferred"}], "deferred"),
+        ([{"type": "PodResizePending", "status": "True", "reason": "Infeasible"}], "infeasible"),
+        ([{"type": "PodResizeInProgress", "status": "True"}], "inProgress"),
+        ([{"type": "PodResizeInProgress", "status": "True", "reason": "Error"}], "error"),
+        ([{"type": "PodResizePending", "status": "False", "reason": "Deferred"}], "none"),
+    ],
+)
+def test_resize_stage_from_conditions(conditions: list[dict[str, Any]], stage: str) -> None:
+    assert resize_progress(pod(conditions)).stage == stage
+
+
+def test_a_spec_the_kubelet_does_not_run_yet_is_in_progress() -> None:
+    assert resize_progress(pod(spec="250m", running="100m")).stage == "inProgress"
+
+
+def test_deferred_since_its_transition() -> None:
+    deferred = {
+        "type": "PodResizePending",
+        "status": "True",
+        "reason": "Deferred",
+        "lastTransitionTime": "2026-11-30T11:00:00Z",
+    }
+    assert resize_progress(pod([deferred])).since == NOW - timedelta(hours=1)
+
+
+# ----------------------------------------------------------------------- status
+
+
+@pytest.mark.parametrize(
+    ("summary", "applied", "phase"),
+    [
+        (Summary("pending", "NoRunningPods", ""), False, "Pending"),
+        (Summary("apply", None, ""), True, "Pending"),
+        (Summary("skipped", "Audit", "", proposal=("p1", {})), False, "Proposed"),
+        (Summary("blocked", "Cooldown", ""), False, "Blocked"),
+        # An earlier change is still live: Applied, with the Blocked condition.
+        (Summary("blocked", "Cooldown", "", live=True), True, "Applied"),
+        (Summary("skipped", "NoSignificantChange", "", live=True), True, "Applied"),
+        (Summary("skipped", "NoSignificantChange", ""), False, "Skipped"),
+    ],
+)
+def test_phase(summary: Summary, applied: bool, phase: str) -> None:
+    assert phase_of(summary, applied) == phase
+
+
+def record(status: dict[str, Any] | None) -> Any:
+    doc = {
+        "apiVersion": "rightsizing.kubex.ai/v1alpha1",
+        "kind": "RightsizingRecommendation",
+        "metadata": {"name": "deployment-web", "namespace": "shop", "generation": 1},
+        "spec": {"targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}},
+    }
+    if status is not None:
+        doc["status"] = status
+    return parse_object(doc)
+
+
+def test_status_is_not_written_again_when_nothing_changed() -> None:
+    summary = Summary("blocked", "Cooldown", "wait", current={"app": {"requests": {"cpu": "1"}}})
+    first = build_status(
+        None, REF, summary, last_applied=None, last_event=None, approved=None, now=NOW
+    )
+    stored = record(first)
+    later = build_status(
+        stored,
+        REF,
+        summary,
+        last_applied=None,
+        last_event=None,
+        approved=None,
+        now=NOW + timedelta(hours=1),
+    )
+    assert later["conditions"] == first["conditions"]  # times move only on a change
+    assert status_patch(stored, later) is None
+
+
+def test_status_patch_removes_fields_that_go() -> None:
+    stored = record(
+        {"phase": "Blocked", "reason": "Cooldown", "nextAllowedAt": "2026-12-01T00:00:00Z"}
+    )
+    summary = Summary("skipped", "NoSignificantChange", "")
+    new = build_status(
+        stored, REF, summary, last_applied=None, last_event=None, approved=None, now=NOW
+    )
+    patch = status_patch(stored, new)
+    assert patch is not None and patch["nextAllowedAt"] is None
+    assert patch["phase"] == "Skipped"
+
+
+# ----------------------------------------------------------------------- events
+
+
+def test_a_blocked_event_repeats_only_for_a_new_reason_or_values() -> None:
+    key = dedup_key("Cooldown", {"app": {"cpu": "250m"}})
+    assert not is_repeat(None, key)
+    assert is_repeat(key, dedup_key("Cooldown", {"app": {"cpu": "250m"}}))
+    assert not is_repeat(key, dedup_key("Cooldown", {"app": {"cpu": "300m"}}))
+    assert not is_repeat(key, dedup_key("FreezeWindow", {"app": {"cpu": "250m"}}))
+
+
+def test_event_body_regards_the_workload() -> None:
+    body = event_body(
+        REF,
+        "apps/v1",
+        "u1",
+        reason="Blocked",
+        note="x" * 5000,
+        action="Decide",
+        warning=True,
+        now=NOW,
+        instance="r-0",
+    )
+    assert body["regarding"] == {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "name": "web",
+        "namespace": "shop",
+        "uid": "u1",
+    }
+    assert body["type"] == "Warning" and len(body["note"]) == 1024
+
+
+# ----------------------------------------------------------------------- queue
+
+
+async def test_queue_deduplicates_and_requeues_keys_added_while_active() -> None:
+    queue: WorkQueue[str] = WorkQueue()
+    queue.add("a")
+    queue.add("a")
+    queue.add("b")
+    assert len(queue) == 2
+    key, _ = await queue.get()
+    assert key == "a"
+    queue.add("a")  # changed while being worked on
+    assert len(queue) == 1
+    queue.done("a")
+    assert len(queue) == 2
+    assert [(await queue.get())[0], (await queue.get())[0]] == ["b", "a"]
+
+
+async def test_queue_schedules_and_backs_off_per_key() -> None:
+    queue: WorkQueue[str] = WorkQueue()
+    assert [queue.add_failed("a") for _ in range(3)] == [0.05, 0.1, 0.2]
+    queue.forget("a")
+    assert queue.add_failed("a") == 0.05
+    queue.add_after("b", 0.01)
+    key, _ = await asyncio.wait_for(queue.get(), 1)
+    assert key in ("a", "b")
+
+
+async def test_a_closed_queue_stops_its_workers() -> None:
+    queue: WorkQueue[str] = WorkQueue()
+    waiter = asyncio.create_task(queue.get())
+    await asyncio.sleep(0)
+    queue.close()
+    with pytest.raises(QueueClosed):
+        await waiter
+
+
+def test_token_bucket() -> None:
+    now = [0.0]
+    bucket = TokenBucket(2.0, 1.0, clock=lambda: now[0])
+    assert bucket.try_take() == 0.0
+    assert bucket.try_take() == pytest.approx(0.5)
+    now[0] = 0.5
+    assert bucket.try_take() == 0.0
+    with pytest.raises(ValueError):
+        TokenBucket(0)
