@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -16,10 +14,6 @@ from kubernetes_asyncio import client
 from app.informer import ABSENT_RECHECK_S, ClusterFeed
 from app.view import ClusterView
 from kubesim.sim import Simulator
-from webhook.certs import issue_certificates, write_certificates
-from webhook.main import serve_cluster, uvicorn_server
-from webhook.server import create_app
-from webhook.tls import ReloadingCertificate
 
 CRD_DIR = Path(__file__).resolve().parents[1] / "manifests" / "crds"
 GROUP, VERSION = "rightsizing.kubex.ai", "v1alpha1"
@@ -152,87 +146,3 @@ async def install_shop(sim: Simulator, api: client.ApiClient) -> None:
         "staticpolicies",
         static_policy("web", "shop", "web", "250m", "256Mi"),
     )
-
-
-@dataclass
-class Webhook:
-    """The webhook under test: its view, server task and the caBundle for its URL."""
-
-    view: ClusterView
-    url: str
-    ca_bundle: str
-    server: Any
-    task: asyncio.Task[None]
-
-    async def stop(self) -> None:
-        self.server.should_exit = True
-        await asyncio.wait_for(self.task, 10)
-
-
-def free_socket() -> socket.socket:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    return sock
-
-
-@contextlib.asynccontextmanager
-async def running_webhook(api: client.ApiClient, cert_dir: Path) -> AsyncIterator[Webhook]:
-    """The production wiring (`serve_cluster`) on 127.0.0.1:<random>, ready on entry."""
-    issued = issue_certificates()  # its SANs include 127.0.0.1
-    write_certificates(issued, cert_dir)
-    certificate = ReloadingCertificate(cert_dir / "tls.crt", cert_dir / "tls.key")
-    view = ClusterView()
-    sock = free_socket()
-    port = sock.getsockname()[1]
-    server = uvicorn_server(
-        create_app(view), certificate, host="127.0.0.1", port=port, log_level="warning"
-    )
-    task = asyncio.create_task(
-        serve_cluster(
-            server,
-            certificate,
-            view,
-            api,
-            namespace="kerf-system",
-            holder="kerf-webhook-e2e",
-            lease_interval_s=0.2,
-            sockets=[sock],
-        )
-    )
-    webhook = Webhook(view, f"https://127.0.0.1:{port}/mutate", issued.ca_bundle, server, task)
-    try:
-        await eventually(lambda: server.started and view.synced, "the webhook to be ready")
-        yield webhook
-    finally:
-        if not task.done():
-            await webhook.stop()
-        sock.close()
-
-
-def webhook_configuration(url: str, ca_bundle: str) -> dict[str, Any]:
-    """Like manifests/webhook/mutatingwebhookconfiguration.yaml, with a URL client config."""
-    return {
-        "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": "MutatingWebhookConfiguration",
-        "metadata": {"name": "kerf-webhook"},
-        "webhooks": [
-            {
-                "name": "pods.kerf.rightsizing.kubex.ai",
-                "admissionReviewVersions": ["v1"],
-                "sideEffects": "None",
-                "failurePolicy": "Ignore",
-                "timeoutSeconds": 3,
-                "reinvocationPolicy": "IfNeeded",
-                "clientConfig": {"url": url, "caBundle": ca_bundle},
-                "rules": [
-                    {
-                        "operations": ["CREATE"],
-                        "apiGroups": [""],
-                        "apiVersions": ["v1"],
-                        "resources": ["pods"],
-                    }
-                ],
-            }
-        ],
-    }

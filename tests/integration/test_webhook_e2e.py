@@ -27,12 +27,11 @@ from tests.cluster import (
     custom,
     deployment,
     eventually,
-    free_socket,
     install_shop,
-    running_webhook,
-    webhook_configuration,
 )
 from webhook.certs import issue_certificates, write_certificates
+from webhook.local import free_socket, webhook_configuration
+from webhook.local import running_local_webhook as running_webhook
 
 MERGE_PATCH = "application/merge-patch+json"
 T = TypeVar("T")
@@ -72,7 +71,7 @@ async def test_pods_follow_the_policy_and_fail_open(tmp_path: Path) -> None:
                 assert requests_of(pod) == {"cpu": "250m", "memory": "256Mi"}
                 assert POD_INFO in pod["metadata"]["annotations"]
             # Every replica renews the webhook Lease once it is ready.
-            assert await poll(lease_holder(api), bool) == "kerf-webhook-e2e"
+            assert await poll(lease_holder(api), bool) == "kerf-webhook-local"
 
             await custom(api).patch_namespaced_custom_object(
                 GROUP,

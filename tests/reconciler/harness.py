@@ -21,14 +21,12 @@ from reconciler.service import Reconciler, ServiceConfig, run_cluster
 from tests.cluster import (
     GROUP,
     VERSION,
-    Webhook,
     custom,
     eventually,
     install_crds,
-    running_webhook,
     strategy,
-    webhook_configuration,
 )
+from webhook.local import LocalWebhook, running_local_webhook, webhook_configuration
 
 MERGE_PATCH = "application/merge-patch+json"
 #: Fast enough for tests: follow changes every 50 ms, retry refused evictions at once.
@@ -69,7 +67,7 @@ class Kerf:
     api: client.ApiClient
     tmp: Path
     replicas: list[RunningReconciler] = field(default_factory=list)
-    webhook: Webhook | None = None
+    webhook: LocalWebhook | None = None
 
     @property
     def core(self) -> client.CoreV1Api:
@@ -221,7 +219,9 @@ async def running_kerf(
         kerf = Kerf(sim, api, tmp_path)
         async with contextlib.AsyncExitStack() as stack:
             if webhook:
-                hook = await stack.enter_async_context(running_webhook(api, tmp_path / "certs"))
+                hook = await stack.enter_async_context(
+                    running_local_webhook(api, tmp_path / "certs")
+                )
                 kerf.webhook = hook
                 await client.AdmissionregistrationV1Api(api).create_mutating_webhook_configuration(
                     webhook_configuration(hook.url, hook.ca_bundle)
