@@ -6,7 +6,7 @@ KUBECTL := .tools/bin/kubectl
 STATE_DIR ?= examples/storefront
 PORT ?= 8443
 
-.PHONY: install test lint fmt run explain crds bench bench-webhook certs tools clean
+.PHONY: install test lint fmt run demo explain crds bench bench-webhook bench-reconciler certs tools clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -41,7 +41,12 @@ certs: $(STAMP)
 explain: $(STAMP)
 	$(BIN)/kerf explain -f $(STATE_DIR) -o text
 
-# The main job on the bundled examples: show the decisions, then serve the webhook.
+# kerf's main job on the embedded default: kubesim, the webhook and the reconciler in one
+# process, a storefront rightsized and narrated; exits on its own, leaves nothing running.
+demo: $(STAMP) $(KUBECTL)
+	KUBECTL=$(CURDIR)/$(KUBECTL) $(BIN)/python -m demo
+
+# The bundled examples: show the decisions, then serve the webhook.
 run: $(STAMP) certs/tls.crt
 	$(BIN)/kerf explain -f $(STATE_DIR) -o text
 	$(BIN)/kerf webhook --state-dir $(STATE_DIR) --tls-cert certs/tls.crt --tls-key certs/tls.key --port $(PORT)

@@ -81,16 +81,20 @@ class LeaderElector:
         ):
             self._set(False)
 
-    def _set(self, leading: bool) -> None:
+    def _set(self, leading: bool, *, released: bool = False) -> None:
         if leading == self.is_leader:
             return
         self.is_leader = leading
+        fields = {"fields": {"identity": self.identity}}
         if leading:
             self.elected.set()
-            logger.info("became the leader", extra={"fields": {"identity": self.identity}})
+            logger.info("became the leader", extra=fields)
         else:
             self.elected.clear()
-            logger.warning("lost the leader Lease", extra={"fields": {"identity": self.identity}})
+            if released:
+                logger.info("released the leader Lease", extra=fields)
+            else:
+                logger.warning("lost the leader Lease", extra=fields)
         self._on_change(leading)
 
     async def _try(self) -> None:
@@ -151,7 +155,7 @@ class LeaderElector:
         """Give the Lease up (graceful shutdown): empty holder, so others take it now."""
         if not self.is_leader:
             return
-        self._set(False)
+        self._set(False, released=True)
         try:
             lease = await self._t.request("get", "leases", "GET", self._path)
             if (lease.get("spec") or {}).get("holderIdentity") != self.identity:

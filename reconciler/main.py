@@ -8,6 +8,8 @@ import asyncio
 import logging
 import signal
 import sys
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -21,7 +23,7 @@ from app.statedir import load_view
 from reconciler.api import ApiWriter, LeaseReader, RecordingWriter, Transport
 from reconciler.leader import LEASE_DURATION_S, LeaderElector
 from reconciler.metrics import reconciler_metrics
-from reconciler.reconcile import ExecutionConfig, WorkloadReconciler
+from reconciler.reconcile import ExecutionConfig, LeaseAge, WorkloadReconciler
 from reconciler.service import (
     RECONCILER_RESOURCES,
     Reconciler,
@@ -76,13 +78,14 @@ async def plan_state_dir(state_dir: Path, out: IO[str], now: datetime | None = N
     return 0
 
 
-def cached_lease(reader: LeaseReader, clock: Clock = utc_now):  # type: ignore[no-untyped-def]
-    """`reader.renewed_at` with a short cache."""
-    cache: list[tuple[datetime, datetime | None]] = []
+def cached_lease(reader: LeaseReader, monotonic: Callable[[], float] = time.monotonic) -> LeaseAge:
+    """`reader.renewed_at` with a short cache (kept by wall time, whatever the decision
+    clock is)."""
+    cache: list[tuple[float, datetime | None]] = []
 
     async def renewed_at() -> datetime | None:
-        now = clock()
-        if cache and (now - cache[0][0]).total_seconds() < LEASE_CACHE_S:
+        now = monotonic()
+        if cache and now - cache[0][0] < LEASE_CACHE_S:
             return cache[0][1]
         value = await reader.renewed_at()
         cache[:] = [(now, value)]
@@ -109,7 +112,7 @@ def build_service(
         view,
         writer,
         metrics,
-        webhook_lease=cached_lease(LeaseReader(transport, namespace, WEBHOOK_LEASE), clock),
+        webhook_lease=cached_lease(LeaseReader(transport, namespace, WEBHOOK_LEASE)),
         clock=clock,
         config=options.execution,
     )

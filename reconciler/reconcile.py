@@ -426,7 +426,9 @@ class WorkloadReconciler:
             else None
         )
         events = list(done.events)
-        if summary.outcome in ("blocked", "skipped") and summary.reason:
+        # A skip while the applied values run everywhere is nothing to report.
+        quiet = summary.outcome == "skipped" and summary.live
+        if summary.outcome in ("blocked", "skipped") and summary.reason and not quiet:
             key = dedup_key(summary.reason, summary.proposal or summary.selected)
             if not is_repeat(last_event, key):
                 events.append(

@@ -13,8 +13,10 @@ from typing import Any
 
 from kubernetes_asyncio import client
 
+from app.clock import Clock, utc_now
 from app.view import ClusterView
 from webhook.certs import issue_certificates, write_certificates
+from webhook.logs import DecisionLog
 from webhook.main import serve_cluster, uvicorn_server
 from webhook.server import create_app
 from webhook.tls import ReloadingCertificate
@@ -53,17 +55,19 @@ async def running_local_webhook(
     *,
     holder: str = "kerf-webhook-local",
     lease_interval_s: float = 0.2,
+    clock: Clock = utc_now,
+    log_level: str = "info",
 ) -> AsyncIterator[LocalWebhook]:
-    """The webhook on 127.0.0.1:<free port> with a fresh CA, ready (synced) on entry."""
+    """The webhook on 127.0.0.1:<free port> with a fresh CA, ready (synced) on entry;
+    decision lines below `log_level` are not written."""
     issued = issue_certificates()  # its SANs include 127.0.0.1
     write_certificates(issued, cert_dir)
     certificate = ReloadingCertificate(cert_dir / "tls.crt", cert_dir / "tls.key")
     view = ClusterView()
     sock = free_socket()
     port = sock.getsockname()[1]
-    server = uvicorn_server(
-        create_app(view), certificate, host="127.0.0.1", port=port, log_level="warning"
-    )
+    app = create_app(view, decision_log=DecisionLog(level=log_level))
+    server = uvicorn_server(app, certificate, host="127.0.0.1", port=port, log_level="warning")
     task = asyncio.create_task(
         serve_cluster(
             server,
@@ -74,6 +78,7 @@ async def running_local_webhook(
             holder=holder,
             lease_interval_s=lease_interval_s,
             sockets=[sock],
+            clock=clock,
         )
     )
     webhook = LocalWebhook(view, f"https://127.0.0.1:{port}/mutate", issued.ca_bundle, server, task)

@@ -18,6 +18,7 @@ import uvicorn
 from fastapi import FastAPI
 from kubernetes_asyncio import client
 
+from app.clock import Clock, utc_now
 from app.informer import ClusterFeed, api_client_from_config
 from app.view import ClusterView
 from webhook.lease import RENEW_INTERVAL_S, LeaseRenewer, holder_identity, own_namespace
@@ -103,9 +104,11 @@ async def serve_cluster(
     reload_interval_s: float = DEFAULT_RELOAD_INTERVAL_S,
     lease_interval_s: float = RENEW_INTERVAL_S,
     sockets: list[socket.socket] | None = None,
+    clock: Clock = utc_now,
 ) -> None:
     """Serve while watches keep `view` current and the Lease tells the reconciler that
-    admission works (renewed only while this replica is ready: serving a synced view)."""
+    admission works (renewed only while this replica is ready: serving a synced view;
+    `clock` stamps the renewals)."""
     feed = ClusterFeed(api_client, view)
     lease = LeaseRenewer(
         api_client,
@@ -113,6 +116,7 @@ async def serve_cluster(
         holder,
         interval_s=lease_interval_s,
         ready=lambda: view.synced and server.started,
+        clock=clock,
     )
     await serve(
         server,

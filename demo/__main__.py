@@ -1,0 +1,5 @@
+"""`python -m demo`."""
+
+from demo.story import main
+
+raise SystemExit(main())
