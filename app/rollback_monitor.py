@@ -28,7 +28,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from app.annotations import parse_key, recommendation_fingerprint
 from app.durations import parse_duration
@@ -56,9 +56,13 @@ from app.rollback_health import (
     pod_name,
     running_resources,
     runs_values,
+    thresholds_for,
 )
 from app.sync import policy_matches
 from app.workloads import ContainerResources, Workload
+
+if TYPE_CHECKING:
+    from app.view import ClusterView
 
 #: Event reasons (SPEC §8).
 MONITORING_STARTED = "RollbackMonitoringStarted"
@@ -650,3 +654,31 @@ def policy_counts(states: Iterable[RollbackState]) -> dict[str, int]:
         elif state.mode == "failedPermanent":
             counts["failedPermanent"] += 1
     return counts
+
+
+# ---------------------------------------------------------------------- from the view
+
+
+def monitor_inputs(view: ClusterView, workload: Workload) -> MonitorInputs:
+    """Everything `step` needs about a workload, read from the cluster view: the governing
+    rollback policy, the monitored fingerprint of its current recommendation, its pods,
+    replicas and template values, the strictest health thresholds of the policies that
+    contributed, and what the reconciler last applied (its RightsizingRecommendation)."""
+    plan = view.plan_for(workload)
+    record = view.recommendation_for(workload.ref)
+    contributing = {
+        (p.kind, p.metadata.namespace, p.metadata.name): p
+        for key, p in plan.sync.sources.items()
+        if (info := parse_key(key)) is not None and info.kind != "RollbackPolicy"
+    }
+    return MonitorInputs(
+        policy=rollback_policy_for(workload, view.policies_for_namespace(workload.namespace)),
+        fingerprint=monitored_fingerprint(plan.sync.annotations),
+        pods=view.pods_of(workload.ref),
+        replicas=workload.replicas,
+        manifest=dict(workload.containers),
+        thresholds=thresholds_for(view.guardrails(p) for p in contributing.values()),
+        applied=applied_from_status(
+            record.status.last_applied if record and record.status else None
+        ),
+    )

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from app.admission import admit_pod
 from app.annotations import POD_INFO, encode_fixed, encode_owned, fixed_key, policy_key
 from app.models import KerfResource, LastApplied
 from app.rollback import RollbackState, backoff_wait, decode_state, encode_state
@@ -24,6 +25,7 @@ from app.rollback_monitor import (
     MonitorInputs,
     Step,
     applied_from_status,
+    monitor_inputs,
     monitored_fingerprint,
     next_step,
     policy_counts,
@@ -645,3 +647,42 @@ def test_a_restarted_reconciler_resumes_identically(
         if state is not None:
             assert decode_state(live.annotation or "") == state
             assert state.restoring == (live.restore is not None) or state.mode == "failedPermanent"
+
+
+# ------------------------------------------------------------------ through the view
+
+
+def admitted(v: Any, name: str) -> dict[str, Any]:
+    """A new pod of web as the webhook leaves it: resources and annotations patched."""
+    fresh = b.pod(name, statuses=[{"name": "app", "restartCount": 0, "state": {"running": {}}}])
+    result = admit_pod(v, fresh, b.NS, T0)
+    assert result.outcome == "apply", result.message
+    fresh["metadata"]["annotations"].update(result.annotations)
+    fresh["spec"]["containers"][0]["resources"] = result.resources["app"]
+    fresh["metadata"]["creationTimestamp"] = b.ts(T0)
+    return fresh
+
+
+def test_a_pod_the_webhook_admitted_starts_monitoring_through_the_view() -> None:
+    guard = {"rollback": {"restarts": 2}}
+    objects = [*b.base_objects(replicas=1), b.static(guardrails=guard), b.rollback_policy()]
+    v = b.view(*objects)
+    workload = next(iter(v.workloads()))
+    v.apply(admitted(v, "web-7d4b9-new"))
+    given_inputs = monitor_inputs(v, workload)
+    assert given_inputs.policy is not None and given_inputs.policy.metadata.name == "rb"
+    assert given_inputs.fingerprint == v.plan_for(workload).fingerprint
+    assert given_inputs.thresholds.restarts == 2
+    assert given_inputs.replicas == 1 and given_inputs.manifest == {"app": b.APP_RES}
+    result = step(None, given_inputs, T0)
+    assert result.state is not None and result.state.mode == "monitoring"
+    # While the restore is published the fingerprint the machine watches stays the same.
+    rolling = encode_state(
+        RollbackState(
+            mode="rollingBack", active_recommendation_fingerprint=given_inputs.fingerprint
+        )
+    )
+    v.apply(b.deployment(replicas=1, annotations={"rightsizing.kubex.ai/rollback-state": rolling}))
+    restoring = next(iter(v.workloads()))
+    assert v.plan_for(restoring).fingerprint != given_inputs.fingerprint
+    assert monitor_inputs(v, restoring).fingerprint == given_inputs.fingerprint
