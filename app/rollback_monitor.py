@@ -166,8 +166,12 @@ def monitored_fingerprint(annotations: Mapping[str, str]) -> str | None:
 
 
 def applied_from_status(last_applied: LastApplied | None) -> Applied | None:
-    """`Applied` from the RightsizingRecommendation's `status.lastApplied` (its
-    `fingerprint` names the recommendation those values came from)."""
+    """`Applied` from the RightsizingRecommendation's `status.lastApplied`.
+
+    Its `fingerprint` must be the fingerprint of the plan whose values were applied
+    (`PodDecision.fingerprint`): while a restore is published that plan's fingerprint
+    includes the restore keys, so applying a restore never counts as applying the
+    recommendation."""
     if last_applied is None:
         return None
     containers = {

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from app.admission import admit_pod
 from app.annotations import POD_INFO, encode_fixed, encode_owned, fixed_key, policy_key
-from app.models import KerfResource, LastApplied
+from app.models import KerfResource, LastApplied, parse_object
 from app.rollback import RollbackState, backoff_wait, decode_state, encode_state
 from app.rollback_health import Applied
 from app.rollback_monitor import (
@@ -686,3 +686,20 @@ def test_a_pod_the_webhook_admitted_starts_monitoring_through_the_view() -> None
     restoring = next(iter(v.workloads()))
     assert v.plan_for(restoring).fingerprint != given_inputs.fingerprint
     assert monitor_inputs(v, restoring).fingerprint == given_inputs.fingerprint
+
+
+def test_the_last_rollback_a_step_returns_blocks_decreases_until_the_cooldown() -> None:
+    """What the integrator writes as status.lastRollback is what the Cooldown rule reads."""
+    result = rolled_back()
+    assert result.last_rollback is not None
+    written = result.last_rollback.model_dump(by_alias=True, mode="json", exclude_none=True)
+    record = b.recommendation(applied_at=T0 - timedelta(days=3))
+    doc = record.model_dump(by_alias=True, mode="json", exclude_none=True)
+    doc["status"]["lastRollback"] = written
+    lower = {"app": {"requests": {"cpu": "300m", "memory": "400Mi"}}}
+    objects = [*b.base_objects(replicas=2), b.static(containers=lower), parse_object(doc)]
+    for at, outcome in [(T0 + timedelta(hours=1), "blocked"), (T0 + timedelta(days=2), "apply")]:
+        decision = b.decide(b.view(*objects), b.pod(), now=at)
+        assert decision.outcome == outcome, decision.message
+        if outcome == "blocked":
+            assert decision.reason == "Cooldown"
