@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from app.decide import PodDecision, decide_pod
+from app.rollback_monitor import rollback_policy_for, summary
 from app.view import ClusterView
 
 For = Literal["admission", "running"]
@@ -39,8 +40,29 @@ def decision_json(decision: PodDecision) -> dict[str, Any]:
     return body
 
 
+def rollback_json(view: ClusterView) -> list[dict[str, Any]]:
+    """The rollback state of every workload a rollback policy governs or that carries a
+    rollback state: mode, turn, failure reason, and the next step with its time."""
+    found: list[dict[str, Any]] = []
+    for workload in sorted(view.workloads(), key=lambda w: (w.namespace, w.kind, w.name)):
+        policy = rollback_policy_for(workload, view.policies_for_namespace(workload.namespace))
+        state = view.rollback_state(workload)
+        if policy is None and state is None:
+            continue
+        found.append(
+            {
+                "kind": workload.kind,
+                "namespace": workload.namespace,
+                "name": workload.name,
+                "rollback": summary(state, policy),
+            }
+        )
+    return found
+
+
 def explain(view: ClusterView, *, now: datetime, forced: For | None = None) -> dict[str, Any]:
-    """Decisions for every pod in the view, ordered by namespace and name."""
+    """Decisions for every pod in the view, ordered by namespace and name, and the rollback
+    state of the workloads that have one."""
     pods = sorted(
         view.pods(),
         key=lambda p: ((p.get("metadata") or {}).get("namespace") or "", p["metadata"]["name"]),
@@ -49,7 +71,8 @@ def explain(view: ClusterView, *, now: datetime, forced: For | None = None) -> d
         "pods": [
             decision_json(decide_pod(view, pod, now=now, path=path_for(pod, forced)))
             for pod in pods
-        ]
+        ],
+        "workloads": rollback_json(view),
     }
 
 
@@ -100,4 +123,24 @@ def render_text(result: Mapping[str, Any]) -> str:
             ]
             lines.append(f"  {name}: {'; '.join(parts) or 'no resources'}")
         blocks.append("\n".join(lines))
+    blocks.extend(_rollback_text(w) for w in result.get("workloads") or [])
     return "\n\n".join(blocks) + "\n" if blocks else "no pods\n"
+
+
+def _rollback_text(workload: Mapping[str, Any]) -> str:
+    """A workload's rollback state: policy, mode and turn, failure, next step."""
+    state = workload["rollback"]
+    policy = state["policy"]
+    lines = [f"{workload['kind']} {workload['namespace']}/{workload['name']}  (rollback)"]
+    if policy is not None:
+        where = f"{policy['namespace']}/" if policy["namespace"] else ""
+        lines.append(f"  policy: {policy['kind']} {where}{policy['name']}")
+    turns = f"/{state['maxAttempts']}" if state["maxAttempts"] is not None else ""
+    lines.append(f"  state: {state['mode']}  turn {state['turn']}{turns}")
+    if state["failureReason"]:
+        lines.append(f"  failure: {state['failureReason']}: {state['failureMessage']}")
+    step = f"  next: {state['nextStep']}"
+    if state["nextStepAt"]:
+        step += f" at {state['nextStepAt']}"
+    lines.append(step)
+    return "\n".join(lines)

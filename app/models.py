@@ -610,6 +610,8 @@ class LastApplied(BaseModel):
     containers: dict[str, ResourceValues] = Field(default_factory=dict)
     #: the approved audit proposal this change carries out (None outside audit mode)
     proposal: str | None = None
+    #: the recommendation fingerprint these values came from (rollback monitoring)
+    fingerprint: str | None = None
 
 
 class LastRollback(BaseModel):

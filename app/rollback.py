@@ -20,7 +20,9 @@ Mode = Literal[
 ]
 MODES: tuple[str, ...] = Mode.__args__  # type: ignore[attr-defined]
 #: While in these modes the rollback restore keys are published and win selection.
-RESTORING_MODES = frozenset({"rollingBack", "backingOff"})
+#: `failedPermanent` keeps them: the failed recommendation must not come back through
+#: selection (when no restore target exists there is nothing to publish).
+RESTORING_MODES = frozenset({"rollingBack", "backingOff", "failedPermanent"})
 
 
 class RollbackStateError(ValueError):
@@ -40,6 +42,8 @@ class RollbackState:
     failure_reason: str | None = None
     failure_message: str | None = None
     last_successful_state: dict[str, ContainerResources] | None = field(default=None)
+    #: the baseline cohort of the monitoring window: the pods adoption is measured against
+    cohort: int | None = None
 
     @property
     def restoring(self) -> bool:
@@ -67,6 +71,7 @@ def encode_state(state: RollbackState) -> str:
             if state.last_successful_state is not None
             else None
         ),
+        "cohort": state.cohort,
     }
     return dumps({k: v for k, v in body.items() if v is not None})
 
@@ -94,8 +99,9 @@ def decode_state(text: str) -> RollbackState:
             failure_reason=raw.get("failureReason"),
             failure_message=raw.get("failureMessage"),
             last_successful_state=(last or {}).get("containers") if last else None,
+            cohort=int(raw["cohort"]) if raw.get("cohort") is not None else None,
         )
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, AttributeError) as exc:
         raise RollbackStateError(f"rollback-state has a bad field: {exc}") from None
 
 

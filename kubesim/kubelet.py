@@ -12,6 +12,7 @@ from kubesim.conditions import drop_condition, get_condition, set_condition
 from kubesim.errors import not_found
 from kubesim.nodes import allocatable, usage
 from kubesim.store import Obj, clone
+from kubesim.usage import act_out
 
 _POD_CONDITIONS = ("PodReadyToStartContainers", "Initialized", "ContainersReady", "Ready")
 
@@ -112,6 +113,7 @@ class Kubelet:
             out.append(current)
         status["containerStatuses"] = out
         self._resize(pod, node, all_pods, actuate, now)
+        act_out(pod, self.api.clock.now())
         ready = all(s["ready"] for s in out)
         for ctype in _POD_CONDITIONS:
             value = (

@@ -165,3 +165,87 @@ def test_console_script_runs_without_traceback(tmp_path: Path) -> None:
     )
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr and "unknown kind" in proc.stderr
+
+
+ROLLBACK_YAML = """
+apiVersion: v1
+kind: Namespace
+metadata: {name: shop}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  namespace: shop
+  labels: {app: web}
+  annotations:
+    rightsizing.kubex.ai/rollback-state: >-
+      {"mode": "backingOff", "turn": 2, "startedAt": "2026-11-29T11:58:00Z",
+      "expiryAt": "2026-11-29T12:02:00Z", "activeRecommendationFingerprint": "abc",
+      "failureReason": "oomKilled", "failureMessage": "web-1: container app OOM-killed 1 time(s)"}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - name: app
+        image: nginx
+        resources: {requests: {cpu: 400m, memory: 512Mi}}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: calm, namespace: shop}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: calm}}
+  template:
+    metadata: {labels: {app: calm}}
+    spec:
+      containers:
+      - {name: app, image: nginx}
+---
+apiVersion: rightsizing.kubex.ai/v1alpha1
+kind: RollbackPolicy
+metadata: {name: rb, namespace: shop, creationTimestamp: "2026-11-01T00:00:00Z"}
+spec:
+  scope: {labelSelector: {matchLabels: {app: web}}}
+  monitoringPeriod: 5m
+  rollbackTarget: manifest
+  adoptionThresholdPercent: 80
+  backoff: {timePeriod: 1m, multiplyByTurn: 2, maxAttempts: 3}
+"""
+
+
+def test_explain_shows_a_workloads_rollback_state_and_next_step(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "rollback.yaml"
+    path.write_text(ROLLBACK_YAML)
+    result = run_json(capsys, path)
+    assert result["workloads"] == [
+        {
+            "kind": "Deployment",
+            "namespace": "shop",
+            "name": "web",
+            "rollback": {
+                "policy": {"kind": "RollbackPolicy", "namespace": "shop", "name": "rb"},
+                "mode": "backingOff",
+                "turn": 2,
+                "maxAttempts": 3,
+                "activeRecommendationFingerprint": "abc",
+                "failureReason": "oomKilled",
+                "failureMessage": "web-1: container app OOM-killed 1 time(s)",
+                "nextStep": "retry the recommendation (turn 3)",
+                "nextStepAt": "2026-11-29T12:02:00Z",
+            },
+        }
+    ]
+    assert main(["explain", "-f", str(path), "--now", NOW, "-o", "text"]) == 0
+    text = capsys.readouterr().out
+    assert "Deployment shop/web  (rollback)" in text
+    assert "state: backingOff  turn 2/3" in text
+    assert "failure: oomKilled: web-1: container app OOM-killed 1 time(s)" in text
+    assert "next: retry the recommendation (turn 3) at 2026-11-29T12:02:00Z" in text
+    assert "calm" not in text

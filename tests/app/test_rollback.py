@@ -150,9 +150,16 @@ def test_restore_uses_the_chosen_rollback_policy() -> None:
     assert decode_payload(req, keys[req]).containers["app"]["cpu"] == "300m"
 
 
-@pytest.mark.parametrize("mode", ["idle", "monitoring", "monitoringSucceeded", "failedPermanent"])
-def test_no_restore_keys_outside_rolling_back_and_backing_off(mode: str) -> None:
+@pytest.mark.parametrize("mode", ["idle", "monitoring", "monitoringSucceeded"])
+def test_no_restore_keys_outside_a_rollback(mode: str) -> None:
     assert restore_keys([b.rollback_policy()], RollbackState(mode=mode)) == {}
+
+
+def test_failed_permanent_keeps_the_restore_keys() -> None:
+    # The failed recommendation must not win selection again: it is never retried.
+    keys = restore_keys([b.rollback_policy()], RollbackState(mode="failedPermanent"))
+    req = fixed_key("RollbackPolicy", "requests")
+    assert decode_payload(req, keys[req]).containers == {"app": {"cpu": "400m", "memory": "512Mi"}}
 
 
 def test_no_rollback_without_a_matching_policy() -> None:
