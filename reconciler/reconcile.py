@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from app.annotations import APPROVE, POD_INFO
+from app.annotations import APPROVE, POD_INFO, ROLLBACK_STATE
 from app.clock import Clock, utc_now
 from app.decide import PodDecision, decide_fallback, decide_pod, format_resources
 from app.durations import parse_duration
@@ -36,6 +36,8 @@ from app.informer import ApiStatusError
 from app.models import RightsizingRecommendation
 from app.owners import WorkloadRef
 from app.quantities import QuantityError, parse_resource
+from app.rollback_monitor import Step, monitor_inputs
+from app.rollback_monitor import step as rollback_step
 from app.view import ClusterView
 from app.workloads import Workload
 from reconciler.api import Writer
@@ -45,7 +47,14 @@ from reconciler.metrics import ReconcilerMetrics
 from reconciler.podstate import is_ready, is_running, is_terminating, resize_progress
 from reconciler.publish import annotation_patch
 from reconciler.ratelimit import TokenBucket
-from reconciler.status import Summary, build_status, recommendation_object, stamp, status_patch
+from reconciler.status import (
+    Summary,
+    build_status,
+    recommendation_object,
+    rollback_status,
+    stamp,
+    status_patch,
+)
 
 logger = logging.getLogger("kerf.reconciler")
 
@@ -181,8 +190,35 @@ class WorkloadReconciler:
             self.metrics.decisions.labels(decision.outcome, decision.reason or "").inc()
         done = _Pass()
         await self._execute(workload, pods, running, decisions, record, now, done)
-        await self._report(workload, obj, running, decisions, record, now, done)
+        rollback = await self._monitor(workload, obj, now, done)
+        await self._report(workload, obj, running, decisions, record, now, done, rollback)
         return done.requeue
+
+    async def _monitor(
+        self, workload: Workload, obj: Mapping[str, Any], now: datetime, done: _Pass
+    ) -> Step | None:
+        """Advance the rollback state machine (SPEC §8); its state lives in the workload's
+        `rollback-state` annotation, whose restore values the next pass publishes."""
+        state = self.view.rollback_state(workload)
+        inputs = monitor_inputs(self.view, workload)
+        if inputs.policy is None and state is None:
+            return None
+        result = rollback_step(state, inputs, now)
+        if result.write and result.annotation is not None:
+            await self.writer.patch_annotations(obj, {ROLLBACK_STATE: result.annotation})
+            log_fields(
+                logger,
+                "rollback state",
+                workload=_label(workload.ref),
+                mode=result.state.mode if result.state else None,
+                turn=result.state.turn if result.state else None,
+                reason=result.state.failure_reason if result.state else None,
+            )
+        for event in result.events:
+            done.events.append((event.reason, event.message, event.type == "Warning"))
+        if result.requeue_at is not None:
+            done.again_in(max(0.05, (result.requeue_at - now).total_seconds()))
+        return result
 
     # ------------------------------------------------------------------ executing
 
@@ -413,6 +449,7 @@ class WorkloadReconciler:
         record: RightsizingRecommendation | None,
         now: datetime,
         done: _Pass,
+        rollback: Step | None = None,
     ) -> None:
         ref = workload.ref
         status_before = record.status if record and record.status else None
@@ -448,6 +485,7 @@ class WorkloadReconciler:
             last_event=last_event,
             approved=approved,
             now=now,
+            rollback=rollback_status(rollback),
         )
         api_version = str(obj.get("apiVersion"))
         uid = (obj.get("metadata") or {}).get("uid")
@@ -509,6 +547,9 @@ def _applied(decision: PodDecision, method: str) -> dict[str, Any]:
     applied: dict[str, Any] = {"method": method, "containers": decision.values}
     if decision.proposal_id:
         applied["proposal"] = decision.proposal_id
+    if decision.fingerprint:
+        # The plan's fingerprint: rollback monitoring watches the recommendation it names.
+        applied["fingerprint"] = decision.fingerprint
     return applied
 
 
@@ -534,6 +575,11 @@ def _last_applied(
     if found is None:
         return previous
     if previous is not None and same_values(previous.get("containers") or {}, found["containers"]):
+        fingerprint = found.get("fingerprint")
+        if fingerprint and previous.get("fingerprint") != fingerprint:
+            # The same values under other keys (e.g. multi-policy toggled): a new
+            # recommendation for rollback monitoring, applied already.
+            return {**previous, "fingerprint": fingerprint}
         return previous
     return {"at": stamp(now), **found}
 
@@ -558,7 +604,13 @@ def _unrecorded(
         }
         if changed:
             has_info = POD_INFO in ((pod.get("metadata") or {}).get("annotations") or {})
-            return {"method": "admission" if has_info else "inPlace", "containers": changed}
+            found: dict[str, Any] = {
+                "method": "admission" if has_info else "inPlace",
+                "containers": changed,
+            }
+            if decision.fingerprint:
+                found["fingerprint"] = decision.fingerprint
+            return found
     return None
 
 

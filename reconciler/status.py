@@ -16,6 +16,7 @@ from typing import Any
 from app.annotations import dumps
 from app.models import API_VERSION, RightsizingRecommendation
 from app.owners import WorkloadRef
+from app.rollback_monitor import Step
 from reconciler.api import recommendation_name
 
 Values = dict[str, dict[str, dict[str, str]]]
@@ -36,6 +37,33 @@ class Summary:
     proposal: tuple[str, Values] | None = None
     #: the last applied values run on every running pod
     live: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class RollbackStatus:
+    """What rollback monitoring adds to the status: a phase that overrides the decision's
+    (RollingBack, RolledBack, Failed), the `Rollback` condition, a new `lastRollback`."""
+
+    phase: str | None
+    condition: dict[str, Any] | None
+    last_rollback: dict[str, Any] | None
+
+
+def rollback_status(result: Step | None) -> RollbackStatus | None:
+    """The status part of a rollback step (None without monitoring)."""
+    if result is None:
+        return None
+    condition = (
+        result.condition.model_dump(by_alias=True, mode="json", exclude_none=True)
+        if result.condition is not None
+        else None
+    )
+    last = (
+        result.last_rollback.model_dump(by_alias=True, mode="json", exclude_none=True)
+        if result.last_rollback is not None
+        else None
+    )
+    return RollbackStatus(result.phase, condition, last)
 
 
 def stamp(when: datetime) -> str:
@@ -107,6 +135,7 @@ def build_status(
     last_event: Mapping[str, Any] | None,
     approved: str | None,
     now: datetime,
+    rollback: RollbackStatus | None = None,
 ) -> dict[str, Any]:
     """The whole status of the workload's RightsizingRecommendation after this pass."""
     previous_status = record.status if record and record.status else None
@@ -136,6 +165,15 @@ def build_status(
             now,
         ),
     ]
+    if rollback is not None and rollback.condition is not None:
+        c = rollback.condition
+        conditions.append(
+            _condition(
+                previous, c["type"], c["status"], c.get("reason", ""), c.get("message", ""), now
+            )
+        )
+    if rollback is not None and rollback.phase is not None:
+        phase = rollback.phase
     status: dict[str, Any] = {
         "phase": phase,
         "workload": f"{ref.kind}/{ref.name}",
@@ -152,7 +190,9 @@ def build_status(
         status["proposal"] = {"id": summary.proposal[0], "containers": summary.proposal[1]}
     if last_applied is not None:
         status["lastApplied"] = dict(last_applied)
-    if previous_status is not None and previous_status.last_rollback is not None:
+    if rollback is not None and rollback.last_rollback is not None:
+        status["lastRollback"] = rollback.last_rollback
+    elif previous_status is not None and previous_status.last_rollback is not None:
         status["lastRollback"] = previous_status.last_rollback.model_dump(
             by_alias=True, mode="json", exclude_none=True
         )
