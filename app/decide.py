@@ -919,10 +919,14 @@ def _apply_value_rules(ctx: _Context) -> None:
     kept: list[_Action] = []
     refusals: list[str] = []
     for action in ctx.actions:
-        if action.item.restore:
-            kept.append(action)
-            continue
         t = action.target
+        if action.item.restore:
+            # Exempt from the rules, but a restore the pod already runs changes nothing.
+            if action.desired == ctx.current[t.container][t.field].get(t.resource):
+                ctx.dropped.append((t, NO_SIGNIFICANT_CHANGE))
+            else:
+                kept.append(action)
+            continue
         outcome = apply_value_rules(
             field=t.field,
             resource=t.resource,

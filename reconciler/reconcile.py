@@ -280,22 +280,25 @@ class WorkloadReconciler:
         now: datetime,
         done: _Pass,
     ) -> bool:
-        """Follow accepted resizes; fall back on one that cannot finish. True while any
-        resize is under way (nothing new starts meanwhile: one change at a time)."""
+        """Follow accepted resizes; fall back on one that cannot finish. True while a
+        resize is being carried out or a fallback was decided (nothing new starts
+        meanwhile: one change at a time); a resize the node defers does not hold the other
+        pods back until its `fallbackAfter` has passed."""
         under_way = False
         for pod in running:
             progress = resize_progress(pod)
             if progress.stage == "none":
                 continue
-            under_way = True
             cause = {"infeasible": "Infeasible", "error": "Error"}.get(progress.stage)
             if progress.stage == "deferred":
                 waited = now - (progress.since or now)
                 limit = self._fallback_after(workload)
                 if waited < limit:
+                    done.busy = True
                     done.again_in(max(0.5, (limit - waited).total_seconds()))
                     continue
                 cause = "Deferred"
+            under_way = True
             if cause is None:
                 done.again_in(self.config.follow_s)
                 continue

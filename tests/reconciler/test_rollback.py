@@ -1,0 +1,253 @@
+"""Rollback monitoring end to end (SPEC §8, seed rollback-policies.txt): kubesim's usage
+model makes a bad downsize OOM-kill its pods; the real reconciler monitors, rolls back,
+backs off, retries and gives up — in place and by eviction — with the real webhook sizing
+replacement pods."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from kubernetes_asyncio import client
+
+from app.annotations import ROLLBACK_STATE
+from kubesim.usage import USAGE
+from tests.reconciler.harness import (
+    Kerf,
+    RunningReconciler,
+    create,
+    running_kerf,
+    static_policy,
+    wait_for,
+)
+
+MANIFEST = {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"memory": "512Mi"}}
+EVICT_ONLY = {"inPlaceResize": {"enabled": False}, "podEviction": {"enabled": True}}
+
+
+def deployment(replicas: int = 2, memory_use: str = "300Mi") -> dict[str, Any]:
+    labels = {"app": "web"}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": "shop", "labels": labels},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {
+                    "labels": labels,
+                    "annotations": {
+                        USAGE: orjson.dumps({"app": {"cpu": "50m", "memory": memory_use}}).decode()
+                    },
+                },
+                "spec": {
+                    "containers": [{"name": "app", "image": "shop/web:1.4", "resources": MANIFEST}]
+                },
+            },
+        },
+    }
+
+
+def rollback_policy(
+    target: str = "manifest", threshold: int = 50, attempts: int = 2, reopen: bool = True
+) -> dict[str, Any]:
+    return {
+        "apiVersion": "rightsizing.kubex.ai/v1alpha1",
+        "kind": "RollbackPolicy",
+        "metadata": {"name": "web", "namespace": "shop"},
+        "spec": {
+            "monitoringPeriod": "5m",
+            "rollbackTarget": target,
+            "adoptionThresholdPercent": threshold,
+            "backoff": {"timePeriod": "1m", "multiplyByTurn": 2, "maxAttempts": attempts},
+            "enableMonitoringReopen": reopen,
+        },
+    }
+
+
+def downsize(memory_limit: str = "256Mi") -> dict[str, Any]:
+    """Memory limit 512Mi -> `memory_limit` (the app uses 300Mi)."""
+    return static_policy(
+        "web",
+        "web",
+        {"memory": "200Mi"},
+        limits={"memory": memory_limit},
+        guardrails={"cooldown": "1m", "allowSingleReplicaDisruption": True},
+    )
+
+
+async def state_of(kerf: Kerf) -> dict[str, Any]:
+    web = await client.AppsV1Api(kerf.api).read_namespaced_deployment("web", "shop")
+    text = (web.metadata.annotations or {}).get(ROLLBACK_STATE)
+    return orjson.loads(text) if text else {}
+
+
+async def drive(
+    kerf: Kerf, replica: RunningReconciler, mode: str, *, step_s: float = 30, steps: int = 40
+) -> dict[str, Any]:
+    """Move the simulated clock on in steps (the reconciler looks at everything after each)
+    until the rollback state reaches `mode` ("never": just run the steps)."""
+    for _ in range(steps):
+        state = await state_of(kerf)
+        if state.get("mode") == mode:
+            return state
+        await kerf.sim.advance(step_s)
+        replica.service.enqueue_all()
+        await asyncio.sleep(0.15)
+        await wait_for(kerf, _idle(replica), "the reconciler to settle")
+    if mode == "never":
+        return await state_of(kerf)
+    raise AssertionError(f"rollback state never reached {mode}: {await state_of(kerf)}")
+
+
+def _idle(replica: RunningReconciler) -> Any:
+    async def check() -> bool:
+        return replica.service.queue.idle
+
+    return check
+
+
+async def limits_of(kerf: Kerf) -> list[str]:
+    return [
+        p["spec"]["containers"][0]["resources"]["limits"]["memory"] for p in await kerf.pods("web")
+    ]
+
+
+async def reasons(kerf: Kerf) -> list[str]:
+    """Event reasons in the order they were recorded."""
+    events = sorted(await kerf.events(), key=lambda e: int(e["metadata"]["resourceVersion"]))
+    return [e["reason"] for e in events]
+
+
+async def start(kerf: Kerf, replicas: int = 2, memory_use: str = "300Mi") -> RunningReconciler:
+    await client.AppsV1Api(kerf.api).create_namespaced_deployment(
+        "shop", deployment(replicas, memory_use)
+    )
+    await kerf.settle()
+    return await kerf.start_reconciler()
+
+
+@pytest.mark.parametrize("strategy", [None, EVICT_ONLY], ids=["in-place", "eviction"])
+async def test_a_healthy_change_is_monitored_and_succeeds(
+    tmp_path: Path, strategy: dict[str, Any] | None
+) -> None:
+    async with running_kerf(tmp_path, strategy_spec=strategy) as kerf:
+        replica = await start(kerf, memory_use="100Mi")
+        await create(kerf, "rollbackpolicies", rollback_policy(target="lastSuccessful"))
+        await create(kerf, "staticpolicies", downsize())
+        await drive(kerf, replica, "monitoring", step_s=1)
+        state = await drive(kerf, replica, "monitoringSucceeded")
+        assert state["lastSuccessfulState"]["containers"]["app"]["limits"]["memory"] == "256Mi"
+        assert await limits_of(kerf) == ["256Mi", "256Mi"]
+        found = await reasons(kerf)
+        assert "RollbackMonitoringStarted" in found and "RollbackMonitoringSucceeded" in found
+
+
+@pytest.mark.parametrize("strategy", [None, EVICT_ONLY], ids=["in-place", "eviction"])
+async def test_an_oom_killing_downsize_rolls_back_backs_off_and_fails_permanently(
+    tmp_path: Path, strategy: dict[str, Any] | None
+) -> None:
+    async with running_kerf(tmp_path, strategy_spec=strategy) as kerf:
+        replica = await start(kerf)
+        await create(kerf, "rollbackpolicies", rollback_policy(attempts=2))
+        await create(kerf, "staticpolicies", downsize())
+        await drive(kerf, replica, "monitoring", step_s=1)
+        state = await drive(kerf, replica, "failedPermanent", step_s=20, steps=80)
+        assert (state["turn"], state["failureReason"]) == (2, "oomKilled")
+        record = await kerf.recommendation("deployment-web")
+        assert record["status"]["phase"] == "Failed"
+        assert record["status"]["lastRollback"]["resources"] == ["memory"]
+        # The manifest's values are back, and stay: the failed fingerprint is not retried.
+        assert await limits_of(kerf) == ["512Mi", "512Mi"]
+        found = [r for r in await reasons(kerf) if r.startswith("Rollback")]
+        assert found == [
+            "RollbackMonitoringStarted",
+            "RollbackRollingBackStarted",
+            "RollbackBackingOff",
+            "RollbackMonitoringStarted",
+            "RollbackRollingBackStarted",
+            "RollbackBackingOff",
+            "RollbackFailedPermanent",
+        ]
+        await drive(kerf, replica, "never", steps=5)
+
+
+async def test_last_successful_missing_fails_permanently(tmp_path: Path) -> None:
+    async with running_kerf(tmp_path) as kerf:
+        replica = await start(kerf)
+        await create(kerf, "rollbackpolicies", rollback_policy(target="lastSuccessful"))
+        await create(kerf, "staticpolicies", downsize())
+        state = await drive(kerf, replica, "failedPermanent")
+        assert state["failureReason"] == "rollbackRecommendationUnavailable"
+
+
+@pytest.mark.parametrize(("threshold", "mode"), [(20, "monitoringSucceeded"), (100, "backingOff")])
+async def test_adoption_threshold_over_five_replicas(
+    tmp_path: Path, threshold: int, mode: str
+) -> None:
+    async with running_kerf(tmp_path, node_cpu="8", node_memory="16Gi") as kerf:
+        await client.AppsV1Api(kerf.api).create_namespaced_deployment(
+            "shop", deployment(5, memory_use="100Mi")
+        )
+        await client.PolicyV1Api(kerf.api).create_namespaced_pod_disruption_budget(
+            "shop",
+            {
+                "apiVersion": "policy/v1",
+                "kind": "PodDisruptionBudget",
+                "metadata": {"name": "web", "namespace": "shop"},
+                "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": "web"}}},
+            },
+        )
+        await kerf.settle()
+        # One pod keeps its old values: the node defers its resize for good.
+        first = (await kerf.pods("web"))[0]["metadata"]["name"]
+        kerf.sim.kubelet.resize_verdicts[("shop", first)] = ("Deferred", "busy")
+        replica = await kerf.start_reconciler()
+        await create(kerf, "rollbackpolicies", rollback_policy(threshold=threshold))
+        policy = downsize()
+        policy["spec"]["guardrails"]["apply"] = {"fallbackAfter": "1h"}
+        await create(kerf, "staticpolicies", policy)
+        await drive(kerf, replica, "monitoring", step_s=1)
+        state = await drive(kerf, replica, mode, step_s=10)
+        if threshold == 100:  # 4 of 5 adopted: not enough, rolled back
+            assert state["failureReason"] == "adoptionThresholdNotMet"
+            assert "adoption threshold of 100%" in state["failureMessage"]
+        else:  # 4 of 5 adopted: at least 20 %
+            assert "failureReason" not in state
+
+
+async def test_a_restarted_reconciler_resumes_monitoring(tmp_path: Path) -> None:
+    async with running_kerf(tmp_path) as kerf:
+        first = await start(kerf)
+        await create(kerf, "rollbackpolicies", rollback_policy(attempts=2))
+        await create(kerf, "staticpolicies", downsize())
+        started = await drive(kerf, first, "monitoring", step_s=1)
+        await first.kill()
+        second = await kerf.start_reconciler(identity="second")
+        await wait_for(kerf, _leading(second), "the second replica to lead")
+        backing = await drive(kerf, second, "backingOff", step_s=10)
+        # The window the first replica opened, resumed: it ended (and the rollback began)
+        # when it was due, not a full period after the restart.
+        assert backing["rollbackStartedAt"] == started["expiryAt"]
+        assert backing["failureReason"] == "oomKilled"
+        await second.shutdown()
+        third = await kerf.start_reconciler(identity="third")
+        await wait_for(kerf, _leading(third), "the third replica to lead")
+        await kerf.settle()
+        assert (await state_of(kerf))["expiryAt"] == backing["expiryAt"]  # backoff resumed
+        for _ in range(20):
+            state = await drive(kerf, third, "never", step_s=30, steps=1)
+            if state["turn"] == 2:
+                break
+        assert state["turn"] == 2
+
+
+def _leading(replica: RunningReconciler) -> Any:
+    async def check() -> bool:
+        return replica.service.leading and replica.service.view.synced
+
+    return check
