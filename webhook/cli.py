@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import ssl
 import sys
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from webhook.certs import (
 )
 from webhook.main import DEFAULT_HOST, DEFAULT_PORT, DEFAULT_RELOAD_INTERVAL_S, run_webhook
 from webhook.review import decode_patch
+from webhook.tls import EncryptedKeyError
 
 
 def add_certs_arguments(parser: argparse.ArgumentParser) -> None:
@@ -118,6 +120,16 @@ def webhook_command(args: argparse.Namespace) -> int:
         )
     except ConfigException as exc:
         print(f"kerf webhook: cannot connect to the cluster: {exc}", file=sys.stderr)
+        return 2
+    except EncryptedKeyError as exc:
+        print(f"kerf webhook: --tls-key {exc}", file=sys.stderr)
+        return 2
+    except ssl.SSLError as exc:
+        print(
+            f"kerf webhook: --tls-cert {args.tls_cert} and --tls-key {args.tls_key} "
+            f"do not load as a pair: {exc}",
+            file=sys.stderr,
+        )
         return 2
     return 0
 

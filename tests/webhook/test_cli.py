@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.webhook.tls_helpers import encrypt_key
 from webhook.certs import issue_certificates, write_certificates
 from webhook.cli import add_webhook_arguments, webhook_command
 
@@ -47,3 +48,15 @@ def test_an_unusable_kubeconfig_fails_with_one_line(
     argv = ["--tls-cert", str(tmp_path / "tls.crt"), "--tls-key", str(tmp_path / "tls.key")]
     assert webhook_command(parse([*argv, "--kubeconfig", str(tmp_path / "kubeconfig")])) == 2
     assert "kerf webhook: cannot connect to the cluster" in capsys.readouterr().err
+
+
+def test_an_encrypted_key_is_refused_with_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_certificates(issue_certificates(), tmp_path)
+    encrypt_key(tmp_path / "tls.key")
+    argv = ["--tls-cert", str(tmp_path / "tls.crt"), "--tls-key", str(tmp_path / "tls.key")]
+    assert webhook_command(parse([*argv, "--state-dir", str(tmp_path)])) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "tls.key" in err and "encrypted" in err

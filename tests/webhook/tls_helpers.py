@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from cryptography.hazmat.primitives import serialization
 from fastapi import FastAPI
 
 from webhook.certs import issue_certificates, write_certificates
@@ -35,6 +36,18 @@ def client_context(*ca_files: Path) -> ssl.SSLContext:
 
 def issue_into(cert_dir: Path) -> None:
     write_certificates(issue_certificates(), cert_dir)
+
+
+def encrypt_key(key_file: Path) -> None:
+    """Rewrite an unencrypted PEM key as a pass-phrase protected one."""
+    key = serialization.load_pem_private_key(key_file.read_bytes(), password=None)
+    key_file.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.BestAvailableEncryption(b"pass phrase"),
+        )
+    )
 
 
 @contextlib.asynccontextmanager
