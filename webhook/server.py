@@ -32,7 +32,13 @@ from starlette.responses import Response
 from app.clock import Clock, utc_now
 from app.quantities import QuantityError
 from webhook.bounds import DEFAULT_BOUNDS, RequestBounds, over_bounds
-from webhook.limits import MAX_BODY_BYTES, BodyTooLarge, read_body
+from webhook.limits import (
+    DEFAULT_READ_TIMEOUT_S,
+    MAX_BODY_BYTES,
+    BodyTimeout,
+    BodyTooLarge,
+    read_body,
+)
 from webhook.logs import LOGGER_NAME, DecisionLog, bounded, decision_record, identifier
 from webhook.metrics import WebhookMetrics, create_metrics
 from webhook.patch import build_patch, patched_resources
@@ -58,6 +64,14 @@ JSON = "application/json"
 
 class DeadlineExceeded(Exception):
     """The decision took longer than the handler deadline; its result is not used."""
+
+
+class _Refusal(Exception):
+    """A request answered without a decision; `response` is the answer (4xx)."""
+
+    def __init__(self, response: Response):
+        super().__init__(response.status_code)
+        self.response = response
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +106,7 @@ def create_app(
     max_body_bytes: int = MAX_BODY_BYTES,
     decision_log: DecisionLog | None = None,
     bounds: RequestBounds = DEFAULT_BOUNDS,
+    read_timeout_s: float = DEFAULT_READ_TIMEOUT_S,
 ) -> FastAPI:
     """Build the webhook app over `view`.
 
@@ -99,7 +114,7 @@ def create_app(
     tests pass a stand-in. `deadline_s` bounds one decision; past it the pod is allowed
     unchanged. `clock` supplies the decision time. Decisions are written to
     `decision_log` (JSON lines on stderr by default). A pod over `bounds` is admitted
-    unchanged without a decision.
+    unchanged without a decision; a body not read within `read_timeout_s` gets 408.
 
     `app.state.refuse(status, reason, message)` counts and logs a request answered
     without a decision; the connection guard (`webhook.connections`) reports through it.
@@ -134,7 +149,27 @@ def create_app(
 
     def refused(status: int, reason: str, message: str) -> Response:
         refuse(status, reason, message)
-        return Response(orjson.dumps({"error": message}), status_code=status, media_type=JSON)
+        # The rest of a refused body may still be on its way: do not read on after it.
+        headers = {"connection": "close"} if status in (408, 413) else None
+        return Response(
+            orjson.dumps({"error": message}), status_code=status, media_type=JSON, headers=headers
+        )
+
+    async def body_of(http: Request) -> Any:
+        """The parsed body; `_Refusal` carries the answer when there is none to decide."""
+        try:
+            return load_json(await read_body(http, max_body_bytes, read_timeout_s))
+        except BodyTooLarge as exc:
+            raise _Refusal(refused(413, "TooLarge", str(exc))) from None
+        except BodyTimeout as exc:
+            raise _Refusal(refused(408, "ReadTimeout", str(exc))) from None
+        except BodyError as exc:
+            raise _Refusal(refused(400, "NotJSON", str(exc))) from None
+        except ClientDisconnect:
+            # Nobody is left to read an answer; uvicorn drops it. Without this the
+            # exception reached uvicorn, which logged a traceback and a 500.
+            refuse(None, "ClientGone", "the client closed the connection before sending the body")
+            raise _Refusal(Response(status_code=400)) from None
 
     def fail_open(uid: str, cause: str, message: str, api_version: str = API_VERSION_V1) -> _Answer:
         metrics.count_fail_open(cause)
@@ -209,24 +244,13 @@ def create_app(
             ),
         )
 
-    def client_gone() -> Response:
-        # Nobody is left to read an answer; uvicorn drops it. Without this the
-        # exception reached uvicorn, which logged a traceback and a 500.
-        refuse(None, "ClientGone", "the client closed the connection before sending the body")
-        return Response(status_code=400)
-
     @api.post("/mutate")
     async def mutate(http: Request) -> Response:
         started = time.perf_counter()
         try:
-            body = await read_body(http, max_body_bytes)
-            doc = load_json(body)
-        except BodyTooLarge as exc:
-            return refused(413, "TooLarge", str(exc))
-        except BodyError as exc:
-            return refused(400, "NotJSON", str(exc))
-        except ClientDisconnect:
-            return client_gone()
+            doc = await body_of(http)
+        except _Refusal as refusal:
+            return refusal.response
         request: AdmissionRequest | None = None
         uid = ""
         try:
@@ -253,13 +277,9 @@ def create_app(
     async def noop(http: Request) -> Response:
         """Parse and allow without deciding: the benchmark's baseline for /mutate."""
         try:
-            doc = load_json(await read_body(http, max_body_bytes))
-        except BodyTooLarge as exc:
-            return refused(413, "TooLarge", str(exc))
-        except BodyError as exc:
-            return refused(400, "NotJSON", str(exc))
-        except ClientDisconnect:
-            return client_gone()
+            doc = await body_of(http)
+        except _Refusal as refusal:
+            return refusal.response
         request = doc.get("request") if isinstance(doc, dict) else None
         uid = request.get("uid") if isinstance(request, dict) else None
         return Response(review_response(uid if isinstance(uid, str) else ""), media_type=JSON)
