@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import io
+import logging
 import ssl
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -149,3 +150,22 @@ async def test_invalid_http_gets_400_and_is_counted(cert_dir: Path) -> None:
         assert await metric(server, "InvalidHTTP") == 1
     assert answer.startswith(b"HTTP/1.1 400 "), answer
     assert refusals(log) == [(400, "InvalidHTTP")]
+
+
+async def test_a_client_gone_mid_body_is_no_error(
+    cert_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Half a body, then the client closes: one quiet refusal line, no traceback, no 500."""
+    async with guarded(cert_dir) as (server, log):
+        with caplog.at_level(logging.INFO):
+            reader, writer = await connect(server)
+            writer.write(b"POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{")
+            await writer.drain()
+            await asyncio.sleep(0.05)  # the app is reading the body now
+            writer.close()
+            for _ in range(100):  # until the server has noticed (bounded)
+                if refusals(log):
+                    break
+                await asyncio.sleep(0.01)
+    assert refusals(log) == [(None, "ClientGone")]
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
