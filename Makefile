@@ -49,7 +49,7 @@ demo: $(STAMP) $(KUBECTL)
 # The bundled examples: show the decisions, then serve the webhook.
 run: $(STAMP) certs/tls.crt
 	$(BIN)/kerf explain -f $(STATE_DIR) -o text
-	$(BIN)/kerf webhook --state-dir $(STATE_DIR) --tls-cert certs/tls.crt --tls-key certs/tls.key --port $(PORT)
+	$(BIN)/kerf webhook --state-dir $(STATE_DIR) --tls-cert certs/tls.crt --tls-key certs/tls.key --host 127.0.0.1 --port $(PORT)
 
 crds: $(STAMP)
 	$(BIN)/python -m app.crdgen manifests/crds

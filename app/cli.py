@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
 from collections.abc import Sequence
 from datetime import datetime
@@ -97,10 +99,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return int(args.handler(args))
+        code = int(args.handler(args))
+        # Flushed here, not at exit, so a reader that went away is handled below.
+        sys.stdout.flush()
+        return code
     except (LoadError, InvalidObject, argparse.ArgumentTypeError) as exc:
         print(f"kerf {args.command}: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        return _reader_went_away()
+
+
+def _reader_went_away() -> int:
+    """`kerf review ... | head -1`: the reader closed the pipe. Stop quietly, as cat or git
+    do, with their status (128 + SIGPIPE). What is still buffered for stdout goes to
+    /dev/null, or the interpreter would fail again flushing it at exit."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return 128 + signal.SIGPIPE
 
 
 if __name__ == "__main__":

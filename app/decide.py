@@ -598,7 +598,11 @@ def _plan_facts(
     key = ("facts", names)
     found = plan.memo.get(key)
     if found is None:
-        found = plan.memo[key] = _build_plan_facts(view, workload, plan, names)
+        found = _build_plan_facts(view, workload, plan, names)
+        # Names come from the pod: keep facts only for the name sets the plan keeps
+        # selections for (`WorkloadPlan.select_for`, which building the facts called).
+        if names in plan.selections:
+            plan.memo[key] = found
     return found
 
 

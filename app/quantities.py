@@ -16,7 +16,6 @@ from __future__ import annotations
 import math
 import re
 from fractions import Fraction
-from functools import lru_cache
 
 __all__ = [
     "MIB",
@@ -53,6 +52,12 @@ _DECIMAL_SUFFIXES: dict[str, Fraction] = {
     "P": Fraction(10**15),
     "E": Fraction(10**18),
 }
+# Every suffix as an exact ratio of integers (numerator, denominator): parsing works on
+# plain integers, which costs a fraction of Fraction arithmetic.
+_SUFFIX_RATIOS: dict[str, tuple[int, int]] = {
+    **{s: (f, 1) for s, f in _BINARY_SUFFIXES.items()},
+    **{s: (f.numerator, f.denominator) for s, f in _DECIMAL_SUFFIXES.items()},
+}
 # Largest first, so formatting picks the largest exact suffix.
 _BINARY_FORMAT = tuple(reversed(_BINARY_SUFFIXES.items()))
 _DECIMAL_FORMAT = tuple((s, int(f)) for s, f in reversed(_DECIMAL_SUFFIXES.items()) if f >= 1000)
@@ -61,13 +66,15 @@ _DECIMAL_FORMAT = tuple((s, int(f)) for s, f in reversed(_DECIMAL_SUFFIXES.items
 # The suffix alternatives are tried before the exponent so that a lone "E" means exa and
 # "1E3" still reads as 1000.
 _QUANTITY_RE = re.compile(
-    r"(?P<sign>[+-]?)(?P<number>\d+(?:\.\d*)?|\.\d+)"
+    r"(?P<sign>[+-]?)(?:(?P<whole>\d+)(?:\.(?P<frac>\d*))?|\.(?P<only_frac>\d+))"
     r"(?:(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])|[eE](?P<exponent>[+-]?\d+))?",
     re.ASCII,  # Kubernetes accepts ASCII digits only, not every Unicode digit
 )
 # An exponent this large is a typo or an attack, never a resource size; refusing it keeps
 # a hostile manifest from making us build a number with millions of digits.
 _MAX_EXPONENT = 64
+# How much of a rejected text an error message shows: enough to find it, never a page.
+_SHOWN_CHARS = 40
 
 _BYTE_RESOURCES = frozenset({"memory", "ephemeral-storage"})
 
@@ -76,25 +83,65 @@ class QuantityError(ValueError):
     """A text that is not a valid Kubernetes quantity."""
 
 
-@lru_cache(maxsize=8192)
-def _parse_text(text: str) -> Fraction:
+def _shown(text: object) -> str:
+    """`repr(text)`, cut to a few dozen characters: messages name a value, never carry it."""
+    if isinstance(text, str) and len(text) > _SHOWN_CHARS:
+        return f"{text[:_SHOWN_CHARS]!r}… ({len(text)} characters)"
+    shown = repr(text)
+    return shown if len(shown) <= _SHOWN_CHARS else shown[:_SHOWN_CHARS] + "…"
+
+
+def _ratio(text: str) -> tuple[int, int]:
+    """`text` as an exact ratio (numerator, denominator > 0), not reduced.
+
+    No cache: a cache keyed by the texts of admission requests would hold whatever a
+    caller chose to send. The shapes Kubernetes serializes (``"2"``, ``"250m"``,
+    ``"512Mi"``) take a fast path of string tests and one `int`, which costs about what a
+    cache lookup did; everything else goes through the full grammar.
+    """
+    try:
+        if text.isascii():
+            if text.isdigit():
+                return int(text), 1
+            head, tail = text[:-2], text[-2:]
+            if tail in _BINARY_SUFFIXES and head.isdigit():
+                return int(head) * _BINARY_SUFFIXES[tail], 1
+            head, tail = text[:-1], text[-1:]
+            if tail in _SUFFIX_RATIOS and head.isdigit():
+                multiplier, divisor = _SUFFIX_RATIOS[tail]
+                return int(head) * multiplier, divisor
+        return _full_ratio(text)
+    except ValueError as exc:  # more digits than the interpreter converts (thousands)
+        if isinstance(exc, QuantityError):
+            raise
+        raise QuantityError(f"invalid quantity {_shown(text)}: too many digits") from None
+
+
+def _full_ratio(text: str) -> tuple[int, int]:
     match = _QUANTITY_RE.fullmatch(text)
     if match is None:
         raise QuantityError(
-            f"invalid quantity {text!r}: expected a number with an optional "
+            f"invalid quantity {_shown(text)}: expected a number with an optional "
             "suffix such as 250m, 1.5Gi, 129M or 1e3"
         )
-    value = Fraction(match["number"])
-    suffix = match["suffix"]
-    exponent = match["exponent"]
+    whole, frac, only_frac, suffix, exponent = match.group(
+        "whole", "frac", "only_frac", "suffix", "exponent"
+    )
+    numerator = int((whole or "") + (frac or only_frac or ""))
+    denominator = 10 ** len(frac or only_frac or "")
     if suffix is not None:
-        value *= _BINARY_SUFFIXES.get(suffix) or _DECIMAL_SUFFIXES[suffix]
+        multiplier, divisor = _SUFFIX_RATIOS[suffix]
+        numerator *= multiplier
+        denominator *= divisor
     elif exponent is not None:
         power = int(exponent)
         if abs(power) > _MAX_EXPONENT:
-            raise QuantityError(f"invalid quantity {text!r}: exponent out of range")
-        value *= Fraction(10) ** power
-    return -value if match["sign"] == "-" else value
+            raise QuantityError(f"invalid quantity {_shown(text)}: exponent out of range")
+        if power >= 0:
+            numerator *= 10**power
+        else:
+            denominator *= 10**-power
+    return (-numerator if match["sign"] == "-" else numerator), denominator
 
 
 def parse_quantity(text: str | int | float) -> Fraction:
@@ -105,13 +152,13 @@ def parse_quantity(text: str | int | float) -> Fraction:
     :class:`QuantityError` naming the text for anything else.
     """
     if isinstance(text, str):
-        return _parse_text(text)
+        return Fraction(*_ratio(text))
     # bool is an int subclass, but `cpu: true` is a mistake, not one core.
     if isinstance(text, bool) or not isinstance(text, int | float):
-        raise QuantityError(f"invalid quantity {text!r}: expected a string or a number")
+        raise QuantityError(f"invalid quantity {_shown(text)}: expected a string or a number")
     if isinstance(text, float):
         if not math.isfinite(text):
-            raise QuantityError(f"invalid quantity {text!r}: not a finite number")
+            raise QuantityError(f"invalid quantity {_shown(text)}: not a finite number")
         return Fraction(repr(text))
     return Fraction(text)
 
@@ -120,27 +167,19 @@ def _ceil(value: Fraction) -> int:
     return -(-value.numerator // value.denominator)
 
 
-@lru_cache(maxsize=8192)
-def _millicores_of_text(text: str) -> int:
-    return _ceil(_parse_text(text) * 1000)
-
-
-@lru_cache(maxsize=8192)
-def _units_of_text(text: str) -> int:
-    return _ceil(_parse_text(text))
-
-
 def to_millicores(text: str | int | float) -> int:
     """CPU quantity in whole millicores, rounded up (``"0.25"`` → 250, ``"1"`` → 1000)."""
     if isinstance(text, str):
-        return _millicores_of_text(text)
+        numerator, denominator = _ratio(text)
+        return -(-numerator * 1000 // denominator)
     return _ceil(parse_quantity(text) * 1000)
 
 
 def to_bytes(text: str | int | float) -> int:
     """Byte quantity (memory, storage) in whole bytes, rounded up (``"1Ki"`` → 1024)."""
     if isinstance(text, str):
-        return _units_of_text(text)
+        numerator, denominator = _ratio(text)
+        return -(-numerator // denominator)
     return _ceil(parse_quantity(text))
 
 

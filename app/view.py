@@ -82,11 +82,20 @@ class WorkloadPlan:
     memo: dict[Any, Any] = field(default_factory=dict)
 
     def select_for(self, containers: tuple[str, ...]) -> dict[Target, Candidate]:
-        """The selection for these containers, computed once per workload and names."""
+        """The selection for these containers, computed once per workload and names (for
+        the first `MAX_NAME_SETS` sets of names: the names come from the pod, and a pod
+        sent to the webhook can name its containers anything)."""
         found = self.selections.get(containers)
         if found is None:
-            found = self.selections[containers] = select(self.candidates, containers)
+            found = select(self.candidates, containers)
+            if len(self.selections) < MAX_NAME_SETS:
+                self.selections[containers] = found
         return found
+
+
+#: container-name sets a plan keeps selections and facts for; pods of one workload share
+#: one or two (a skip-containers annotation makes another)
+MAX_NAME_SETS = 8
 
 
 def object_key(obj: Mapping[str, Any]) -> ObjectKey:
@@ -378,13 +387,20 @@ class ClusterView:
             self._guardrails[key] = settings
         return settings
 
+    def _known_namespace(self, namespace: str) -> bool:
+        """Whether the view holds this Namespace. Only such names key the per-namespace
+        caches: an admission request names any namespace it likes, and must not grow them."""
+        return ("Namespace", "", namespace) in self._objects
+
     def protected_by_pattern(self, namespace: str) -> bool:
         """Whether GlobalConfiguration.protectedNamespacePatterns names a namespace (kept
-        per namespace until a kerf object changes)."""
+        per known namespace until a kerf object changes)."""
         found = self._protected_by_pattern.get(namespace)
         if found is None:
             patterns = self.global_config.protected_namespace_patterns
-            found = self._protected_by_pattern[namespace] = matches_any_pattern(patterns, namespace)
+            found = matches_any_pattern(patterns, namespace)
+            if self._known_namespace(namespace):
+                self._protected_by_pattern[namespace] = found
         return found
 
     def strategy_for(self, policy: KerfResource) -> AutomationStrategy | None:
@@ -405,7 +421,8 @@ class ClusterView:
             cluster = [
                 p for p in self._cluster_policies.values() if _namespace_admits(p, namespace)
             ]
-            self._cluster_for_ns[namespace] = cluster
+            if self._known_namespace(namespace):
+                self._cluster_for_ns[namespace] = cluster
         return [*self._ns_policies.get(namespace, {}).values(), *cluster]
 
     def workload(self, ref: WorkloadRef) -> Workload | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import ssl
 import sys
 from pathlib import Path
 from typing import Any
@@ -22,8 +23,10 @@ from webhook.certs import (
     write_atomic,
     write_certificates,
 )
+from webhook.connections import ConnectionLimits
 from webhook.main import DEFAULT_HOST, DEFAULT_PORT, DEFAULT_RELOAD_INTERVAL_S, run_webhook
 from webhook.review import decode_patch
+from webhook.tls import EncryptedKeyError
 
 
 def add_certs_arguments(parser: argparse.ArgumentParser) -> None:
@@ -90,6 +93,53 @@ def add_webhook_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--log-level", default="info", choices=["debug", "info", "warning", "error"]
     )
+    defaults = ConnectionLimits()
+    parser.add_argument(
+        "--max-connections",
+        type=int,
+        default=defaults.max_connections,
+        metavar="N",
+        help="open connections at most; a new one beyond is closed at once",
+    )
+    parser.add_argument(
+        "--read-timeout",
+        type=float,
+        default=defaults.read_timeout_s,
+        metavar="SECONDS",
+        help="time for a request's headers, and again for its body, to arrive (else 408)",
+    )
+    parser.add_argument(
+        "--max-header-bytes",
+        type=int,
+        default=defaults.max_header_bytes,
+        metavar="BYTES",
+        help="size of a request line and headers at most (else 431)",
+    )
+    parser.add_argument(
+        "--max-headers",
+        type=int,
+        default=defaults.max_headers,
+        metavar="N",
+        help="header fields per request at most (else 431)",
+    )
+
+
+def _limits(args: argparse.Namespace) -> ConnectionLimits | str:
+    """The connection limits of the arguments, or a message naming the bad one."""
+    for option, value in (
+        ("--max-connections", args.max_connections),
+        ("--read-timeout", args.read_timeout),
+        ("--max-header-bytes", args.max_header_bytes),
+        ("--max-headers", args.max_headers),
+    ):
+        if not value > 0:
+            return f"{option} must be positive, got {value}"
+    return ConnectionLimits(
+        max_connections=args.max_connections,
+        read_timeout_s=args.read_timeout,
+        max_header_bytes=args.max_header_bytes,
+        max_headers=args.max_headers,
+    )
 
 
 def webhook_command(args: argparse.Namespace) -> int:
@@ -104,6 +154,10 @@ def webhook_command(args: argparse.Namespace) -> int:
         if not path.is_file():
             print(f"kerf webhook: {option} {path}: no such file{hint}", file=sys.stderr)
             return 2
+    limits = _limits(args)
+    if isinstance(limits, str):
+        print(f"kerf webhook: {limits}", file=sys.stderr)
+        return 2
     try:
         run_webhook(
             args.state_dir,
@@ -115,9 +169,20 @@ def webhook_command(args: argparse.Namespace) -> int:
             deadline_s=args.deadline,
             reload_interval_s=args.cert_reload_interval,
             log_level=args.log_level,
+            limits=limits,
         )
     except ConfigException as exc:
         print(f"kerf webhook: cannot connect to the cluster: {exc}", file=sys.stderr)
+        return 2
+    except EncryptedKeyError as exc:
+        print(f"kerf webhook: --tls-key {exc}", file=sys.stderr)
+        return 2
+    except ssl.SSLError as exc:
+        print(
+            f"kerf webhook: --tls-cert {args.tls_cert} and --tls-key {args.tls_key} "
+            f"do not load as a pair: {exc}",
+            file=sys.stderr,
+        )
         return 2
     return 0
 

@@ -1,4 +1,11 @@
-"""JSON-lines logging: one object per line, for kerf's logs and for each admission decision."""
+"""JSON-lines logging: one object per line, for kerf's logs and for each admission decision.
+
+Admission requests come from anyone who can reach the port, so what reaches a log line
+from a request is bounded: identifiers (uid, namespace, pod and container names) are kept
+only when they are strings and cut to `MAX_IDENTIFIER` characters, messages to
+`MAX_MESSAGE`, and no request value (a quantity, an annotation) is written at all. Every
+request gets exactly one line: a decision, or a refusal (400, 413, 408, 431, a client gone).
+"""
 
 from __future__ import annotations
 
@@ -12,6 +19,29 @@ from typing import IO, Any
 import orjson
 
 LOGGER_NAME = "kerf.webhook"
+#: Kubernetes names are at most 253 characters; a longer "name" is cut there.
+MAX_IDENTIFIER = 253
+MAX_MESSAGE = 512
+#: `selected` entries written per line; a pod with more is summarised by a count.
+MAX_SELECTED = 32
+
+
+def identifier(value: Any) -> str | None:
+    """`value` when it is a string, cut to `MAX_IDENTIFIER` characters; else None.
+
+    Request fields can hold any JSON value (an object, a list nested a thousand deep);
+    only a string is an identifier, and only its head is worth a log line.
+    """
+    if not isinstance(value, str):
+        return None
+    if len(value) <= MAX_IDENTIFIER:
+        return value
+    return value[:MAX_IDENTIFIER] + "…"
+
+
+def bounded(message: str, limit: int = MAX_MESSAGE) -> str:
+    """`message` cut to `limit` characters (an ellipsis marks the cut)."""
+    return message if len(message) <= limit else message[:limit] + "…"
 
 
 class JsonLinesFormatter(logging.Formatter):
@@ -53,29 +83,36 @@ def decision_record(
     patch_ops: int = 0,
     dry_run: bool = False,
 ) -> dict[str, Any]:
-    """The structured fields of one admission decision."""
-    return {
-        "uid": uid,
-        "namespace": namespace,
-        "pod": pod,
-        "owner": dict(owner) if owner else None,
+    """The structured fields of one admission decision, bounded (see the module doc).
+
+    `selected` values come from kerf's policies, not from the request; container names
+    do come from the request and are cut like every identifier.
+    """
+    record: dict[str, Any] = {
+        "uid": identifier(uid),
+        "namespace": identifier(namespace),
+        "pod": identifier(pod),
+        "owner": {k: identifier(v) for k, v in owner.items()} if owner else None,
         "outcome": outcome,
         "reason": reason,
-        "message": message,
+        "message": bounded(message),
         "selected": [
             {
-                "container": entry.get("container"),
+                "container": identifier(entry.get("container")),
                 "field": entry.get("field"),
-                "resource": entry.get("resource"),
-                "value": entry.get("value"),
+                "resource": identifier(entry.get("resource")),
+                "value": identifier(entry.get("value")),
                 "policyKind": entry.get("policyKind"),
-                "policy": _policy_name(entry),
+                "policy": identifier(_policy_name(entry)),
             }
-            for entry in selected
+            for entry in selected[:MAX_SELECTED]
         ],
         "patchOps": patch_ops,
         "dryRun": dry_run,
     }
+    if len(selected) > MAX_SELECTED:
+        record["selectedOmitted"] = len(selected) - MAX_SELECTED
+    return record
 
 
 def _policy_name(entry: Mapping[str, Any]) -> str | None:
@@ -98,16 +135,24 @@ class DecisionLog:
         self._level = level if isinstance(level, int) else logging.getLevelName(level.upper())
 
     def emit(self, record: Mapping[str, Any]) -> None:
-        """Write `record` as one line, when its level passes the filter."""
+        """Write `record` (a `decision_record`) as one line, when its level passes."""
         failed = record.get("outcome") == "failopen"
-        level = logging.WARNING if failed else logging.INFO
+        self._write(logging.WARNING if failed else logging.INFO, "admission decision", record)
+
+    def refused(self, status: int | None, reason: str, message: str) -> None:
+        """One line for a request answered without a decision: `status` is the HTTP
+        status sent (None when the connection was closed without an answer)."""
+        fields = {"status": status, "reason": reason, "message": bounded(message)}
+        self._write(logging.WARNING, "request refused", fields)
+
+    def _write(self, level: int, msg: str, fields: Mapping[str, Any]) -> None:
         if level < self._level:
             return
         line = {
             "ts": datetime.fromtimestamp(time.time(), UTC).isoformat(timespec="milliseconds"),
-            "level": "warning" if failed else "info",
+            "level": logging.getLevelName(level).lower(),
             "logger": LOGGER_NAME,
-            "msg": "admission decision",
-            **record,
+            "msg": msg,
+            **fields,
         }
         self._stream.write(orjson.dumps(line, default=str).decode() + "\n")

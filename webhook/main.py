@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import shlex
 import socket
+import sys
 from collections.abc import Coroutine, Sequence
 from functools import partial
 from pathlib import Path
@@ -21,6 +23,7 @@ from kubernetes_asyncio import client
 from app.clock import Clock, utc_now
 from app.informer import ClusterFeed, api_client_from_config
 from app.view import ClusterView
+from webhook.connections import ConnectionLimits, GuardedHttpProtocol
 from webhook.lease import RENEW_INTERVAL_S, LeaseRenewer, holder_identity, own_namespace
 from webhook.logs import LOGGER_NAME, DecisionLog, configure_logging
 from webhook.server import create_app
@@ -40,16 +43,26 @@ def uvicorn_server(
     host: str = DEFAULT_HOST,
     port: int = DEFAULT_PORT,
     log_level: str = "info",
+    limits: ConnectionLimits | None = None,
 ) -> uvicorn.Server:
-    """A uvicorn server for `app` that serves TLS from `certificate`'s context.
+    """A uvicorn server for `app` that serves TLS from `certificate`'s context, with
+    `limits` on every connection (`webhook.connections`; defaults when None).
 
     Logging is configured by kerf (JSON lines), so uvicorn's own config is disabled; the
-    access log is off because every admission decision is logged already.
+    access log is off because every admission decision is logged already. Refusals of
+    the connection guard go to the app's `refuse` hook (`webhook.server.create_app`).
     """
+    protocol = partial(
+        GuardedHttpProtocol,
+        limits=limits or ConnectionLimits(),
+        refuse=app.state.refuse,
+    )
     config = uvicorn.Config(
         app,
         host=host,
         port=port,
+        http=protocol,  # type: ignore[arg-type]
+        ws="none",
         ssl_context_factory=lambda _config, _default: certificate.context,
         log_config=None,
         log_level=log_level,
@@ -133,6 +146,7 @@ def run_server(
     *,
     reload_interval_s: float = DEFAULT_RELOAD_INTERVAL_S,
     sockets: list[socket.socket] | None = None,
+    background: Sequence[Coroutine[Any, Any, None]] = (),
 ) -> None:
     """`serve` on the event loop uvicorn would pick itself (uvloop when installed).
 
@@ -140,7 +154,51 @@ def run_server(
     the throughput of TLS request handling.
     """
     with asyncio.Runner(loop_factory=server.config.get_loop_factory()) as runner:
-        runner.run(serve(server, certificate, reload_interval_s=reload_interval_s, sockets=sockets))
+        runner.run(
+            serve(
+                server,
+                certificate,
+                reload_interval_s=reload_interval_s,
+                sockets=sockets,
+                background=background,
+            )
+        )
+
+
+#: the review `make run` and the docs use; any AdmissionReview file will do
+EXAMPLE_REVIEW = Path("examples/admission/replicaset-pod.json")
+
+
+def curl_line(host: str, port: int, tls_cert: Path | str) -> str:
+    """A curl command that sends an example review to a server on `host`:`port`, trusting
+    the `ca.crt` that `kerf certs` writes beside the certificate."""
+    if host in ("", "0.0.0.0"):
+        host = "127.0.0.1"  # the certificate of `kerf certs` names 127.0.0.1 and localhost
+    elif host == "::":
+        host = "::1"
+    authority = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    ca = Path(tls_cert).with_name("ca.crt")
+    review = EXAMPLE_REVIEW if EXAMPLE_REVIEW.is_file() else Path("review.json")
+    return shlex.join(
+        [
+            "curl",
+            "--cacert",
+            str(ca),
+            "-H",
+            "Content-Type: application/json",
+            "-d",
+            f"@{review}",
+            f"https://{authority}/mutate",
+        ]
+    )
+
+
+async def announce_when_listening(server: uvicorn.Server, line: str) -> None:
+    """Print `line` on stderr once `server` listens (not before: a pasted command would
+    find nothing to talk to)."""
+    while not server.started:
+        await asyncio.sleep(0.05)
+    print(f"kerf webhook: serving; try:\n{line}", file=sys.stderr, flush=True)
 
 
 def run_webhook(
@@ -154,24 +212,37 @@ def run_webhook(
     deadline_s: float = 1.0,
     reload_interval_s: float = DEFAULT_RELOAD_INTERVAL_S,
     log_level: str = "info",
+    limits: ConnectionLimits | None = None,
 ) -> None:
     """Serve the webhook until stopped: over the YAML files in `state_dir`, or, without
     it, over the cluster (in-cluster config, else `kubeconfig`, else `KUBECONFIG`)."""
     configure_logging(log_level)
     decisions = DecisionLog(level=log_level)
     certificate = ReloadingCertificate(tls_cert, tls_key)
+    guard = limits or ConnectionLimits()
+
+    def serving(view: ClusterView) -> uvicorn.Server:
+        app = create_app(
+            view,
+            deadline_s=deadline_s,
+            decision_log=decisions,
+            read_timeout_s=guard.read_timeout_s,
+        )
+        return uvicorn_server(
+            app, certificate, host=host, port=port, log_level=log_level, limits=guard
+        )
+
     if state_dir is not None:
         view = ClusterView.from_state_dir(Path(state_dir))
-        app = create_app(view, deadline_s=deadline_s, decision_log=decisions)
-        server = uvicorn_server(app, certificate, host=host, port=port, log_level=log_level)
-        run_server(server, certificate, reload_interval_s=reload_interval_s)
+        server = serving(view)
+        announce = announce_when_listening(server, curl_line(host, port, tls_cert))
+        run_server(server, certificate, reload_interval_s=reload_interval_s, background=[announce])
         return
 
     async def watch_cluster() -> None:
         namespace = own_namespace()
         view = ClusterView(own_namespace=namespace)
-        app = create_app(view, deadline_s=deadline_s, decision_log=decisions)
-        server = uvicorn_server(app, certificate, host=host, port=port, log_level=log_level)
+        server = serving(view)
         async with await api_client_from_config(kubeconfig) as api_client:
             await serve_cluster(
                 server,

@@ -43,6 +43,7 @@ class WebhookMetrics:
     latency: Histogram
     patched_values: Counter
     fail_open: Counter
+    refused: Counter
     #: labelled children by (collector, labels): `labels()` takes a lock and builds a key
     #: on every call, which shows on the admission path; the label sets are few and fixed.
     _children: dict[tuple[Any, ...], Any] = field(default_factory=dict, compare=False)
@@ -65,6 +66,10 @@ class WebhookMetrics:
     def count_fail_open(self, cause: str) -> None:
         """One pod allowed unchanged because kerf could not decide."""
         self._child(self.fail_open, cause).inc()
+
+    def count_refused(self, reason: str) -> None:
+        """One request answered without a decision (400, 413, 408, 431, client gone)."""
+        self._child(self.refused, reason).inc()
 
 
 def create_metrics(sync_age_seconds: Callable[[], float]) -> WebhookMetrics:
@@ -94,10 +99,17 @@ def create_metrics(sync_age_seconds: Callable[[], float]) -> WebhookMetrics:
         ["cause"],
         registry=registry,
     )
+    refused = Counter(
+        "kerf_webhook_refused_requests",
+        "Requests answered without a decision (not JSON, too large, too slow, "
+        "headers over the limits, client gone, too many connections), by reason.",
+        ["reason"],
+        registry=registry,
+    )
     sync_age = Gauge(
         "kerf_webhook_view_sync_age_seconds",
         "Seconds since the cluster view was last in sync (NaN before the first sync).",
         registry=registry,
     )
     sync_age.set_function(sync_age_seconds)
-    return WebhookMetrics(registry, requests, latency, patched_values, fail_open)
+    return WebhookMetrics(registry, requests, latency, patched_values, fail_open, refused)

@@ -77,7 +77,10 @@ def _salvage(doc: Any) -> tuple[str, str]:
     if not isinstance(doc, Mapping):
         return "", API_VERSION_V1
     version = doc.get("apiVersion")
-    api_version = version if version in KNOWN_API_VERSIONS else API_VERSION_V1
+    # Any JSON value can stand here: a list or an object is unhashable, so test the type
+    # before the set lookup, or the salvage itself fails and the uid is lost.
+    known = isinstance(version, str) and version in KNOWN_API_VERSIONS
+    api_version = version if known else API_VERSION_V1
     request = doc.get("request")
     uid = request.get("uid") if isinstance(request, Mapping) else None
     return (uid if isinstance(uid, str) else ""), api_version

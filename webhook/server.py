@@ -26,11 +26,20 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from fastapi import FastAPI, Request
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from starlette.requests import ClientDisconnect
 from starlette.responses import Response
 
 from app.clock import Clock, utc_now
-from webhook.limits import MAX_BODY_BYTES, BodyTooLarge, read_body
-from webhook.logs import LOGGER_NAME, DecisionLog, decision_record
+from app.quantities import QuantityError
+from webhook.bounds import DEFAULT_BOUNDS, RequestBounds, over_bounds
+from webhook.limits import (
+    DEFAULT_READ_TIMEOUT_S,
+    MAX_BODY_BYTES,
+    BodyTimeout,
+    BodyTooLarge,
+    read_body,
+)
+from webhook.logs import LOGGER_NAME, DecisionLog, bounded, decision_record, identifier
 from webhook.metrics import WebhookMetrics, create_metrics
 from webhook.patch import build_patch, patched_resources
 from webhook.review import (
@@ -57,6 +66,14 @@ class DeadlineExceeded(Exception):
     """The decision took longer than the handler deadline; its result is not used."""
 
 
+class _Refusal(Exception):
+    """A request answered without a decision; `response` is the answer (4xx)."""
+
+    def __init__(self, response: Response):
+        super().__init__(response.status_code)
+        self.response = response
+
+
 @dataclass(frozen=True, slots=True)
 class _Answer:
     """What one /mutate request produced, for the response, the metrics and the log."""
@@ -69,8 +86,8 @@ class _Answer:
     patch: tuple[dict[str, Any], ...] = ()
 
 
-def _error(status: int, message: str) -> Response:
-    return Response(orjson.dumps({"error": message}), status_code=status, media_type=JSON)
+#: AdmissionReview warnings are shown to whoever created the pod; keep them one line.
+MAX_WARNING = 240
 
 
 def _owner(result: AdmissionResult | None) -> dict[str, str] | None:
@@ -88,13 +105,19 @@ def create_app(
     clock: Clock = utc_now,
     max_body_bytes: int = MAX_BODY_BYTES,
     decision_log: DecisionLog | None = None,
+    bounds: RequestBounds = DEFAULT_BOUNDS,
+    read_timeout_s: float = DEFAULT_READ_TIMEOUT_S,
 ) -> FastAPI:
     """Build the webhook app over `view`.
 
     `admit` defaults to `app.admission.admit_pod`, the one admission decision of kerf;
     tests pass a stand-in. `deadline_s` bounds one decision; past it the pod is allowed
     unchanged. `clock` supplies the decision time. Decisions are written to
-    `decision_log` (JSON lines on stderr by default).
+    `decision_log` (JSON lines on stderr by default). A pod over `bounds` is admitted
+    unchanged without a decision; a body not read within `read_timeout_s` gets 408.
+
+    `app.state.refuse(status, reason, message)` counts and logs a request answered
+    without a decision; the connection guard (`webhook.connections`) reports through it.
     """
     if admit is None:
         from app.admission import admit_pod
@@ -113,13 +136,45 @@ def create_app(
 
     metrics: WebhookMetrics = create_metrics(sync_age)
 
-    api = FastAPI(title="kerf webhook", docs_url=None, redoc_url=None)
+    # No OpenAPI schema and no docs pages: the API server needs neither, and they tell
+    # anyone who can reach the port more than they need to know.
+    api = FastAPI(title="kerf webhook", docs_url=None, redoc_url=None, openapi_url=None)
     api.state.metrics = metrics
+
+    def refuse(status: int | None, reason: str, message: str) -> None:
+        metrics.count_refused(reason)
+        decisions.refused(status, reason, message)
+
+    api.state.refuse = refuse
+
+    def refused(status: int, reason: str, message: str) -> Response:
+        refuse(status, reason, message)
+        # The rest of a refused body may still be on its way: do not read on after it.
+        headers = {"connection": "close"} if status in (408, 413) else None
+        return Response(
+            orjson.dumps({"error": message}), status_code=status, media_type=JSON, headers=headers
+        )
+
+    async def body_of(http: Request) -> Any:
+        """The parsed body; `_Refusal` carries the answer when there is none to decide."""
+        try:
+            return load_json(await read_body(http, max_body_bytes, read_timeout_s))
+        except BodyTooLarge as exc:
+            raise _Refusal(refused(413, "TooLarge", str(exc))) from None
+        except BodyTimeout as exc:
+            raise _Refusal(refused(408, "ReadTimeout", str(exc))) from None
+        except BodyError as exc:
+            raise _Refusal(refused(400, "NotJSON", str(exc))) from None
+        except ClientDisconnect:
+            # Nobody is left to read an answer; uvicorn drops it. Without this the
+            # exception reached uvicorn, which logged a traceback and a 500.
+            refuse(None, "ClientGone", "the client closed the connection before sending the body")
+            raise _Refusal(Response(status_code=400)) from None
 
     def fail_open(uid: str, cause: str, message: str, api_version: str = API_VERSION_V1) -> _Answer:
         metrics.count_fail_open(cause)
-        warning = f"kerf admitted the pod unchanged: {message}"
-        body = review_response(uid, api_version=api_version, warnings=[warning[:240]])
+        warning = bounded(f"kerf admitted the pod unchanged: {message}", MAX_WARNING)
+        body = review_response(uid, api_version=api_version, warnings=[warning])
         return _Answer(body, "failopen", cause, message)
 
     def decide_in_time(request: AdmissionRequest, pod: dict[str, Any]) -> AdmissionResult:
@@ -139,13 +194,27 @@ def create_app(
         if problem is not None:
             return fail_open(request.uid, "UnknownShape", problem, request.api_version)
         pod = request.object or {}
+        limit = over_bounds(pod, bounds)
+        if limit is not None:
+            return fail_open(request.uid, "OverLimit", limit, request.api_version)
         try:
             result = decide_in_time(request, pod)
         except DeadlineExceeded:
             message = f"decision exceeded the {deadline_s:g}s deadline"
             return fail_open(request.uid, "Deadline", message, request.api_version)
+        except QuantityError:
+            # Bad input, not a fault of kerf's: say which kind, never the value.
+            message = "a resource quantity of the pod is not a valid Kubernetes quantity"
+            return fail_open(request.uid, "InvalidQuantity", message, request.api_version)
         patch = build_patch(pod, result)
-        body = review_response(request.uid, api_version=request.api_version, patch=patch)
+        warnings: list[str] = []
+        if result.outcome == "blocked":
+            # SPEC §9: whoever created the pod learns why kerf left it alone.
+            reason = f"kerf did not rightsize the pod ({result.reason}): {result.message}"
+            warnings.append(bounded(reason, MAX_WARNING))
+        body = review_response(
+            request.uid, api_version=request.api_version, patch=patch, warnings=warnings
+        )
         return _Answer(body, result.outcome, result.reason, result.message, result, tuple(patch))
 
     def record(request: AdmissionRequest | None, uid: str, done: _Answer) -> None:
@@ -162,8 +231,9 @@ def create_app(
         decisions.emit(
             decision_record(
                 uid=uid,
-                namespace=(request.namespace if request else None) or metadata.get("namespace"),
-                pod=metadata.get("name") or metadata.get("generateName"),
+                namespace=(request.namespace if request else None)
+                or identifier(metadata.get("namespace")),
+                pod=identifier(metadata.get("name")) or identifier(metadata.get("generateName")),
                 owner=_owner(result),
                 outcome=done.outcome,
                 reason=done.reason,
@@ -178,12 +248,9 @@ def create_app(
     async def mutate(http: Request) -> Response:
         started = time.perf_counter()
         try:
-            body = await read_body(http, max_body_bytes)
-            doc = load_json(body)
-        except BodyTooLarge as exc:
-            return _error(413, str(exc))
-        except BodyError as exc:
-            return _error(400, str(exc))
+            doc = await body_of(http)
+        except _Refusal as refusal:
+            return refusal.response
         request: AdmissionRequest | None = None
         uid = ""
         try:
@@ -194,13 +261,15 @@ def create_app(
             uid = exc.uid
             done = fail_open(exc.uid, "MalformedReview", str(exc), exc.api_version)
         except Exception as exc:  # any failure must still admit the pod
-            logger.exception("admission failed; allowing the pod unchanged (uid %s)", uid)
+            # Malformed pods end here too (a list where a string belongs): the decision
+            # line names the exception, the traceback is for --log-level debug only.
+            logger.debug("admission failed (uid %s)", identifier(uid), exc_info=True)
             version = request.api_version if request else API_VERSION_V1
             done = fail_open(uid, "InternalError", type(exc).__name__, version)
         try:
             record(request, uid, done)
         except Exception:  # observability must never turn an answer into a 5xx
-            logger.exception("recording the decision failed (uid %s)", uid)
+            logger.exception("recording the decision failed (uid %s)", identifier(uid))
         metrics.latency.observe(time.perf_counter() - started)
         return Response(done.body, media_type=JSON)
 
@@ -208,11 +277,9 @@ def create_app(
     async def noop(http: Request) -> Response:
         """Parse and allow without deciding: the benchmark's baseline for /mutate."""
         try:
-            doc = load_json(await read_body(http, max_body_bytes))
-        except BodyTooLarge as exc:
-            return _error(413, str(exc))
-        except BodyError as exc:
-            return _error(400, str(exc))
+            doc = await body_of(http)
+        except _Refusal as refusal:
+            return refusal.response
         request = doc.get("request") if isinstance(doc, dict) else None
         uid = request.get("uid") if isinstance(request, dict) else None
         return Response(review_response(uid if isinstance(uid, str) else ""), media_type=JSON)

@@ -6,8 +6,13 @@ points the new connection at the newest good context. A watcher rebuilds that co
 whenever the *content* of the certificate or key file changes: Kubernetes updates Secret
 volumes by swapping a symlink, so modification times are not reliable, content is.
 
-A pair that does not load (half-written file, key that does not match the certificate)
-is rejected and the previous pair keeps serving; the next change is tried again.
+A pair that does not load (half-written file, key that does not match the certificate,
+an encrypted key) is rejected and the previous pair keeps serving; the next change is tried
+again.
+
+An encrypted private key is refused, never decrypted: without a password callback OpenSSL
+asks for the pass phrase on the controlling terminal and the process stops there, serving
+nothing and ignoring SIGTERM. kerf has no pass phrase to give, so the callback refuses.
 """
 
 from __future__ import annotations
@@ -23,11 +28,29 @@ from webhook.logs import LOGGER_NAME
 logger = logging.getLogger(LOGGER_NAME)
 
 
+# TLS 1.2 suites: forward-secret key exchange and AEAD ciphers only (no CBC, no SHA-1 MAC).
+# TLS 1.3 suites are all AEAD and are configured separately by OpenSSL.
+TLS12_CIPHERS = "ECDHE+AESGCM:ECDHE+CHACHA20"
+
+
+class EncryptedKeyError(ValueError):
+    """The private key file is encrypted; kerf serves only unencrypted keys."""
+
+
 def server_context(cert_file: Path, key_file: Path) -> ssl.SSLContext:
-    """A server context with TLS 1.2 as the floor, loaded from the given PEM files."""
+    """A server context with TLS 1.2 as the floor and AEAD suites only, loaded from the
+    given PEM files. Raises `EncryptedKeyError` (naming the file) for an encrypted key."""
+
+    def refuse_pass_phrase() -> bytes:
+        raise EncryptedKeyError(
+            f"{key_file}: the private key is encrypted; kerf needs an unencrypted key "
+            "(as `kerf certs` and Kubernetes TLS Secrets hold it)"
+        )
+
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
-    context.load_cert_chain(certfile=cert_file, keyfile=key_file)
+    context.set_ciphers(TLS12_CIPHERS)
+    context.load_cert_chain(certfile=cert_file, keyfile=key_file, password=refuse_pass_phrase)
     return context
 
 
@@ -73,7 +96,12 @@ class ReloadingCertificate:
                 return False
         except (OSError, ssl.SSLError, ValueError) as exc:
             self._rejected = digest
-            logger.warning("new TLS files do not load, keeping the current certificate: %s", exc)
+            logger.error(
+                "new TLS files %s and %s do not load, keeping the current certificate: %s",
+                self.cert_file,
+                self.key_file,
+                exc,
+            )
             return False
         self._current = fresh
         self._digest = digest

@@ -8,6 +8,7 @@ from datetime import timedelta
 from typing import Any
 
 from app.annotations import PAUSE_UNTIL
+from app.view import MAX_NAME_SETS
 from tests.app import builders as b
 
 NOW = b.NOW
@@ -151,3 +152,37 @@ def test_namespace_pause_and_protection_follow_the_view() -> None:
     assert outcome(v) == ("blocked", "ProtectedNamespace")
     v.delete("GlobalConfiguration", "", "global-config")
     assert outcome(v) == ("apply", None)
+
+
+# ------------------------------------------------------------------ request-named keys
+
+
+def test_pods_naming_many_container_sets_do_not_grow_the_plan() -> None:
+    """Container names come from the pod (an admission request names them anything):
+    the plan keeps selections and facts for a few name sets, and decides the rest the
+    same way without keeping them."""
+    v = b.view(*static_objects())
+    first = b.decide(v, b.pod(), "admission")
+    for index in range(200):
+        names = {"app": b.APP_RES, f"sidecar-{index}": None}
+        b.decide(v, b.pod(containers=names), "admission")
+    plan = first.plan
+    assert plan is not None
+    assert len(plan.selections) <= MAX_NAME_SETS
+    assert len([k for k in plan.memo if k[0] == "facts"]) <= MAX_NAME_SETS
+    late = b.decide(v, b.pod(containers={"app": b.APP_RES, "sidecar-x": None}), "admission")
+    assert (late.outcome, late.reason, late.values) == (first.outcome, first.reason, first.values)
+
+
+def test_unknown_namespaces_are_not_kept() -> None:
+    """A request names any namespace it likes: only namespaces the view holds key the
+    per-namespace caches."""
+    v = b.view(*static_objects())
+    for index in range(100):
+        v.protected_by_pattern(f"made-up-{index}")
+        v.policies_for_namespace(f"made-up-{index}")
+    assert not any(ns.startswith("made-up") for ns in v._protected_by_pattern)
+    assert not any(ns.startswith("made-up") for ns in v._cluster_for_ns)
+    v.protected_by_pattern(b.NS)
+    v.policies_for_namespace(b.NS)
+    assert b.NS in v._protected_by_pattern and b.NS in v._cluster_for_ns

@@ -1,3 +1,4 @@
+import tracemalloc
 from fractions import Fraction
 
 import pytest
@@ -231,3 +232,74 @@ def test_round_up_properties(value: int, unit: int) -> None:
     rounded = round_up(value, unit)
     assert rounded % unit == 0
     assert value <= rounded < value + unit
+
+
+@given(
+    sign=st.sampled_from(["", "+", "-"]),
+    whole=st.text("0123456789", max_size=25),
+    frac=st.none() | st.text("0123456789", max_size=12),
+    suffix=st.sampled_from(
+        ["", "n", "u", "m", "k", "M", "G", "T", "P", "E", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"]
+        + ["e3", "E-2", "e+5", "e0"]
+    ),
+)
+def test_fast_and_full_grammar_agree(sign: str, whole: str, frac: str | None, suffix: str) -> None:
+    """The fast path for plain forms gives what the full grammar gives, exactly."""
+    text = sign + whole + ("" if frac is None else "." + frac) + suffix
+    if not (whole or frac):
+        with pytest.raises(QuantityError):
+            parse_quantity(text)
+        return
+    scale = 10 ** len(frac or "")
+    number = Fraction(int((whole + (frac or "")) or "0"), scale)
+    ratios = {
+        "n": Fraction(1, 10**9),
+        "u": Fraction(1, 10**6),
+        "m": Fraction(1, 1000),
+        "k": 10**3,
+        "M": 10**6,
+        "G": 10**9,
+        "T": 10**12,
+        "P": 10**15,
+        "E": 10**18,
+        "Ki": 2**10,
+        "Mi": 2**20,
+        "Gi": 2**30,
+        "Ti": 2**40,
+        "Pi": 2**50,
+        "Ei": 2**60,
+        "e3": 10**3,
+        "E-2": Fraction(1, 100),
+        "e+5": 10**5,
+        "e0": 1,
+        "": 1,
+    }
+    expected = number * ratios[suffix] * (-1 if sign == "-" else 1)
+    assert parse_quantity(text) == expected
+    assert to_millicores(text) == -(-expected * 1000 // 1)
+    assert to_bytes(text) == -(-expected // 1)
+
+
+def test_huge_texts_are_quantity_errors_with_short_messages() -> None:
+    """Thousands of digits: a QuantityError (not the interpreter's ValueError) whose
+    message shows the head of the text, not all of it."""
+    for text in ["9" * 5000, "1." + "0" * 5000 + "1Mi", "x" * 100_000]:
+        with pytest.raises(QuantityError) as caught:
+            to_millicores(text)
+        assert len(str(caught.value)) < 200
+
+
+def test_parsing_keeps_nothing_of_the_texts() -> None:
+    """No cache keyed by the text: parsing 10,000 distinct long quantities (as admission
+    requests could send) leaves no memory behind."""
+    texts = [f"{n:060d}m" for n in range(10_000)]
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for text in texts:
+            to_millicores(text)
+            to_bytes(text)
+        retained = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert retained < 64 * 1024

@@ -58,8 +58,22 @@ def fuzz_client() -> Iterator[TestClient]:
         yield client
 
 
+def readable_uid(body: bytes) -> str | None:
+    """The uid a review body carries where a reader can find it (`request.uid`, a string)."""
+    try:
+        doc = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
+    request = doc.get("request") if isinstance(doc, dict) else None
+    uid = request.get("uid") if isinstance(request, dict) else None
+    return uid if isinstance(uid, str) else None
+
+
 def check(client: TestClient, body: bytes) -> dict[str, Any] | None:
-    """Post `body`; assert the answer is a review (returned) or a JSON 400/413 (None)."""
+    """Post `body`; assert the answer is a review (returned) or a JSON 400/413 (None).
+
+    A review answer echoes every uid that can be read from the body, whatever else in the
+    body is wrong (SPEC §9)."""
     response = client.post("/mutate", content=body)
     assert response.status_code in (200, 400, 413), response.text
     answer = response.json()
@@ -70,6 +84,9 @@ def check(client: TestClient, body: bytes) -> dict[str, Any] | None:
     assert answer["apiVersion"].startswith("admission.k8s.io/")
     assert answer["response"]["allowed"] is True
     assert isinstance(answer["response"]["uid"], str)
+    uid = readable_uid(body)
+    if uid is not None:
+        assert answer["response"]["uid"] == uid
     return answer
 
 
@@ -115,8 +132,8 @@ def test_truncated_reviews(fuzz_client: TestClient, example: str, data: st.DataO
 @FUZZ
 @given(
     example=st.sampled_from(EXAMPLES),
-    api_version=st.sampled_from(["admission.k8s.io/v1beta1", "v1", "", 7, None]),
-    kind=st.sampled_from(["AdmissionReview", "Pod", "", None]),
+    api_version=st.sampled_from(["admission.k8s.io/v1beta1", "v1", "", 7, None, [], {"a": 1}]),
+    kind=st.sampled_from(["AdmissionReview", "Pod", "", None, ["AdmissionReview"], {}]),
 )
 def test_wrong_api_version_or_kind(
     fuzz_client: TestClient, example: str, api_version: Any, kind: Any

@@ -7,6 +7,7 @@ against `make run` returns), so the helper is tested on the patches the webhook 
 from __future__ import annotations
 
 import io
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -172,3 +173,32 @@ def test_every_readme_example_is_a_valid_request(http: TestClient, name: str) ->
     assert answer["uid"] == body["request"]["uid"]
     assert answer["allowed"] is True
     assert "warnings" not in answer
+
+
+def test_a_reader_that_stops_early_gets_no_traceback(http: TestClient, tmp_path: Path) -> None:
+    """`kerf review --diff ... | head -1`: a pod whose diff is far larger than a pipe
+    holds, so kerf is still writing when head exits."""
+    review_doc = orjson.loads((ADMISSION / "replicaset-pod.json").read_bytes())
+    labels = review_doc["request"]["object"]["metadata"]["labels"]
+    labels.update({f"example.com/label-{i}": "v" * 40 for i in range(5_000)})
+    request = tmp_path / "big-request.json"
+    request.write_bytes(orjson.dumps(review_doc))
+    response = http.post("/mutate", content=request.read_bytes())
+    answer = tmp_path / "answer.json"
+    answer.write_bytes(response.content)
+    kerf = Path(sys.executable).parent / "kerf"
+    result = subprocess.run(
+        [
+            "bash",
+            "-c",
+            f'"{kerf}" review --diff "{answer}" --request "{request}" | head -1; '
+            'echo "status ${PIPESTATUS[0]}"',
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    first, status = result.stdout.splitlines()
+    assert first.startswith("# replace /spec/containers/0/resources/requests/cpu")
+    assert status == "status 141"
+    assert "Traceback" not in result.stderr and "BrokenPipe" not in result.stderr, result.stderr

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import io
+import logging
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -11,6 +12,7 @@ import jsonpatch
 import orjson
 import pytest
 from fastapi.testclient import TestClient
+from prometheus_client import generate_latest
 
 from app.annotations import POD_INFO
 from tests.webhook.fakes import (
@@ -136,6 +138,10 @@ def test_blocked_decision_is_allowed_without_patch(view: FakeView) -> None:
     with TestClient(create_app(view, admit=admit)) as client:
         response = post(client, load_example("replicaset-pod.json"))["response"]
         assert "patch" not in response
+        # SPEC §9: one warning naming the reason, shown by kubectl to the pod's creator.
+        assert response["warnings"] == [
+            "kerf did not rightsize the pod (LowConfidence): blocked LowConfidence"
+        ]
         assert (
             metric(client, 'kerf_webhook_requests_total{outcome="blocked",reason="LowConfidence"}')
             == 1
@@ -290,3 +296,83 @@ def test_metrics_registries_are_per_app(view: FakeView, admit: ScriptedAdmit) ->
         post(one, load_example("replicaset-pod.json"))
         assert metric(one, 'kerf_webhook_requests_total{outcome="apply",reason=""}') == 1
         assert metric(two, 'kerf_webhook_requests_total{outcome="apply",reason=""}') == 0
+
+
+@pytest.mark.parametrize("outcome", ["apply", "skipped"])
+def test_only_blocked_decisions_carry_a_warning(view: FakeView, outcome: str) -> None:
+    admit = ScriptedAdmit(result(outcome, reason="NoSignificantChange", owner=WEB))
+    with TestClient(create_app(view, admit=admit)) as client:
+        assert "warnings" not in post(client, load_example("replicaset-pod.json"))["response"]
+
+
+@pytest.mark.parametrize("path", ["/openapi.json", "/docs", "/redoc", "/docs/oauth2-redirect"])
+def test_no_schema_or_docs_pages_are_served(client: TestClient, path: str) -> None:
+    assert client.get(path).status_code == 404
+
+
+def refusal_lines(stream: io.StringIO) -> list[dict[str, Any]]:
+    lines = [orjson.loads(line) for line in stream.getvalue().splitlines()]
+    return [line for line in lines if line["msg"] == "request refused"]
+
+
+def test_400_and_413_are_counted_and_logged(view: FakeView, admit: ScriptedAdmit) -> None:
+    stream = io.StringIO()
+    app = create_app(view, admit=admit, max_body_bytes=1024, decision_log=DecisionLog(stream))
+    with TestClient(app) as client:
+        assert client.post("/mutate", content=b"{not json").status_code == 400
+        assert client.post("/mutate", content=b"[" + b" " * 2048 + b"]").status_code == 413
+        assert client.post("/noop", content=b"").status_code == 400
+        assert metric(client, 'kerf_webhook_refused_requests_total{reason="NotJSON"}') == 2
+        assert metric(client, 'kerf_webhook_refused_requests_total{reason="TooLarge"}') == 1
+    lines = refusal_lines(stream)
+    assert [(line["status"], line["reason"], line["level"]) for line in lines] == [
+        (400, "NotJSON", "warning"),
+        (413, "TooLarge", "warning"),
+        (400, "NotJSON", "warning"),
+    ]
+
+
+async def test_a_client_gone_mid_body_is_counted_quietly(
+    view: FakeView, admit: ScriptedAdmit, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The body stops half-way and the connection closes: starlette raises
+    ClientDisconnect, which used to escape to uvicorn (a traceback and a 500)."""
+    stream = io.StringIO()
+    app = create_app(view, admit=admit, decision_log=DecisionLog(stream))
+    messages = iter(
+        [
+            {"type": "http.request", "body": b'{"apiVersion": ', "more_body": True},
+            {"type": "http.disconnect"},
+        ]
+    )
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return next(messages)
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "https",
+        "path": "/mutate",
+        "raw_path": b"/mutate",
+        "root_path": "",
+        "query_string": b"",
+        "headers": [(b"content-length", b"1000")],
+        "client": ("127.0.0.1", 1),
+        "server": ("127.0.0.1", 8443),
+    }
+    with caplog.at_level(logging.DEBUG):
+        await app(scope, receive, send)
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
+    assert [(line["status"], line["reason"]) for line in refusal_lines(stream)] == [
+        (None, "ClientGone")
+    ]
+    assert 'kerf_webhook_refused_requests_total{reason="ClientGone"} 1.0' in (
+        generate_latest(app.state.metrics.registry).decode()
+    )

@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import logging
+import os
+import pty
+import select
+import signal
 import ssl
+import sys
 from pathlib import Path
 
 import httpx
@@ -15,6 +21,7 @@ from cryptography import x509
 from tests.webhook.fakes import FakeView, ScriptedAdmit, load_example, result
 from tests.webhook.tls_helpers import (
     client_context,
+    encrypt_key,
     issue_into,
     peer_serial,
     running_server,
@@ -144,3 +151,84 @@ async def test_missing_files_keep_old_certificate(cert_dir: Path) -> None:
         (cert_dir / "tls.crt").unlink()
         assert server.certificate.reload_if_changed() is False
         assert await peer_serial(server.port, context, "localhost") == old
+
+
+@pytest.mark.parametrize("cipher", ["ECDHE-ECDSA-AES128-SHA256", "ECDHE-ECDSA-AES256-SHA384"])
+async def test_tls_1_2_refuses_cbc_suites(cert_dir: Path, cipher: str) -> None:
+    async with running_server(make_app(), cert_dir) as server:
+        context = client_context(cert_dir / "ca.crt")
+        context.maximum_version = ssl.TLSVersion.TLSv1_2
+        context.set_ciphers(cipher)
+        with pytest.raises((ssl.SSLError, ConnectionError)):
+            await peer_serial(server.port, context, "localhost")
+
+
+async def test_tls_1_2_offers_aead_suites(cert_dir: Path) -> None:
+    async with running_server(make_app(), cert_dir) as server:
+        context = client_context(cert_dir / "ca.crt")
+        context.maximum_version = ssl.TLSVersion.TLSv1_2
+        _, writer = await asyncio.open_connection(
+            "127.0.0.1", server.port, ssl=context, server_hostname="localhost"
+        )
+        name, version, _ = writer.get_extra_info("cipher")
+        writer.close()
+        assert version == "TLSv1.2" and ("GCM" in name or "CHACHA20" in name)
+        tls12 = [c for c in server.certificate.context.get_ciphers() if c["protocol"] == "TLSv1.2"]
+        assert tls12 and all(c["aead"] for c in tls12)
+
+
+async def test_encrypted_key_is_refused_and_old_certificate_serves(
+    cert_dir: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with running_server(make_app(), cert_dir) as server:
+        context = client_context(cert_dir / "ca.crt")
+        old = await peer_serial(server.port, context, "localhost")
+        issue_into(tmp_path / "next")
+        encrypt_key(tmp_path / "next" / "tls.key")
+        for name in ("tls.key", "tls.crt"):
+            (cert_dir / name).write_bytes((tmp_path / "next" / name).read_bytes())
+        with caplog.at_level(logging.ERROR, logger="kerf.webhook"):
+            assert server.certificate.reload_if_changed() is False
+        assert await peer_serial(server.port, context, "localhost") == old
+    errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+    assert len(errors) == 1
+    assert str(cert_dir / "tls.key") in errors[0] and "encrypted" in errors[0]
+
+
+def read_terminal(terminal: int, stop: bytes, polls: int = 300) -> bytes:
+    """What a child writes on its terminal, until it exits, writes `stop`, or `polls`
+    tenths of a second pass (a bound, so a hanging child cannot hang the suite)."""
+    output = b""
+    for _ in range(polls):
+        ready, _, _ = select.select([terminal], [], [], 0.1)
+        if not ready:
+            continue
+        try:
+            chunk = os.read(terminal, 4096)
+        except OSError:  # EIO: the child has exited and the terminal is gone
+            break
+        output += chunk
+        if not chunk or stop in output.lower():
+            break
+    return output
+
+
+def test_encrypted_key_never_prompts_on_the_terminal(tmp_path: Path) -> None:
+    """OpenSSL's default asks for the pass phrase on the controlling terminal and waits
+    there forever; a child process with a terminal shows whether kerf lets it."""
+    issue_into(tmp_path)
+    encrypt_key(tmp_path / "tls.key")
+    code = "import sys; from webhook.tls import ReloadingCertificate as R; R(*sys.argv[1:3])"
+    files = [str(tmp_path / "tls.crt"), str(tmp_path / "tls.key")]
+    pid, terminal = pty.fork()
+    if pid == 0:  # the child, whose controlling terminal is the pty
+        os.execv(sys.executable, [sys.executable, "-c", code, *files])
+    try:
+        output = read_terminal(terminal, stop=b"pass phrase")
+    finally:
+        if os.waitpid(pid, os.WNOHANG) == (0, 0):
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        os.close(terminal)
+    assert b"pass phrase" not in output.lower(), output
+    assert b"the private key is encrypted" in output, output

@@ -10,9 +10,11 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from cryptography.hazmat.primitives import serialization
 from fastapi import FastAPI
 
 from webhook.certs import issue_certificates, write_certificates
+from webhook.connections import ConnectionLimits
 from webhook.main import serve, uvicorn_server
 from webhook.tls import ReloadingCertificate
 
@@ -37,9 +39,25 @@ def issue_into(cert_dir: Path) -> None:
     write_certificates(issue_certificates(), cert_dir)
 
 
+def encrypt_key(key_file: Path) -> None:
+    """Rewrite an unencrypted PEM key as a pass-phrase protected one."""
+    key = serialization.load_pem_private_key(key_file.read_bytes(), password=None)
+    key_file.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.BestAvailableEncryption(b"pass phrase"),
+        )
+    )
+
+
 @contextlib.asynccontextmanager
 async def running_server(
-    app: FastAPI, cert_dir: Path, *, reload_interval_s: float = 3600.0
+    app: FastAPI,
+    cert_dir: Path,
+    *,
+    reload_interval_s: float = 3600.0,
+    limits: ConnectionLimits | None = None,
 ) -> AsyncIterator[RunningServer]:
     """Serve `app` on 127.0.0.1:<random> in this event loop until the block exits."""
     certificate = ReloadingCertificate(cert_dir / "tls.crt", cert_dir / "tls.key")
@@ -47,7 +65,9 @@ async def running_server(
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    server = uvicorn_server(app, certificate, host="127.0.0.1", port=port, log_level="warning")
+    server = uvicorn_server(
+        app, certificate, host="127.0.0.1", port=port, log_level="warning", limits=limits
+    )
     task = asyncio.create_task(
         serve(server, certificate, reload_interval_s=reload_interval_s, sockets=[sock])
     )
