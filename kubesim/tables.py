@@ -90,6 +90,15 @@ def _pod_cells(pod: Obj) -> list[Any]:
     return [f"{ready}/{total}", reason, restarts]
 
 
+def _node_status(node: Obj) -> str:
+    """`Ready` or `NotReady`, and `SchedulingDisabled` when cordoned, as kubectl shows."""
+    ready = json_path(node, '.status.conditions[?(@.type=="Ready")].status') == "True"
+    status = "Ready" if ready else "NotReady"
+    if (node.get("spec") or {}).get("unschedulable"):
+        status += ",SchedulingDisabled"
+    return status
+
+
 def _columns(rt: ResourceType) -> list[tuple[str, str, int, Any]]:
     """(name, type, priority, extractor) per column, Name and Age excluded."""
     if rt.key == ("", "pods"):
@@ -135,11 +144,7 @@ def _columns(rt: ResourceType) -> list[tuple[str, str, int, Any]]:
                 "Status",
                 "string",
                 0,
-                lambda o: (
-                    "Ready"
-                    if json_path(o, '.status.conditions[?(@.type=="Ready")].status') == "True"
-                    else "NotReady"
-                ),
+                _node_status,
             )
         ]
     out = []
