@@ -258,7 +258,13 @@ class HttpApi:
         )
         await response.prepare(request)
 
+        as_table = tables.wants_table(request.headers.get("Accept", ""))
+        include_object = q.get("includeObject", "Metadata")
+
         async def send(event_type: str, obj: Any) -> None:
+            if as_table and event_type in ("ADDED", "MODIFIED", "DELETED"):
+                # kubectl get -w asks for each object as a one-row Table, like a list.
+                obj = tables.to_table(rt, obj, self.api.clock.now(), include_object)
             await response.write(orjson.dumps({"type": event_type, "object": obj}) + b"\n")
 
         try:

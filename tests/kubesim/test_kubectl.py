@@ -68,6 +68,19 @@ class Kubectl:
             assert code == 0, f"kubectl {' '.join(args)} failed ({code}): {err.decode()}"
         return code, out.decode(), err.decode()
 
+    async def start(self, *args: str) -> asyncio.subprocess.Process:
+        """A long-running kubectl (`get -w`); the caller stops it."""
+        return await asyncio.create_subprocess_exec(
+            self.binary,
+            "--kubeconfig",
+            self.kubeconfig,
+            "--cache-dir",
+            self.cache,
+            *args,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+
     def file(self, name: str, doc: dict) -> str:
         path = self.tmp / name
         path.write_text(yaml.safe_dump(doc))
@@ -390,3 +403,24 @@ async def test_apply_crd_directory(sim, each_kubectl: Kubectl) -> None:
     assert len(sim.store.list(("apiextensions.k8s.io", "customresourcedefinitions"))) == len(crds)
     # kustomization.yaml is not an API object: the same refusal a real cluster gives.
     assert code == 1 and 'no matches for kind "Kustomization"' in err and "mime" not in err
+
+
+async def test_get_watch_prints_table_rows(sim, each_kubectl: Kubectl) -> None:
+    kubectl = each_kubectl
+    proc = await kubectl.start("get", "pods", "-w")
+    assert proc.stdout is not None
+    try:
+        # The first line comes from the initial list; "No resources found" goes to stderr.
+        await kubectl.run("create", "-f", kubectl.file("pod.yaml", POD))
+        lines: list[str] = []
+        while not lines or "Running" not in lines[-1]:
+            line = await asyncio.wait_for(proc.stdout.readline(), 30)
+            assert line, f"kubectl get -w ended early: {lines}"
+            lines.append(line.decode().rstrip())
+    finally:
+        proc.terminate()
+        await proc.wait()
+    assert lines[0].split() == ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]
+    # Every event is a full row (server-side printing), not a degraded NAME/AGE pair.
+    assert [line.split()[:4] for line in lines[1:]][-1] == ["web", "1/1", "Running", "0"]
+    assert all(len(line.split()) == 5 for line in lines[1:])
