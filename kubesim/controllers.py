@@ -24,6 +24,7 @@ log = logging.getLogger(__name__)
 
 _SAFE = "bcdfghjklmnpqrstvwxz2456789"
 REVISION = "deployment.kubernetes.io/revision"
+REVISION_HISTORY = "deployment.kubernetes.io/revision-history"
 HASH_LABEL = "pod-template-hash"
 
 
@@ -187,11 +188,16 @@ class Controllers:
         spec = d["spec"]
         template = spec["template"]
         owned = self._owned("replicasets", d)
+        wanted = _semantic(template)
         current = next(
-            (rs for rs in owned if _strip_hash(rs["spec"]["template"]) == template), None
+            (rs for rs in owned if _semantic(_strip_hash(rs["spec"]["template"])) == wanted), None
         )
         revisions = [int(rs["metadata"].get("annotations", {}).get(REVISION, "0")) for rs in owned]
         desired = int(spec.get("replicas", 1))
+        if current is not None and _revision(current) < max(revisions, default=0):
+            # A rollback (or a template returning to an old one) reuses that revision's
+            # ReplicaSet and makes it the newest revision, as the real controller does.
+            current = await self._promote(current, max(revisions))
         if current is None:
             collision = int((d.get("status") or {}).get("collisionCount", 0))
             h = template_hash(template, collision)
@@ -251,6 +257,16 @@ class Controllers:
                     self._rt["replicasets"], rs["metadata"]["namespace"], rs["metadata"]["name"], rs
                 )
         self._deployment_status(d, current)
+
+    async def _promote(self, rs: Obj, newest: int) -> Obj:
+        annotations = rs["metadata"].setdefault("annotations", {})
+        old = annotations.get(REVISION, "")
+        history = [r for r in annotations.get(REVISION_HISTORY, "").split(",") if r]
+        annotations[REVISION_HISTORY] = ",".join([*history, old])
+        annotations[REVISION] = str(newest + 1)
+        return await self.api.update(
+            self._rt["replicasets"], rs["metadata"]["namespace"], rs["metadata"]["name"], rs
+        )
 
     def _deployment_status(self, d: Obj, current: Obj) -> None:
         fresh = self.api.store.get(
@@ -643,6 +659,23 @@ class Controllers:
             },
         ]
         self.api.write_status(self._rt["cronjobs"], fresh)
+
+
+def _revision(rs: Obj) -> int:
+    return int((rs["metadata"].get("annotations") or {}).get(REVISION, "0"))
+
+
+def _semantic(template: Obj) -> Obj:
+    """A pod template as the real controller compares it: typed, so a
+    `creationTimestamp: null` (what Go clients send) is the same as none."""
+    meta = template.get("metadata")
+    if not isinstance(meta, dict) or "creationTimestamp" not in meta:
+        return template
+    if meta["creationTimestamp"] is not None:
+        return template
+    out = dict(template)
+    out["metadata"] = {k: v for k, v in meta.items() if k != "creationTimestamp"}
+    return out
 
 
 def _strip_hash(template: Obj) -> Obj:

@@ -424,3 +424,23 @@ async def test_get_watch_prints_table_rows(sim, each_kubectl: Kubectl) -> None:
     # Every event is a full row (server-side printing), not a degraded NAME/AGE pair.
     assert [line.split()[:4] for line in lines[1:]][-1] == ["web", "1/1", "Running", "0"]
     assert all(len(line.split()) == 5 for line in lines[1:])
+
+
+async def test_rollout_undo_reuses_the_old_replicaset(sim, each_kubectl: Kubectl) -> None:
+    kubectl = each_kubectl
+    await kubectl.run("apply", "-f", kubectl.file("deploy.yaml", DEPLOYMENT))
+    await sim.settle()
+    (first,) = sim.store.list(("apps", "replicasets"), "default")
+    await kubectl.run("set", "image", "deployment/shop", "app=nginx:1.28")
+    await sim.settle()
+    _, out, _ = await kubectl.run("rollout", "undo", "deployment/shop")
+    assert out.strip() == "deployment.apps/shop rolled back"
+    await sim.settle()
+    sets = {rs["metadata"]["name"]: rs for rs in sim.store.list(("apps", "replicasets"), "default")}
+    # kubectl 1.32 sends the template back with `creationTimestamp: null`: still the same one.
+    assert len(sets) == 2
+    reused = sets[first["metadata"]["name"]]
+    assert reused["spec"]["replicas"] == 2
+    assert reused["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "3"
+    _, out, _ = await kubectl.run("rollout", "history", "deployment/shop")
+    assert [line.split()[0] for line in out.strip().splitlines()[2:]] == ["2", "3"]
