@@ -542,6 +542,15 @@ class ApiServer:
             return obj
         return self.store.put(rt.key, obj, "MODIFIED")
 
+    def insert(self, rt: ResourceType, obj: Obj) -> Obj:
+        """Store a new object a simulated component wrote (Events): identity set, no
+        admission or validation, so synchronous component code can call it."""
+        obj = views.to_storage(rt, clone(obj))
+        meta = obj["metadata"]
+        meta["uid"] = str(uuid.UUID(int=self._rng.getrandbits(128), version=4))
+        meta["creationTimestamp"] = self.clock.stamp()
+        return self._present(rt, self.store.put(rt.key, obj, "ADDED"))
+
     def remove_now(self, rt: ResourceType, namespace: str, name: str) -> Obj | None:
         """Remove an object at once (garbage collection and kubelet cleanup)."""
         obj = self.store.peek(rt.key, namespace, name)
