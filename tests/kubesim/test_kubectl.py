@@ -444,3 +444,34 @@ async def test_rollout_undo_reuses_the_old_replicaset(sim, each_kubectl: Kubectl
     assert reused["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "3"
     _, out, _ = await kubectl.run("rollout", "history", "deployment/shop")
     assert [line.split()[0] for line in out.strip().splitlines()[2:]] == ["2", "3"]
+
+
+async def test_events_in_get_and_describe(sim, each_kubectl: Kubectl) -> None:
+    kubectl = each_kubectl
+    await kubectl.run("create", "deployment", "shop", "--image=nginx:1.27")
+    big = json.loads(json.dumps(POD))
+    big["metadata"]["name"] = "big"
+    big["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "64"}}
+    await kubectl.run("create", "-f", kubectl.file("big.yaml", big))
+    await sim.settle()
+    (pod,) = [p for p in sim.store.list(("", "pods"), "default") if p["spec"].get("nodeName")]
+    sim.kubelet.oom_kill("default", pod["metadata"]["name"], "nginx")
+    _, out, _ = await kubectl.run("get", "events")
+    header, *rows = out.strip().splitlines()
+    assert header.split() == ["LAST", "SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"]
+    seen = {(row.split()[1], row.split()[2], row.split()[3].split("/")[0]) for row in rows}
+    assert {
+        ("Normal", "ScalingReplicaSet", "deployment"),
+        ("Normal", "SuccessfulCreate", "replicaset"),
+        ("Normal", "Scheduled", "pod"),
+        ("Normal", "Started", "pod"),
+        ("Warning", "OOMKilling", "pod"),
+        ("Warning", "FailedScheduling", "pod"),
+    } <= seen
+    _, out, _ = await kubectl.run("describe", "pod", "big")
+    events = out[out.index("Events:") :].splitlines()
+    assert events[1].split() == ["Type", "Reason", "Age", "From", "Message"]
+    assert events[3].split()[:2] == ["Warning", "FailedScheduling"]
+    assert "default-scheduler" in events[3] and "Insufficient cpu" in events[3]
+    _, out, _ = await kubectl.run("describe", "pod", pod["metadata"]["name"])
+    assert "OOMKilling" in out[out.index("Events:") :]
