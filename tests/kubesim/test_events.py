@@ -121,3 +121,20 @@ async def test_kubelet_records_oom_backoff_and_resize(sim, core: client.CoreV1Ap
     assert events["ResizeInfeasible"]["message"] == (
         "Node didn't have enough capacity: cpu, requested: 3000, capacity: 2000"
     )
+
+
+async def test_failed_pod_creation_is_recorded_once(sim, api: client.ApiClient) -> None:
+    await sim.add_node("n1")
+    # A pod the StatefulSet does not own already has the name of its first ordinal.
+    await client.CoreV1Api(api).create_namespaced_pod("default", pod_body("db-0"))
+    sts = deployment(name="db", replicas=1)
+    sts["spec"]["serviceName"] = "db"
+    await client.AppsV1Api(api).create_namespaced_stateful_set("default", sts)
+    await sim.settle()
+    await sim.settle()
+    failed = [e for e in sim.store.list(("", "events")) if e["reason"] == "FailedCreate"]
+    assert len(failed) == 1
+    assert failed[0]["type"] == "Warning"
+    assert failed[0]["reportingComponent"] == "statefulset-controller"
+    assert failed[0]["involvedObject"]["kind"] == "StatefulSet"
+    assert failed[0]["message"] == 'Error creating: pods "db-0" already exists'
