@@ -23,24 +23,36 @@ CURRENT_METRICS = "autoscaling.alpha.kubernetes.io/current-metrics"
 
 
 def _is_cpu_utilization(metric: Any) -> bool:
-    resource = (metric or {}).get("resource") or {}
+    if not isinstance(metric, dict) or not isinstance(metric.get("resource"), dict):
+        return False
+    resource = metric["resource"]
     return (
         metric.get("type") == "Resource"
         and resource.get("name") == "cpu"
-        and (resource.get("target") or {}).get("type") == "Utilization"
+        and isinstance(resource.get("target"), dict)
+        and resource["target"].get("type") == "Utilization"
     )
 
 
-def _take(annotations: dict[str, str], key: str) -> Any:
-    raw = annotations.pop(key, None)
+def _resource_name(metric: Any) -> Any:
+    resource = metric.get("resource") if isinstance(metric, dict) else None
+    return resource.get("name") if isinstance(resource, dict) else None
+
+
+def _take(annotations: dict[str, str], key: str, kind: type) -> Any:
+    """The decoded annotation, removed; a hand-edited one that is not JSON of `kind`
+    stays where it was."""
+    raw = annotations.get(key)
     if raw is None:
         return None
     try:
-        return orjson.loads(raw)
+        value = orjson.loads(raw)
     except orjson.JSONDecodeError:
-        # A hand-edited annotation that is not JSON stays where it was.
-        annotations[key] = raw
         return None
+    if not isinstance(value, kind):
+        return None
+    del annotations[key]
+    return value
 
 
 def to_v2(obj: Obj) -> Obj:
@@ -53,7 +65,7 @@ def to_v2(obj: Obj) -> Obj:
     annotations = dict(meta.get("annotations") or {})
     spec = out.get("spec")
     if isinstance(spec, dict):
-        metrics = [m for m in _take(annotations, METRICS) or [] if not _is_cpu_utilization(m)]
+        metrics = [m for m in _take(annotations, METRICS, list) or [] if not _is_cpu_utilization(m)]
         cpu = spec.pop("targetCPUUtilizationPercentage", None)
         if cpu is not None:
             cpu_metric = {"name": "cpu", "target": {"type": "Utilization"}}
@@ -61,15 +73,13 @@ def to_v2(obj: Obj) -> Obj:
             metrics.insert(0, {"type": "Resource", "resource": cpu_metric})
         if metrics:
             spec["metrics"] = metrics
-        behavior = _take(annotations, BEHAVIOR)
+        behavior = _take(annotations, BEHAVIOR, dict)
         if behavior is not None:
             spec["behavior"] = behavior
     status = out.get("status")
     if isinstance(status, dict):
         current = [
-            m
-            for m in _take(annotations, CURRENT_METRICS) or []
-            if (m.get("resource") or {}).get("name") != "cpu"
+            m for m in _take(annotations, CURRENT_METRICS, list) or [] if _resource_name(m) != "cpu"
         ]
         cpu_now = status.pop("currentCPUUtilizationPercentage", None)
         if cpu_now is not None:
@@ -82,7 +92,7 @@ def to_v2(obj: Obj) -> Obj:
             )
         if current:
             status["currentMetrics"] = current
-        conditions = _take(annotations, CONDITIONS)
+        conditions = _take(annotations, CONDITIONS, list)
         if conditions is not None:
             status["conditions"] = conditions
     _set_annotations(meta, annotations)
@@ -95,8 +105,9 @@ def from_v2(obj: Obj) -> Obj:
     out["apiVersion"] = "autoscaling/v1"
     meta = out.setdefault("metadata", {})
     annotations = dict(meta.get("annotations") or {})
-    spec = out.get("spec") or {}
-    metrics = spec.pop("metrics", None) or []
+    spec = out.get("spec") if isinstance(out.get("spec"), dict) else {}
+    metrics = spec.pop("metrics", None)
+    metrics = metrics if isinstance(metrics, list) else []
     cpu = next((m for m in metrics if _is_cpu_utilization(m)), None)
     if cpu is not None:
         spec["targetCPUUtilizationPercentage"] = cpu["resource"]["target"].get("averageUtilization")
@@ -107,16 +118,13 @@ def from_v2(obj: Obj) -> Obj:
         annotations[BEHAVIOR] = orjson.dumps(spec.pop("behavior")).decode()
     status = out.get("status")
     if isinstance(status, dict):
-        current = status.pop("currentMetrics", None) or []
+        current = status.pop("currentMetrics", None)
+        current = current if isinstance(current, list) else []
         for metric in current:
-            resource = metric.get("resource") or {}
-            if resource.get("name") == "cpu" and "averageUtilization" in (
-                resource.get("current") or {}
-            ):
-                status["currentCPUUtilizationPercentage"] = resource["current"][
-                    "averageUtilization"
-                ]
-        others_now = [m for m in current if (m.get("resource") or {}).get("name") != "cpu"]
+            now = metric["resource"].get("current") if _resource_name(metric) == "cpu" else None
+            if isinstance(now, dict) and "averageUtilization" in now:
+                status["currentCPUUtilizationPercentage"] = now["averageUtilization"]
+        others_now = [m for m in current if _resource_name(m) != "cpu"]
         if others_now:
             annotations[CURRENT_METRICS] = orjson.dumps(others_now).decode()
         if status.get("conditions"):

@@ -53,3 +53,29 @@ async def test_v1_read_modify_write_keeps_v2_fields(sim) -> None:
     assert v2["spec"]["metrics"][1] == HPA_V2["spec"]["metrics"][1]
     assert v2["spec"]["behavior"] == HPA_V2["spec"]["behavior"]
     assert "annotations" not in v2["metadata"]
+
+
+async def test_v1_annotation_that_is_not_json_is_kept(sim) -> None:
+    body = {
+        "apiVersion": "autoscaling/v1",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": {
+            "name": "odd",
+            "annotations": {"autoscaling.alpha.kubernetes.io/metrics": "not json"},
+        },
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "shop"},
+            "maxReplicas": 3,
+            "targetCPUUtilizationPercentage": 50,
+        },
+    }
+    async with aiohttp.ClientSession(base_url=sim.url) as http:
+        async with http.post(V1, json=body) as resp:
+            assert resp.status == 201, await resp.text()
+        async with http.get(f"{V1}/odd") as resp:
+            assert resp.status == 200
+            v1 = await resp.json()
+    assert v1["metadata"]["annotations"] == body["metadata"]["annotations"]
+    stored = sim.store.get(("autoscaling", "horizontalpodautoscalers"), "default", "odd")
+    assert stored["metadata"]["annotations"] == body["metadata"]["annotations"]
+    assert stored["spec"]["metrics"][0]["resource"]["target"]["averageUtilization"] == 50
