@@ -99,6 +99,301 @@ DELETE_OPTIONS = _message(
 
 # ----------------------------------------------------------------- core/v1 pods
 
+LOCAL_OBJECT_REFERENCE = _message("LocalObjectReference", {1: ("name", "string")})
+LOCAL_REF_INLINE: Spec = ("", "inline", LOCAL_OBJECT_REFERENCE)
+KEY_TO_PATH = _message(
+    "KeyToPath", {1: ("key", "string"), 2: ("path", "string"), 3: ("mode", "int", "k")}
+)
+SECCOMP = _message(
+    "SeccompProfile", {1: ("type", "string"), 2: ("localhostProfile", "string", "k")}
+)
+POD_SECURITY_CONTEXT = _message(
+    "PodSecurityContext",
+    {
+        2: ("runAsUser", "int", "k"),
+        3: ("runAsNonRoot", "bool", "k"),
+        4: ("supplementalGroups", "int", "r"),
+        5: ("fsGroup", "int", "k"),
+        6: ("runAsGroup", "int", "k"),
+        7: (
+            "sysctls",
+            "message",
+            "r",
+            _message("Sysctl", {1: ("name", "string"), 2: ("value", "string")}),
+        ),
+        9: ("fsGroupChangePolicy", "string", "k"),
+        10: ("seccompProfile", "message", "k", SECCOMP),
+    },
+)
+SECURITY_CONTEXT = _message(
+    "SecurityContext",
+    {
+        1: (
+            "capabilities",
+            "message",
+            "k",
+            _message("Capabilities", {1: ("add", "string", "r"), 2: ("drop", "string", "r")}),
+        ),
+        2: ("privileged", "bool", "k"),
+        4: ("runAsUser", "int", "k"),
+        5: ("runAsNonRoot", "bool", "k"),
+        6: ("readOnlyRootFilesystem", "bool", "k"),
+        7: ("allowPrivilegeEscalation", "bool", "k"),
+        8: ("runAsGroup", "int", "k"),
+        9: ("procMount", "string", "k"),
+        11: ("seccompProfile", "message", "k", SECCOMP),
+    },
+)
+VOLUME_SOURCE = _message(
+    "VolumeSource",
+    {
+        1: (
+            "hostPath",
+            "message",
+            "k",
+            _message("HostPathVolumeSource", {1: ("path", "string"), 2: ("type", "string", "k")}),
+        ),
+        2: (
+            "emptyDir",
+            "message",
+            "k",
+            _message(
+                "EmptyDirVolumeSource",
+                {1: ("medium", "string"), 2: ("sizeLimit", "quantity", "k")},
+            ),
+        ),
+        6: (
+            "secret",
+            "message",
+            "k",
+            _message(
+                "SecretVolumeSource",
+                {
+                    1: ("secretName", "string"),
+                    2: ("items", "message", "r", KEY_TO_PATH),
+                    3: ("defaultMode", "int", "k"),
+                    4: ("optional", "bool", "k"),
+                },
+            ),
+        ),
+        10: (
+            "persistentVolumeClaim",
+            "message",
+            "k",
+            _message(
+                "PersistentVolumeClaimVolumeSource",
+                {1: ("claimName", "string"), 2: ("readOnly", "bool")},
+            ),
+        ),
+        19: (
+            "configMap",
+            "message",
+            "k",
+            _message(
+                "ConfigMapVolumeSource",
+                {
+                    1: LOCAL_REF_INLINE,
+                    2: ("items", "message", "r", KEY_TO_PATH),
+                    3: ("defaultMode", "int", "k"),
+                    4: ("optional", "bool", "k"),
+                },
+            ),
+        ),
+    },
+)
+VOLUME = _message("Volume", {1: ("name", "string"), 2: ("", "inline", VOLUME_SOURCE)})
+VOLUME_MOUNT = _message(
+    "VolumeMount",
+    {
+        1: ("name", "string"),
+        2: ("readOnly", "bool"),
+        3: ("mountPath", "string"),
+        4: ("subPath", "string"),
+        5: ("mountPropagation", "string", "k"),
+        6: ("subPathExpr", "string"),
+        7: ("recursiveReadOnly", "string", "k"),
+    },
+)
+KEY_SELECTOR: dict[int, Spec] = {
+    1: LOCAL_REF_INLINE,
+    2: ("key", "string"),
+    3: ("optional", "bool", "k"),
+}
+ENV_VAR_SOURCE = _message(
+    "EnvVarSource",
+    {
+        1: (
+            "fieldRef",
+            "message",
+            "k",
+            _message(
+                "ObjectFieldSelector", {1: ("apiVersion", "string"), 2: ("fieldPath", "string")}
+            ),
+        ),
+        2: (
+            "resourceFieldRef",
+            "message",
+            "k",
+            _message(
+                "ResourceFieldSelector",
+                {
+                    1: ("containerName", "string"),
+                    2: ("resource", "string"),
+                    3: ("divisor", "quantity"),
+                },
+            ),
+        ),
+        3: ("configMapKeyRef", "message", "k", _message("ConfigMapKeySelector", KEY_SELECTOR)),
+        4: ("secretKeyRef", "message", "k", _message("SecretKeySelector", KEY_SELECTOR)),
+    },
+)
+ENV_SOURCE: dict[int, Spec] = {1: LOCAL_REF_INLINE, 2: ("optional", "bool", "k")}
+ENV_FROM = _message(
+    "EnvFromSource",
+    {
+        1: ("prefix", "string"),
+        2: ("configMapRef", "message", "k", _message("ConfigMapEnvSource", ENV_SOURCE)),
+        3: ("secretRef", "message", "k", _message("SecretEnvSource", ENV_SOURCE)),
+    },
+)
+PROBE_HANDLER = _message(
+    "ProbeHandler",
+    {
+        1: ("exec", "message", "k", _message("ExecAction", {1: ("command", "string", "r")})),
+        2: (
+            "httpGet",
+            "message",
+            "k",
+            _message(
+                "HTTPGetAction",
+                {
+                    1: ("path", "string"),
+                    2: ("port", "intorstr", "k"),
+                    3: ("host", "string"),
+                    4: ("scheme", "string"),
+                    5: (
+                        "httpHeaders",
+                        "message",
+                        "r",
+                        _message(
+                            "HTTPHeader", {1: ("name", "string"), 2: ("value", "string", "k")}
+                        ),
+                    ),
+                },
+            ),
+        ),
+        3: (
+            "tcpSocket",
+            "message",
+            "k",
+            _message("TCPSocketAction", {1: ("port", "intorstr", "k"), 2: ("host", "string")}),
+        ),
+        4: (
+            "grpc",
+            "message",
+            "k",
+            _message("GRPCAction", {1: ("port", "int", "k"), 2: ("service", "string", "k")}),
+        ),
+    },
+)
+PROBE = _message(
+    "Probe",
+    {
+        1: ("", "inline", PROBE_HANDLER),
+        2: ("initialDelaySeconds", "int"),
+        3: ("timeoutSeconds", "int"),
+        4: ("periodSeconds", "int"),
+        5: ("successThreshold", "int"),
+        6: ("failureThreshold", "int"),
+        7: ("terminationGracePeriodSeconds", "int", "k"),
+    },
+)
+NODE_SELECTOR_REQUIREMENT = _message(
+    "NodeSelectorRequirement",
+    {1: ("key", "string"), 2: ("operator", "string"), 3: ("values", "string", "r")},
+)
+NODE_SELECTOR_TERM = _message(
+    "NodeSelectorTerm",
+    {
+        1: ("matchExpressions", "message", "r", NODE_SELECTOR_REQUIREMENT),
+        2: ("matchFields", "message", "r", NODE_SELECTOR_REQUIREMENT),
+    },
+)
+POD_AFFINITY_TERM = _message(
+    "PodAffinityTerm",
+    {
+        1: ("labelSelector", "message", "k", LABEL_SELECTOR),
+        2: ("namespaces", "string", "r"),
+        3: ("topologyKey", "string"),
+        4: ("namespaceSelector", "message", "k", LABEL_SELECTOR),
+        5: ("matchLabelKeys", "string", "r"),
+        6: ("mismatchLabelKeys", "string", "r"),
+    },
+)
+WEIGHTED_POD_AFFINITY_TERM = _message(
+    "WeightedPodAffinityTerm",
+    {1: ("weight", "int", "k"), 2: ("podAffinityTerm", "message", POD_AFFINITY_TERM)},
+)
+POD_AFFINITY: dict[int, Spec] = {
+    1: ("requiredDuringSchedulingIgnoredDuringExecution", "message", "r", POD_AFFINITY_TERM),
+    2: (
+        "preferredDuringSchedulingIgnoredDuringExecution",
+        "message",
+        "r",
+        WEIGHTED_POD_AFFINITY_TERM,
+    ),
+}
+AFFINITY = _message(
+    "Affinity",
+    {
+        1: (
+            "nodeAffinity",
+            "message",
+            "k",
+            _message(
+                "NodeAffinity",
+                {
+                    1: (
+                        "requiredDuringSchedulingIgnoredDuringExecution",
+                        "message",
+                        "k",
+                        _message(
+                            "NodeSelector",
+                            {1: ("nodeSelectorTerms", "message", "r", NODE_SELECTOR_TERM)},
+                        ),
+                    ),
+                    2: (
+                        "preferredDuringSchedulingIgnoredDuringExecution",
+                        "message",
+                        "r",
+                        _message(
+                            "PreferredSchedulingTerm",
+                            {
+                                1: ("weight", "int", "k"),
+                                2: ("preference", "message", NODE_SELECTOR_TERM),
+                            },
+                        ),
+                    ),
+                },
+            ),
+        ),
+        2: ("podAffinity", "message", "k", _message("PodAffinity", POD_AFFINITY)),
+        3: ("podAntiAffinity", "message", "k", _message("PodAntiAffinity", POD_AFFINITY)),
+    },
+)
+TOPOLOGY_SPREAD = _message(
+    "TopologySpreadConstraint",
+    {
+        1: ("maxSkew", "int", "k"),
+        2: ("topologyKey", "string"),
+        3: ("whenUnsatisfiable", "string"),
+        4: ("labelSelector", "message", "k", LABEL_SELECTOR),
+        5: ("minDomains", "int", "k"),
+        6: ("nodeAffinityPolicy", "string", "k"),
+        7: ("nodeTaintsPolicy", "string", "k"),
+        8: ("matchLabelKeys", "string", "r"),
+    },
+)
 RESOURCES = _message(
     "ResourceRequirements", {1: ("limits", "map_quantity"), 2: ("requests", "map_quantity")}
 )
@@ -129,15 +424,28 @@ CONTAINER = _message(
             "env",
             "message",
             "r",
-            _message("EnvVar", {1: ("name", "string"), 2: ("value", "string")}),
+            _message(
+                "EnvVar",
+                {
+                    1: ("name", "string"),
+                    2: ("value", "string"),
+                    3: ("valueFrom", "message", "k", ENV_VAR_SOURCE),
+                },
+            ),
         ),
         8: ("resources", "message", RESOURCES),
+        9: ("volumeMounts", "message", "r", VOLUME_MOUNT),
+        10: ("livenessProbe", "message", "k", PROBE),
+        11: ("readinessProbe", "message", "k", PROBE),
         13: ("terminationMessagePath", "string"),
         14: ("imagePullPolicy", "string"),
+        15: ("securityContext", "message", "k", SECURITY_CONTEXT),
         16: ("stdin", "bool"),
         17: ("stdinOnce", "bool"),
         18: ("tty", "bool"),
+        19: ("envFrom", "message", "r", ENV_FROM),
         20: ("terminationMessagePolicy", "string"),
+        22: ("startupProbe", "message", "k", PROBE),
         23: (
             "resizePolicy",
             "message",
@@ -150,10 +458,10 @@ CONTAINER = _message(
         24: ("restartPolicy", "string", "k"),
     },
 )
-LOCAL_OBJECT_REFERENCE = _message("LocalObjectReference", {1: ("name", "string")})
 POD_SPEC = _message(
     "PodSpec",
     {
+        1: ("volumes", "message", "r", VOLUME),
         2: ("containers", "message", "r", CONTAINER),
         3: ("restartPolicy", "string"),
         4: ("terminationGracePeriodSeconds", "int", "k"),
@@ -166,9 +474,11 @@ POD_SPEC = _message(
         11: ("hostNetwork", "bool"),
         12: ("hostPID", "bool"),
         13: ("hostIPC", "bool"),
+        14: ("securityContext", "message", "k", POD_SECURITY_CONTEXT),
         15: ("imagePullSecrets", "message", "r", LOCAL_OBJECT_REFERENCE),
         16: ("hostname", "string"),
         17: ("subdomain", "string"),
+        18: ("affinity", "message", "k", AFFINITY),
         19: ("schedulerName", "string"),
         20: ("initContainers", "message", "r", CONTAINER),
         21: ("automountServiceAccountToken", "bool", "k"),
@@ -193,6 +503,7 @@ POD_SPEC = _message(
         29: ("runtimeClassName", "string", "k"),
         30: ("enableServiceLinks", "bool", "k"),
         31: ("preemptionPolicy", "string", "k"),
+        33: ("topologySpreadConstraints", "message", "r", TOPOLOGY_SPREAD),
         35: ("setHostnameAsFQDN", "bool", "k"),
         37: ("hostUsers", "bool", "k"),
     },
@@ -302,7 +613,7 @@ DEPLOYMENT = _message(
                 "DeploymentSpec",
                 {
                     1: ("replicas", "int", "k"),
-                    2: ("selector", "message", LABEL_SELECTOR),
+                    2: ("selector", "message", "k", LABEL_SELECTOR),
                     3: ("template", "message", POD_TEMPLATE),
                     4: (
                         "strategy",
@@ -341,7 +652,7 @@ JOB_SPEC = _message(
         1: ("parallelism", "int", "k"),
         2: ("completions", "int", "k"),
         3: ("activeDeadlineSeconds", "int", "k"),
-        4: ("selector", "message", LABEL_SELECTOR),
+        4: ("selector", "message", "k", LABEL_SELECTOR),
         5: ("manualSelector", "bool", "k"),
         6: ("template", "message", POD_TEMPLATE),
         7: ("backoffLimit", "int", "k"),
@@ -406,7 +717,7 @@ PDB = _message(
                 "PodDisruptionBudgetSpec",
                 {
                     1: ("minAvailable", "intorstr", "k"),
-                    2: ("selector", "message", LABEL_SELECTOR),
+                    2: ("selector", "message", "k", LABEL_SELECTOR),
                     3: ("maxUnavailable", "intorstr", "k"),
                     4: ("unhealthyPodEvictionPolicy", "string", "k"),
                 },

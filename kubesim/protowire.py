@@ -28,10 +28,12 @@ class Field:
     """One field of a message table.
 
     `kind` is one of: string, bytes (base64 in JSON), int, bool, time, quantity,
-    intorstr, message (`message` is its table), map (string values), map_bytes,
-    map_quantity, skip (read past, not decoded). `keep` says the JSON form shows the field even at its zero value
-    (pointer fields and fields without `omitempty`); other zero values are dropped,
-    because the Go encoder writes every non-pointer field, set or not.
+    intorstr, message (`message` is its table), inline (an embedded message whose
+    fields JSON shows in the parent), map (string values), map_bytes, map_quantity,
+    skip (read past, not decoded). `keep` says the JSON form shows the field even at
+    its zero value (pointer fields, `{}` included, and fields without `omitempty`);
+    other zero values are dropped, because the Go encoder writes every non-pointer
+    field, set or not.
     """
 
     name: str
@@ -189,6 +191,7 @@ def decode(table: Message, buf: bytes) -> dict[str, Any]:
     cannot read rather than store a partial object.
     """
     out: dict[str, Any] = {}
+    kept: set[str] = set()
     for number, wire, value in fields(buf):
         spec = table.fields.get(number)
         if spec is None:
@@ -196,7 +199,13 @@ def decode(table: Message, buf: bytes) -> dict[str, Any]:
         where = f"{table.name}.{spec.name}"
         if spec.kind == "skip":
             continue
-        if spec.kind in ("map", "map_bytes", "map_quantity"):
+        if spec.kind == "inline":
+            # An embedded struct whose fields JSON shows in the parent (Volume's source).
+            assert spec.message is not None
+            inlined = decode(spec.message, _bytes(value, where))
+            out.update(inlined)
+            kept.update(inlined)
+        elif spec.kind in ("map", "map_bytes", "map_quantity"):
             key, raw = _map_entry(_bytes(value, where), where)
             entries = out.setdefault(spec.name, {})
             if spec.kind == "map":
@@ -216,16 +225,13 @@ def decode(table: Message, buf: bytes) -> dict[str, Any]:
                 out.setdefault(spec.name, []).append(_scalar(spec, value, where))
         else:
             out[spec.name] = _scalar(spec, value, where)
+            if spec.keep:
+                kept.add(spec.name)
     return {
         name: value
         for name, value in out.items()
-        if not _is_zero(value) or _keeps(table, name, value)
+        if not _is_zero(value) or (name in kept and value is not None)
     }
-
-
-def _keeps(table: Message, name: str, value: Any) -> bool:
-    spec = next(f for f in table.fields.values() if f.name == name)
-    return spec.keep and value is not None
 
 
 @dataclass(frozen=True)

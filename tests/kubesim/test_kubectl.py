@@ -126,6 +126,132 @@ DEPLOYMENT = {
     },
 }
 
+# A pod spec using most of what a workload manifest sets: `create job --from` sends it back
+# as protobuf, so it checks kubesim's field numbers against kubectl's own encoder.
+RICH_POD_SPEC = {
+    "securityContext": {
+        "runAsUser": 1000,
+        "runAsNonRoot": True,
+        "fsGroup": 2000,
+        "supplementalGroups": [3000, 4000],
+        "seccompProfile": {"type": "RuntimeDefault"},
+    },
+    "affinity": {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a", "b"]}]}
+                ]
+            },
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "weight": 5,
+                    "preference": {
+                        "matchFields": [
+                            {"key": "metadata.name", "operator": "NotIn", "values": ["n9"]}
+                        ]
+                    },
+                }
+            ],
+        },
+        "podAntiAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "weight": 10,
+                    "podAffinityTerm": {
+                        "labelSelector": {"matchLabels": {"app": "rich"}},
+                        "topologyKey": "kubernetes.io/hostname",
+                    },
+                }
+            ]
+        },
+    },
+    "topologySpreadConstraints": [
+        {
+            "maxSkew": 1,
+            "topologyKey": "zone",
+            "whenUnsatisfiable": "ScheduleAnyway",
+            "labelSelector": {"matchLabels": {"app": "rich"}},
+        }
+    ],
+    "volumes": [
+        {"name": "scratch", "emptyDir": {}},
+        {
+            "name": "cfg",
+            "configMap": {
+                "name": "cfg",
+                "items": [{"key": "a", "path": "a.txt"}],
+                "defaultMode": 420,
+            },
+        },
+        {"name": "pw", "secret": {"secretName": "pw", "optional": False}},
+        {"name": "data", "persistentVolumeClaim": {"claimName": "data"}},
+        {"name": "host", "hostPath": {"path": "/var/log", "type": "Directory"}},
+    ],
+    "restartPolicy": "OnFailure",
+    "containers": [
+        {
+            "name": "app",
+            "image": "busybox:1.36",
+            "command": ["sh", "-c"],
+            "args": ["echo hi"],
+            "workingDir": "/work",
+            "env": [
+                {"name": "PLAIN", "value": "x"},
+                {
+                    "name": "NODE",
+                    "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "spec.nodeName"}},
+                },
+                {
+                    "name": "KEY",
+                    "valueFrom": {"secretKeyRef": {"name": "pw", "key": "pw", "optional": True}},
+                },
+                {"name": "CFG", "valueFrom": {"configMapKeyRef": {"name": "cfg", "key": "a"}}},
+                {
+                    "name": "MEM",
+                    "valueFrom": {
+                        "resourceFieldRef": {
+                            "containerName": "app",
+                            "resource": "limits.memory",
+                            "divisor": "1Mi",
+                        }
+                    },
+                },
+            ],
+            "envFrom": [
+                {"prefix": "C_", "configMapRef": {"name": "cfg"}},
+                {"secretRef": {"name": "pw", "optional": True}},
+            ],
+            "resources": {
+                "requests": {"cpu": "100m", "memory": "64Mi"},
+                "limits": {"memory": "128Mi"},
+            },
+            "volumeMounts": [
+                {"name": "scratch", "mountPath": "/scratch"},
+                {"name": "cfg", "mountPath": "/etc/cfg", "readOnly": True, "subPath": "a.txt"},
+            ],
+            "livenessProbe": {
+                "httpGet": {
+                    "path": "/healthz",
+                    "port": 8080,
+                    "httpHeaders": [{"name": "X", "value": "1"}],
+                },
+                "periodSeconds": 7,
+                "failureThreshold": 4,
+            },
+            "readinessProbe": {"tcpSocket": {"port": "http"}, "initialDelaySeconds": 3},
+            "startupProbe": {"exec": {"command": ["true"]}, "timeoutSeconds": 2},
+            "securityContext": {
+                "allowPrivilegeEscalation": False,
+                "readOnlyRootFilesystem": True,
+                "capabilities": {"drop": ["ALL"], "add": ["NET_BIND_SERVICE"]},
+                "runAsGroup": 3000,
+            },
+            "ports": [{"name": "http", "containerPort": 8080, "protocol": "TCP"}],
+        }
+    ],
+}
+
 
 @pytest.fixture
 async def kubectl(sim: Simulator, tmp_path: Path) -> Kubectl:
@@ -475,3 +601,35 @@ async def test_events_in_get_and_describe(sim, each_kubectl: Kubectl) -> None:
     assert "default-scheduler" in events[3] and "Insufficient cpu" in events[3]
     _, out, _ = await kubectl.run("describe", "pod", pod["metadata"]["name"])
     assert "OOMKilling" in out[out.index("Events:") :]
+
+
+async def test_create_job_from_cronjob_round_trips_a_full_pod_spec(
+    sim, each_kubectl: Kubectl
+) -> None:
+    kubectl = each_kubectl
+    cronjob = {
+        "apiVersion": "batch/v1",
+        "kind": "CronJob",
+        "metadata": {"name": "rich"},
+        "spec": {
+            "schedule": "0 * * * *",
+            "jobTemplate": {
+                "spec": {
+                    "template": {
+                        "metadata": {"labels": {"app": "rich"}},
+                        "spec": RICH_POD_SPEC,
+                    }
+                }
+            },
+        },
+    }
+    await kubectl.run("create", "-f", kubectl.file("cronjob.yaml", cronjob))
+    _, out, _ = await kubectl.run("create", "job", "manual", "--from=cronjob/rich")
+    assert out.strip() == "job.batch/manual created"
+    stored = sim.store.get(("batch", "cronjobs"), "default", "rich")
+    job = sim.store.get(("batch", "jobs"), "default", "manual")
+    assert (
+        job["spec"]["template"]["spec"] == stored["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    )
+    assert job["metadata"]["ownerReferences"][0]["name"] == "rich"
+    assert job["metadata"]["annotations"]["cronjob.kubernetes.io/instantiate"] == "manual"
