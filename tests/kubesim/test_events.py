@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from kubernetes_asyncio import client
 
+from kubesim.usage import OOM_AFTER, USAGE, restart_delay
 from tests.kubesim.conftest import pod_body
 from tests.kubesim.test_cluster import deployment
 
@@ -138,3 +139,27 @@ async def test_failed_pod_creation_is_recorded_once(sim, api: client.ApiClient) 
     assert failed[0]["reportingComponent"] == "statefulset-controller"
     assert failed[0]["involvedObject"]["kind"] == "StatefulSet"
     assert failed[0]["message"] == 'Error creating: pods "db-0" already exists'
+
+
+async def test_usage_model_kills_and_back_off_are_recorded(sim, core: client.CoreV1Api) -> None:
+    await sim.add_node("n1")
+    body = pod_body("u", limits={"memory": "128Mi"})
+    body["metadata"]["annotations"] = {USAGE: '{"app": {"memory": "300Mi"}}'}
+    await core.create_namespaced_pod("default", body)
+    await sim.settle()
+    await sim.advance(OOM_AFTER.total_seconds())  # first kill: restarted at once
+    await sim.advance(OOM_AFTER.total_seconds())  # second kill: back-off
+    await sim.advance(restart_delay(2).total_seconds())  # started again after the back-off
+    assert [r for r, _, _ in reasons(sim, "u")][3:] == [
+        "OOMKilling",
+        "Started",
+        "OOMKilling",
+        "BackOff",
+        "Started",
+    ]
+    back_off = next(e for e in sim.store.list(("", "events")) if e["reason"] == "BackOff")
+    assert back_off["type"] == "Warning"
+    delay = int(restart_delay(2).total_seconds())
+    assert back_off["message"].startswith(
+        f"back-off {delay}s restarting failed container=app pod=u_default"
+    )
