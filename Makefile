@@ -3,6 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 KUBECTL := .tools/bin/kubectl
+KUBECTL_OLDEST := .tools/bin/kubectl-1.32
 STATE_DIR ?= examples/storefront
 PORT ?= 8443
 
@@ -16,13 +17,14 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-$(KUBECTL): scripts/get-kubectl.sh
+# kubectl 1.35 (the project's) and 1.32 (the oldest supported); the script installs both.
+$(KUBECTL) $(KUBECTL_OLDEST): scripts/get-kubectl.sh
 	bash scripts/get-kubectl.sh
 
-tools: $(KUBECTL)
+tools: $(KUBECTL) $(KUBECTL_OLDEST)
 
-test: $(STAMP) $(KUBECTL)
-	KUBECTL=$(CURDIR)/$(KUBECTL) $(BIN)/python -m pytest
+test: $(STAMP) $(KUBECTL) $(KUBECTL_OLDEST)
+	KUBECTL=$(CURDIR)/$(KUBECTL) KUBECTL_OLDEST=$(CURDIR)/$(KUBECTL_OLDEST) $(BIN)/python -m pytest
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -13,7 +13,7 @@ import orjson
 import yaml
 from aiohttp import web
 
-from kubesim import discovery, openapi, patch, tables
+from kubesim import discovery, openapi, patch, protoschema, protowire, tables
 from kubesim.admission import collect_warnings
 from kubesim.apiserver import ApiServer
 from kubesim.disruption import evict
@@ -258,7 +258,13 @@ class HttpApi:
         )
         await response.prepare(request)
 
+        as_table = tables.wants_table(request.headers.get("Accept", ""))
+        include_object = q.get("includeObject", "Metadata")
+
         async def send(event_type: str, obj: Any) -> None:
+            if as_table and event_type in ("ADDED", "MODIFIED", "DELETED"):
+                # kubectl get -w asks for each object as a one-row Table, like a list.
+                obj = tables.to_table(rt, obj, self.api.clock.now(), include_object)
             await response.write(orjson.dumps({"type": event_type, "object": obj}) + b"\n")
 
         try:
@@ -366,6 +372,17 @@ async def _body(request: web.Request, optional: bool = False) -> Any:
         if optional:
             return None
         raise bad_request("the request body is empty")
+    if request.content_type == protowire.CONTENT_TYPE:
+        try:
+            return protoschema.decode_object(raw)
+        except protowire.DecodeError as exc:
+            raise ApiError(
+                415,
+                "UnsupportedMediaType",
+                f"kubesim could not decode this protobuf body: {exc}. kubesim reads protobuf "
+                "only for what kubectl's typed commands send; send the object as JSON or YAML "
+                "instead, for example with `kubectl create -f FILE`",
+            ) from exc
     try:
         if request.content_type in ("application/yaml", patch.APPLY_PATCH):
             return yaml.safe_load(raw)

@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from kubesim import defaults, events, patch, pods, schema
+from kubesim import defaults, patch, pods, schema, views
 from kubesim.clock import Clock
 from kubesim.crds import crd_status, register, validate_crd
 from kubesim.errors import (
@@ -42,7 +42,6 @@ from kubesim.store import Obj, Store, WatchEvent, clone
 # -> the possibly mutated object. Set by the simulator when admission is wired.
 Admit = Callable[[str, ResourceType, Obj, Obj | None, bool, str], Awaitable[Obj]]
 
-EVENTS = ("", "events")
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 _SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 # Kinds whose status may be set on create (the rest start with an empty status).
@@ -393,8 +392,7 @@ class ApiServer:
         self, rt: ResourceType, old: Obj, obj: Obj, subresource: str, dry_run: bool
     ) -> Obj:
         name = old["metadata"]["name"]
-        if rt.storage == EVENTS and obj.get("apiVersion") != "v1":
-            obj = events.to_core(obj)
+        obj = views.to_storage(rt, obj)
         if subresource == "status":
             new = clone(old)
             if "status" in obj:
@@ -544,6 +542,15 @@ class ApiServer:
             return obj
         return self.store.put(rt.key, obj, "MODIFIED")
 
+    def insert(self, rt: ResourceType, obj: Obj) -> Obj:
+        """Store a new object a simulated component wrote (Events): identity set, no
+        admission or validation, so synchronous component code can call it."""
+        obj = views.to_storage(rt, clone(obj))
+        meta = obj["metadata"]
+        meta["uid"] = str(uuid.UUID(int=self._rng.getrandbits(128), version=4))
+        meta["creationTimestamp"] = self.clock.stamp()
+        return self._present(rt, self.store.put(rt.key, obj, "ADDED"))
+
     def remove_now(self, rt: ResourceType, namespace: str, name: str) -> Obj | None:
         """Remove an object at once (garbage collection and kubelet cleanup)."""
         obj = self.store.peek(rt.key, namespace, name)
@@ -637,6 +644,7 @@ class ApiServer:
                     f"the API version in the data ({api_version}) does not match the expected API version ({rt.api_version})"
                 )
         obj["kind"], obj["apiVersion"] = rt.kind, rt.api_version
+        obj = views.to_storage(rt, obj)
         meta = obj.setdefault("metadata", {})
         if not isinstance(meta, dict):
             raise bad_request("metadata must be an object")
@@ -645,8 +653,6 @@ class ApiServer:
             raise bad_request(
                 "the namespace of the provided object does not match the namespace sent on the request"
             )
-        if rt.storage == EVENTS:
-            obj = events.to_core(obj)
         return obj
 
     def _generate_name(self, rt: ResourceType, ns: str, prefix: str) -> str:
@@ -658,8 +664,9 @@ class ApiServer:
 
     def _present(self, rt: ResourceType, obj: Obj) -> Obj:
         """The object as served at `rt`'s version (CR versions convert with strategy None)."""
-        if rt.storage == EVENTS:
-            return events.from_core(obj)
+        view = views.present(rt, obj)
+        if view is not None:
+            return view
         obj["apiVersion"], obj["kind"] = rt.api_version, rt.kind
         return obj
 

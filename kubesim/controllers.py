@@ -13,9 +13,10 @@ import orjson
 from kubesim import pods
 from kubesim.apiserver import ApiServer
 from kubesim.clock import parse_rfc3339, rfc3339
-from kubesim.conditions import set_condition
+from kubesim.conditions import get_condition, set_condition
 from kubesim.cron import next_run
 from kubesim.errors import ApiError
+from kubesim.recorder import NORMAL, WARNING, EventRecorder
 from kubesim.resources import ResourceType
 from kubesim.selectors import from_label_selector
 from kubesim.store import Obj, clone
@@ -24,7 +25,17 @@ log = logging.getLogger(__name__)
 
 _SAFE = "bcdfghjklmnpqrstvwxz2456789"
 REVISION = "deployment.kubernetes.io/revision"
+REVISION_HISTORY = "deployment.kubernetes.io/revision-history"
 HASH_LABEL = "pod-template-hash"
+# The reporting controller of each kind's Events, as named by kube-controller-manager.
+_CONTROLLERS = {
+    "Deployment": "deployment-controller",
+    "ReplicaSet": "replicaset-controller",
+    "StatefulSet": "statefulset-controller",
+    "DaemonSet": "daemonset-controller",
+    "Job": "job-controller",
+    "CronJob": "cronjob-controller",
+}
 
 
 def template_hash(template: Obj, collision_count: int = 0) -> str:
@@ -78,6 +89,7 @@ class Controllers:
                 ("", "v1", "nodes"),
             )
         }
+        self._recorders = {kind: EventRecorder(api, name) for kind, name in _CONTROLLERS.items()}
 
     def _type(self, group: str, version: str, plural: str) -> ResourceType:
         rt = self.api.registry.get(group, version, plural)
@@ -99,6 +111,13 @@ class Controllers:
             await self._cronjob(cj)
         for job in self._all("jobs"):
             await self._job(job)
+
+    def _event(
+        self, owner: Obj, reason: str, note: str, action: str, warning: bool = False
+    ) -> None:
+        self._recorders[owner["kind"]].record(
+            owner, WARNING if warning else NORMAL, reason, note, action
+        )
 
     def _all(self, plural: str) -> list[Obj]:
         return self.api.store.list(self._rt[plural].key)
@@ -146,7 +165,7 @@ class Controllers:
         spec.update(spec_patch or {})
         pod = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
         try:
-            await self.api.create(self._rt["pods"], owner["metadata"]["namespace"], pod)
+            created = await self.api.create(self._rt["pods"], owner["metadata"]["namespace"], pod)
         except ApiError as exc:
             # The real controllers record FailedCreate and retry on the next sync.
             log.warning(
@@ -158,6 +177,15 @@ class Controllers:
             )
             self._failed_create(owner, str(exc.message))
             return False
+        created_name = created["metadata"]["name"]
+        self._event(
+            owner,
+            "SuccessfulCreate",
+            f"create Pod {created_name} in StatefulSet {owner['metadata']['name']} successful"
+            if owner["kind"] == "StatefulSet"
+            else f"Created pod: {created_name}",
+            "Create",
+        )
         return True
 
     def _failed_create(self, owner: Obj, message: str) -> None:
@@ -168,18 +196,30 @@ class Controllers:
         if current is None:
             return
         status = current.setdefault("status", {})
+        before = (get_condition(status, "ReplicaFailure") or {}).get("message")
         set_condition(
             status, "ReplicaFailure", "True", self.api.clock.stamp(), "FailedCreate", message
         )
-        self.api.write_status(rt, current)
+        written = self.api.write_status(rt, current)
+        # Once per new failure: the next settle round retries the same creation.
+        if before != message:
+            self._event(written, "FailedCreate", f"Error creating: {message}", "Create", True)
 
-    async def _delete_pod(self, pod: Obj) -> None:
+    async def _delete_pod(self, owner: Obj, pod: Obj) -> None:
+        name = pod["metadata"]["name"]
         try:
-            await self.api.delete(
-                self._rt["pods"], pod["metadata"]["namespace"], pod["metadata"]["name"]
-            )
+            await self.api.delete(self._rt["pods"], pod["metadata"]["namespace"], name)
         except ApiError as exc:
             log.debug("pod deletion skipped: %s", exc)
+            return
+        self._event(
+            owner,
+            "SuccessfulDelete",
+            f"delete Pod {name} in StatefulSet {owner['metadata']['name']} successful"
+            if owner["kind"] == "StatefulSet"
+            else f"Deleted pod: {name}",
+            "Delete",
+        )
 
     # ----------------------------------------------------------------- deployments
 
@@ -187,11 +227,16 @@ class Controllers:
         spec = d["spec"]
         template = spec["template"]
         owned = self._owned("replicasets", d)
+        wanted = _semantic(template)
         current = next(
-            (rs for rs in owned if _strip_hash(rs["spec"]["template"]) == template), None
+            (rs for rs in owned if _semantic(_strip_hash(rs["spec"]["template"])) == wanted), None
         )
         revisions = [int(rs["metadata"].get("annotations", {}).get(REVISION, "0")) for rs in owned]
         desired = int(spec.get("replicas", 1))
+        if current is not None and _revision(current) < max(revisions, default=0):
+            # A rollback (or a template returning to an old one) reuses that revision's
+            # ReplicaSet and makes it the newest revision, as the real controller does.
+            current = await self._promote(current, max(revisions))
         if current is None:
             collision = int((d.get("status") or {}).get("collisionCount", 0))
             h = template_hash(template, collision)
@@ -229,7 +274,9 @@ class Controllers:
                 )
                 return
             owned.append(current)
+            self._scaled(d, current, 0, desired)
         elif current["spec"].get("replicas") != desired:
+            before = int(current["spec"].get("replicas", 0))
             current["spec"]["replicas"] = desired
             current = await self.api.update(
                 self._rt["replicasets"],
@@ -237,6 +284,7 @@ class Controllers:
                 current["metadata"]["name"],
                 current,
             )
+            self._scaled(d, current, before, desired)
         # Old ReplicaSets scale down once the new one is fully available: a rolling update
         # collapsed into one surge, which keeps capacity and converges in one settle.
         new_available = int((current.get("status") or {}).get("availableReplicas", 0))
@@ -246,11 +294,32 @@ class Controllers:
                 and rs["spec"].get("replicas", 0) != 0
                 and (new_available >= desired or spec.get("strategy", {}).get("type") == "Recreate")
             ):
+                before = int(rs["spec"]["replicas"])
                 rs["spec"]["replicas"] = 0
                 await self.api.update(
                     self._rt["replicasets"], rs["metadata"]["namespace"], rs["metadata"]["name"], rs
                 )
+                self._scaled(d, rs, before, 0)
         self._deployment_status(d, current)
+
+    def _scaled(self, d: Obj, rs: Obj, before: int, after: int) -> None:
+        direction = "up" if after > before else "down"
+        self._event(
+            d,
+            "ScalingReplicaSet",
+            f"Scaled {direction} replica set {rs['metadata']['name']} from {before} to {after}",
+            "Scaling",
+        )
+
+    async def _promote(self, rs: Obj, newest: int) -> Obj:
+        annotations = rs["metadata"].setdefault("annotations", {})
+        old = annotations.get(REVISION, "")
+        history = [r for r in annotations.get(REVISION_HISTORY, "").split(",") if r]
+        annotations[REVISION_HISTORY] = ",".join([*history, old])
+        annotations[REVISION] = str(newest + 1)
+        return await self.api.update(
+            self._rt["replicasets"], rs["metadata"]["namespace"], rs["metadata"]["name"], rs
+        )
 
     def _deployment_status(self, d: Obj, current: Obj) -> None:
         fresh = self.api.store.get(
@@ -348,7 +417,7 @@ class Controllers:
                 )
             )
             for pod in owned[: len(owned) - desired]:
-                await self._delete_pod(pod)
+                await self._delete_pod(rs, pod)
         fresh = self.api.store.get(
             self._rt["replicasets"].key, rs["metadata"]["namespace"], rs["metadata"]["name"]
         )
@@ -400,7 +469,7 @@ class Controllers:
         for pod_name, pod in owned.items():
             index = pod_name.rsplit("-", 1)[-1]
             if not index.isdigit() or int(index) >= desired:
-                await self._delete_pod(pod)
+                await self._delete_pod(sts, pod)
         fresh = self.api.store.get(self._rt["statefulsets"].key, sts["metadata"]["namespace"], name)
         if fresh is None:
             return
@@ -484,7 +553,7 @@ class Controllers:
         node_names = {n["metadata"]["name"] for n in nodes}
         for node_name, pod in by_node.items():
             if node_name not in node_names:
-                await self._delete_pod(pod)
+                await self._delete_pod(ds, pod)
         fresh = self.api.store.get(
             self._rt["daemonsets"].key, ds["metadata"]["namespace"], ds["metadata"]["name"]
         )
@@ -541,6 +610,7 @@ class Controllers:
                     probe=True,
                 )
                 status["completionTime"] = now
+                self._event(job, "Completed", "Job completed", "Complete")
             elif failed > int(spec.get("backoffLimit", 6)):
                 set_condition(
                     status,
@@ -559,6 +629,13 @@ class Controllers:
                     "BackoffLimitExceeded",
                     "Job has reached the specified backoff limit",
                     probe=True,
+                )
+                self._event(
+                    job,
+                    "BackoffLimitExceeded",
+                    "Job has reached the specified backoff limit",
+                    "Fail",
+                    warning=True,
                 )
             else:
                 want = min(int(spec.get("parallelism", 1)), completions - succeeded) - len(active)
@@ -630,6 +707,7 @@ class Controllers:
         )
         if fresh is None:
             return
+        self._event(cj, "SuccessfulCreate", f"Created job {created['metadata']['name']}", "Create")
         fresh_status = fresh.setdefault("status", {})
         fresh_status["lastScheduleTime"] = rfc3339(due)
         fresh_status["active"] = [
@@ -643,6 +721,23 @@ class Controllers:
             },
         ]
         self.api.write_status(self._rt["cronjobs"], fresh)
+
+
+def _revision(rs: Obj) -> int:
+    return int((rs["metadata"].get("annotations") or {}).get(REVISION, "0"))
+
+
+def _semantic(template: Obj) -> Obj:
+    """A pod template as the real controller compares it: typed, so a
+    `creationTimestamp: null` (what Go clients send) is the same as none."""
+    meta = template.get("metadata")
+    if not isinstance(meta, dict) or "creationTimestamp" not in meta:
+        return template
+    if meta["creationTimestamp"] is not None:
+        return template
+    out = dict(template)
+    out["metadata"] = {k: v for k, v in meta.items() if k != "creationTimestamp"}
+    return out
 
 
 def _strip_hash(template: Obj) -> Obj:

@@ -27,6 +27,14 @@ _SUBRESOURCE_VERBS = {
     "finalize": ["update"],
 }
 
+# Subresources whose body is another group's kind say so, as the real server does:
+# kubectl drain evicts only when pods/eviction names policy's group and version.
+_SUBRESOURCE_KINDS: dict[str, dict[str, str]] = {
+    "eviction": {"group": "policy", "version": "v1", "kind": "Eviction"},
+    "scale": {"group": "autoscaling", "version": "v1", "kind": "Scale"},
+    "binding": {"kind": "Binding"},
+}
+
 
 def api_versions(server_address: str) -> dict[str, Any]:
     """`GET /api`."""
@@ -83,18 +91,15 @@ def resource_list(registry: Registry, group: str, version: str) -> dict[str, Any
     for rt in types:
         resources.append(_entry(rt))
         for sub in rt.subresources:
-            kind = {"eviction": "Eviction", "binding": "Binding", "scale": "Scale"}.get(
-                sub, rt.kind
-            )
-            resources.append(
-                {
-                    "name": f"{rt.plural}/{sub}",
-                    "singularName": "",
-                    "namespaced": rt.namespaced,
-                    "kind": kind,
-                    "verbs": _SUBRESOURCE_VERBS[sub],
-                }
-            )
+            entry = {
+                "name": f"{rt.plural}/{sub}",
+                "singularName": "",
+                "namespaced": rt.namespaced,
+                "kind": rt.kind,
+                "verbs": _SUBRESOURCE_VERBS[sub],
+            }
+            entry.update(_SUBRESOURCE_KINDS.get(sub, {}))
+            resources.append(entry)
     gv = f"{group}/{version}" if group else version
     return {
         "kind": "APIResourceList",

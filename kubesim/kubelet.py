@@ -6,11 +6,14 @@ from __future__ import annotations
 import hashlib
 from fractions import Fraction
 
+import orjson
+
 from kubesim import pods
 from kubesim.apiserver import ApiServer
 from kubesim.conditions import drop_condition, get_condition, set_condition
 from kubesim.errors import not_found
 from kubesim.nodes import allocatable, usage
+from kubesim.recorder import NORMAL, WARNING, EventRecorder
 from kubesim.store import Obj, clone
 from kubesim.usage import act_out
 
@@ -42,6 +45,7 @@ class Kubelet:
         #: (namespace, pod) -> (Deferred|Infeasible, message): the node's verdict on that
         #: pod's resizes, forced (a node whose real usage the simulator does not model)
         self.resize_verdicts: dict[tuple[str, str], tuple[str, str]] = {}
+        self.events = EventRecorder(api, "kubelet")
 
     # ----------------------------------------------------------------- step
 
@@ -71,6 +75,7 @@ class Kubelet:
         status = pod.setdefault("status", {})
         now = self.api.clock.stamp()
         uid = pod["metadata"]["uid"]
+        before = {s["name"]: _run_state(s) for s in status.get("containerStatuses") or []}
         if status.get("phase") == "Pending":
             status["phase"] = "Running"
             status["startTime"] = now
@@ -79,6 +84,7 @@ class Kubelet:
         status["podIP"] = self._pod_ip(uid)
         status["podIPs"] = [{"ip": status["podIP"]}]
         statuses = {s["name"]: s for s in status.get("containerStatuses") or []}
+        started: list[str] = []
         out = []
         for container in pod["spec"].get("containers") or []:
             name = container["name"]
@@ -96,6 +102,7 @@ class Kubelet:
                     "allocatedResources": requests,
                     "resources": _resources(container),
                 }
+                started.append(name)
             current["image"] = container.get("image", "")
             key = (uid, name)
             if key in self._crashing:
@@ -112,7 +119,8 @@ class Kubelet:
             current["ready"] = key not in self._unready and key not in self._crashing
             out.append(current)
         status["containerStatuses"] = out
-        self._resize(pod, node, all_pods, actuate, now)
+        resize_before = clone(get_condition(status, "PodResizePending") or {})
+        restarted = self._resize(pod, node, all_pods, actuate, now)
         act_out(pod, self.api.clock.now())
         ready = all(s["ready"] for s in out)
         for ctype in _POD_CONDITIONS:
@@ -131,11 +139,102 @@ class Kubelet:
         set_condition(status, "PodScheduled", "True", now, probe=True)
         status["qosClass"] = status.get("qosClass") or pods.qos_class(pod)
         status["observedGeneration"] = pod["metadata"].get("generation", 1)
-        return self.api.write_status(self._rt, pod)
+        written = self.api.write_status(self._rt, pod)
+        host = node["metadata"]["name"]
+        for name in started:
+            self._container_event(written, host, name, "Created", f"Created container: {name}")
+            self._container_event(written, host, name, "Started", f"Started container {name}")
+        self._resize_events(written, host, resize_before, restarted)
+        self._lifecycle_events(written, host, before, set(started) | set(restarted or ()))
+        return written
+
+    def _lifecycle_events(
+        self, pod: Obj, host: str, before: dict[str, tuple[int, str]], reported: set[str]
+    ) -> None:
+        """OOMKilling, BackOff and Started for what this sync did to a container (the
+        usage model's kills and back-off, the crash-loop hook), against its stored state."""
+        for entry in pod["status"].get("containerStatuses") or []:
+            name = entry["name"]
+            if name in reported or name not in before:
+                continue
+            restarts, state = _run_state(entry)
+            old_restarts, old_state = before[name]
+            last = (entry.get("lastState") or {}).get("terminated") or {}
+            if restarts > old_restarts and last.get("reason") == "OOMKilled":
+                self._container_event(
+                    pod,
+                    host,
+                    name,
+                    "OOMKilling",
+                    f"Memory cgroup out of memory: killed container {name}",
+                    warning=True,
+                )
+            if state == "waiting" and old_state != "waiting":
+                waiting = entry["state"]["waiting"]
+                self._container_event(
+                    pod,
+                    host,
+                    name,
+                    "BackOff",
+                    waiting.get("message") or f"Back-off restarting failed container {name}",
+                    warning=True,
+                )
+            elif state == "running" and (restarts > old_restarts or old_state != "running"):
+                self._container_event(pod, host, name, "Started", f"Started container {name}")
+
+    def _container_event(
+        self, pod: Obj, host: str, container: str, reason: str, note: str, warning: bool = False
+    ) -> None:
+        self.events.record(
+            pod,
+            WARNING if warning else NORMAL,
+            reason,
+            note,
+            reason,
+            field_path=f"spec.containers{{{container}}}",
+            instance=host,
+        )
+
+    def _resize_events(self, pod: Obj, host: str, before: Obj, restarted: list[str] | None) -> None:
+        """ResizeDeferred / ResizeInfeasible once per verdict, ResizeCompleted when actuated
+        (with Killing and Started for containers the resize restarted)."""
+        after = get_condition(pod["status"], "PodResizePending") or {}
+        if after and (after.get("reason"), after.get("message")) != (
+            before.get("reason"),
+            before.get("message"),
+        ):
+            infeasible = after.get("reason") == "Infeasible"
+            self.events.record(
+                pod,
+                WARNING if infeasible else NORMAL,
+                f"Resize{after.get('reason', '')}",
+                after.get("message", ""),
+                "Resize",
+                instance=host,
+            )
+        if restarted is None:
+            return
+        for name in restarted:
+            self._container_event(
+                pod, host, name, "Killing", f"Container {name} resize requires a restart"
+            )
+            self._container_event(pod, host, name, "Started", f"Started container {name}")
+        resources = [
+            {"name": c["name"], "resources": c.get("resources") or {}}
+            for c in pod["spec"]["containers"]
+        ]
+        note = orjson.dumps({"containers": resources}, option=orjson.OPT_SORT_KEYS).decode()
+        self.events.record(
+            pod, NORMAL, "ResizeCompleted", f"Pod resize completed: {note}", "Resize", instance=host
+        )
 
     # ----------------------------------------------------------------- resize
 
-    def _resize(self, pod: Obj, node: Obj, all_pods: list[Obj], actuate: bool, now: str) -> None:
+    def _resize(
+        self, pod: Obj, node: Obj, all_pods: list[Obj], actuate: bool, now: str
+    ) -> list[str] | None:
+        """Advance a pending resize; the containers it restarted when it was actuated now,
+        else None."""
         status = pod["status"]
         statuses = {s["name"]: s for s in status["containerStatuses"]}
         pending = [
@@ -159,7 +258,7 @@ class Kubelet:
                     probe=True,
                     observedGeneration=pod["metadata"].get("generation", 1),
                 )
-                return
+                return None
             drop_condition(status, "PodResizePending")
             for container in pending:
                 statuses[container["name"]]["allocatedResources"] = clone(
@@ -177,7 +276,8 @@ class Kubelet:
             drop_condition(status, "PodResizePending")
         in_progress = get_condition(status, "PodResizeInProgress") is not None
         if not (actuate and (in_progress or pending)):
-            return
+            return None
+        restarted: list[str] = []
         for container in pod["spec"]["containers"]:
             entry = statuses[container["name"]]
             wanted = _resources(container)
@@ -200,8 +300,10 @@ class Kubelet:
                     f"containerd://{_digest(pod['metadata']['uid'], container['name'], str(entry['restartCount']))}"
                 )
                 entry["state"] = {"running": {"startedAt": now}}
+                restarted.append(container["name"])
             entry["resources"] = wanted
         drop_condition(status, "PodResizeInProgress")
+        return restarted
 
     def _fit(self, pod: Obj, node: Obj, all_pods: list[Obj]) -> tuple[str, str] | None:
         """None if the desired requests fit the node now, else (Deferred|Infeasible, message)."""
@@ -262,7 +364,21 @@ class Kubelet:
                     f"containerd://{_digest(pod['metadata']['uid'], container, str(entry['restartCount']))}"
                 )
                 entry["state"] = {"running": {"startedAt": now}}
-                return self.api.write_status(self._rt, pod)
+                written = self.api.write_status(self._rt, pod)
+                host = pod["spec"].get("nodeName", "")
+                if reason == "OOMKilled":
+                    self._container_event(
+                        written,
+                        host,
+                        container,
+                        "OOMKilling",
+                        f"Memory cgroup out of memory: killed container {container}",
+                        warning=True,
+                    )
+                self._container_event(
+                    written, host, container, "Started", f"Started container {container}"
+                )
+                return written
         raise ValueError(
             f"pod {namespace}/{name} has no running container {container!r} (has the kubelet run it yet?)"
         )
@@ -352,6 +468,11 @@ def _resources(container: Obj) -> Obj:
         if values:
             out[section] = clone(values)
     return out
+
+
+def _run_state(entry: Obj) -> tuple[int, str]:
+    """A container status's restart count and state (running, waiting, terminated)."""
+    return int(entry.get("restartCount", 0)), next(iter(entry.get("state") or {}), "")
 
 
 def _needs_restart(container: Obj, before: Obj, after: Obj) -> bool:

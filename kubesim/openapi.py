@@ -14,7 +14,10 @@ from typing import Any
 from kubesim.discovery import KUBE_VERSION
 from kubesim.resources import Registry, ResourceType
 
-V2_PROTOBUF = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
+# The media type the real server answers with. Clients still ask for the older
+# `...spec.v2@v1.0+protobuf`, but `@` is not valid in a media subtype, so answering with
+# it makes Go's mime parser (and so kubectl) fail.
+V2_PROTOBUF = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
 
 
 def v2_json() -> dict[str, Any]:

@@ -135,6 +135,18 @@ BUILTIN: tuple[ResourceType, ...] = (
         short=("hpa",),
         cats=("all",),
     ),
+    # Served after v2 so that v2 stays the preferred version.
+    ResourceType(
+        "autoscaling",
+        "v1",
+        "horizontalpodautoscalers",
+        "HorizontalPodAutoscaler",
+        True,
+        ("status",),
+        ("hpa",),
+        ("all",),
+        storage=("autoscaling", "horizontalpodautoscalers"),
+    ),
     _rt("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", short=("pdb",)),
     _rt("coordination.k8s.io", "v1", "leases", "Lease", sub=()),
     ResourceType(

@@ -8,8 +8,9 @@ from typing import Any
 
 from kubesim import pods
 from kubesim.apiserver import ApiServer
-from kubesim.conditions import set_condition
+from kubesim.conditions import get_condition, set_condition
 from kubesim.nodes import allocatable, is_ready, usage
+from kubesim.recorder import NORMAL, WARNING, EventRecorder
 from kubesim.selectors import Requirement, Selector
 
 Obj = dict[str, Any]
@@ -69,6 +70,7 @@ class Scheduler:
     def __init__(self, api: ApiServer) -> None:
         self.api = api
         self._pods = api.registry.get("", "v1", "pods")
+        self.events = EventRecorder(api, "default-scheduler")
 
     async def step(self) -> None:
         """Schedule every pending pod once, in creation order."""
@@ -97,23 +99,35 @@ class Scheduler:
                 await self.api.bind(ns, name, {"target": {"kind": "Node", "name": node}})
                 bound = self.api.store.peek(("", "pods"), ns, name)
                 if bound is not None:
+                    self.events.record(
+                        bound,
+                        NORMAL,
+                        "Scheduled",
+                        f"Successfully assigned {ns}/{name} to {node}",
+                        "Binding",
+                    )
                     all_pods = [
                         bound if p["metadata"]["uid"] == pod["metadata"]["uid"] else p
                         for p in all_pods
                     ]
                 continue
             status = pod.setdefault("status", {})
+            message = self._message(len(nodes), reasons)
+            before = get_condition(status, "PodScheduled") or {}
             set_condition(
                 status,
                 "PodScheduled",
                 "False",
                 self.api.clock.stamp(),
                 "Unschedulable",
-                self._message(len(nodes), reasons),
+                message,
                 probe=True,
             )
             assert self._pods is not None
-            self.api.write_status(self._pods, pod)
+            written = self.api.write_status(self._pods, pod)
+            # Once per new verdict: settling repeats this step until nothing changes.
+            if (before.get("status"), before.get("message")) != ("False", message):
+                self.events.record(written, WARNING, "FailedScheduling", message, "Scheduling")
 
     def _choose(
         self, pod: Obj, nodes: list[Obj], all_pods: list[Obj]

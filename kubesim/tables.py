@@ -90,6 +90,15 @@ def _pod_cells(pod: Obj) -> list[Any]:
     return [f"{ready}/{total}", reason, restarts]
 
 
+def _node_status(node: Obj) -> str:
+    """`Ready` or `NotReady`, and `SchedulingDisabled` when cordoned, as kubectl shows."""
+    ready = json_path(node, '.status.conditions[?(@.type=="Ready")].status') == "True"
+    status = "Ready" if ready else "NotReady"
+    if (node.get("spec") or {}).get("unschedulable"):
+        status += ",SchedulingDisabled"
+    return status
+
+
 def _columns(rt: ResourceType) -> list[tuple[str, str, int, Any]]:
     """(name, type, priority, extractor) per column, Name and Age excluded."""
     if rt.key == ("", "pods"):
@@ -135,11 +144,7 @@ def _columns(rt: ResourceType) -> list[tuple[str, str, int, Any]]:
                 "Status",
                 "string",
                 0,
-                lambda o: (
-                    "Ready"
-                    if json_path(o, '.status.conditions[?(@.type=="Ready")].status') == "True"
-                    else "NotReady"
-                ),
+                _node_status,
             )
         ]
     out = []
@@ -165,13 +170,83 @@ def _cell(value: Any, col_type: str, now: datetime) -> Any:
     return value
 
 
+def _event_seen(event: Obj, first: bool) -> Any:
+    """An Event's first or last sighting in either API version's fields."""
+    series = event.get("series") or {}
+    keys = (
+        ("firstTimestamp", "deprecatedFirstTimestamp", "eventTime")
+        if first
+        else ("lastTimestamp", "deprecatedLastTimestamp", "eventTime", "firstTimestamp")
+    )
+    if not first and series.get("lastObservedTime"):
+        return series["lastObservedTime"]
+    return next((event[k] for k in keys if event.get(k)), None)
+
+
+def _event_field(event: Obj, v1: str, new: str) -> Any:
+    return event.get(v1) if v1 in event else event.get(new)
+
+
+def _event_object(event: Obj) -> str:
+    ref = _event_field(event, "involvedObject", "regarding") or {}
+    return f"{str(ref.get('kind', '')).lower()}/{ref.get('name', '')}"
+
+
+# kubectl get events: no leading Name or trailing Age column, as the real server prints.
+_EVENT_COLUMNS: list[tuple[str, str, int, Any]] = [
+    ("Last Seen", "date", 0, lambda o: _event_seen(o, first=False)),
+    ("Type", "string", 0, lambda o: o.get("type")),
+    ("Reason", "string", 0, lambda o: o.get("reason")),
+    ("Object", "string", 0, _event_object),
+    (
+        "Subobject",
+        "string",
+        1,
+        lambda o: (_event_field(o, "involvedObject", "regarding") or {}).get("fieldPath", ""),
+    ),
+    (
+        "Source",
+        "string",
+        1,
+        lambda o: (
+            ((o.get("source") or o.get("deprecatedSource") or {}).get("component"))
+            or _event_field(o, "reportingComponent", "reportingController")
+        ),
+    ),
+    ("Message", "string", 0, lambda o: _event_field(o, "message", "note")),
+    ("First Seen", "date", 1, lambda o: _event_seen(o, first=True)),
+    (
+        "Count",
+        "integer",
+        1,
+        lambda o: (
+            (o.get("series") or {}).get("count") or _event_field(o, "count", "deprecatedCount") or 1
+        ),
+    ),
+    ("Name", "string", 1, lambda o: o["metadata"]["name"]),
+]
+
+
 def to_table(rt: ResourceType, body: Obj, now: datetime, include_object: str) -> Obj:
     """Render a get or list answer as a Table."""
     items = body.get("items") if "items" in body else [body]
-    columns = _columns(rt)
-    definitions = [
-        {"name": "Name", "type": "string", "format": "name", "description": "Name", "priority": 0}
-    ]
+    events = rt.key == ("", "events")
+    columns = _EVENT_COLUMNS if events else _columns(rt)
+    name_column = {
+        "name": "Name",
+        "type": "string",
+        "format": "name",
+        "description": "Name",
+        "priority": 0,
+    }
+    age_column = {
+        "name": "Age",
+        "type": "string",
+        "format": "",
+        "description": "Age",
+        "priority": 0,
+    }
+    definitions = [] if events else [name_column]
     definitions += [
         {
             "name": n,
@@ -182,16 +257,13 @@ def to_table(rt: ResourceType, body: Obj, now: datetime, include_object: str) ->
         }
         for n, t, p, _ in columns
     ]
-    definitions.append(
-        {"name": "Age", "type": "string", "format": "", "description": "Age", "priority": 0}
-    )
+    if not events:
+        definitions.append(age_column)
     rows = []
     for item in items or []:
-        cells = (
-            [item["metadata"]["name"]]
-            + [_cell(f(item), t, now) for _, t, _, f in columns]
-            + [_age(item, now)]
-        )
+        cells = [_cell(f(item), t, now) for _, t, _, f in columns]
+        if not events:
+            cells = [item["metadata"]["name"], *cells, _age(item, now)]
         row: Obj = {"cells": cells}
         if include_object == "Object":
             row["object"] = item
