@@ -860,16 +860,28 @@ class ContainerArgsPolicy(PolicyResource):
     spec: ContainerArgsPolicySpec
 
 
+class RollbackPolicyStatus(Status):
+    """Written by the reconciler: the workloads this policy governs, by rollback mode."""
+
+    monitoring: int = 0
+    rolled_back: int = 0
+    failed_permanent: int = 0
+
+
 class RollbackPolicy(PolicyResource):
     short_names = ("rollbackpol",)
     printer_columns = (
         ("Target", "string", ".spec.rollbackTarget"),
         ("Period", "string", ".spec.monitoringPeriod"),
         ("Weight", "integer", ".spec.weight"),
+        ("Monitoring", "integer", ".status.monitoring"),
+        ("RolledBack", "integer", ".status.rolledBack"),
+        ("Failed", "integer", ".status.failedPermanent"),
         ("Age", "date", ".metadata.creationTimestamp"),
     )
     kind: Literal["RollbackPolicy"]
     spec: RollbackPolicySpec
+    status: RollbackPolicyStatus | None = None  # type: ignore[assignment]
 
 
 class ClusterRollbackPolicy(RollbackPolicy):

@@ -352,6 +352,10 @@ class ClusterView:
         """A plain object (ReplicaSet, Job, workload, Node, Namespace …) by key."""
         return self._objects.get((kind, namespace, name))
 
+    def kerf_objects(self, kind: str) -> list[KerfResource]:
+        """Every kerf custom resource of a kind."""
+        return [obj for (k, _, _), obj in self._kerf.items() if k == kind]
+
     def kerf_object(self, kind: str, namespace: str, name: str) -> KerfResource | None:
         """A kerf custom resource by key (namespace "" for cluster kinds)."""
         return self._kerf.get((kind, namespace, name))

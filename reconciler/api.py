@@ -101,6 +101,9 @@ def _message(raw: bytes) -> str:
 class Writer(Protocol):
     """Every write the reconciler makes."""
 
+    #: whether the writes reach the cluster (False: a dry run)
+    sends: bool
+
     async def patch_annotations(
         self, obj: Mapping[str, Any], patch: Mapping[str, str | None]
     ) -> None: ...
@@ -120,6 +123,8 @@ class Writer(Protocol):
 
 class ApiWriter:
     """The writes, sent to the API server."""
+
+    sends = True
 
     def __init__(self, transport: Transport) -> None:
         self._t = transport
@@ -202,6 +207,7 @@ class RecordingWriter:
     """Writes nothing: logs and keeps every write it would have sent (dry run)."""
 
     calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    sends = False
 
     def _record(self, verb: str, **details: Any) -> None:
         self.calls.append((verb, details))

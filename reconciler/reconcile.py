@@ -164,6 +164,9 @@ class WorkloadReconciler:
         #: pod uid -> the resourceVersion it had when kerf acted on it (until the view
         #: shows the pod changed, it is not acted on again)
         self._sent: dict[str, str] = {}
+        #: ("workload" | "record", workload key) -> the resourceVersion it had when this
+        #: reconciler wrote it (until the view shows a newer one, the workload waits)
+        self._written: dict[tuple[str, Any], str] = {}
 
     # ------------------------------------------------------------------ the pass
 
@@ -174,13 +177,19 @@ class WorkloadReconciler:
         obj = view.get(ref.kind, ref.namespace, ref.name)
         if workload is None or obj is None:
             return None
+        record = view.recommendation_for(ref)
+        if self._behind(ref, obj, record):
+            # The view has not seen this reconciler's last write to the workload or its
+            # record yet: a pass now would decide from what was there before (and write
+            # or record it again).
+            return self.config.follow_s
         now = self._clock()
         plan = view.plan_for(workload)
         patch = annotation_patch(workload.annotations, plan.sync.annotations)
         if patch:
             await self.writer.patch_annotations(obj, patch)
+            self._wrote(("workload", ref.key), obj)
             log_fields(logger, "published policy values", workload=_label(ref), keys=sorted(patch))
-        record = view.recommendation_for(ref)
         if not plan.candidates and record is None:
             return None
         pods = sorted(view.pods_of(ref), key=_pod_name)
@@ -206,6 +215,7 @@ class WorkloadReconciler:
         result = rollback_step(state, inputs, now)
         if result.write and result.annotation is not None:
             await self.writer.patch_annotations(obj, {ROLLBACK_STATE: result.annotation})
+            self._wrote(("workload", workload.ref.key), obj)
             log_fields(
                 logger,
                 "rollback state",
@@ -255,6 +265,39 @@ class WorkloadReconciler:
             await self._resize(pod, decision, done)
         else:
             await self._evict(pod, decision, now, done)
+
+    def _behind(
+        self, ref: WorkloadRef, obj: Mapping[str, Any], record: RightsizingRecommendation | None
+    ) -> bool:
+        record_version = record.metadata.resource_version if record is not None else ""
+        versions = {
+            ("workload", ref.key): str((obj.get("metadata") or {}).get("resourceVersion")),
+            ("record", ref.key): str(record_version or ""),
+        }
+        behind = False
+        for key, version in versions.items():
+            written = self._written.get(key)
+            if written is None:
+                continue
+            if written == version:
+                behind = True
+            else:
+                del self._written[key]
+        return behind
+
+    def _wrote(self, key: tuple[str, Any], version_holder: Any) -> None:
+        """Remember the version an object had when this reconciler wrote it."""
+        if not self.writer.sends:  # a dry run changes nothing to wait for
+            return
+        if isinstance(version_holder, RightsizingRecommendation):
+            version = version_holder.metadata.resource_version or ""
+        elif version_holder is None:
+            version = ""
+        else:
+            version = (version_holder.get("metadata") or {}).get("resourceVersion")
+        if len(self._written) > 100_000:  # entries leave when the view catches up; bound anyway
+            self._written.clear()
+        self._written[key] = str(version or "")
 
     def _awaiting(self, pod: Mapping[str, Any]) -> bool:
         meta = pod.get("metadata") or {}
@@ -494,10 +537,12 @@ class WorkloadReconciler:
         uid = (obj.get("metadata") or {}).get("uid")
         if record is None:
             await self.writer.create_recommendation(recommendation_object(ref, api_version, uid))
+            self._wrote(("record", ref.key), None)
         patch = status_patch(record, status)
         if patch is not None:
             name = f"{ref.kind.lower()}-{ref.name}"
             await self.writer.patch_status(ref.namespace, name, patch)
+            self._wrote(("record", ref.key), record)
         for reason, note, warning in events:
             await self.writer.create_event(
                 event_body(

@@ -28,6 +28,7 @@ from app.view import ClusterView, object_key
 from app.workloads import WORKLOAD_KINDS
 from reconciler.leader import LeaderElector
 from reconciler.metrics import ReconcilerMetrics
+from reconciler.policystatus import write_policy_status
 from reconciler.queue import QueueClosed, WorkQueue
 from reconciler.reconcile import WorkloadReconciler
 
@@ -98,6 +99,8 @@ class ServiceConfig:
     resync_s: float = DEFAULT_RESYNC_S
     #: queue-wide rate of workload passes
     queue_rate: float = 200.0
+    #: how often the rollback policies' status counters are brought up to date
+    policy_status_s: float = 30.0
 
 
 class Reconciler:
@@ -206,6 +209,21 @@ class Reconciler:
             await asyncio.sleep(self.config.resync_s)
             self.enqueue_all()
 
+    async def report_policies(self) -> None:
+        """Every `policy_status_s`, the leader writes the rollback policies' counters."""
+        while True:
+            await asyncio.sleep(self.config.policy_status_s)
+            await self.write_policy_status()
+
+    async def write_policy_status(self) -> None:
+        """The rollback policies' counters, written where they changed (leader only)."""
+        if not self.leading:
+            return
+        try:
+            await write_policy_status(self.view, self.reconciler.writer)
+        except Exception as exc:  # the next round tries again
+            logger.warning("writing rollback policy status failed: %s: %s", type(exc).__name__, exc)
+
     async def drain(self) -> None:
         """Work the queue until nothing is queued or in progress (`--once`)."""
         workers = [asyncio.create_task(self.work()) for _ in range(self.config.workers)]
@@ -215,6 +233,7 @@ class Reconciler:
         finally:
             self.queue.close()
             await asyncio.gather(*workers, return_exceptions=True)
+        await self.write_policy_status()
 
 
 def health_app(
@@ -282,11 +301,15 @@ async def run_cluster(
             await service.drain()
             return 0
         workers = [asyncio.create_task(service.work()) for _ in range(service.config.workers)]
-        resync = asyncio.create_task(service.resync())
+        periodic = [
+            asyncio.create_task(service.resync()),
+            asyncio.create_task(service.report_policies()),
+        ]
         await stop.wait()
         service.queue.close()
-        resync.cancel()
-        await asyncio.gather(*workers, resync, return_exceptions=True)
+        for task in periodic:
+            task.cancel()
+        await asyncio.gather(*workers, *periodic, return_exceptions=True)
         return 0
     except asyncio.CancelledError:
         graceful = False  # torn down, not stopped: like a crash, the Lease simply expires

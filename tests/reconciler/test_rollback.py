@@ -15,6 +15,7 @@ from kubernetes_asyncio import client
 
 from app.annotations import ROLLBACK_STATE
 from kubesim.usage import USAGE
+from tests.cluster import GROUP, VERSION, custom
 from tests.reconciler.harness import (
     Kerf,
     RunningReconciler,
@@ -174,6 +175,18 @@ async def test_an_oom_killing_downsize_rolls_back_backs_off_and_fails_permanentl
             "RollbackFailedPermanent",
         ]
         await drive(kerf, replica, "never", steps=5)
+        assert await limits_of(kerf) == ["512Mi", "512Mi"]  # still: never retried
+        await replica.service.write_policy_status()
+
+        async def counted() -> dict[str, Any] | None:
+            policy = await custom(kerf.api).get_namespaced_custom_object(
+                GROUP, VERSION, "shop", "rollbackpolicies", "web"
+            )
+            status = policy.get("status") or {}
+            return status if status.get("failedPermanent") == 1 else None
+
+        status = await wait_for(kerf, counted, "the RollbackPolicy's counters")
+        assert (status["monitoring"], status["rolledBack"]) == (0, 0)
 
 
 async def test_last_successful_missing_fails_permanently(tmp_path: Path) -> None:
