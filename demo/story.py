@@ -18,7 +18,7 @@ import orjson
 import yaml
 from kubernetes_asyncio import client
 
-from app.annotations import POD_INFO
+from app.annotations import POD_INFO, ROLLBACK_STATE
 from app.models import plural
 from kubesim.clock import FakeClock
 from kubesim.sim import Simulator
@@ -31,6 +31,7 @@ from webhook.local import running_local_webhook, webhook_configuration
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "demo" / "storefront.yaml"
+ROLLBACK = ROOT / "examples" / "demo" / "rollback.yaml"
 CRD_DIR = ROOT / "manifests" / "crds"
 STEP_TIMEOUT_S = 30.0
 #: The reconciler follows changes quickly so the story moves on without waiting.
@@ -128,7 +129,8 @@ class Story:
             "shop", _preload_content=False
         )
         items = (await raw.json())["items"]
-        return [e for e in items if "kerf" in (e.get("reportingController") or "")]
+        kerf = [e for e in items if "kerf" in (e.get("reportingController") or "")]
+        return sorted(kerf, key=lambda e: int(e["metadata"]["resourceVersion"]))
 
     async def until(self, check: Callable[[], Awaitable[Any]], what: str) -> Any:
         loop = asyncio.get_running_loop()
@@ -144,8 +146,8 @@ class DemoFailed(RuntimeError):
     """A step of the story did not happen in time."""
 
 
-def _documents(analyzed_at: datetime) -> list[dict[str, Any]]:
-    text = EXAMPLE.read_text().replace(
+def _documents(analyzed_at: datetime, path: Path = EXAMPLE) -> list[dict[str, Any]]:
+    text = path.read_text().replace(
         "ANALYZED_AT", analyzed_at.isoformat(timespec="seconds").replace("+00:00", "Z")
     )
     return [doc for doc in yaml.safe_load_all(text) if doc]
@@ -210,6 +212,7 @@ async def tell(out: IO[str]) -> int:
                     await _blocked(story)
                     await _admission(story, hook.view)
                     await _fallback(story, service)
+                    await _rollback(story, service)
                     story.step("What kerf reports")
                     await _run_kubectl(
                         story, sim.kubeconfig_path, "get", "rightsizingrecommendations", "-A"
@@ -217,7 +220,7 @@ async def tell(out: IO[str]) -> int:
                     story.say()
                     for event in await story.kerf_events():
                         story.say(
-                            f"  {event['type']:<8} {event['reason']:<15} {event['regarding']['name']:<9} {event['note']}"
+                            f"  {event['type']:<8} {event['reason']:<26} {event['regarding']['name']:<9} {event['note'][:90]}"
                         )
                 finally:
                     stop.set()
@@ -242,7 +245,7 @@ async def _cluster(story: Story, start: datetime) -> None:
         if doc["kind"] not in POLICY_KINDS:
             await story.create(doc)
     await story.sim.settle()
-    await story.show_pods("web", "api", "checkout", "search")
+    await story.show_pods("web", "api", "checkout", "search", "cart")
 
 
 async def _policies(story: Story, start: datetime) -> None:
@@ -343,6 +346,48 @@ async def _fallback(story: Story, service: Any) -> None:
 
     await story.until(replaced, "the deferred pod to be evicted and replaced")
     await story.show_pods("search")
+
+
+async def _rollback(story: Story, service: Any) -> None:
+    story.step("A bad downsize rolled back: cart's memory limit to 256Mi, but it uses 300Mi")
+    for doc in _documents(datetime.now(UTC), ROLLBACK):
+        await story.create(doc)
+        story.say(f"  created {doc['kind']} shop/{doc['metadata']['name']}")
+    apps = client.AppsV1Api(story.api)
+    start = story.sim.clock.now()
+    seen: set[str] = {e["metadata"]["name"] for e in await story.kerf_events()}
+    last_mode = None
+    for _ in range(60):
+        cart = await apps.read_namespaced_deployment("cart", "shop")
+        state = orjson.loads((cart.metadata.annotations or {}).get(ROLLBACK_STATE) or "{}")
+        elapsed = int((story.sim.clock.now() - start).total_seconds())
+        stamp = f"t+{elapsed // 60}m{elapsed % 60:02d}s"
+        if state.get("mode") != last_mode:
+            last_mode = state.get("mode")
+            limits = [
+                p["spec"]["containers"][0]["resources"]["limits"]["memory"]
+                for p in await story.pods("cart")
+            ]
+            detail = f", {state['failureReason']}" if state.get("failureReason") else ""
+            story.say(
+                f"  {stamp}  rollback-state {last_mode} (turn {state.get('turn', 1)}{detail}); pod limits {limits}"
+            )
+        for event in await story.kerf_events():
+            if event["metadata"]["name"] not in seen and event["regarding"]["name"] == "cart":
+                seen.add(event["metadata"]["name"])
+                if event["reason"].startswith("Rollback") or event["reason"] == "Resized":
+                    story.say(f"  {stamp}    event {event['reason']}: {event['note'][:110]}")
+        if last_mode == "failedPermanent":
+            break
+        await story.sim.advance(30)
+        await asyncio.sleep(0.2)
+        service.enqueue_all()
+        await story.until(lambda: _true(service.queue.idle), "the reconciler to settle")
+    if last_mode != "failedPermanent":
+        raise DemoFailed("the bad downsize was not rolled back and given up")
+    story.say(
+        "  (one attempt allowed: cart keeps its manifest's values; only a new recommendation is tried)"
+    )
 
 
 def main() -> int:

@@ -44,6 +44,8 @@ def test_the_demo_tells_the_story_and_exits_0() -> None:
         "Deferred: the node is busy",
         "ResizeFallback",
         "Evicted",
+        "rollback-state monitoring",
+        "RollbackFailedPermanent",
         "deployment-web",
         "Done:",
     ):
