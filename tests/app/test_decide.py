@@ -649,6 +649,14 @@ def test_rollback_restore_is_exempt_from_every_check_but_paused(mode: str) -> No
     }
 
 
+def test_a_restore_the_pod_already_runs_is_no_change() -> None:
+    # Once restored, deciding again must not restore it again (an action every pass).
+    p = b.pod()  # the manifest's values, which the restore targets
+    d = b.decide(b.view(*restoring_objects(), p), p)
+    assert (d.outcome, d.reason) == ("skipped", "NoSignificantChange")
+    assert d.changed == ()
+
+
 def test_rollback_restore_stops_only_at_pause() -> None:
     p = b.pod(containers={"app": CHANGED}, annotations={PAUSE_UNTIL: "infinite"})
     d = b.decide(b.view(*restoring_objects()), p)
