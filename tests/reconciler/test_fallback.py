@@ -9,6 +9,7 @@ from typing import Any
 
 from kubernetes_asyncio import client
 
+from kubesim.faults import FaultRule
 from tests.reconciler.harness import (
     Kerf,
     create,
@@ -166,3 +167,28 @@ async def test_a_restarting_resize_without_eviction_is_blocked(tmp_path: Path) -
         pods = await kerf.pods("web")
         assert [p["metadata"]["uid"] for p in pods] == [p["metadata"]["uid"] for p in before]
         assert all(requests_of(p)["memory"] == "128Mi" for p in pods)
+
+
+async def test_a_resize_the_api_rejects_is_counted_and_falls_back(tmp_path: Path) -> None:
+    async with running_kerf(tmp_path) as kerf:
+        before = await start(kerf)
+        kerf.sim.faults.add(
+            FaultRule(status=422, verbs=frozenset({"patch"}), resource="pods", subresource="resize")
+        )
+        replica = await kerf.start_reconciler()
+        await create(kerf, "staticpolicies", static_policy("web", "web", TARGET))
+
+        async def replaced() -> bool:
+            pods = await kerf.pods("web")
+            uids = {p["metadata"]["uid"] for p in pods}
+            return (
+                len(pods) == 2
+                and not uids & {p["metadata"]["uid"] for p in before}
+                and all(requests_of(p) == TARGET for p in pods)
+            )
+
+        await wait_for(kerf, replaced, "rejected resizes to fall back to eviction")
+        metrics = replica.service.metrics
+        assert metrics.resizes.labels("rejected")._value.get() == 2
+        assert metrics.fallbacks.labels("Rejected", "evicted")._value.get() == 2
+        assert metrics.api_calls.labels("patch", "pods/resize", "422")._value.get() == 2
