@@ -6,8 +6,11 @@ KUBECTL := .tools/bin/kubectl
 KUBECTL_OLDEST := .tools/bin/kubectl-1.32
 STATE_DIR ?= examples/storefront
 PORT ?= 8443
+VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
+# The image the manifests name (tests/test_image.py checks they agree).
+IMAGE ?= kerf:$(VERSION)
 
-.PHONY: install test lint fmt run demo explain crds bench bench-webhook bench-reconciler certs tools clean
+.PHONY: install test lint fmt run demo explain crds reference image image-name bench bench-webhook bench-reconciler certs tools clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -55,6 +58,20 @@ run: $(STAMP) certs/tls.crt
 
 crds: $(STAMP)
 	$(BIN)/python -m app.crdgen manifests/crds
+
+# docker when its engine answers, else podman; ENGINE=... picks one, PYTHON_IMAGE=... the base.
+image:
+	@engine="$(ENGINE)"; \
+	if [ -z "$$engine" ]; then \
+	  if docker info >/dev/null 2>&1; then engine=docker; \
+	  elif command -v podman >/dev/null 2>&1; then engine=podman; \
+	  elif command -v docker >/dev/null 2>&1; then engine=docker; \
+	  else echo "make image: neither docker nor podman is installed" >&2; exit 1; fi; \
+	fi; \
+	set -x; $$engine build $(if $(PYTHON_IMAGE),--build-arg PYTHON_IMAGE=$(PYTHON_IMAGE)) -t $(IMAGE) .
+
+image-name:
+	@echo $(IMAGE)
 
 bench: $(STAMP)
 	$(BIN)/python -m app.bench --out .bench/explain.json

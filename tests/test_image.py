@@ -1,0 +1,194 @@
+"""The container image's install steps give a working kerf, with no container engine.
+
+The test builds a context the way the Dockerfile's build stage does (its `COPY` lines),
+runs the same install script its `RUN` line runs, then starts kerf as the image does: a
+non-root numeric user, with the final stage's environment, from a read-only working
+directory and a read-only HOME. `make image` builds the real image where docker or podman
+can; this test runs everywhere.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import stat
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.webhook.test_manifests import MANIFESTS, render
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCKERFILE = ROOT / "Dockerfile"
+SCRIPT_IN_IMAGE = "/usr/local/bin/image-install.sh"
+TEST_ONLY = ("pytest", "hypothesis", "kubernetes_validate", "ruff", "jsonschema")
+
+
+def stages() -> list[list[tuple[str, str]]]:
+    """The Dockerfile's instructions (keyword, arguments) per stage, continuations joined."""
+    text = DOCKERFILE.read_text().replace("\\\n", " ")
+    out: list[list[tuple[str, str]]] = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        keyword, _, rest = line.partition(" ")
+        if keyword.upper() == "FROM":
+            out.append([])
+        if out:
+            out[-1].append((keyword.upper(), rest.strip()))
+    return out
+
+
+def user_id() -> int:
+    [(_, user)] = [i for i in stages()[-1] if i[0] == "USER"]
+    return int(user.split(":")[0])
+
+
+def final_environment() -> dict[str, str]:
+    env: dict[str, str] = {}
+    for keyword, rest in stages()[-1]:
+        if keyword == "ENV":
+            for pair in shlex.split(rest):
+                key, _, value = pair.partition("=")
+                env[key] = value
+    return env
+
+
+@pytest.fixture(scope="module")
+def installed() -> Iterator[Path]:
+    """The virtualenv the build stage makes, from a context copied as its COPY lines say."""
+    # Not pytest's tmp_path: its parents are mode 0700, closed to the non-root user.
+    top = Path(tempfile.mkdtemp(prefix="kerf-image-", dir="/tmp"))
+    try:
+        top.chmod(0o755)
+        context = top / "src"
+        build, _final = stages()
+        for keyword, rest in build:
+            if keyword != "COPY" or rest.startswith("--from"):
+                continue
+            *sources, dest = rest.split()
+            for source in sources:
+                if dest == SCRIPT_IN_IMAGE:
+                    continue
+                target = context / dest.rstrip("/") if dest != "./" else context / source
+                if (ROOT / source).is_dir():
+                    shutil.copytree(
+                        ROOT / source, target, ignore=shutil.ignore_patterns("__pycache__")
+                    )
+                else:
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copy2(ROOT / source, target)
+        [run] = [rest for keyword, rest in build if keyword == "RUN"]
+        assert run == f"sh {SCRIPT_IN_IMAGE} /src /opt/kerf"
+        venv = top / "opt-kerf"
+        done = subprocess.run(
+            ["sh", str(ROOT / "scripts" / "image-install.sh"), str(context), str(venv)],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert done.returncode == 0, done.stderr
+        yield venv
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+
+
+def run_as_image_user(
+    venv: Path, workdir: Path, home: Path, *argv: str
+) -> subprocess.CompletedProcess[str]:
+    env = {**final_environment(), "HOME": str(home)}
+    env["PATH"] = f"{venv}/bin:/usr/bin:/bin"
+    uid = user_id()
+    prefix = []
+    if os.geteuid() == 0:
+        prefix = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups"]
+    return subprocess.run(
+        [*prefix, *argv], cwd=workdir, env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+def read_only_tree(top: Path) -> tuple[Path, Path]:
+    """A working directory holding the storefront example and a HOME, both read-only."""
+    workdir, home = top / "work", top / "home"
+    shutil.copytree(ROOT / "examples" / "storefront", workdir / "examples" / "storefront")
+    home.mkdir()
+    for path in (*workdir.rglob("*"), workdir, home, top):
+        path.chmod(0o555 if path.is_dir() else 0o444)
+    return workdir, home
+
+
+def test_the_image_runs_as_a_numeric_non_root_user() -> None:
+    assert user_id() > 0
+    env = final_environment()
+    assert env["PYTHONDONTWRITEBYTECODE"] == "1"
+    assert env["PATH"].startswith("/opt/kerf/bin:")
+    [entrypoint] = [rest for keyword, rest in stages()[-1] if keyword == "ENTRYPOINT"]
+    assert entrypoint == '["kerf"]'
+
+
+def test_installed_kerf_runs_read_only_as_the_image_user(installed: Path) -> None:
+    top = Path(tempfile.mkdtemp(prefix="kerf-ro-", dir="/tmp"))
+    try:
+        top.chmod(0o755)
+        workdir, home = read_only_tree(top)
+        # The user really cannot write there (as root this would prove nothing).
+        probe = run_as_image_user(installed, workdir, home, "touch", "probe")
+        assert probe.returncode != 0 and "Permission denied" in probe.stderr
+        for command in ("certs", "webhook", "review", "explain"):
+            done = run_as_image_user(installed, workdir, home, "kerf", command, "--help")
+            assert done.returncode == 0, done.stderr
+            assert f"usage: kerf {command}" in done.stdout
+        done = run_as_image_user(
+            installed, workdir, home, "kerf", "explain", "-f", "examples/storefront", "-o", "text"
+        )
+        assert done.returncode == 0, done.stderr
+        assert "shop/api-" in done.stdout and "apply" in done.stdout
+        assert sorted(p.name for p in workdir.iterdir()) == ["examples"]
+        assert list(home.iterdir()) == []
+    finally:
+        for path in (top, *top.rglob("*")):
+            if path.is_dir():
+                path.chmod(stat.S_IRWXU)
+        shutil.rmtree(top, ignore_errors=True)
+
+
+def test_the_virtualenv_holds_runtime_dependencies_only(installed: Path) -> None:
+    python = str(installed / "bin" / "python")
+    for module in (*TEST_ONLY, "pip", "setuptools"):
+        done = subprocess.run(
+            [python, "-c", f"import {module}"],
+            cwd="/",
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode != 0, f"{module} is installed in the image's virtualenv"
+    done = subprocess.run(
+        [python, "-c", "import app, webhook, cryptography, uvicorn, kubernetes_asyncio"],
+        cwd="/",
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+
+
+def test_the_manifests_name_the_image_make_image_builds() -> None:
+    done = subprocess.run(
+        ["make", "-s", "image-name"], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    built = done.stdout.strip()
+    images = {
+        container["image"]
+        for obj in render(MANIFESTS)
+        if obj["kind"] == "Deployment"
+        for container in obj["spec"]["template"]["spec"]["containers"]
+    }
+    assert images == {built}
+    assert built.startswith("kerf:")
