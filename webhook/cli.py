@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import re
 import ssl
 import sys
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -15,11 +17,16 @@ import orjson
 import yaml
 from kubernetes_asyncio.config import ConfigException
 
+from app.durations import DurationError, format_duration, parse_duration
 from webhook.certs import (
     DEFAULT_NAMESPACE,
     DEFAULT_SERVICE,
+    CertificateAuthority,
+    CertificateError,
+    expires_at,
     issue_certificates,
     kustomize_ca_bundle_patch,
+    load_certificate_authority,
     write_atomic,
     write_certificates,
 )
@@ -34,7 +41,26 @@ def add_certs_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--service", default=DEFAULT_SERVICE, help="webhook Service name")
     parser.add_argument("--namespace", default=DEFAULT_NAMESPACE, help="webhook namespace")
     parser.add_argument("--out", type=Path, required=True, help="directory for the PEM files")
-    parser.add_argument("--days", type=int, default=365, help="serving certificate validity")
+    parser.add_argument(
+        "--days", type=int, default=365, help="serving certificate validity in days"
+    )
+    parser.add_argument(
+        "--ca-cert",
+        type=Path,
+        metavar="FILE",
+        help="sign with this existing CA (PEM) instead of creating one, so the caBundle "
+        "stays the same; needs --ca-key (default: a new CA, written to OUT/ca.crt and "
+        "OUT/ca.key)",
+    )
+    parser.add_argument("--ca-key", type=Path, metavar="FILE", help="the CA's private key (PEM)")
+    parser.add_argument(
+        "--renew-if-expiring-within",
+        type=_renewal_window,
+        metavar="DURATION",
+        help="for cron jobs: do nothing while OUT/tls.crt is valid longer than DURATION (a "
+        "Go duration such as 720h, or whole days such as 30d); otherwise issue a new "
+        "certificate from the CA (--ca-cert/--ca-key, default OUT/ca.crt and OUT/ca.key)",
+    )
     parser.add_argument(
         "--kustomize-patch",
         type=Path,
@@ -43,22 +69,80 @@ def add_certs_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _renewal_window(text: str) -> timedelta:
+    """A Go duration, or whole days (`30d`): certificates are reasoned about in days."""
+    if (days := re.fullmatch(r"(\d+)d", text)) is not None:
+        return timedelta(days=int(days[1]))
+    try:
+        return parse_duration(text)
+    except DurationError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a duration: use a Go duration such as 720h or days such as 30d"
+        ) from None
+
+
+def _certificate_authority(args: argparse.Namespace) -> CertificateAuthority | None:
+    """The CA to sign with: the one given, OUT's own when renewing, else None (a new one)."""
+    if (args.ca_cert is None) != (args.ca_key is None):
+        raise CertificateError("--ca-cert and --ca-key go together")
+    if args.ca_cert is not None:
+        return load_certificate_authority(args.ca_cert, args.ca_key)
+    if args.renew_if_expiring_within is None:
+        return None
+    cert, key = args.out / "ca.crt", args.out / "ca.key"
+    if not (cert.is_file() and key.is_file()):
+        raise CertificateError(
+            f"renewing needs the CA that the caBundle trusts: give --ca-cert and --ca-key, "
+            f"or keep ca.crt and ca.key in {args.out} (a new CA would break the caBundle)"
+        )
+    return load_certificate_authority(cert, key)
+
+
 def certs_command(args: argparse.Namespace) -> int:
-    """Write ca.crt, tls.crt and tls.key; print the base64 caBundle on stdout."""
+    """Write ca.crt, tls.crt and tls.key (and ca.key for a new CA); print the caBundle.
+
+    With `--renew-if-expiring-within` a certificate that is still valid long enough is
+    left alone: the command says so on stderr, prints nothing on stdout and exits 0.
+    """
     if args.days < 1:
         print("kerf certs: --days must be at least 1", file=sys.stderr)
         return 2
-    issued = issue_certificates(args.service, args.namespace, days=args.days)
+    try:
+        if args.renew_if_expiring_within is not None:
+            current = args.out / "tls.crt"
+            if current.is_file():
+                until = expires_at(current)
+                if until - datetime.now(UTC) > args.renew_if_expiring_within:
+                    print(
+                        f"kerf certs: {current} is valid until {until.isoformat()}, more than "
+                        f"{_describe(args.renew_if_expiring_within)} from now: nothing to do",
+                        file=sys.stderr,
+                    )
+                    return 0
+        ca = _certificate_authority(args)
+    except CertificateError as exc:
+        print(f"kerf certs: {exc}", file=sys.stderr)
+        return 2
+    issued = issue_certificates(args.service, args.namespace, days=args.days, ca=ca)
     write_certificates(issued, args.out)
     if args.kustomize_patch is not None:
         write_atomic(args.kustomize_patch, kustomize_ca_bundle_patch(issued.ca_bundle).encode())
+    signer = (
+        "a new CA (ca.key written)" if ca is None else f"the CA {ca.cert.subject.rfc4514_string()}"
+    )
     print(
         f"kerf certs: wrote ca.crt, tls.crt, tls.key to {args.out} "
-        f"for {args.service}.{args.namespace}.svc",
+        f"for {args.service}.{args.namespace}.svc, signed by {signer}",
         file=sys.stderr,
     )
     print(issued.ca_bundle)
     return 0
+
+
+def _describe(window: timedelta) -> str:
+    if window.seconds == 0 and window.microseconds == 0:
+        return f"{window.days}d"
+    return format_duration(window)
 
 
 def add_webhook_arguments(parser: argparse.ArgumentParser) -> None:
