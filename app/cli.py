@@ -8,6 +8,7 @@ import signal
 import sys
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
 import orjson
 
@@ -42,10 +43,25 @@ def explain_command(args: argparse.Namespace) -> int:
     return 0
 
 
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows every option's default in `--help`.
+
+    A default of None or False means "not given"; such an option's help text says itself
+    what happens without it, so "(default: None)" is not printed.
+    """
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.default is None or action.default is False:
+            return action.help
+        return super()._get_help_string(action)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser with every subcommand."""
+    """The argument parser with every subcommand; each subcommand's --help shows defaults."""
     parser = argparse.ArgumentParser(prog="kerf", description="Kubernetes pod rightsizer")
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(
+        dest="command", required=True, parser_class=_subcommand_parser_class()
+    )
     p = sub.add_parser("explain", help="print the decision for every pod in YAML files")
     p.add_argument(
         "-f",
@@ -62,11 +78,22 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="decide every pod as new (admission) or running; default: by pod state",
     )
-    p.add_argument("--now", default=None, metavar="RFC3339", help="the time to decide at")
-    p.add_argument("-o", "--output", choices=("json", "text"), default="json")
+    p.add_argument(
+        "--now", default=None, metavar="RFC3339", help="the time to decide at (default: now)"
+    )
+    p.add_argument("-o", "--output", choices=("json", "text"), default="json", help="output format")
     p.set_defaults(handler=explain_command)
     _add_service_commands(sub)
     return parser
+
+
+def _subcommand_parser_class() -> type[argparse.ArgumentParser]:
+    class SubcommandParser(argparse.ArgumentParser):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            kwargs.setdefault("formatter_class", HelpFormatter)
+            super().__init__(*args, **kwargs)
+
+    return SubcommandParser
 
 
 def _add_service_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

@@ -52,20 +52,26 @@ def add_certs_arguments(parser: argparse.ArgumentParser) -> None:
         "stays the same; needs --ca-key (default: a new CA, written to OUT/ca.crt and "
         "OUT/ca.key)",
     )
-    parser.add_argument("--ca-key", type=Path, metavar="FILE", help="the CA's private key (PEM)")
+    parser.add_argument(
+        "--ca-key",
+        type=Path,
+        metavar="FILE",
+        help="the CA's private key (PEM; no default: it goes with --ca-cert)",
+    )
     parser.add_argument(
         "--renew-if-expiring-within",
         type=_renewal_window,
         metavar="DURATION",
         help="for cron jobs: do nothing while OUT/tls.crt is valid longer than DURATION (a "
         "Go duration such as 720h, or whole days such as 30d); otherwise issue a new "
-        "certificate from the CA (--ca-cert/--ca-key, default OUT/ca.crt and OUT/ca.key)",
+        "certificate from the CA (--ca-cert/--ca-key, default OUT/ca.crt and OUT/ca.key) "
+        "(default: always issue)",
     )
     parser.add_argument(
         "--kustomize-patch",
         type=Path,
         metavar="FILE",
-        help="also write a kustomize patch that sets the webhook's caBundle",
+        help="also write a kustomize patch that sets the webhook's caBundle (default: none)",
     )
 
 
@@ -148,7 +154,9 @@ def _describe(window: timedelta) -> str:
 def add_webhook_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of `kerf webhook`."""
     parser.add_argument(
-        "--state-dir", type=Path, help="serve from the YAML files in DIR instead of the cluster"
+        "--state-dir",
+        type=Path,
+        help="serve from the YAML files in DIR instead of the cluster (default: watch the cluster)",
     )
     parser.add_argument(
         "--kubeconfig",
@@ -158,8 +166,8 @@ def add_webhook_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--tls-cert", type=Path, required=True, help="PEM certificate (chain)")
     parser.add_argument("--tls-key", type=Path, required=True, help="PEM private key")
-    parser.add_argument("--host", default=DEFAULT_HOST)
-    parser.add_argument("--port", type=int, default=DEFAULT_PORT)
+    parser.add_argument("--host", default=DEFAULT_HOST, help="address to listen on")
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="HTTPS port")
     parser.add_argument(
         "--deadline",
         type=float,
@@ -175,7 +183,10 @@ def add_webhook_arguments(parser: argparse.ArgumentParser) -> None:
         help="how often the TLS files are checked for new content",
     )
     parser.add_argument(
-        "--log-level", default="info", choices=["debug", "info", "warning", "error"]
+        "--log-level",
+        default="info",
+        choices=["debug", "info", "warning", "error"],
+        help="the lowest level logged",
     )
     defaults = ConnectionLimits()
     parser.add_argument(
@@ -278,7 +289,7 @@ def add_review_arguments(parser: argparse.ArgumentParser) -> None:
         nargs="?",
         default="-",
         metavar="RESPONSE",
-        help="the AdmissionReview answer (a file, or - for stdin, the default)",
+        help="the AdmissionReview answer (a file, or - for stdin)",
     )
     parser.add_argument(
         "--request",
