@@ -19,6 +19,7 @@ from kubesim.apiserver import ApiServer
 from kubesim.disruption import evict
 from kubesim.errors import ApiError, bad_request, internal, method_not_allowed
 from kubesim.faults import Faults
+from kubesim.proxy import parse_proxy_path, proxy
 from kubesim.resources import ResourceType
 from kubesim.selectors import parse_field_selector, parse_label_selector
 from kubesim.store import WatchEvent
@@ -54,8 +55,11 @@ class HttpApi:
         faults: Faults,
         on_write: Callable[[], None],
         bookmark_interval: float = 60.0,
+        service_addresses: dict[tuple[str, str], str] | None = None,
     ) -> None:
         self.api = api
+        #: Service (namespace, name) -> "host:port", shared with admission: the proxy's upstreams.
+        self.service_addresses = {} if service_addresses is None else service_addresses
         self.faults = faults
         self._on_write = on_write
         self.bookmark_interval = bookmark_interval
@@ -101,6 +105,8 @@ class HttpApi:
             group, version, rest = parts[1], parts[2], parts[3:]
         else:
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        if group == "" and (target := parse_proxy_path(rest)) is not None:
+            return await proxy(request, self.service_addresses, target)
         if not rest:
             doc = discovery.resource_list(self.api.registry, group, version)
             if doc is None:

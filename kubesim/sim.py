@@ -55,7 +55,13 @@ class Simulator:
         self.controllers = Controllers(self.api)
         self.scheduler = Scheduler(self.api)
         self.kubelet = Kubelet(self.api)
-        self.http = HttpApi(self.api, self.faults, self._kick, bookmark_interval)
+        self.http = HttpApi(
+            self.api,
+            self.faults,
+            self._kick,
+            bookmark_interval,
+            service_addresses=self.admission.service_addresses,
+        )
         self.auto_settle = auto_settle
         self.url = ""
         self.kubeconfig_path: Path | None = None
