@@ -12,6 +12,7 @@ from typing import Any
 
 import orjson
 
+from app.cleanup import CleanupInputError, annotate_commands
 from app.clock import utc_now
 from app.explain import explain, render_text
 from app.models import InvalidObject
@@ -83,8 +84,32 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("-o", "--output", choices=("json", "text"), default="json", help="output format")
     p.set_defaults(handler=explain_command)
+    cleanup = sub.add_parser(
+        "cleanup",
+        help="after uninstalling: print kubectl commands removing kerf's workload annotations",
+        description="Reads `kubectl get deployments,statefulsets,daemonsets,jobs,cronjobs -A "
+        "-o json` on stdin; prints one `kubectl annotate` command per object that carries "
+        "annotations kerf wrote (pipe them to sh to run them).",
+    )
+    cleanup.set_defaults(handler=cleanup_command)
     _add_service_commands(sub)
     return parser
+
+
+def cleanup_command(args: argparse.Namespace) -> int:
+    """`kerf cleanup`: print the commands that remove kerf's annotations (see app.cleanup)."""
+    try:
+        listing = orjson.loads(sys.stdin.buffer.read())
+        if not isinstance(listing, dict):
+            raise CleanupInputError("expected a kubectl List (kubectl get ... -o json)")
+        commands = list(annotate_commands(listing))
+    except (orjson.JSONDecodeError, CleanupInputError) as exc:
+        print(f"kerf cleanup: stdin: {exc}", file=sys.stderr)
+        return 2
+    for command in commands:
+        print(command)
+    print(f"kerf cleanup: {len(commands)} object(s) carry kerf annotations", file=sys.stderr)
+    return 0
 
 
 def _subcommand_parser_class() -> type[argparse.ArgumentParser]:
