@@ -59,6 +59,10 @@ run: $(STAMP) certs/tls.crt
 crds: $(STAMP)
 	$(BIN)/python -m app.crdgen manifests/crds
 
+# docs/reference.md from the models, guardrails, annotations and metric collectors.
+reference: $(STAMP)
+	$(BIN)/python -m app.refgen docs/reference.md
+
 # docker when its engine answers, else podman; ENGINE=... picks one, PYTHON_IMAGE=... the base.
 image:
 	@engine="$(ENGINE)"; \

@@ -113,3 +113,8 @@ def create_metrics(sync_age_seconds: Callable[[], float]) -> WebhookMetrics:
     )
     sync_age.set_function(sync_age_seconds)
     return WebhookMetrics(registry, requests, latency, patched_values, fail_open, refused)
+
+
+def reference_registry() -> CollectorRegistry:
+    """Every webhook collector on a fresh registry, for docs/reference.md (app.refgen)."""
+    return create_metrics(lambda: float("nan")).registry

@@ -1,0 +1,338 @@
+"""Generate `docs/reference.md`, the user reference, from the code.
+
+    python -m app.refgen docs/reference.md       # what `make reference` runs
+
+Every kind and field with its type, default and bounds comes from the CRD schemas that
+`app.crdgen` builds from `app/models.py`; the built-in guardrail defaults from
+`app.guardrails`; the policy priorities from `app.models`; the annotation keys from
+`app.annotations`; the metrics from the collectors the services register: each of
+`webhook.metrics` and `reconciler.metrics` that defines `reference_registry() ->
+CollectorRegistry` (every collector of that service on a fresh registry) is listed.
+`tests/app/test_reference.py` fails when the committed file differs from the output.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from app import annotations as ann
+from app.crdgen import crd_for
+from app.guardrails import BUILTIN_GUARDRAILS
+from app.models import (
+    ARG_NAME_PATTERN,
+    DEFAULT_PRECEDENCE,
+    DURATION_PATTERN,
+    END_TIME_PATTERN,
+    KINDS,
+    RATIO_PATTERN,
+    TIME_PATTERN,
+    plural,
+)
+
+Schema = dict[str, Any]
+METRIC_MODULES = ("webhook.metrics", "reconciler.metrics")
+NAMED_PATTERNS = {
+    DURATION_PATTERN: "duration (Go: `30s`, `1h30m`)",
+    RATIO_PATTERN: 'ratio (string, `"0"`–`"1"`)',
+    TIME_PATTERN: "time `HH:MM`",
+    END_TIME_PATTERN: "time `HH:MM` or `24:00`",
+    ARG_NAME_PATTERN: "argument name (`--flag` or `-f`)",
+}
+
+#: Every decision reason: outcome, and when it applies (SPEC §5-§7, in check order).
+REASONS: tuple[tuple[str, str, str], ...] = (
+    ("Unmanaged", "skipped", "the pod has no controller owner"),
+    ("NoMatchingPolicy", "skipped", "no policy publishes values for the pod's workload"),
+    ("StrategyNotFound", "blocked", "a policy's automationStrategyRef names no strategy"),
+    ("NotEnabled", "skipped", "the strategies enable none of the selected values"),
+    ("Audit", "skipped", "the policy's mode is audit (until a proposal is approved once)"),
+    ("AutomationDisabled", "skipped", "GlobalConfiguration.automationEnabled is false"),
+    ("HubUnreachable", "blocked", "proactive values: the recommendation source did not load"),
+    ("Paused", "blocked", "a pause-until annotation on the pod, workload or namespace"),
+    ("ProtectedNamespace", "skipped", "kerf's namespace or a protectedNamespacePatterns match"),
+    ("StaleRecommendation", "blocked", "older than maxAnalysisAgeDays, or an older generation"),
+    (
+        "HPACoupled",
+        "blocked",
+        "an HPA scales on that resource's utilization (only if nothing is left)",
+    ),
+    ("LearningPeriod", "blocked", "proactive: coverageHours below learningPeriod"),
+    ("LowConfidence", "blocked", "the lowest container confidence is below minConfidence"),
+    ("FreezeWindow", "blocked", "an exclusion window is open"),
+    ("Throttled", "dropped", "no lower CPU request for a throttled container"),
+    ("OOMKilled", "dropped", "no lower memory for a container OOM-killed since its last change"),
+    ("JVMFixedHeap", "dropped", "no memory below the fixed JVM heap x 1.25"),
+    ("NoSignificantChange", "skipped", "every change is within tolerancePercent"),
+    ("RequestsExceedLimits", "blocked", "a request would end above its limit (never clamped)"),
+    ("GpuActionConflict", "blocked", "the GPU actions disagree"),
+    ("NoCommonMethod", "blocked", "the contributing strategies share no method"),
+    ("Cooldown", "blocked", "a new proposal within cooldown of the last change"),
+    ("SingleReplicaUnsafe", "blocked", "one replica and the method would disrupt it"),
+    ("InsufficientNodeCapacity", "blocked", "the increase does not fit the node (filtered)"),
+    ("MaintenanceWindow", "blocked", "inclusion windows exist and none is open"),
+)
+
+WORKLOAD_KEYS = (
+    (
+        "`<p>.rightsizing.kubex.ai/desired-resource-requests`, `…-limits`",
+        "workload (written by the reconciler), copied to pods",
+        'fixed key (multi-policy off): `{"<container or *>": {"cpu": "250m", …}}`',
+    ),
+    (
+        "`<p>.rightsizing.kubex.ai/h<digest>-desired-resource-requests`, `…-limits`",
+        "workload (written by the reconciler)",
+        "policy-owned key (multi-policy on): policyKind, policyName, policyNamespace, "
+        "policyGeneration, createdAt, containers",
+    ),
+    (f"`{ann.ARGS_KEY}`", "workload (written by the reconciler)", "the selected args operations"),
+    (f"`{ann.ROLLBACK_STATE}`", "workload (written by the reconciler)", "rollback state JSON"),
+    (f"`{ann.PAUSE_UNTIL}`", "pod, workload, namespace (yours)", "`infinite` or an RFC3339 time"),
+    (f"`{ann.PAUSE_REASON}`", "pod, workload, namespace (yours)", "free text"),
+    (
+        f"`{ann.SKIP_CONTAINERS}`",
+        "pod, workload (yours)",
+        "comma list; the pod's value wins, an empty pod value skips none",
+    ),
+    (
+        f"`{ann.POD_INFO}`",
+        "pod (written by the webhook)",
+        '`{"fingerprint", "keys", "containers"}`; absent when nothing changed',
+    ),
+    (f"`{ann.APPROVE}`", "RightsizingRecommendation (yours)", "a proposal id to apply once"),
+)
+
+
+def _type(node: Schema) -> str:
+    if node.get("pattern") in NAMED_PATTERNS:
+        return NAMED_PATTERNS[node["pattern"]]
+    if node.get("x-kubernetes-int-or-string"):
+        return "quantity" if "pattern" in node else "int or string"
+    kind = node.get("type", "object")
+    if kind == "array":
+        return f"[]{_type(node.get('items', {}))}"
+    if kind == "object" and "additionalProperties" in node and "properties" not in node:
+        return f"map[string]{_type(node['additionalProperties'])}"
+    return str(kind)
+
+
+def _notes(node: Schema, required: bool) -> str:
+    notes = []
+    if required:
+        notes.append("required")
+    if "enum" in node:
+        notes.append(" \\| ".join(f"`{v}`" for v in node["enum"]))
+    for key, word in (("minimum", "≥"), ("maximum", "≤")):
+        if key in node:
+            notes.append(f"{word} {node[key]}")
+    if node.get("x-kubernetes-int-or-string") or node.get("type") != "string":
+        return ", ".join(notes)
+    if "pattern" in node and "enum" not in node and node["pattern"] not in NAMED_PATTERNS:
+        notes.append(f"pattern `{node['pattern']}`".replace("|", "\\|"))
+    return ", ".join(notes)
+
+
+def _default(node: Schema) -> str:
+    if "default" not in node:
+        return ""
+    value = node["default"]
+    if value == {}:
+        return "(its fields' defaults)"
+    return f"`{json.dumps(value, separators=(', ', ': '))}`"
+
+
+def _rows(node: Schema, path: str, required: bool = False) -> Iterator[str]:
+    yield f"| `{path}` | {_type(node)} | {_default(node)} | {_notes(node, required)} |"
+    target = node
+    suffix = ""
+    if node.get("type") == "array":
+        target, suffix = node.get("items", {}), "[]"
+    elif "additionalProperties" in node and isinstance(node["additionalProperties"], dict):
+        target, suffix = node["additionalProperties"], ".<name>"
+    needed = set(target.get("required", ()))
+    for name, child in target.get("properties", {}).items():
+        yield from _rows(child, f"{path}{suffix}.{name}", name in needed)
+
+
+def kinds_section() -> list[str]:
+    """One table per kind: every field of spec with type, default and constraints."""
+    out = ["## Kinds and fields", ""]
+    out.append(
+        "Group `rightsizing.kubex.ai`, version `v1alpha1`. Defaults are what the API server "
+        "fills in (from the CRDs, generated from the same models). `guardrails` and "
+        "`guardrailDefaults` have no defaults on purpose: they are layered (built-in ← "
+        "GlobalConfiguration ← policy), see [Guardrail defaults](#guardrail-defaults)."
+    )
+    for kind, cls in sorted(KINDS.items()):
+        schema = crd_for(cls)["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+        scope = "cluster" if cls.cluster_scoped else "namespaced"
+        out += ["", f"### {kind}", "", f"{scope}, plural `{plural(kind)}`", ""]
+        out += ["| field | type | default | notes |", "|---|---|---|---|"]
+        spec = schema["properties"].get("spec")
+        if spec is None:
+            continue
+        needed = set(spec.get("required", ()))
+        for name, child in spec.get("properties", {}).items():
+            out.extend(_rows(child, f"spec.{name}", name in needed))
+    return out
+
+
+def guardrails_section() -> list[str]:
+    """The built-in guardrail layer."""
+    values = BUILTIN_GUARDRAILS.model_dump(by_alias=True, exclude_none=True, mode="json")
+    out = ["## Guardrail defaults", ""]
+    out.append(
+        "The built-in layer; `GlobalConfiguration.spec.guardrailDefaults` overrides it, a "
+        "policy's `guardrails` override both, field by field."
+    )
+    out += ["", "| field | built-in default |", "|---|---|"]
+    for name, value in values.items():
+        if isinstance(value, dict):
+            out += [f"| `{name}.{k}` | `{json.dumps(v)}` |" for k, v in value.items()]
+        else:
+            out.append(f"| `{name}` | `{json.dumps(value)}` |")
+    return out
+
+
+def selection_section() -> list[str]:
+    """Policy priorities and the ranking of candidates."""
+    out = ["## Selection", ""]
+    out.append(
+        "Candidates are ranked per target (container, `requests`\\|`limits`, resource); the "
+        "first difference wins:"
+    )
+    out += [
+        "",
+        "1. policy-type priority (PolicyEvaluation `precedence`, higher wins; an unlisted type is 0);",
+        "2. policy `weight` (higher wins);",
+        '3. an exact container name over `"*"`;',
+        "4. older creation time, between policies of the same kind only (no timestamp ranks older);",
+        "5. the lexically smaller annotation key.",
+        "",
+        "Default priorities:",
+        "",
+        "| policy type | priority |",
+        "|---|---|",
+    ]
+    out += [f"| {kind} | {priority} |" for kind, priority in DEFAULT_PRECEDENCE]
+    return out
+
+
+def reasons_section() -> list[str]:
+    """Every decision reason with its outcome, in the order the checks run."""
+    out = ["## Decision reasons", ""]
+    out.append(
+        "*blocked*: a guardrail stopped a change the mode allows. *skipped*: nothing is wrong "
+        "(kerf was told to leave the pod alone, or the change is too small). *dropped*: that "
+        "value only is left out, the rest of the plan goes on. The checks run in this order "
+        "and the first that holds decides; the admission path runs all but FreezeWindow, "
+        "Cooldown, SingleReplicaUnsafe, InsufficientNodeCapacity and MaintenanceWindow. "
+        "Rollback restores are exempt from every check but Paused."
+    )
+    out += ["", "| reason | outcome | when |", "|---|---|---|"]
+    out += [f"| `{reason}` | {outcome} | {when} |" for reason, outcome, when in REASONS]
+    return out
+
+
+def annotations_section() -> list[str]:
+    """The annotations kerf reads and writes."""
+    prefixes = ", ".join(f"`{p}` ({k})" for k, p in ann.PREFIX_BY_KIND.items())
+    out = ["## Annotations", "", "| key | on | value |", "|---|---|---|"]
+    out += [f"| {key} | {on} | {value} |" for key, on, value in WORKLOAD_KEYS]
+    out += ["", f"`<p>` by policy kind: {prefixes}."]
+    return out
+
+
+def configmap_section() -> list[str]:
+    """The recommendation source format."""
+    return [
+        "## Recommendation ConfigMap",
+        "",
+        'A ConfigMap labelled `rightsizing.kubex.ai/recommendations: "true"` in any '
+        "namespace, key `recommendations.json`. Every field but `limits` and "
+        "`cpuThrottlingRatio` is required; a bad row is skipped with a warning naming it.",
+        "",
+        "```json",
+        '{"recommendations": [',
+        ' {"namespace": "shop", "ownerKind": "Deployment", "ownerName": "web", "container": "app",',
+        '  "requests": {"cpu": "250m", "memory": "256Mi"}, "limits": {"cpu": "500m", "memory": "512Mi"},',
+        '  "analyzedAt": "2026-11-28T10:00:00Z", "coverageHours": 240, "samples": 20160,',
+        '  "confidence": 0.93, "cpuThrottlingRatio": 0.02}',
+        "]}",
+        "```",
+    ]
+
+
+def _metric_rows(module_name: str) -> list[str]:
+    if importlib.util.find_spec(module_name) is None:
+        return []
+    module = importlib.import_module(module_name)
+    build = getattr(module, "reference_registry", None)
+    if build is None:
+        return []
+    rows = []
+    # prometheus_client has no public accessor for a collector's label names.
+    collectors = build()._collector_to_names  # noqa: SLF001
+    for collector in sorted(collectors, key=lambda c: c._name):  # noqa: SLF001
+        [family] = collector.describe()
+        name = family.name + ("_total" if family.type == "counter" else "")
+        labels = ", ".join(f"`{label}`" for label in getattr(collector, "_labelnames", ()))
+        rows.append(f"| `{name}` | {family.type} | {labels} | {family.documentation} |")
+    return rows
+
+
+def metrics_section() -> list[str]:
+    """Every collector of each service's registry."""
+    out = ["## Metrics", ""]
+    out.append(
+        "Prometheus text on `/metrics`: the webhook's on its HTTPS port (8443), the "
+        "reconciler's on its metrics port (8080)."
+    )
+    out += ["", "| metric | type | labels | meaning |", "|---|---|---|---|"]
+    for module in METRIC_MODULES:
+        out += _metric_rows(module)
+    return out
+
+
+def generate() -> str:
+    """The whole of docs/reference.md."""
+    lines = [
+        "<!-- generated by app/refgen.py (make reference) — do not edit -->",
+        "# kerf reference",
+        "",
+        "Everything a user of kerf sets, reads or sees: the kinds and their fields with "
+        "defaults, selection, decision reasons, annotations, the recommendation ConfigMap "
+        "and the metrics. Installing: [install.md](install.md).",
+        "",
+    ]
+    for section in (
+        kinds_section,
+        guardrails_section,
+        selection_section,
+        reasons_section,
+        annotations_section,
+        configmap_section,
+        metrics_section,
+    ):
+        lines += [*section(), ""]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m app.refgen FILE`: (re)generate the reference into FILE."""
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print("usage: python -m app.refgen FILE", file=sys.stderr)
+        return 2
+    Path(args[0]).write_text(generate(), encoding="utf-8")
+    print(args[0])
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
