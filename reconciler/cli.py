@@ -25,7 +25,8 @@ def add_reconciler_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--state-dir",
         type=Path,
-        help="decide over the YAML files in DIR and print what would be done; changes nothing",
+        help="decide over the YAML files in DIR and print what would be done; changes "
+        "nothing (default: watch the cluster)",
     )
     parser.add_argument(
         "--dry-run",
@@ -33,8 +34,13 @@ def add_reconciler_arguments(parser: argparse.ArgumentParser) -> None:
         help="watch the cluster, log and count every action, write nothing",
     )
     parser.add_argument("--once", action="store_true", help="one full pass, then exit")
-    parser.add_argument("--metrics-port", type=int, default=DEFAULT_METRICS_PORT)
-    parser.add_argument("--metrics-host", default="0.0.0.0")
+    parser.add_argument(
+        "--metrics-port",
+        type=int,
+        default=DEFAULT_METRICS_PORT,
+        help="port of /healthz, /readyz and /metrics",
+    )
+    parser.add_argument("--metrics-host", default="0.0.0.0", help="address of the metrics port")
     parser.add_argument(
         "--eviction-rate",
         type=float,
@@ -49,7 +55,9 @@ def add_reconciler_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="how often every workload is reconciled even without a change",
     )
-    parser.add_argument("--workers", type=int, default=DEFAULT_WORKERS)
+    parser.add_argument(
+        "--workers", type=int, default=DEFAULT_WORKERS, help="workloads handled at once"
+    )
     parser.add_argument(
         "--lease-duration",
         type=float,
@@ -58,7 +66,10 @@ def add_reconciler_arguments(parser: argparse.ArgumentParser) -> None:
         help="leader Lease duration: a follower takes over this long after the leader stops renewing",
     )
     parser.add_argument(
-        "--log-level", default="info", choices=["debug", "info", "warning", "error"]
+        "--log-level",
+        default="info",
+        choices=["debug", "info", "warning", "error"],
+        help="the lowest level logged",
     )
 
 

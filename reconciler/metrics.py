@@ -90,3 +90,8 @@ def reconciler_metrics(registry: CollectorRegistry | None = None) -> ReconcilerM
             "kerf_reconciler_view_synced", "1 once the cluster view is synced.", registry=registry
         ),
     )
+
+
+def reference_registry() -> CollectorRegistry:
+    """Every reconciler collector on a fresh registry, for docs/reference.md (app.refgen)."""
+    return reconciler_metrics().registry

@@ -139,7 +139,7 @@ def test_installed_kerf_runs_read_only_as_the_image_user(installed: Path) -> Non
         # The user really cannot write there (as root this would prove nothing).
         probe = run_as_image_user(installed, workdir, home, "touch", "probe")
         assert probe.returncode != 0 and "Permission denied" in probe.stderr
-        for command in ("certs", "webhook", "review", "explain"):
+        for command in ("certs", "webhook", "reconciler", "review", "explain", "cleanup"):
             done = run_as_image_user(installed, workdir, home, "kerf", command, "--help")
             assert done.returncode == 0, done.stderr
             assert f"usage: kerf {command}" in done.stdout
