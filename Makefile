@@ -63,7 +63,8 @@ crds: $(STAMP)
 reference: $(STAMP)
 	$(BIN)/python -m app.refgen docs/reference.md
 
-# docker when its engine answers, else podman; ENGINE=... picks one, PYTHON_IMAGE=... the base.
+# docker when its engine answers, else podman; ENGINE=... picks one, PYTHON_IMAGE=... the base,
+# BUILD_FLAGS=... adds build options (e.g. --isolation=chroot for podman without cgroups).
 image:
 	@engine="$(ENGINE)"; \
 	if [ -z "$$engine" ]; then \
@@ -72,7 +73,7 @@ image:
 	  elif command -v docker >/dev/null 2>&1; then engine=docker; \
 	  else echo "make image: neither docker nor podman is installed" >&2; exit 1; fi; \
 	fi; \
-	set -x; $$engine build $(if $(PYTHON_IMAGE),--build-arg PYTHON_IMAGE=$(PYTHON_IMAGE)) -t $(IMAGE) .
+	set -x; $$engine build $(BUILD_FLAGS) $(if $(PYTHON_IMAGE),--build-arg PYTHON_IMAGE=$(PYTHON_IMAGE)) -t $(IMAGE) .
 
 image-name:
 	@echo $(IMAGE)
