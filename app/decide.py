@@ -763,9 +763,16 @@ def _run_checks(ctx: _Context) -> str | None:
                 None,
                 "skipped",
             )
-    # AutomationDisabled
+    # AutomationDisabled and ProtectedNamespace are configured exclusions: kerf was told to
+    # leave the pod alone and nothing intervened, so they are skipped, not blocked.
     if ctx.regular() and not config.automation_enabled:
-        _block_regular(ctx, "AutomationDisabled", "GlobalConfiguration.automationEnabled is false")
+        _block_regular(
+            ctx,
+            "AutomationDisabled",
+            "GlobalConfiguration.automationEnabled is false",
+            None,
+            "skipped",
+        )
     # HubUnreachable (proactive only)
     if not view.recommendations_reachable and any(a.item.proactive for a in ctx.regular()):
         _block_regular(ctx, "HubUnreachable", "the recommendation source did not load")
@@ -776,7 +783,11 @@ def _run_checks(ctx: _Context) -> str | None:
     # ProtectedNamespace
     if ctx.regular() and is_protected(ctx.workload.namespace, view):
         _block_regular(
-            ctx, "ProtectedNamespace", f"namespace {ctx.workload.namespace} is protected"
+            ctx,
+            "ProtectedNamespace",
+            f"namespace {ctx.workload.namespace} is protected",
+            None,
+            "skipped",
         )
     _check_recommendation_quality(ctx)
     # FreezeWindow (the strategies are those of the actions standing before the value rules)
