@@ -259,6 +259,8 @@ class _PlanFacts:
     applied: Mapping[tuple[str, str, str], int]
     last_rollback: LastRollback | None
     any_proactive: bool
+    #: containers with a regular CPU or memory item whose strategy retains Guaranteed QoS
+    qos_containers: tuple[str, ...]
     #: the items that can become regular actions (not restores, strategy found)
     regular_count: int
     #: the distinct policies, strategies and audit mode over all those items: what a
@@ -332,7 +334,7 @@ class _Context:
         self.running = path == "running"
         self.containers = containers
         self.current = current
-        self.baseline = _baseline(facts.applied, current, path)
+        self.baseline = _baseline(facts, current, path)
         self.actions: list[_Action] = []
         self.has_restores = False
         self.dropped: list[tuple[Target, str]] = []
@@ -573,18 +575,41 @@ def _selected_value(target: Target, candidate: Candidate) -> SelectedValue:
     )
 
 
-def _baseline(
-    applied: Mapping[tuple[str, str, str], int], current: dict[str, Resources], path: Path
-) -> dict[str, Resources]:
+def _baseline(facts: _PlanFacts, current: dict[str, Resources], path: Path) -> dict[str, Resources]:
     """ "Current" for the guardrails: a running pod's spec; for a new pod the workload's
     last applied values, else the pod's manifest — so a rollout never undoes a step."""
+    applied = facts.applied
     if path == "running" or not applied:
         return current
     baseline = {c: {f: dict(v) for f, v in r.items()} for c, r in current.items()}
     for (container, fld, resource), amount in applied.items():
         if container in baseline:
             baseline[container][fld][resource] = amount
+    for container in facts.qos_containers:
+        if is_guaranteed(current[container]):
+            _keep_pairs(baseline[container], current[container], applied, container)
     return baseline
+
+
+def _keep_pairs(
+    baseline: Resources,
+    own: Resources,
+    applied: Mapping[tuple[str, str, str], int],
+    container: str,
+) -> None:
+    """The baseline of a Guaranteed container keeps its pairs equal too: a last applied
+    request or limit alone sets both; an unequal last applied pair (recorded without
+    retainGuaranteedQoS) is not a baseline for it, the pod's own pair is."""
+    for resource in QOS_RESOURCES:
+        request = applied.get((container, "requests", resource))
+        limit = applied.get((container, "limits", resource))
+        if request is None and limit is None:
+            continue
+        if request is not None and limit is not None and request != limit:
+            value = own["requests"][resource]
+        else:
+            value = limit if limit is not None else request
+        baseline["requests"][resource] = baseline["limits"][resource] = value
 
 
 def _applied_amounts(last: LastApplied | None) -> dict[tuple[str, str, str], int]:
@@ -643,6 +668,13 @@ def _build_plan_facts(
         applied=_applied_amounts(status.last_applied if status else None),
         last_rollback=status.last_rollback if status else None,
         any_proactive=any(i.proactive for i in items),
+        qos_containers=tuple(
+            dict.fromkeys(
+                i.target.container
+                for i in regular
+                if i.retain_qos and i.target.resource in QOS_RESOURCES
+            )
+        ),
         regular_count=len(regular),
         policies=policies,
         strategies=strategies,
@@ -771,23 +803,20 @@ def _pinned_items(ctx: _Context) -> dict[tuple[str, str], dict[str, _Prepared]]:
     """The regular items on the CPU/memory pairs of Guaranteed containers whose strategy
     retains the QoS class, by (container, resource) then field. A pair with a rollback
     restore is left to the restore (restores are exempt from every check)."""
+    current = ctx.current
+    guaranteed = {c for c in ctx.facts.qos_containers if is_guaranteed(current[c])}
+    if not guaranteed:
+        return {}  # the common case: no Guaranteed container to keep
     pairs: dict[tuple[str, str], dict[str, _Prepared]] = {}
     restored: set[tuple[str, str]] = set()
-    guaranteed: dict[str, bool] = {}
     for item in ctx.facts.items:
         target = item.target
-        if target.resource not in QOS_RESOURCES:
+        if target.container not in guaranteed or target.resource not in QOS_RESOURCES:
             continue
         key = (target.container, target.resource)
         if item.restore:
             restored.add(key)
-            continue
-        if item.strategy is None:
-            continue
-        pinned = guaranteed.get(target.container)
-        if pinned is None:
-            pinned = guaranteed[target.container] = is_guaranteed(ctx.current[target.container])
-        if pinned:
+        elif item.strategy is not None:
             pairs.setdefault(key, {})[target.field] = item
     return {
         key: by_field

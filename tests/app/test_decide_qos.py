@@ -160,3 +160,20 @@ def test_a_new_pod_starts_from_the_last_applied_pair() -> None:
     d = decide([*objects({"requests": {"cpu": "100m"}}), applied], "admission")
     # The step starts from the last applied 600m (not the manifest's 1): 300m for both.
     assert d.values["app"]["requests"]["cpu"] == d.values["app"]["limits"]["cpu"] == "300m"
+
+
+def test_a_last_applied_request_alone_is_the_baseline_of_both() -> None:
+    # Recorded before the pair was kept: the request alone; the new pod's pair starts there.
+    applied = b.recommendation(
+        applied_at=NOW - timedelta(days=3), last_applied={"app": {"requests": {"cpu": "600m"}}}
+    )
+    d = decide([*objects({"requests": {"cpu": "590m"}}), applied], "admission")
+    # 590m is within the tolerance of the 600m baseline: both stay at 600m.
+    assert d.values["app"]["requests"]["cpu"] == d.values["app"]["limits"]["cpu"] == "600m"
+    unequal = b.recommendation(
+        applied_at=NOW - timedelta(days=3),
+        last_applied={"app": {"requests": {"cpu": "600m"}, "limits": {"cpu": "800m"}}},
+    )
+    d = decide([*objects({"requests": {"cpu": "990m"}}), unequal], "admission")
+    # An unequal recorded pair is no baseline: the pod's own 1 CPU is, and 990m is no change.
+    assert b.final(d)["requests"]["cpu"] == b.final(d)["limits"]["cpu"] == "1"

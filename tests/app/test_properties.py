@@ -244,6 +244,7 @@ def enablements(draw: st.DrawFn) -> dict[str, Any]:
     enablements(),
     st.integers(0, 20),
     st.none() | st.integers(100, 16000),
+    st.none() | policy_values(),
     st.sampled_from(["admission", "running"]),
 )
 def test_a_guaranteed_container_stays_guaranteed(
@@ -254,6 +255,7 @@ def test_a_guaranteed_container_stays_guaranteed(
     enablement: dict,
     tolerance: int,
     node_cpu: int | None,
+    last_applied: dict | None,
     path: str,
 ) -> None:
     current = {
@@ -269,10 +271,19 @@ def test_a_guaranteed_container_stays_guaranteed(
         b.global_config(tolerancePercent=tolerance),
         b.node(cpu=cpu(node_cpu or 1)),
     ]
+    if last_applied is not None:
+        # Any earlier change, also one recorded without the pair kept equal.
+        objs.append(
+            b.recommendation(
+                applied_at=b.NOW - timedelta(days=3), last_applied={"app": last_applied}
+            )
+        )
     pod = b.pod(containers=containers, node="node-a" if node_cpu else None)
     d = b.decide(b.view(*objs), pod, path)
     after = parsed({f: d.containers["app"][f] for f in ("requests", "limits")})
     assert after["requests"] == after["limits"]
+    if last_applied is not None and path == "admission":
+        return  # the step and its minimums start from the last applied values then
     minimum = {
         "cpu": parse_resource("cpu", guardrails["minCPU"]),
         "memory": parse_resource("memory", guardrails["minMemory"]),
