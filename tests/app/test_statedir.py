@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from app import statedir
+from app import yamlload
 from app.cli import main
 from app.statedir import LoadError, load_objects
 
@@ -38,7 +38,7 @@ def exit_and_error(capsys: pytest.CaptureFixture[str], path: Path) -> tuple[int,
 
 def test_the_c_loader_is_used_when_libyaml_is_there() -> None:
     expected = yaml.CSafeLoader if yaml.__with_libyaml__ else yaml.SafeLoader
-    assert statedir.LOADER is expected
+    assert yamlload.LOADER is expected
 
 
 def test_json_and_yaml_files_load_the_same_objects(tmp_path: Path) -> None:
@@ -94,3 +94,10 @@ def test_a_dangling_symlink_names_its_target(
     code, err = exit_and_error(capsys, link)
     assert code == 2
     assert f"{link}: dangling symbolic link to {tmp_path / 'gone'}" in err
+
+
+def test_a_value_its_explicit_tag_refuses_is_invalid_yaml(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("apiVersion: v1\nkind: Namespace\nmetadata: {name: !!int shop}\n")
+    with pytest.raises(LoadError, match=r"bad\.yaml: invalid YAML: invalid literal for int"):
+        load_objects([bad])
