@@ -834,12 +834,13 @@ def _add_pair(ctx: _Context, by_field: dict[str, _Prepared]) -> None:
     lead = by_field.get("limits") or by_field["requests"]
     container, resource = lead.target.container, lead.target.resource
     items = {fld: by_field.get(fld) or _partner_item(lead, fld) for fld in ("requests", "limits")}
-    switches = {fld: item.switches for fld, item in items.items()}
-    if any(sw is None for sw in switches.values()):
-        ctx.dropped.extend((i.target, "UnsupportedResource") for i in items.values())
-        return
-    floors = [sw.floor for sw in switches.values() if sw is not None and sw.floor is not None]
-    ceilings = [sw.ceiling for sw in switches.values() if sw is not None and sw.ceiling is not None]
+    switches: dict[str, Switches] = {}
+    for fld, item in items.items():
+        # CPU and memory always have switches; a pair is built only under a strategy.
+        assert item.switches is not None
+        switches[fld] = item.switches
+    floors = [sw.floor for sw in switches.values() if sw.floor is not None]
+    ceilings = [sw.ceiling for sw in switches.values() if sw.ceiling is not None]
     floor, ceiling = max(floors, default=None), min(ceilings, default=None)
     if floor is not None and ceiling is not None and floor > ceiling:
         # The requests' and limits' bounds do not overlap: no equal pair fits both.
@@ -853,17 +854,17 @@ def _add_pair(ctx: _Context, by_field: dict[str, _Prepared]) -> None:
             desired=lead.candidate.amount,
         )
         for fld, sw in switches.items()
-        if sw is not None
     }
-    if any(e.value is None for e in enabled.values()):
+    # Both fields clamp the same value into the same bounds: they agree unless one refuses.
+    value = enabled["limits"].value
+    if value is None or enabled["requests"].value is None:
         ctx.dropped.extend(
             (items[fld].target, (e.reason or "NotEnabled") if e.value is None else GUARANTEED_QOS)
             for fld, e in enabled.items()
         )
         return
     request, limit = (
-        _Action(items[fld], baseline[fld].get(resource), enabled[fld].value or 0)
-        for fld in ("requests", "limits")
+        _Action(items[fld], baseline[fld].get(resource), value) for fld in ("requests", "limits")
     )
     request.partner, limit.partner = limit, request
     ctx.actions.extend((request, limit))
