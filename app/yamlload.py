@@ -72,6 +72,7 @@ def _build(text: str) -> list[Any]:
         if None in resolvers or loader.yaml_path_resolvers:
             raise _Unusual  # resolvers that apply to any first character or path
         plain_firsts = frozenset(resolvers)
+        typed: dict[str, Any] = {}
         documents: list[Any] = []
         # The open collections, each with the key waiting for its value (mappings).
         stack: list[tuple[Any, Any]] = []
@@ -85,9 +86,16 @@ def _build(text: str) -> list[Any]:
                 if event.anchor is not None:
                     raise _Unusual
                 value = event.value
-                # Inline, the common case: a plain scalar whose first character starts no
-                # implicit type (int, float, bool, null, timestamp) is a string.
-                if event.tag is not None or value[:1] in plain_firsts or not event.implicit[0]:
+                if event.tag is None and event.implicit[0]:
+                    # A plain scalar whose first character starts no implicit type (int,
+                    # float, bool, null, timestamp) is a string, the common case; the others
+                    # repeat a lot (quantities, counts) and are immutable: typed once.
+                    if value[:1] in plain_firsts:
+                        found = typed.get(value, _NO_KEY)
+                        if found is _NO_KEY:
+                            found = typed[value] = _scalar(loader, event)
+                        value = found
+                else:
                     value = _scalar(loader, event)
             elif kind is MappingStartEvent or kind is SequenceStartEvent:
                 if event.anchor is not None or event.tag not in (None, "!"):
