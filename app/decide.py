@@ -750,7 +750,7 @@ def _build_actions(ctx: _Context) -> None:
     missing: list[str] = []
     baseline = ctx.baseline
     actions = ctx.actions
-    pairs = _pinned_items(ctx)
+    pairs = _pinned_items(ctx) if _may_pin(ctx) else None
     for item in ctx.facts.items:
         target, candidate = item.target, item.candidate
         current = baseline[target.container][target.field].get(target.resource)
@@ -768,8 +768,9 @@ def _build_actions(ctx: _Context) -> None:
             ctx.dropped.append((target, enabled.reason or "NotEnabled"))
         else:
             actions.append(_Action(item, current, enabled.value))
-    for by_field in pairs.values():
-        _add_pair(ctx, by_field)
+    if pairs:
+        for by_field in pairs.values():
+            _add_pair(ctx, by_field)
     if missing and not actions:
         raise _Stop(
             "blocked",
@@ -792,12 +793,23 @@ def is_guaranteed(resources: Resources) -> bool:
     """A container's part of the Guaranteed QoS class: CPU and memory requests set and
     equal to their limits (the API server has already defaulted requests from limits)."""
     requests, limits = resources["requests"], resources["limits"]
-    # Unrolled: it runs for every pod, and most fail the first test (no CPU limit).
     cpu = requests.get("cpu")
     if cpu is None or cpu != limits.get("cpu"):
         return False
     memory = requests.get("memory")
     return memory is not None and memory == limits.get("memory")
+
+
+def _may_pin(ctx: _Context) -> bool:
+    """A cheap first look (it runs for every decision, and most pods have no CPU limit):
+    could a container whose strategy retains QoS be Guaranteed?"""
+    current = ctx.current
+    for container in ctx.facts.qos_containers:
+        resources = current[container]
+        cpu = resources["requests"].get("cpu")
+        if cpu is not None and cpu == resources["limits"].get("cpu"):
+            return True
+    return False
 
 
 def _pinned_items(ctx: _Context) -> dict[tuple[str, str], dict[str, _Prepared]]:
