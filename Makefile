@@ -80,6 +80,7 @@ image-name:
 
 bench: $(STAMP)
 	$(BIN)/python -m app.bench --out .bench/explain.json
+	$(BIN)/python -m app.bench_load --out .bench/statedir.json
 	$(MAKE) bench-webhook
 
 # The webhook under load: wrk and hey are Debian packages, installed when missing.

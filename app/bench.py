@@ -75,6 +75,21 @@ def generate(
     *, workloads: int, pods: int, nodes: int, policies: int, namespaces: int, seed: int = 7
 ) -> Iterator[Any]:
     """Objects of a synthetic cluster, kerf CRs already validated."""
+    for doc in documents(
+        workloads=workloads,
+        pods=pods,
+        nodes=nodes,
+        policies=policies,
+        namespaces=namespaces,
+        seed=seed,
+    ):
+        yield parse_object(doc) if doc["apiVersion"] == API else doc
+
+
+def documents(
+    *, workloads: int, pods: int, nodes: int, policies: int, namespaces: int, seed: int = 7
+) -> Iterator[dict[str, Any]]:
+    """The synthetic cluster as plain manifests, as a state dir or the API holds them."""
     rng = random.Random(seed)
     tiers = ("web", "api", "worker", "batch")
     for n in range(nodes):
@@ -87,15 +102,13 @@ def generate(
     for ns in range(namespaces):
         name = f"team-{ns}"
         yield {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
-        yield parse_object(
-            {
-                "apiVersion": API,
-                "kind": "AutomationStrategy",
-                "metadata": {"name": "default", "namespace": name},
-            }
-        )
+        yield {
+            "apiVersion": API,
+            "kind": "AutomationStrategy",
+            "metadata": {"name": "default", "namespace": name},
+        }
     for index in range(policies):
-        yield parse_object(_policy(index, f"team-{index % namespaces}", tiers[index % len(tiers)]))
+        yield _policy(index, f"team-{index % namespaces}", tiers[index % len(tiers)])
     rows = []
     for w in range(workloads):
         namespace = f"team-{w % namespaces}"

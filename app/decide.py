@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
@@ -45,6 +45,11 @@ from app.workloads import Resources, Workload, parse_time
 Path = Literal["admission", "running"]
 PROACTIVE_KINDS = frozenset({"ProactivePolicy", "ClusterProactivePolicy"})
 IN_PLACE_RESOURCES = frozenset({"cpu", "memory"})
+#: The resources whose requests and limits make a pod's QoS class (Guaranteed when equal).
+QOS_RESOURCES = ("cpu", "memory")
+PARTNER_FIELD = {"requests": "limits", "limits": "requests"}
+#: A change dropped because it would leave a Guaranteed container's request ≠ its limit.
+GUARANTEED_QOS = "GuaranteedQoS"
 #: Reasons under which a new pod keeps its manifest as it is (not even the baseline).
 UNTOUCHED = frozenset({"Paused", "ProtectedNamespace", "AutomationDisabled", "Audit"})
 CPU_HEADROOM_PERCENT = 10
@@ -223,6 +228,11 @@ class _Prepared:
     max_age: timedelta | None = None
     #: the row's coverage as a span (None without a row or when too long for a timedelta)
     coverage: timedelta | None = None
+    #: the strategy keeps a Guaranteed container's requests equal to its limits
+    retain_qos: bool = False
+    #: the strategy's switches for the other field of this resource (CPU and memory only):
+    #: what a change of the partner value, made to keep the pair equal, may do
+    partner_switches: Switches | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,6 +259,8 @@ class _PlanFacts:
     applied: Mapping[tuple[str, str, str], int]
     last_rollback: LastRollback | None
     any_proactive: bool
+    #: containers with a regular CPU or memory item whose strategy retains Guaranteed QoS
+    qos_containers: tuple[str, ...]
     #: the items that can become regular actions (not restores, strategy found)
     regular_count: int
     #: the distinct policies, strategies and audit mode over all those items: what a
@@ -261,13 +273,15 @@ class _PlanFacts:
 class _Action:
     """A prepared target with the amount the pod has and the amount to set."""
 
-    __slots__ = ("item", "target", "current", "desired")
+    __slots__ = ("item", "target", "current", "desired", "partner")
 
     def __init__(self, item: _Prepared, current: int | None, desired: int) -> None:
         self.item = item
         self.target = item.target
         self.current = current
         self.desired = desired
+        #: the other field of a Guaranteed container's pair: both change together
+        self.partner: _Action | None = None
 
 
 class _Context:
@@ -320,7 +334,7 @@ class _Context:
         self.running = path == "running"
         self.containers = containers
         self.current = current
-        self.baseline = _baseline(facts.applied, current, path)
+        self.baseline = _baseline(facts, current, path)
         self.actions: list[_Action] = []
         self.has_restores = False
         self.dropped: list[tuple[Target, str]] = []
@@ -561,18 +575,41 @@ def _selected_value(target: Target, candidate: Candidate) -> SelectedValue:
     )
 
 
-def _baseline(
-    applied: Mapping[tuple[str, str, str], int], current: dict[str, Resources], path: Path
-) -> dict[str, Resources]:
+def _baseline(facts: _PlanFacts, current: dict[str, Resources], path: Path) -> dict[str, Resources]:
     """ "Current" for the guardrails: a running pod's spec; for a new pod the workload's
     last applied values, else the pod's manifest — so a rollout never undoes a step."""
+    applied = facts.applied
     if path == "running" or not applied:
         return current
     baseline = {c: {f: dict(v) for f, v in r.items()} for c, r in current.items()}
     for (container, fld, resource), amount in applied.items():
         if container in baseline:
             baseline[container][fld][resource] = amount
+    for container in facts.qos_containers:
+        if is_guaranteed(current[container]):
+            _keep_pairs(baseline[container], current[container], applied, container)
     return baseline
+
+
+def _keep_pairs(
+    baseline: Resources,
+    own: Resources,
+    applied: Mapping[tuple[str, str, str], int],
+    container: str,
+) -> None:
+    """The baseline of a Guaranteed container keeps its pairs equal too: a last applied
+    request or limit alone sets both; an unequal last applied pair (recorded without
+    retainGuaranteedQoS) is not a baseline for it, the pod's own pair is."""
+    for resource in QOS_RESOURCES:
+        request = applied.get((container, "requests", resource))
+        limit = applied.get((container, "limits", resource))
+        if request is None and limit is None:
+            continue
+        if request is not None and limit is not None and request != limit:
+            value = own["requests"][resource]
+        else:
+            value = limit if limit is not None else request
+        baseline["requests"][resource] = baseline["limits"][resource] = value
 
 
 def _applied_amounts(last: LastApplied | None) -> dict[tuple[str, str, str], int]:
@@ -631,6 +668,13 @@ def _build_plan_facts(
         applied=_applied_amounts(status.last_applied if status else None),
         last_rollback=status.last_rollback if status else None,
         any_proactive=any(i.proactive for i in items),
+        qos_containers=tuple(
+            dict.fromkeys(
+                i.target.container
+                for i in regular
+                if i.retain_qos and i.target.resource in QOS_RESOURCES
+            )
+        ),
         regular_count=len(regular),
         policies=policies,
         strategies=strategies,
@@ -677,6 +721,17 @@ def _prepare(
         max_age_days=max_age_days,
         max_age=_span(days=max_age_days),
         coverage=_span(hours=row.coverage_hours) if row is not None else None,
+        retain_qos=strategy is not None and strategy.spec.retain_guaranteed_qos,
+        partner_switches=(
+            resolve_switches(
+                strategy.spec,
+                container=target.container,
+                field=PARTNER_FIELD[target.field],
+                resource=target.resource,
+            )
+            if strategy is not None and target.resource in QOS_RESOURCES
+            else None
+        ),
     )
 
 
@@ -690,10 +745,12 @@ def _span(**amount: float) -> timedelta | None:
 
 
 def _build_actions(ctx: _Context) -> None:
-    """Selected values through their strategy's enablement (restores are exempt)."""
+    """Selected values through their strategy's enablement (restores are exempt); the
+    values of a Guaranteed container's request/limit pair go through it together."""
     missing: list[str] = []
     baseline = ctx.baseline
     actions = ctx.actions
+    pairs = _pinned_items(ctx) if _may_pin(ctx) else None
     for item in ctx.facts.items:
         target, candidate = item.target, item.candidate
         current = baseline[target.container][target.field].get(target.resource)
@@ -704,19 +761,131 @@ def _build_actions(ctx: _Context) -> None:
         if item.strategy is None:
             missing.append(candidate.policy.metadata.name if candidate.policy else candidate.key)
             continue
+        if pairs and (target.container, target.resource) in pairs:
+            continue
         enabled = apply_switches(item.switches, current=current, desired=candidate.amount)
         if enabled.value is None:
             ctx.dropped.append((target, enabled.reason or "NotEnabled"))
         else:
             actions.append(_Action(item, current, enabled.value))
+    if pairs:
+        for by_field in pairs.values():
+            _add_pair(ctx, by_field)
     if missing and not actions:
         raise _Stop(
             "blocked",
             "StrategyNotFound",
             f"automationStrategyRef of {', '.join(sorted(set(missing)))} names no strategy",
         )
+    if not actions and any(reason == GUARANTEED_QOS for _, reason in ctx.dropped):
+        raise _Stop(
+            "skipped",
+            GUARANTEED_QOS,
+            "retainGuaranteedQoS: no change keeps requests equal to limits ("
+            + ", ".join(f"{t.container}.{t.field}.{t.resource}: {r}" for t, r in ctx.dropped)
+            + ")",
+        )
     if not actions:
         raise _Stop("skipped", "NotEnabled", "the strategies enable none of the selected values")
+
+
+def is_guaranteed(resources: Resources) -> bool:
+    """A container's part of the Guaranteed QoS class: CPU and memory requests set and
+    equal to their limits (the API server has already defaulted requests from limits)."""
+    requests, limits = resources["requests"], resources["limits"]
+    cpu = requests.get("cpu")
+    if cpu is None or cpu != limits.get("cpu"):
+        return False
+    memory = requests.get("memory")
+    return memory is not None and memory == limits.get("memory")
+
+
+def _may_pin(ctx: _Context) -> bool:
+    """A cheap first look (it runs for every decision, and most pods have no CPU limit):
+    could a container whose strategy retains QoS be Guaranteed?"""
+    current = ctx.current
+    for container in ctx.facts.qos_containers:
+        resources = current[container]
+        cpu = resources["requests"].get("cpu")
+        if cpu is not None and cpu == resources["limits"].get("cpu"):
+            return True
+    return False
+
+
+def _pinned_items(ctx: _Context) -> dict[tuple[str, str], dict[str, _Prepared]]:
+    """The regular items on the CPU/memory pairs of Guaranteed containers whose strategy
+    retains the QoS class, by (container, resource) then field. A pair with a rollback
+    restore is left to the restore (restores are exempt from every check)."""
+    current = ctx.current
+    guaranteed = [c for c in ctx.facts.qos_containers if is_guaranteed(current[c])]
+    if not guaranteed:
+        return {}  # the common case: no Guaranteed container to keep
+    pairs: dict[tuple[str, str], dict[str, _Prepared]] = {}
+    restored: set[tuple[str, str]] = set()
+    for item in ctx.facts.items:
+        target = item.target
+        if target.container not in guaranteed or target.resource not in QOS_RESOURCES:
+            continue
+        key = (target.container, target.resource)
+        if item.restore:
+            restored.add(key)
+        elif item.strategy is not None:
+            pairs.setdefault(key, {})[target.field] = item
+    return {
+        key: by_field
+        for key, by_field in pairs.items()
+        if key not in restored and any(i.retain_qos for i in by_field.values())
+    }
+
+
+def _add_pair(ctx: _Context, by_field: dict[str, _Prepared]) -> None:
+    """Both values of a Guaranteed container's pair, set to one value: the selected limit
+    when there is one (the bound its policy allows), else the selected request. The value
+    is clamped into the bounds of both fields and must be allowed by both fields'
+    switches; when it cannot be, neither changes."""
+    lead = by_field.get("limits") or by_field["requests"]
+    container, resource = lead.target.container, lead.target.resource
+    items = {fld: by_field.get(fld) or _partner_item(lead, fld) for fld in ("requests", "limits")}
+    switches: dict[str, Switches] = {}
+    for fld, item in items.items():
+        # CPU and memory always have switches; a pair is built only under a strategy.
+        assert item.switches is not None
+        switches[fld] = item.switches
+    floors = [sw.floor for sw in switches.values() if sw.floor is not None]
+    ceilings = [sw.ceiling for sw in switches.values() if sw.ceiling is not None]
+    floor, ceiling = max(floors, default=None), min(ceilings, default=None)
+    if floor is not None and ceiling is not None and floor > ceiling:
+        # The requests' and limits' bounds do not overlap: no equal pair fits both.
+        ctx.dropped.extend((i.target, GUARANTEED_QOS) for i in items.values())
+        return
+    baseline = ctx.baseline[container]
+    enabled = {
+        fld: apply_switches(
+            Switches(sw.upsize, sw.downsize, sw.set_from_unspecified, floor, ceiling),
+            current=baseline[fld].get(resource),
+            desired=lead.candidate.amount,
+        )
+        for fld, sw in switches.items()
+    }
+    # Both fields clamp the same value into the same bounds: they agree unless one refuses.
+    value = enabled["limits"].value
+    if value is None or enabled["requests"].value is None:
+        ctx.dropped.extend(
+            (items[fld].target, (e.reason or "NotEnabled") if e.value is None else GUARANTEED_QOS)
+            for fld, e in enabled.items()
+        )
+        return
+    request, limit = (
+        _Action(items[fld], baseline[fld].get(resource), value) for fld in ("requests", "limits")
+    )
+    request.partner, limit.partner = limit, request
+    ctx.actions.extend((request, limit))
+
+
+def _partner_item(lead: _Prepared, fld: str) -> _Prepared:
+    """The other field of the lead's pair, under the lead's policy and strategy."""
+    target = Target(lead.target.container, fld, lead.target.resource)
+    return replace(lead, target=target, switches=lead.partner_switches)
 
 
 @dataclass(frozen=True, slots=True)
@@ -763,9 +932,16 @@ def _run_checks(ctx: _Context) -> str | None:
                 None,
                 "skipped",
             )
-    # AutomationDisabled
+    # AutomationDisabled and ProtectedNamespace are configured exclusions: kerf was told to
+    # leave the pod alone and nothing intervened, so they are skipped, not blocked.
     if ctx.regular() and not config.automation_enabled:
-        _block_regular(ctx, "AutomationDisabled", "GlobalConfiguration.automationEnabled is false")
+        _block_regular(
+            ctx,
+            "AutomationDisabled",
+            "GlobalConfiguration.automationEnabled is false",
+            None,
+            "skipped",
+        )
     # HubUnreachable (proactive only)
     if not view.recommendations_reachable and any(a.item.proactive for a in ctx.regular()):
         _block_regular(ctx, "HubUnreachable", "the recommendation source did not load")
@@ -776,7 +952,11 @@ def _run_checks(ctx: _Context) -> str | None:
     # ProtectedNamespace
     if ctx.regular() and is_protected(ctx.workload.namespace, view):
         _block_regular(
-            ctx, "ProtectedNamespace", f"namespace {ctx.workload.namespace} is protected"
+            ctx,
+            "ProtectedNamespace",
+            f"namespace {ctx.workload.namespace} is protected",
+            None,
+            "skipped",
         )
     _check_recommendation_quality(ctx)
     # FreezeWindow (the strategies are those of the actions standing before the value rules)
@@ -931,6 +1111,10 @@ def _apply_value_rules(ctx: _Context) -> None:
             else:
                 kept.append(action)
             continue
+        if action.partner is not None:
+            if t.field == "requests":  # the pair is ruled once, with its limit
+                _pair_value_rules(ctx, facts, action, action.partner, kept, refusals)
+            continue
         outcome = apply_value_rules(
             field=t.field,
             resource=t.resource,
@@ -966,6 +1150,69 @@ def _apply_value_rules(ctx: _Context) -> None:
             reason = refusals[0]
             raise _Stop("blocked", reason, _refusal_message(reason, ctx.dropped))
         raise _Stop("skipped", NO_SIGNIFICANT_CHANGE, "every change is within the tolerance")
+
+
+def _pair_value_rules(
+    ctx: _Context,
+    facts: _ValueFacts,
+    request: _Action,
+    limit: _Action,
+    kept: list[_Action],
+    refusals: list[str],
+) -> None:
+    """The per-value rules on a Guaranteed pair, which keeps one value for both fields.
+
+    Each field's rules run on the pair's value; a refusal of either (Throttled, OOMKilled,
+    rollback cooldown, JVM heap) refuses the pair. Otherwise the pair takes the highest
+    value the two fields' rules leave (a field left unchanged counts as its current
+    value): every rule that changes a value only raises it (the decrease step, the
+    minimums), so that value satisfies the step limit and minimums of both fields.
+    """
+    tolerance = ctx.view.global_config.tolerance_percent
+    pair = (request, limit)
+    outcomes = [
+        apply_value_rules(
+            field=a.target.field,
+            resource=a.target.resource,
+            current=a.current,
+            desired=a.desired,
+            settings=a.item.settings,
+            tolerance_percent=tolerance,
+            context=facts.context(a.item),
+        )
+        for a in pair
+    ]
+    t = request.target
+    own = ctx.current[t.container]["requests"][t.resource]  # = the limit: the pair is pinned
+    refused = [
+        o.reason or "" for o in outcomes if o.value is None and o.reason != NO_SIGNIFICANT_CHANGE
+    ]
+    if refused:
+        # A new pod keeps the last applied pair when there is one (a rollout never undoes
+        # a step); otherwise the pair stays as the pod has it.
+        value = request.current if request.current == limit.current else own
+        ctx.dropped.extend(
+            (
+                a.target,
+                o.reason
+                if o.value is None and o.reason != NO_SIGNIFICANT_CHANGE
+                else GUARANTEED_QOS,
+            )
+            for a, o in zip(pair, outcomes, strict=True)
+        )
+    else:
+        value = max(
+            o.value if o.value is not None else (a.current if a.current is not None else own)
+            for a, o in zip(pair, outcomes, strict=True)
+        )
+    if value is None or value == own:
+        if not refused:
+            ctx.dropped.extend((a.target, NO_SIGNIFICANT_CHANGE) for a in pair)
+        else:
+            refusals.append(refused[0])
+        return
+    request.desired = limit.desired = value
+    kept.extend(pair)
 
 
 class _ValueFacts:
@@ -1178,7 +1425,10 @@ def _filter_node_capacity(ctx: _Context) -> None:
         )
         if delta > room[resource]:
             ctx.dropped.extend((a.target, "InsufficientNodeCapacity") for a in actions)
-            ctx.replace_actions([a for a in ctx.actions if a not in actions])
+            # A Guaranteed pair changes together: its limit stays when its request must.
+            partners = [a.partner for a in actions if a.partner is not None]
+            ctx.dropped.extend((p.target, GUARANTEED_QOS) for p in partners)
+            ctx.replace_actions([a for a in ctx.actions if a not in actions and a not in partners])
     if not ctx.actions:
         raise _Stop(
             "blocked", "InsufficientNodeCapacity", f"node {node_name} has no room for the increase"

@@ -402,6 +402,9 @@ class AutomationStrategySpec(KerfModel):
     enablement: Enablement = Field(default_factory=Enablement)
     in_place_resize: InPlaceResize = Field(default_factory=InPlaceResize)
     pod_eviction: PodEviction = Field(default_factory=PodEviction)
+    #: a container whose CPU and memory requests equal its limits keeps them equal: a
+    #: change of one sets both, so a Guaranteed pod never becomes Burstable
+    retain_guaranteed_qos: bool = Field(default=True, alias="retainGuaranteedQoS")
     scheduling: Scheduling = Field(default_factory=Scheduling)
 
 

@@ -76,6 +76,21 @@ REASONS: tuple[tuple[str, str, str], ...] = (
     ("SingleReplicaUnsafe", "blocked", "one replica and the method would disrupt it"),
     ("InsufficientNodeCapacity", "blocked", "the increase does not fit the node (filtered)"),
     ("MaintenanceWindow", "blocked", "inclusion windows exist and none is open"),
+    (
+        "GuaranteedQoS",
+        "dropped",
+        "retainGuaranteedQoS: a request/limit pair that cannot stay equal (skipped if nothing is left)",
+    ),
+    (
+        "WebhookUnavailable",
+        "blocked",
+        "reconciler: no eviction while the webhook Lease is older than webhookLeaseMaxAge",
+    ),
+    (
+        "Deferred, Infeasible, Error, ResizeRejected",
+        "blocked",
+        "reconciler: an in-place resize could not finish and eviction is not allowed",
+    ),
 )
 
 WORKLOAD_KEYS = (

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import errno
+import gc
+import os
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+import orjson
 import yaml
 
 from app.clock import utc_now
@@ -14,6 +18,7 @@ from app.quantities import QuantityError, parse_resource
 from app.recommendations import is_recommendation_configmap
 from app.view import CORE_KINDS, ClusterView
 from app.workloads import WORKLOAD_KINDS, pod_template
+from app.yamlload import load_all
 
 YAML_SUFFIXES = (".yaml", ".yml", ".json")
 #: Kinds that carry nothing the decisions read; accepted and ignored so a dump of a
@@ -27,17 +32,47 @@ class LoadError(ValueError):
     """A state file cannot be loaded; the message names the file and the object."""
 
 
+def _missing(path: Path) -> LoadError:
+    """Why a named path is neither a file nor a directory, said plainly."""
+    try:
+        path.stat()
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return LoadError(f"{path}: symbolic link loop (a link that resolves to itself)")
+        if path.is_symlink():
+            return LoadError(f"{path}: dangling symbolic link to {os.readlink(path)}")
+        if exc.errno == errno.ENOENT:
+            return LoadError(f"{path}: no such file or directory")
+        return LoadError(f"{path}: cannot read: {exc.strerror}")
+    return LoadError(f"{path}: not a regular file or directory")
+
+
 def _files(paths: Iterable[str | Path]) -> list[Path]:
     files: list[Path] = []
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            files.extend(sorted(p for p in path.rglob("*") if p.suffix in YAML_SUFFIXES))
+            found = sorted(p for p in path.rglob("*") if p.suffix in YAML_SUFFIXES)
+            if not found:
+                # An empty view would decide nothing and say nothing: a wrong path.
+                raise LoadError(f"no YAML files in {path} (looked for {', '.join(YAML_SUFFIXES)})")
+            files.extend(found)
         elif path.is_file():
             files.append(path)
         else:
-            raise LoadError(f"{path}: no such file or directory")
+            raise _missing(path)
     return files
+
+
+def _json_documents(text: str) -> list[Any] | None:
+    """A file that is one JSON value (a `kubectl get -o json` dump), parsed by orjson; None
+    when it is not JSON, so YAML (a superset) parses it and reports any error."""
+    if not text.lstrip().startswith(("{", "[")):
+        return None
+    try:
+        return [orjson.loads(text)]
+    except orjson.JSONDecodeError:
+        return None
 
 
 def _documents(path: Path) -> Iterator[tuple[str, Any]]:
@@ -45,13 +80,15 @@ def _documents(path: Path) -> Iterator[tuple[str, Any]]:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise LoadError(f"{path}: cannot read: {exc}") from None
-    try:
-        documents = list(yaml.safe_load_all(text))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise LoadError(f"{path}:{where}: invalid YAML: {problem}") from None
+    documents = _json_documents(text)
+    if documents is None:
+        try:
+            documents = load_all(text)
+        except (yaml.YAMLError, ValueError) as exc:  # ValueError: a bad `!!int` and the like
+            mark = getattr(exc, "problem_mark", None)
+            where = f": line {mark.line + 1}" if mark is not None else ""
+            problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+            raise LoadError(f"{path}{where}: invalid YAML: {problem}") from None
     for index, doc in enumerate(documents):
         if doc is None:
             continue
@@ -66,9 +103,18 @@ def _documents(path: Path) -> Iterator[tuple[str, Any]]:
 def load_objects(paths: Iterable[str | Path]) -> list[Any]:
     """Every object of the files (kerf CRs as validated models), in file order."""
     objects: list[Any] = []
-    for path in _files(paths):
-        for source, doc in _documents(path):
-            objects.append(_object(source, doc))
+    # Loading allocates millions of containers and frees none: each full collection the
+    # allocations trigger would scan everything loaded so far, for no garbage (a state dir
+    # holds no reference cycles). Collections resume when loading ends.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        for path in _files(paths):
+            for source, doc in _documents(path):
+                objects.append(_object(source, doc))
+    finally:
+        if collecting:
+            gc.enable()
     return [o for o in objects if o is not None]
 
 

@@ -456,7 +456,7 @@ def _pause() -> dict[str, str]:
             [*static_objects(), b.global_config(automationEnabled=False)],
             {"annotations": _pause()},
             "running",
-            ("blocked", "AutomationDisabled"),
+            ("skipped", "AutomationDisabled"),
         ),
         (
             "hub unreachable before paused",
@@ -480,7 +480,7 @@ def _pause() -> dict[str, str]:
             ],
             {},
             "running",
-            ("blocked", "ProtectedNamespace"),
+            ("skipped", "ProtectedNamespace"),
         ),
         (
             "stale before HPA",

@@ -149,7 +149,7 @@ def test_namespace_pause_and_protection_follow_the_view() -> None:
     v.apply(b.namespace())
     assert outcome(v) == ("apply", None)
     v.apply(b.global_config(protectedNamespacePatterns=["sh*"]))
-    assert outcome(v) == ("blocked", "ProtectedNamespace")
+    assert outcome(v) == ("skipped", "ProtectedNamespace")
     v.delete("GlobalConfiguration", "", "global-config")
     assert outcome(v) == ("apply", None)
 

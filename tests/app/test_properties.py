@@ -210,3 +210,90 @@ def test_selection_is_independent_of_policy_load_order(specs: list, multi: bool,
 def test_memory_step_is_whole_mib() -> None:
     # Sanity anchor for the property above: the floor is a whole MiB.
     assert decrease_floor(1000 * MIB + 1, 50, "memory") % MIB == 0
+
+
+# ------------------------------------------------------------------ Guaranteed QoS
+
+
+@st.composite
+def field_switches(draw: st.DrawFn, fmt: Any, top: int) -> dict[str, Any]:
+    """Random enablement of one resource field, floor ≤ ceiling when both are set."""
+    out: dict[str, Any] = {"upsize": draw(st.booleans()), "downsize": draw(st.booleans())}
+    bounds = sorted(draw(st.lists(st.integers(1, top), min_size=2, max_size=2)))
+    if draw(st.booleans()):
+        out["floor"] = fmt(bounds[0])
+    if draw(st.booleans()):
+        out["ceiling"] = fmt(bounds[1])
+    return out
+
+
+@st.composite
+def enablements(draw: st.DrawFn) -> dict[str, Any]:
+    return {
+        resource: {fld: draw(field_switches(fmt, top)) for fld in ("requests", "limits")}
+        for resource, fmt, top in (("cpu", cpu, 8000), ("memory", mem, 16384))
+    }
+
+
+@SETTINGS
+@given(
+    st.integers(1, 8000),
+    st.integers(1, 16384),
+    policy_values(),
+    GUARDRAILS,
+    enablements(),
+    st.integers(0, 20),
+    st.none() | st.integers(100, 16000),
+    st.none() | policy_values(),
+    st.sampled_from(["admission", "running"]),
+)
+def test_a_guaranteed_container_stays_guaranteed(
+    cpu_m: int,
+    mem_mi: int,
+    values: dict,
+    guardrails: dict,
+    enablement: dict,
+    tolerance: int,
+    node_cpu: int | None,
+    last_applied: dict | None,
+    path: str,
+) -> None:
+    current = {
+        "requests": {"cpu": cpu(cpu_m), "memory": mem(mem_mi)},
+        "limits": {"cpu": cpu(cpu_m), "memory": mem(mem_mi)},
+    }
+    containers = {"app": current}
+    objs = [
+        b.namespace(),
+        b.strategy(enablement=enablement),
+        b.deployment(containers=containers),
+        b.static(containers={"app": values}, guardrails=guardrails),
+        b.global_config(tolerancePercent=tolerance),
+        b.node(cpu=cpu(node_cpu or 1)),
+    ]
+    if last_applied is not None:
+        # Any earlier change, also one recorded without the pair kept equal.
+        objs.append(
+            b.recommendation(
+                applied_at=b.NOW - timedelta(days=3), last_applied={"app": last_applied}
+            )
+        )
+    pod = b.pod(containers=containers, node="node-a" if node_cpu else None)
+    d = b.decide(b.view(*objs), pod, path)
+    after = parsed({f: d.containers["app"][f] for f in ("requests", "limits")})
+    assert after["requests"] == after["limits"]
+    if last_applied is not None and path == "admission":
+        return  # the step and its minimums start from the last applied values then
+    minimum = {
+        "cpu": parse_resource("cpu", guardrails["minCPU"]),
+        "memory": parse_resource("memory", guardrails["minMemory"]),
+    }
+    before = parsed(current)["requests"]
+    for resource, new in after["requests"].items():
+        old = before[resource]
+        if new == old:
+            continue
+        assert d.outcome == "apply"
+        assert new >= minimum[resource]
+        if new < old:
+            assert new >= decrease_floor(old, guardrails["maxChangePercent"], resource)

@@ -76,3 +76,13 @@ def test_left_alone(client: TestClient, name: str) -> None:
     pod, answer = patched(client, name)
     assert "patch" not in answer["response"]
     assert pod == review["request"]["object"]
+
+
+def test_guaranteed_pod_stays_guaranteed(client: TestClient) -> None:
+    pod, _ = patched(client, "guaranteed.json")
+    # The cluster baseline asks for requests only (150m, 192Mi); retainGuaranteedQoS sets
+    # the limits with them, and the 50 % step stops both at half of 2 CPU / 4Gi.
+    assert resources(pod)["db"] == {
+        "requests": {"cpu": "1", "memory": "2Gi"},
+        "limits": {"cpu": "1", "memory": "2Gi"},
+    }
