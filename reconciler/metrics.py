@@ -21,6 +21,7 @@ class ReconcilerMetrics:
     fallbacks: Counter
     api_calls: Counter
     pass_seconds: Histogram
+    unchanged_passes: Counter
     queue_latency: Histogram
     queue_depth: Gauge
     leader: Gauge
@@ -64,6 +65,11 @@ def reconciler_metrics(registry: CollectorRegistry | None = None) -> ReconcilerM
             "kerf_reconciler_api_requests_total",
             "API calls made by the reconciler, by verb, resource and HTTP code.",
             ["verb", "resource", "code"],
+            registry=registry,
+        ),
+        unchanged_passes=Counter(
+            "kerf_reconciler_unchanged_passes_total",
+            "Passes that found nothing changed since a quiet pass and decided nothing again.",
             registry=registry,
         ),
         pass_seconds=Histogram(

@@ -76,6 +76,9 @@ class ExecutionConfig:
     refused_retry_s: float = 10.0
     #: how soon an eviction held for a stale webhook Lease is tried again
     lease_retry_s: float = 10.0
+    #: a workload whose inputs did not change is decided again at least this often (times
+    #: a decision reads besides `nextAllowedAt`: pause expiry, recommendation age, …)
+    steady_horizon: timedelta = timedelta(minutes=10)
     instance: str = field(default_factory=socket.gethostname)
 
 
@@ -89,6 +92,9 @@ class _Pass:
     blocked: tuple[str, str] | None = None
     applied: dict[str, Any] | None = None
     events: list[tuple[str, str, bool]] = field(default_factory=list)
+
+    #: something was written to the cluster in this pass
+    wrote: bool = False
 
     def again_in(self, seconds: float) -> None:
         self.requeue = seconds if self.requeue is None else min(self.requeue, seconds)
@@ -167,6 +173,11 @@ class WorkloadReconciler:
         #: ("workload" | "record", workload key) -> the resourceVersion it had when this
         #: reconciler wrote it (until the view shows a newer one, the workload waits)
         self._written: dict[tuple[str, Any], str] = {}
+        #: workload key -> (record version, status) found equal to that record's status
+        self._seen_status: dict[Any, tuple[str, dict[str, Any]]] = {}
+        #: workload key -> (until, the objects a quiet pass read): a pass over exactly these
+        #: objects before `until` would decide the same and write nothing
+        self._steady: dict[Any, tuple[datetime, tuple[Any, ...]]] = {}
 
     # ------------------------------------------------------------------ the pass
 
@@ -185,22 +196,35 @@ class WorkloadReconciler:
             return self.config.follow_s
         now = self._clock()
         plan = view.plan_for(workload)
+        pods = sorted(view.pods_of(ref), key=_pod_name)
+        inputs = (obj, record, plan, view.namespace_object(ref.namespace), *pods)
+        steady = self._steady.get(ref.key)
+        if steady is not None and now < steady[0] and _same_objects(steady[1], inputs):
+            # Nothing this workload's decision reads has changed, and no time it depends on
+            # has come: the last pass's outcome stands (it wrote nothing).
+            self.metrics.unchanged_passes.inc()
+            return None
+        self._steady.pop(ref.key, None)
+        done = _Pass()
         patch = annotation_patch(workload.annotations, plan.sync.annotations)
         if patch:
             await self.writer.patch_annotations(obj, patch)
             self._wrote(("workload", ref.key), obj)
+            done.wrote = True
             log_fields(logger, "published policy values", workload=_label(ref), keys=sorted(patch))
         if not plan.candidates and record is None:
             return None
-        pods = sorted(view.pods_of(ref), key=_pod_name)
         running = [p for p in pods if is_running(p)]
         decisions = [decide_pod(view, p, now=now, path="running") for p in running]
         for decision in decisions:
             self.metrics.decisions.labels(decision.outcome, decision.reason or "").inc()
-        done = _Pass()
         await self._execute(workload, pods, running, decisions, record, now, done)
         rollback = await self._monitor(workload, obj, now, done)
         await self._report(workload, obj, running, decisions, record, now, done, rollback)
+        if not (done.wrote or done.busy) and done.requeue is None:
+            boundaries = [now + self.config.steady_horizon]
+            boundaries += [d.next_allowed_at for d in decisions if d.next_allowed_at]
+            self._steady[ref.key] = (min(boundaries), inputs)
         return done.requeue
 
     async def _monitor(
@@ -216,6 +240,7 @@ class WorkloadReconciler:
         if result.write and result.annotation is not None:
             await self.writer.patch_annotations(obj, {ROLLBACK_STATE: result.annotation})
             self._wrote(("workload", workload.ref.key), obj)
+            done.wrote = True
             log_fields(
                 logger,
                 "rollback state",
@@ -298,6 +323,23 @@ class WorkloadReconciler:
         if len(self._written) > 100_000:  # entries leave when the view catches up; bound anyway
             self._written.clear()
         self._written[key] = str(version or "")
+
+    def _status_patch(
+        self,
+        ref: WorkloadRef,
+        record: RightsizingRecommendation | None,
+        status: dict[str, Any],
+    ) -> dict[str, Any] | None:
+        """`status_patch`, skipped when this very status was found equal to the same
+        version of the record before (a steady workload costs a dict comparison)."""
+        version = record.metadata.resource_version if record is not None else None
+        seen = self._seen_status.get(ref.key)
+        if version is not None and seen is not None and seen[0] == version and seen[1] == status:
+            return None
+        patch = status_patch(record, status)
+        if patch is None and version is not None:
+            self._seen_status[ref.key] = (version, status)
+        return patch
 
     def _awaiting(self, pod: Mapping[str, Any]) -> bool:
         meta = pod.get("metadata") or {}
@@ -535,14 +577,16 @@ class WorkloadReconciler:
         )
         api_version = str(obj.get("apiVersion"))
         uid = (obj.get("metadata") or {}).get("uid")
+        done.wrote = done.wrote or record is None or bool(events)
         if record is None:
             await self.writer.create_recommendation(recommendation_object(ref, api_version, uid))
             self._wrote(("record", ref.key), None)
-        patch = status_patch(record, status)
+        patch = self._status_patch(ref, record, status)
         if patch is not None:
             name = f"{ref.kind.lower()}-{ref.name}"
             await self.writer.patch_status(ref.namespace, name, patch)
             self._wrote(("record", ref.key), record)
+            done.wrote = True
         for reason, note, warning in events:
             await self.writer.create_event(
                 event_body(
@@ -568,6 +612,10 @@ class WorkloadReconciler:
                 phase=status["phase"],
                 values=(last_applied or {}).get("containers"),
             )
+
+
+def _same_objects(before: tuple[Any, ...], now: tuple[Any, ...]) -> bool:
+    return len(before) == len(now) and all(a is b for a, b in zip(before, now, strict=True))
 
 
 def format_resources_of(view: ClusterView, pod: Mapping[str, Any]) -> Values:

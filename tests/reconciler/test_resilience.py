@@ -182,6 +182,27 @@ async def test_a_steady_cluster_makes_no_write_on_resync(tmp_path: Path) -> None
             await wait_for(kerf, _idle(replica), "an idle queue")
         assert replica.service.passes >= passes + 3
         assert count(metrics, verbs=WRITES) == writes
+        # Nothing changed: the resyncs did not decide again ...
+        assert metrics.unchanged_passes._value.get() >= 3
+        decided = sum(
+            s.value
+            for m in metrics.decisions.collect()
+            for s in m.samples
+            if s.name.endswith("_total")
+        )
+        # ... until the horizon passed: then a full pass decides, and still writes nothing.
+        await kerf.sim.advance(11 * 60)
+        replica.service.enqueue_all()
+        await asyncio.sleep(0.05)
+        await wait_for(kerf, _idle(replica), "an idle queue")
+        after = sum(
+            s.value
+            for m in metrics.decisions.collect()
+            for s in m.samples
+            if s.name.endswith("_total")
+        )
+        assert after == decided + 2  # both pods decided again
+        assert count(metrics, verbs=WRITES) == writes
 
 
 def _idle(replica: RunningReconciler) -> Any:
