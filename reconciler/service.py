@@ -179,6 +179,9 @@ class Reconciler:
                     await self._pass(ref)
             finally:
                 self.queue.done(ref)
+            # A pass that needs no API call never suspends: let the watches and the Lease
+            # renewal run between passes, or a long queue would starve them.
+            await asyncio.sleep(0)
 
     async def _pass(self, ref: WorkloadRef) -> None:
         started = time.perf_counter()
