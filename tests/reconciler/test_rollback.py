@@ -264,3 +264,30 @@ def _leading(replica: RunningReconciler) -> Any:
         return replica.service.leading and replica.service.view.synced
 
     return check
+
+
+@pytest.mark.parametrize(("reopen", "mode"), [(True, "monitoring"), (False, "monitoringSucceeded")])
+async def test_a_replacement_pod_reopens_a_succeeded_turn_only_when_enabled(
+    tmp_path: Path, reopen: bool, mode: str
+) -> None:
+    async with running_kerf(tmp_path) as kerf:
+        replica = await start(kerf, memory_use="100Mi")
+        await create(
+            kerf, "rollbackpolicies", rollback_policy(target="lastSuccessful", reopen=reopen)
+        )
+        await create(kerf, "staticpolicies", downsize())
+        await drive(kerf, replica, "monitoring", step_s=1)
+        succeeded = await drive(kerf, replica, "monitoringSucceeded")
+        # A newer replacement pod, admitted with the same recommendation and resources.
+        await kerf.sim.advance(60)
+        first = (await kerf.pods("web"))[0]["metadata"]["name"]
+        await kerf.core.delete_namespaced_pod(first, "shop", grace_period_seconds=0)
+        await kerf.settle()
+        replica.service.enqueue_all()
+        await asyncio.sleep(0.2)
+        await wait_for(kerf, _idle(replica), "the reconciler to settle")
+        state = await drive(kerf, replica, "never", step_s=1, steps=3)
+        assert state["mode"] == mode
+        if reopen:
+            assert state["startedAt"] != succeeded.get("startedAt")
+        assert await limits_of(kerf) == ["256Mi", "256Mi"]
