@@ -58,20 +58,19 @@ class Kubelet:
         self._sync_all(actuate=True)
 
     def _sync_all(self, actuate: bool) -> None:
-        all_pods = self.api.store.list(("", "pods"))
+        # By uid, so an updated pod replaces its old self in O(1): rebuilding a list per
+        # update made a step quadratic in the number of pods.
+        by_uid = {p["metadata"]["uid"]: p for p in self.api.store.list(("", "pods"))}
         nodes = {n["metadata"]["name"]: n for n in self.api.store.list(("", "nodes"))}
-        for pod in all_pods:
+        for uid, pod in list(by_uid.items()):
             node = nodes.get(pod["spec"].get("nodeName", ""))
             if node is None or pods.is_terminal(pod):
                 continue
-            updated = self._sync(pod, node, all_pods, actuate)
+            updated = self._sync(pod, node, by_uid, actuate)
             if updated is not None:
-                all_pods = [
-                    updated if p["metadata"]["uid"] == updated["metadata"]["uid"] else p
-                    for p in all_pods
-                ]
+                by_uid[uid] = updated
 
-    def _sync(self, pod: Obj, node: Obj, all_pods: list[Obj], actuate: bool) -> Obj | None:
+    def _sync(self, pod: Obj, node: Obj, all_pods: dict[str, Obj], actuate: bool) -> Obj | None:
         status = pod.setdefault("status", {})
         now = self.api.clock.stamp()
         uid = pod["metadata"]["uid"]
@@ -231,7 +230,7 @@ class Kubelet:
     # ----------------------------------------------------------------- resize
 
     def _resize(
-        self, pod: Obj, node: Obj, all_pods: list[Obj], actuate: bool, now: str
+        self, pod: Obj, node: Obj, all_pods: dict[str, Obj], actuate: bool, now: str
     ) -> list[str] | None:
         """Advance a pending resize; the containers it restarted when it was actuated now,
         else None."""
@@ -305,7 +304,7 @@ class Kubelet:
         drop_condition(status, "PodResizeInProgress")
         return restarted
 
-    def _fit(self, pod: Obj, node: Obj, all_pods: list[Obj]) -> tuple[str, str] | None:
+    def _fit(self, pod: Obj, node: Obj, all_pods: dict[str, Obj]) -> tuple[str, str] | None:
         """None if the desired requests fit the node now, else (Deferred|Infeasible, message)."""
         forced = self.resize_verdicts.get((pod["metadata"]["namespace"], pod["metadata"]["name"]))
         if forced is not None:
@@ -321,7 +320,10 @@ class Kubelet:
                     f"Node didn't have enough capacity: {resource}, requested: {_amount(resource, need)}, capacity: {_amount(resource, have)}",
                 )
         others = usage(
-            all_pods, node["metadata"]["name"], "allocated", exclude_uid=pod["metadata"]["uid"]
+            list(all_pods.values()),
+            node["metadata"]["name"],
+            "allocated",
+            exclude_uid=pod["metadata"]["uid"],
         )
         for resource in ("cpu", "memory"):
             need = wanted.get(resource, Fraction(0))
