@@ -385,6 +385,10 @@ class Informer:
         # List items of built-in kinds come without kind and apiVersion; the view keys on kind.
         obj.setdefault("kind", self.resource.kind)
         obj.setdefault("apiVersion", self.resource.api_version)
+        # Server-side apply bookkeeping, often a third of an object: nothing kerf reads.
+        metadata = obj.get("metadata")
+        if isinstance(metadata, dict):
+            metadata.pop("managedFields", None)
         return obj
 
     def _upsert(self, raw: dict[str, Any]) -> ObjectKey:

@@ -393,3 +393,15 @@ async def test_on_synced_runs_once_and_the_frozen_view_still_follows_the_cluster
             assert admit_pod(view, pods_of(view, "web")[0], "shop", NOW).outcome != "apply"
     finally:
         gc.unfreeze()
+
+
+async def test_managed_fields_are_not_kept(sim: Simulator, api: client.ApiClient) -> None:
+    managed = [{"manager": "kubectl", "operation": "Update", "fieldsType": "FieldsV1"}]
+    core = client.CoreV1Api(api)
+    await core.create_namespace({"metadata": {"name": "tidy", "managedFields": managed}})
+    stored = await core.read_namespace("tidy", _preload_content=False)
+    assert (await stored.json())["metadata"]["managedFields"] == managed
+    view = ClusterView()
+    async with running_feed(api, view, sleep=Sleeps()):
+        namespace = view.namespace_object("tidy")
+        assert namespace is not None and "managedFields" not in namespace["metadata"]
