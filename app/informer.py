@@ -289,8 +289,8 @@ class Informer:
         while True:
             doc = await self._list_page(token)
             with self.view.lock:
-                listed.update(self._upsert(item) for item in doc.get("items") or [])
-            del doc["items"]  # the view holds what it needs: let the page go first
+                listed.update(self._upsert(item) for item in doc.pop("items", None) or [])
+            # The view holds what it needs; the page itself is gone before on_page runs.
             if self._on_page is not None:
                 self._on_page()
             token = (doc.get("metadata") or {}).get("continue") or None
