@@ -405,3 +405,29 @@ async def test_managed_fields_are_not_kept(sim: Simulator, api: client.ApiClient
     async with running_feed(api, view, sleep=Sleeps()):
         namespace = view.namespace_object("tidy")
         assert namespace is not None and "managedFields" not in namespace["metadata"]
+
+
+async def test_on_initial_page_runs_after_each_page_until_the_sync(
+    sim: Simulator, api: client.ApiClient
+) -> None:
+    for name in ("n0", "n1", "n2", "n3"):
+        await sim.add_node(name)
+    names = ("n0", "n1", "n2", "n3", "node-a")  # pages: n0 n1 | n2 n3 | node-a
+    seen: list[int] = []
+    view = ClusterView()
+    calls: list[dict[str, Any]] = []
+    async with running_feed(
+        api,
+        view,
+        resources=[recorded(NODES, calls)],
+        page_size=2,
+        sleep=Sleeps(),
+        on_initial_page=lambda: seen.append(sum(1 for n in names if view.node(n))),
+    ) as feed:
+        assert seen == [2, 4, 5]  # each page is in the view when the hook runs
+        (informer,) = feed.informers
+        informer.list_seconds = None
+        sim.faults.gone(times=1, resource="nodes")
+        sim.faults.drop_watches()
+        await eventually(lambda: informer.list_seconds is not None, "the relist")
+        assert len(calls) == 6 and seen == [2, 4, 5]  # a relist is not the initial load
