@@ -52,6 +52,7 @@ import jsonpatch
 import orjson
 from prometheus_client.parser import text_string_to_metric_families
 
+from app.startup_bench import process_cpu_seconds
 from webhook.review import decode_patch
 
 REPO = Path(__file__).resolve().parent.parent
@@ -658,6 +659,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 for path in ("/mutate", "/noop"):
                     name = path.strip("/")
                     before = outcome_counts(base, ca)
+                    cpu_before = process_cpu_seconds(server.pid or 0)
                     profiler = _start_py_spy(
                         args.py_spy if number == 0 else None, name, server.pid, args.seconds
                     )
@@ -666,6 +668,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     )
                     if profiler is not None:
                         profiler.wait(30)
+                    cpu_after = process_cpu_seconds(server.pid or 0)
                     middle = outcome_counts(base, ca)
                     phases[f"{name}_rate"] = run_hey(
                         base + path, single, args.seconds, args.rate, args.rate_workers
@@ -673,6 +676,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     after = outcome_counts(base, ca)
                     phases[f"{name}_max"]["server_outcomes"] = _delta(middle, before)
                     phases[f"{name}_rate"]["server_outcomes"] = _delta(after, middle)
+                    if cpu_before is not None and cpu_after is not None:
+                        # The server's own CPU per answer: what other tenants of the
+                        # machine do not change, unlike throughput and latency.
+                        served = phases[f"{name}_max"]["requests"]
+                        phases[f"{name}_max"]["server_cpu_us_per_request"] = round(
+                            (cpu_after - cpu_before) / max(1, served) * 1e6, 1
+                        )
                 rounds.append(phases)
             figures["rounds"] = rounds
             figures["phases"] = best_of(rounds)
@@ -800,6 +810,9 @@ def render(figures: Mapping[str, Any]) -> Iterator[str]:
                 f"   round {number}{chosen}"
             )
     yield "(* the round reported: highest throughput, or lowest p99 for paced phases)"
+    for name in ("mutate_max", "noop_max"):
+        cpu = figures["phases"][name].get("server_cpu_us_per_request")
+        yield f"{name + ' server CPU':24} {cpu} µs per request"
     for name in ("mutate_max", "mutate_rate"):
         yield f"{name + ' outcomes':24} {figures['phases'][name].get('server_outcomes')}"
     if "server_gc_after_sync" in figures:
