@@ -10,7 +10,7 @@ VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
 # The image the manifests name (tests/test_image.py checks they agree).
 IMAGE ?= kerf:$(VERSION)
 
-.PHONY: install test lint fmt run demo explain crds reference image image-name bench bench-webhook bench-reconciler certs tools clean
+.PHONY: install test lint fmt run demo explain crds reference image image-name bench bench-webhook bench-reconciler bench-startup certs tools clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -82,11 +82,18 @@ bench: $(STAMP)
 	$(BIN)/python -m app.bench --out .bench/explain.json
 	$(BIN)/python -m app.bench_load --out .bench/statedir.json
 	$(MAKE) bench-webhook
+	$(MAKE) bench-startup
 
 # The webhook under load: wrk and hey are Debian packages, installed when missing.
 bench-webhook: $(STAMP)
 	bash scripts/bench-webhook.sh
 	$(BIN)/python -m webhook.bench --out .bench/webhook.json
+
+# Start-up from a cluster (kubesim): cold start to a synced view, then /mutate over it.
+bench-startup: $(STAMP)
+	bash scripts/bench-webhook.sh
+	$(BIN)/python -m app.startup_bench --out .bench/startup.json
+	$(BIN)/python -m webhook.bench --from-cluster --nodes 1000 --out .bench/webhook-cluster.json
 
 clean:
 	rm -rf $(VENV) .bench build dist *.egg-info

@@ -1,8 +1,9 @@
 """Feed a ClusterView from the API server: list, then watch, one informer per resource.
 
 Used by `kerf webhook` (and later the reconciler) when it runs without `--state-dir`.
-Each `Informer` lists its resource, applies every object to the view, then watches from
-the list's resourceVersion. A watch that ends normally resumes from the last version it
+Each `Informer` lists its resource in pages of `LIST_PAGE_SIZE` objects (`limit` and
+`continue`, as client-go does), applies every object to the view as its page arrives,
+then watches from the list's resourceVersion. A watch that ends normally resumes from the last version it
 saw (events and bookmarks move it); a 410 Gone means that version is no longer served, so
 the resource is listed again and objects that vanished meanwhile are deleted from the
 view. Any other failure backs off exponentially, with jitter, and retries.
@@ -20,7 +21,8 @@ import functools
 import logging
 import os
 import random
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -46,6 +48,9 @@ WATCH_TIMEOUT_S = (300.0, 600.0)
 #: A watch that stays silent this long past its own timeout is a dead connection.
 WATCH_READ_GRACE_S = 30.0
 LIST_TIMEOUT = aiohttp.ClientTimeout(total=120, sock_connect=10)
+#: Objects per list page, as client-go's reflectors ask: a large cluster's pods arrive in
+#: many small responses rather than one of ~100 MB (0 or None: one unpaged list).
+LIST_PAGE_SIZE = 500
 #: How often a resource that the cluster does not serve (a CRD not installed) is asked again.
 ABSENT_RECHECK_S = 60.0
 SOURCE = "cluster"
@@ -207,13 +212,17 @@ class Informer:
         view: ClusterView,
         *,
         on_contact: Callable[[Informer], None] | None = None,
+        on_page: Callable[[], object] | None = None,
         sleep: Sleep = asyncio.sleep,
         clock: Clock = utc_now,
+        page_size: int | None = LIST_PAGE_SIZE,
     ) -> None:
         self.resource = resource
         self.view = view
+        self.page_size = page_size
         self._call = resource.lister(api_client)
         self._on_contact = on_contact
+        self._on_page = on_page
         self._sleep = sleep
         self._clock = clock
         self._rng = random.Random()
@@ -224,6 +233,8 @@ class Informer:
         self.listed = False
         #: when the server last confirmed this resource's state (list, event, bookmark)
         self.last_contact: datetime | None = None
+        #: how long the last complete list took (seconds), for start-up diagnostics
+        self.list_seconds: float | None = None
         self._keys: set[ObjectKey] = set()
 
     async def run(self) -> None:
@@ -265,30 +276,65 @@ class Informer:
         return kwargs
 
     async def _list(self) -> None:
-        response = await self._call(**self._kwargs(), _request_timeout=LIST_TIMEOUT)
+        """List the resource into the view, in pages of `page_size` objects.
+
+        Each page is applied as it arrives, so neither a 100 MB response nor its parsed
+        form is ever held whole, and the event loop gets a turn between pages. Objects
+        the list no longer holds are deleted once the last page is in. A continuation
+        the server has expired (410) raises like any 410: the list starts over.
+        """
+        started = time.monotonic()
+        listed: set[ObjectKey] = set()
+        token: str | None = None
+        while True:
+            doc = await self._list_page(token)
+            with self.view.lock:
+                listed.update(self._upsert(item) for item in doc.pop("items", None) or [])
+            # The view holds what it needs; the page itself is gone before on_page runs.
+            if self._on_page is not None:
+                self._on_page()
+            token = (doc.get("metadata") or {}).get("continue") or None
+            if token is None:
+                break
+        with self.view.lock:
+            for key in self._keys - listed:
+                self.view.delete(*key)
+            self._keys &= listed
+        self.listed = True
+        self.resource_version = str(doc["metadata"]["resourceVersion"])
+        self.list_seconds = time.monotonic() - started
+        logger.info(
+            "%s: listed %d objects in %.2fs", self.resource.kind, len(listed), self.list_seconds
+        )
+        self.backoff.reset()
+        self._contact()
+
+    async def _list_page(self, token: str | None) -> dict[str, Any]:
+        kwargs = self._kwargs()
+        if self.page_size:
+            kwargs["limit"] = self.page_size
+        if token:
+            kwargs["_continue"] = token
+        response = await self._call(**kwargs, _request_timeout=LIST_TIMEOUT)
         try:
             body = await response.read()
         finally:
             response.release()
         if response.status == 404 and self.resource.optional:
-            self._replace([])
+            self._clear()
             self._contact()
             raise Absent(self.resource.kind)
         if response.status != 200:
             raise _status_error(response.status, body)
-        doc = orjson.loads(body)
-        self._replace(doc.get("items") or [])
-        self.resource_version = str(doc["metadata"]["resourceVersion"])
-        self.backoff.reset()
-        self._contact()
+        doc: dict[str, Any] = orjson.loads(body)
+        return doc
 
-    def _replace(self, items: Iterable[dict[str, Any]]) -> None:
-        """Make the view hold exactly `items` for this resource, as one update."""
+    def _clear(self) -> None:
+        """The resource is not served: the view holds none of its objects."""
         with self.view.lock:
-            listed = {self._upsert(item) for item in items}
-            for key in self._keys - listed:
+            for key in self._keys:
                 self.view.delete(*key)
-            self._keys &= listed
+            self._keys.clear()
         self.listed = True
 
     async def _watch(self) -> None:
@@ -339,6 +385,10 @@ class Informer:
         # List items of built-in kinds come without kind and apiVersion; the view keys on kind.
         obj.setdefault("kind", self.resource.kind)
         obj.setdefault("apiVersion", self.resource.api_version)
+        # Server-side apply bookkeeping, often a third of an object: nothing kerf reads.
+        metadata = obj.get("metadata")
+        if isinstance(metadata, dict):
+            metadata.pop("managedFields", None)
         return obj
 
     def _upsert(self, raw: dict[str, Any]) -> ObjectKey:
@@ -370,6 +420,13 @@ class ClusterFeed:
     `view.synced_at` then follows the oldest of the informers' last contacts with the
     server (lists, events and bookmarks), so the webhook's sync-age metric grows when a
     watch is broken and stays small while every watch is healthy.
+
+    `on_synced` is called once, when the view first becomes synced, before
+    `wait_synced` returns and before any other task runs: the place for one-off work on
+    the loaded view, such as `app.heap.freeze_loaded_state`. Later relists do not call
+    it again. `on_initial_page` is called after each list page applied before that
+    (`app.heap.freeze_page`). `page_size` is the informers' list page size
+    (`LIST_PAGE_SIZE`).
     """
 
     def __init__(
@@ -380,11 +437,25 @@ class ClusterFeed:
         *,
         sleep: Sleep = asyncio.sleep,
         clock: Clock = utc_now,
+        on_synced: Callable[[], object] | None = None,
+        on_initial_page: Callable[[], object] | None = None,
+        page_size: int | None = LIST_PAGE_SIZE,
     ) -> None:
         self.view = view
         self._synced = asyncio.Event()
+        self._on_synced = on_synced
+        self._on_initial_page = on_initial_page
         self.informers = [
-            Informer(resource, api_client, view, on_contact=self._contact, sleep=sleep, clock=clock)
+            Informer(
+                resource,
+                api_client,
+                view,
+                on_contact=self._contact,
+                on_page=self._page,
+                sleep=sleep,
+                clock=clock,
+                page_size=page_size,
+            )
             for resource in resources
         ]
 
@@ -398,12 +469,19 @@ class ClusterFeed:
         """Return once every resource has been listed into the view."""
         await self._synced.wait()
 
+    def _page(self) -> None:
+        if self._on_initial_page is not None and not self._synced.is_set():
+            self._on_initial_page()
+
     def _contact(self, _: Informer) -> None:
         contacts = [i.last_contact for i in self.informers if i.listed]
         if len(contacts) < len(self.informers):
             return
         self.view.mark_synced(min(c for c in contacts if c is not None))
-        self._synced.set()
+        if not self._synced.is_set():
+            self._synced.set()
+            if self._on_synced is not None:
+                self._on_synced()
 
 
 async def api_client_from_config(kubeconfig: str | Path | None = None) -> client.ApiClient:

@@ -205,6 +205,7 @@ class HttpApi:
                 q.get("fieldSelector"),
                 limit,
                 q.get("continue"),
+                copy=False,  # serialised below before anything can change the store
             )
         if verb == "create":
             body = await _body(request)

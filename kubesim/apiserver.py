@@ -24,6 +24,7 @@ from kubesim.errors import (
     already_exists,
     bad_request,
     conflict,
+    gone,
     invalid,
     namespace_not_found,
     not_found,
@@ -90,37 +91,45 @@ class ApiServer:
         field_selector: str | None = None,
         limit: int | None = None,
         continue_token: str | None = None,
+        *,
+        copy: bool = True,
     ) -> Obj:
-        """A `<Kind>List` with selectors and `limit`/`continue` paging."""
+        """A `<Kind>List` with selectors and `limit`/`continue` paging.
+
+        Like the real server, every page of a paged list carries the resourceVersion of
+        its first page, and a continuation whose version has been compacted away is
+        refused with 410 Expired (the client lists again from the start). Items are
+        copies unless `copy` is false: then they share the stored objects' contents, for
+        a caller that serialises the list at once and changes nothing.
+        """
         labels = (
             label_selector
             if isinstance(label_selector, Selector)
             else parse_label_selector(label_selector)
         )
         fields = parse_field_selector(field_selector, rt.plural)
-        start = ""
+        list_rv = self.store.resource_version
+        start: tuple[str, str] | None = None
         if continue_token:
-            try:
-                start = orjson.loads(base64.urlsafe_b64decode(continue_token.encode()))["start"]
-            except (ValueError, KeyError, TypeError) as exc:
-                raise bad_request(
-                    "continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)"
-                ) from exc
+            list_rv, start = _decode_continue(continue_token)
+            if list_rv < self.store.compacted:
+                raise gone(
+                    "The provided continue parameter is too old to display a consistent list "
+                    "result. You can start a new list without the continue parameter."
+                )
         ns = self._ns(rt, namespace) if namespace else None
         items: list[Obj] = []
         more = ""
-        for obj in self.store.iter(rt.key, ns):
+        for obj in self.store.iter(rt.key, ns, after=start):
             meta = obj["metadata"]
-            position = f"{meta.get('namespace', '')}/{meta['name']}"
-            if start and position <= start:
-                continue
             if not (labels.matches(meta.get("labels")) and fields(obj)):
                 continue
             if limit and len(items) >= limit:
-                more = base64.urlsafe_b64encode(orjson.dumps({"start": items_last(items)})).decode()
+                last = items[-1]["metadata"]
+                more = _encode_continue(list_rv, (last.get("namespace", ""), last["name"]))
                 break
-            items.append(self._present(rt, clone(obj)))
-        meta_out: dict[str, Any] = {"resourceVersion": str(self.store.resource_version)}
+            items.append(self._present(rt, clone(obj) if copy else {**obj}))
+        meta_out: dict[str, Any] = {"resourceVersion": str(list_rv)}
         if more:
             meta_out["continue"] = more
         return {
@@ -686,10 +695,22 @@ class ApiServer:
         self.store.put(("", "namespaces"), obj, "ADDED")
 
 
-def items_last(items: list[Obj]) -> str:
-    """The paging position of the last item returned."""
-    meta = items[-1]["metadata"]
-    return f"{meta.get('namespace', '')}/{meta['name']}"
+def _encode_continue(rv: int, position: tuple[str, str]) -> str:
+    """An opaque continue token: the list's resourceVersion and the last item returned."""
+    return base64.urlsafe_b64encode(orjson.dumps({"rv": rv, "start": list(position)})).decode()
+
+
+def _decode_continue(token: str) -> tuple[int, tuple[str, str]]:
+    try:
+        decoded = orjson.loads(base64.urlsafe_b64decode(token.encode()))
+        rv, (namespace, name) = decoded["rv"], decoded["start"]
+        if not (isinstance(rv, int) and isinstance(namespace, str) and isinstance(name, str)):
+            raise TypeError("continue token fields")
+    except (ValueError, KeyError, TypeError) as exc:
+        raise bad_request(
+            "continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)"
+        ) from exc
+    return rv, (namespace, name)
 
 
 def random_suffix(rng: random.Random, n: int = 5) -> str:

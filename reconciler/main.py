@@ -18,6 +18,7 @@ from typing import IO, Any
 import orjson
 
 from app.clock import Clock, utc_now
+from app.heap import freeze_page
 from app.informer import ClusterFeed, api_client_from_config
 from app.statedir import load_view
 from reconciler.api import ApiWriter, LeaseReader, RecordingWriter, Transport
@@ -130,7 +131,10 @@ def build_service(
     )
     service = Reconciler(view, reconciler, metrics, config=options.service, leader=leader)
     holder.append(service)
-    return ClusterFeed(api_client, view, RECONCILER_RESOURCES), service
+    # The initial lists freeze what they load as they go (app.heap); the service freezes
+    # the whole view once it is synced (start_accepting).
+    feed = ClusterFeed(api_client, view, RECONCILER_RESOURCES, on_initial_page=freeze_page)
+    return feed, service
 
 
 async def serve_cluster(options: Options, stop: asyncio.Event) -> int:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -21,6 +20,7 @@ from typing import Any
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from app.heap import freeze_loaded_state
 from app.informer import WEBHOOK_RESOURCES, ClusterFeed, Resource
 from app.models import KerfResource, RightsizingRecommendation
 from app.owners import WorkloadRef
@@ -161,8 +161,7 @@ class Reconciler:
         """The view is synced: queue every workload and follow changes from now on."""
         self._accepting = True
         self.metrics.synced.set(1)
-        gc.collect()
-        gc.freeze()  # the loaded view stays: full collections need not walk it again
+        freeze_loaded_state()  # the loaded view stays: full collections need not walk it
         self.enqueue_all()
 
     async def work(self) -> None:

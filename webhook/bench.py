@@ -26,6 +26,7 @@ never asserted: timings depend on the machine.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import copy
 import csv
@@ -35,6 +36,7 @@ import multiprocessing
 import os
 import platform
 import shutil
+import signal
 import socket
 import statistics
 import subprocess
@@ -50,6 +52,7 @@ import jsonpatch
 import orjson
 from prometheus_client.parser import text_string_to_metric_families
 
+from app.startup_bench import process_cpu_seconds
 from webhook.review import decode_patch
 
 REPO = Path(__file__).resolve().parent.parent
@@ -146,6 +149,21 @@ def build_view(args: argparse.Namespace) -> tuple[Any, list[Mapping[str, Any]]]:
             deployments.append(obj)
     view.mark_synced(NOW)
     return view, deployments
+
+
+def cluster_deployments(args: argparse.Namespace) -> list[Mapping[str, Any]]:
+    """The Deployments of the cluster `--from-cluster` serves (the same generator, seed
+    and sizes), to build the review bodies from."""
+    from app.bench import documents
+
+    objects = documents(
+        workloads=args.workloads,
+        pods=0,
+        nodes=0,
+        policies=args.policies,
+        namespaces=args.namespaces,
+    )
+    return [obj for obj in objects if obj.get("kind") == "Deployment"]
 
 
 def review_for(deployment: Mapping[str, Any], index: int, template: Mapping[str, Any]) -> bytes:
@@ -252,8 +270,122 @@ def _serve_child(
     run_server(server, certificate, reload_interval_s=3600, sockets=[sock])
 
 
-def _wait_ready(base: str, ca: Path, process: multiprocessing.process.BaseProcess) -> None:
-    deadline = time.monotonic() + 60
+class GcPauses:
+    """A `gc.callbacks` hook: how long the collector held the server, per generation,
+    once `counting()` says so (after the view is synced). CPU time, so that other
+    tenants of the machine do not inflate it."""
+
+    def __init__(self, counting: Callable[[], bool]) -> None:
+        self._counting = counting
+        self._started = 0.0
+        self.pauses: dict[int, list[float]] = {0: [], 1: [], 2: []}
+
+    def __call__(self, phase: str, info: Mapping[str, int]) -> None:
+        if phase == "start":
+            self._started = time.process_time()
+        elif self._counting():
+            self.pauses[info["generation"]].append(time.process_time() - self._started)
+
+    def summary(self) -> dict[str, Any]:
+        """Per generation: collections, total and longest pause (CPU ms)."""
+        return {
+            f"gen{generation}": {
+                "collections": len(times),
+                "total_ms": round(sum(times) * 1000, 1),
+                "max_ms": round(max(times, default=0.0) * 1000, 2),
+            }
+            for generation, times in self.pauses.items()
+        }
+
+
+def _serve_cluster_child(
+    kubeconfig: str,
+    sock: socket.socket,
+    cert_dir: Path,
+    log_path: Path,
+    cpus: set[int] | None,
+    log_level: str,
+    freeze: bool,
+) -> None:
+    """The server process of `--from-cluster`: `serve_cluster`, the production wiring
+    without `--state-dir`, over a view the informers fill from kubesim. On exit it
+    writes the collector's pauses since the sync next to its log (`gc.json`)."""
+    from app.bench import NOW
+    from app.informer import api_client_from_config
+    from app.view import ClusterView
+    from webhook.logs import DecisionLog, configure_logging
+    from webhook.main import serve_cluster, uvicorn_server
+    from webhook.server import create_app
+    from webhook.tls import ReloadingCertificate
+
+    if cpus is not None:
+        os.sched_setaffinity(0, cpus)
+    log = open(log_path, "a", buffering=1)  # noqa: SIM115 (lives as long as the process)
+    configure_logging(log_level, stream=log)
+    certificate = ReloadingCertificate(cert_dir / "tls.crt", cert_dir / "tls.key")
+    view = ClusterView()
+    pauses = GcPauses(lambda: view.synced)
+    gc.callbacks.append(pauses)
+    app = create_app(view, clock=lambda: NOW, decision_log=DecisionLog(log, log_level))
+    server = uvicorn_server(app, certificate, host="127.0.0.1", port=0, log_level=log_level)
+
+    async def main() -> None:
+        async with await api_client_from_config(kubeconfig) as api_client:
+            await serve_cluster(
+                server,
+                certificate,
+                view,
+                api_client,
+                namespace="kerf-system",
+                holder="kerf-webhook-bench",
+                reload_interval_s=3600,
+                sockets=[sock],
+                freeze_heap=freeze,
+            )
+
+    # The loop uvicorn picks (uvloop), from the server's own config: a second Config would
+    # reinstall uvicorn's default logging, access log included.
+    def stop(_signal: int, _frame: Any) -> None:
+        # uvicorn re-raises the SIGTERM it handled once it has shut down: this runs then.
+        (log_path.parent / "gc.json").write_bytes(orjson.dumps(pauses.summary()))
+        raise SystemExit(0)
+
+    signal.signal(signal.SIGTERM, stop)
+    with asyncio.Runner(loop_factory=server.config.get_loop_factory()) as runner:
+        runner.run(main())
+
+
+def start_cluster(args: argparse.Namespace, directory: str, cpus: set[int] | None) -> Any:
+    """kubesim serving the generated cluster with its pods (`app.startup_bench`), in a
+    process of its own; returns (process, stop event, kubeconfig path, objects)."""
+    from app.startup_bench import serve_cluster
+
+    context = multiprocessing.get_context("spawn")
+    ready_recv, ready_send = context.Pipe(duplex=False)
+    stop = context.Event()
+    settings = {
+        "workloads": args.workloads,
+        "pods": args.pods,
+        "nodes": args.nodes,
+        "policies": args.policies,
+        "namespaces": args.namespaces,
+        "directory": directory,
+        "cpus": cpus,
+    }
+    process = context.Process(target=serve_cluster, args=(settings, ready_send, stop))
+    process.start()
+    if not ready_recv.poll(600):
+        stop.set()
+        process.kill()
+        raise RuntimeError("kubesim did not come up within 600 s")
+    _, kubeconfig, count, _ = ready_recv.recv()
+    return process, stop, kubeconfig, count
+
+
+def _wait_ready(
+    base: str, ca: Path, process: multiprocessing.process.BaseProcess, timeout_s: float = 60
+) -> None:
+    deadline = time.monotonic() + timeout_s
     with httpx.Client(verify=str(ca), timeout=2) as client:
         while time.monotonic() < deadline:
             if not process.is_alive():
@@ -262,7 +394,7 @@ def _wait_ready(base: str, ca: Path, process: multiprocessing.process.BaseProces
                 if client.get(f"{base}/readyz").status_code == 200:
                     return
             time.sleep(0.1)
-    raise RuntimeError("the webhook did not become ready within 60 s")
+    raise RuntimeError(f"the webhook did not become ready within {timeout_s:.0f} s")
 
 
 def outcome_counts(base: str, ca: Path) -> dict[str, float]:
@@ -442,13 +574,20 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     _require_tools()
     started = time.perf_counter()
-    view, deployments = build_view(args)
+    view: Any = None
+    if args.from_cluster:
+        deployments = cluster_deployments(args)
+    else:
+        view, deployments = build_view(args)
     bodies = build_bodies(deployments, args.bodies)
     del deployments
     gc.collect()
     load_s = time.perf_counter() - started
     server_cpus, load_cpus = cpu_split()
     figures: dict[str, Any] = {
+        "source": "cluster (kubesim)" if args.from_cluster else "generated view",
+        "pods": args.pods if args.from_cluster else 0,
+        "frozen_after_sync": not args.no_freeze if args.from_cluster else None,
         "workloads": args.workloads,
         "policies": args.policies,
         "namespaces": args.namespaces,
@@ -459,6 +598,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "load_cpus": sorted(load_cpus) if load_cpus else "shared (one CPU)",
         "python": platform.python_version(),
         "machine": platform.machine(),
+        "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
         "log_level": args.log_level,
         "decisions": "precomputed" if args.precomputed_decisions else "live",
     }
@@ -480,20 +620,30 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         base = f"https://127.0.0.1:{port}"
         ca = work / "ca.crt"
         log_path = work / "webhook.log"
-        admit = precomputed_admit(view, bodies) if args.precomputed_decisions else None
+        cluster = None
+        if args.from_cluster:
+            # kubesim shares the load generators' CPU: it is idle once the webhook synced.
+            cluster = start_cluster(args, tmp, load_cpus)
+            figures["cluster_objects"] = cluster[3]
+            target: Callable[..., None] = _serve_cluster_child
+            child_args: tuple[Any, ...] = (cluster[2], sock, work, log_path, server_cpus)
+            child_args += (args.log_level, not args.no_freeze)
+        else:
+            admit = precomputed_admit(view, bodies) if args.precomputed_decisions else None
+            target = _serve_child
+            child_args = (view, sock, work, log_path, server_cpus, args.log_level, admit)
         # fork: the child gets the built view without pickling 25,000 workloads.
         context = multiprocessing.get_context("fork")
-        server = context.Process(
-            target=_serve_child,
-            args=(view, sock, work, log_path, server_cpus, args.log_level, admit),
-            name="kerf-webhook-bench",
-        )
+        server = context.Process(target=target, args=child_args, name="kerf-webhook-bench")
+        server_started = time.perf_counter()
         server.start()
         sock.close()
         try:
             if load_cpus is not None:
                 os.sched_setaffinity(0, load_cpus)  # wrk and hey inherit it
-            _wait_ready(base, ca, server)
+            _wait_ready(base, ca, server, 600 if args.from_cluster else 60)
+            if args.from_cluster:
+                figures["view_load_seconds"] = round(time.perf_counter() - server_started, 2)
             figures["server_pid"] = server.pid
             figures["check"] = check_answers(base, ca, bodies)
             patched_index = _first_patched(base, ca, bodies)
@@ -509,6 +659,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 for path in ("/mutate", "/noop"):
                     name = path.strip("/")
                     before = outcome_counts(base, ca)
+                    cpu_before = process_cpu_seconds(server.pid or 0)
                     profiler = _start_py_spy(
                         args.py_spy if number == 0 else None, name, server.pid, args.seconds
                     )
@@ -517,6 +668,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     )
                     if profiler is not None:
                         profiler.wait(30)
+                    cpu_after = process_cpu_seconds(server.pid or 0)
                     middle = outcome_counts(base, ca)
                     phases[f"{name}_rate"] = run_hey(
                         base + path, single, args.seconds, args.rate, args.rate_workers
@@ -524,6 +676,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     after = outcome_counts(base, ca)
                     phases[f"{name}_max"]["server_outcomes"] = _delta(middle, before)
                     phases[f"{name}_rate"]["server_outcomes"] = _delta(after, middle)
+                    if cpu_before is not None and cpu_after is not None:
+                        # The server's own CPU per answer: what other tenants of the
+                        # machine do not change, unlike throughput and latency.
+                        served = phases[f"{name}_max"]["requests"]
+                        phases[f"{name}_max"]["server_cpu_us_per_request"] = round(
+                            (cpu_after - cpu_before) / max(1, served) * 1e6, 1
+                        )
                 rounds.append(phases)
             figures["rounds"] = rounds
             figures["phases"] = best_of(rounds)
@@ -533,6 +692,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             if server.is_alive():
                 server.kill()
                 server.join()
+            if (work / "gc.json").exists():
+                figures["server_gc_after_sync"] = orjson.loads((work / "gc.json").read_bytes())
+            if cluster is not None:
+                cluster[1].set()
+                cluster[0].join(30)
+                if cluster[0].is_alive():
+                    cluster[0].kill()
             if args.keep_log is not None:
                 args.keep_log.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(log_path, args.keep_log)
@@ -623,7 +789,9 @@ def summarize(figures: Mapping[str, Any]) -> dict[str, Any]:
 
 def render(figures: Mapping[str, Any]) -> Iterator[str]:
     """Human-readable lines: the set-up, one row per phase, then the targets."""
-    for key in ("workloads", "policies", "bodies", "body_bytes", "view_load_seconds", "decisions"):
+    for key in ("source", "workloads", "pods", "policies", "bodies", "body_bytes"):
+        yield f"{key:24} {figures[key]}"
+    for key in ("view_load_seconds", "frozen_after_sync", "decisions"):
         yield f"{key:24} {figures[key]}"
     yield f"{'cpus':24} server {figures['server_cpus']}, load {figures['load_cpus']}"
     check = figures["check"]
@@ -642,8 +810,13 @@ def render(figures: Mapping[str, Any]) -> Iterator[str]:
                 f"   round {number}{chosen}"
             )
     yield "(* the round reported: highest throughput, or lowest p99 for paced phases)"
+    for name in ("mutate_max", "noop_max"):
+        cpu = figures["phases"][name].get("server_cpu_us_per_request")
+        yield f"{name + ' server CPU':24} {cpu} µs per request"
     for name in ("mutate_max", "mutate_rate"):
         yield f"{name + ' outcomes':24} {figures['phases'][name].get('server_outcomes')}"
+    if "server_gc_after_sync" in figures:
+        yield f"{'server gc after sync':24} {figures['server_gc_after_sync']}"
     s = figures["summary"]
     yield ""
     yield (
@@ -691,8 +864,22 @@ def main(argv: list[str] | None = None) -> int:
         help="diagnostic: answer /mutate with decisions made before the load, to measure "
         "the webhook without deciding",
     )
+    parser.add_argument(
+        "--from-cluster",
+        action="store_true",
+        help="serve kubesim with the whole cluster (--pods pods too) and run the webhook as "
+        "`kerf webhook` does without --state-dir: its view comes from list and watch",
+    )
+    parser.add_argument("--pods", type=int, default=35_000, help="with --from-cluster")
+    parser.add_argument(
+        "--no-freeze",
+        action="store_true",
+        help="diagnostic, with --from-cluster: leave the synced view to the garbage collector",
+    )
     parser.add_argument("--out", type=Path, default=Path(".bench/webhook.json"))
     args = parser.parse_args(argv)
+    if args.from_cluster and args.precomputed_decisions:
+        parser.error("--precomputed-decisions needs the generated view, not --from-cluster")
     figures = run(args)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_bytes(orjson.dumps(figures, option=orjson.OPT_INDENT_2))

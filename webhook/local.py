@@ -57,9 +57,12 @@ async def running_local_webhook(
     lease_interval_s: float = 0.2,
     clock: Clock = utc_now,
     log_level: str = "info",
+    freeze_heap: bool = False,
 ) -> AsyncIterator[LocalWebhook]:
     """The webhook on 127.0.0.1:<free port> with a fresh CA, ready (synced) on entry;
-    decision lines below `log_level` are not written."""
+    decision lines below `log_level` are not written. Its process is shared (kubesim,
+    the demo, tests), so unlike `kerf webhook` it leaves the garbage collector alone
+    unless `freeze_heap` (see `serve_cluster`)."""
     issued = issue_certificates()  # its SANs include 127.0.0.1
     write_certificates(issued, cert_dir)
     certificate = ReloadingCertificate(cert_dir / "tls.crt", cert_dir / "tls.key")
@@ -79,6 +82,7 @@ async def running_local_webhook(
             lease_interval_s=lease_interval_s,
             sockets=[sock],
             clock=clock,
+            freeze_heap=freeze_heap,
         )
     )
     webhook = LocalWebhook(view, f"https://127.0.0.1:{port}/mutate", issued.ca_bundle, server, task)

@@ -21,6 +21,7 @@ from fastapi import FastAPI
 from kubernetes_asyncio import client
 
 from app.clock import Clock, utc_now
+from app.heap import freeze_loaded_state, freeze_page
 from app.informer import ClusterFeed, api_client_from_config
 from app.view import ClusterView
 from webhook.connections import ConnectionLimits, GuardedHttpProtocol
@@ -118,11 +119,23 @@ async def serve_cluster(
     lease_interval_s: float = RENEW_INTERVAL_S,
     sockets: list[socket.socket] | None = None,
     clock: Clock = utc_now,
+    freeze_heap: bool = True,
 ) -> None:
     """Serve while watches keep `view` current and the Lease tells the reconciler that
     admission works (renewed only while this replica is ready: serving a synced view;
-    `clock` stamps the renewals)."""
-    feed = ClusterFeed(api_client, view)
+    `clock` stamps the renewals).
+
+    With `freeze_heap` (the default; the benchmark turns it off to measure the
+    difference) the loaded objects are frozen as the initial lists arrive and once the
+    view is synced (`app.heap`), so the collector's full collections stop walking the
+    view, during the load and while requests wait.
+    """
+    feed = ClusterFeed(
+        api_client,
+        view,
+        on_synced=freeze_loaded_state if freeze_heap else None,
+        on_initial_page=freeze_page if freeze_heap else None,
+    )
     lease = LeaseRenewer(
         api_client,
         namespace,
@@ -234,6 +247,7 @@ def run_webhook(
 
     if state_dir is not None:
         view = ClusterView.from_state_dir(Path(state_dir))
+        freeze_loaded_state()
         server = serving(view)
         announce = announce_when_listening(server, curl_line(host, port, tls_cert))
         run_server(server, certificate, reload_interval_s=reload_interval_s, background=[announce])

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
+import gc
 import logging
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
@@ -13,7 +16,8 @@ import pytest
 from kubernetes_asyncio import client
 
 from app.admission import admit_pod
-from app.informer import Backoff
+from app.heap import freeze_loaded_state
+from app.informer import WEBHOOK_RESOURCES, Backoff, Resource
 from app.owners import WorkloadRef
 from app.view import ClusterView
 from kubesim.faults import FaultRule
@@ -275,3 +279,155 @@ async def test_an_invalid_kerf_object_is_skipped_and_logged(
     assert line["level"] == "warning"
     assert "AutomationStrategy shop/broken" in line["msg"]
     assert "spec.scheduling.inclusionWindows[0]" in line["msg"] and "start and end" in line["msg"]
+
+
+def recorded(resource: Resource, calls: list[dict[str, Any]], before: Any = None) -> Resource:
+    """`resource` with its list calls recorded (watches are not), and `before(kwargs)`
+    awaited ahead of each: how a test acts between two pages of one list."""
+
+    def lister(api_client: client.ApiClient) -> Any:
+        call = resource.lister(api_client)
+
+        async def wrapped(**kwargs: Any) -> Any:
+            if not kwargs.get("watch"):
+                calls.append(kwargs)
+                if before is not None:
+                    await before(kwargs)
+            return await call(**kwargs)
+
+        return wrapped
+
+    return dataclasses.replace(resource, lister=lister)
+
+
+NODES = next(r for r in WEBHOOK_RESOURCES if r.kind == "Node")
+
+
+async def test_lists_in_pages(sim: Simulator, api: client.ApiClient) -> None:
+    for name in ("n0", "n1", "n2", "n3"):
+        await sim.add_node(name)
+    calls: list[dict[str, Any]] = []
+    view = ClusterView()
+    async with running_feed(api, view, resources=[recorded(NODES, calls)], page_size=2):
+        assert all(view.node(n) is not None for n in ("n0", "n1", "n2", "n3", "node-a"))
+    assert [c["limit"] for c in calls] == [2, 2, 2]
+    assert [bool(c.get("_continue")) for c in calls] == [False, True, True]
+
+
+async def test_a_410_mid_pagination_lists_again_from_the_start(
+    sim: Simulator, api: client.ApiClient
+) -> None:
+    for name in ("n0", "n1", "n2", "n3"):
+        await sim.add_node(name)
+    core = client.CoreV1Api(api)
+    armed = asyncio.Event()
+
+    async def expire_during_relist(kwargs: dict[str, Any]) -> None:
+        # Between two pages of the relist, n3 goes, n9 comes, and the version the
+        # continuation names is compacted away: the next page is answered 410.
+        if armed.is_set() and kwargs.get("_continue"):
+            armed.clear()
+            await core.delete_node("n3")
+            await sim.add_node("n9")
+            sim.store.compact()
+
+    calls: list[dict[str, Any]] = []
+    sleeps = Sleeps()
+    view = ClusterView()
+    resource = recorded(NODES, calls, expire_during_relist)
+    async with running_feed(api, view, resources=[resource], page_size=2, sleep=sleeps):
+        assert view.node("n3") is not None and view.node("n9") is None
+        armed.set()
+        sim.faults.gone(times=1, resource="nodes")
+        sim.faults.drop_watches()
+        await eventually(
+            lambda: view.node("n9") is not None and view.node("n3") is None,
+            "the list started over and completed",
+        )
+        assert all(view.node(n) is not None for n in ("n0", "n1", "n2", "node-a"))
+        # Watching resumes after it: a later change arrives as an event.
+        await core.delete_node("n0")
+        await eventually(lambda: view.node("n0") is None, "an event after the relist")
+    continued = [bool(c.get("_continue")) for c in calls]
+    # initial list (3 pages), relist: page 1, page 2 refused, then 3 pages again
+    assert continued == [False, True, True, False, True, False, True, True]
+
+
+async def test_on_synced_runs_once_and_the_frozen_view_still_follows_the_cluster(
+    sim: Simulator, api: client.ApiClient
+) -> None:
+    frozen: list[None] = []
+    view = ClusterView()
+    try:
+        async with running_feed(
+            api,
+            view,
+            sleep=Sleeps(),
+            on_synced=lambda: frozen.append(freeze_loaded_state()),
+        ) as feed:
+            assert len(frozen) == 1
+            pod = pods_of(view, "web")[0]
+            tracked = {id(o) for o in gc.get_objects()}
+            assert id(pod) not in tracked and id(view) not in tracked  # frozen: not scanned
+
+            # A relist of every resource marks the view synced again: no second freeze.
+            watching = [i for i in feed.informers if not i.resource.optional]  # Rollouts: absent
+            for informer in watching:
+                informer.list_seconds = None
+            sim.faults.gone(times=len(watching))
+            sim.faults.drop_watches()
+            await eventually(
+                lambda: all(i.list_seconds is not None for i in watching), "every relist"
+            )
+            assert len(frozen) == 1
+
+            apps = client.AppsV1Api(api)
+            await apps.patch_namespaced_deployment("web", "shop", {"spec": {"replicas": 3}})
+            await eventually(lambda: len(pods_of(view, "web")) == 3, "pods added after the freeze")
+            await apps.delete_namespaced_deployment("api", "shop", propagation_policy="Foreground")
+            await eventually(lambda: not pods_of(view, "api"), "pods deleted after the freeze")
+            await custom(api).delete_namespaced_custom_object(
+                GROUP, VERSION, "shop", "staticpolicies", "web"
+            )
+            await eventually(lambda: policy_cpu(view) is None, "a policy deleted after it")
+            assert admit_pod(view, pods_of(view, "web")[0], "shop", NOW).outcome != "apply"
+    finally:
+        gc.unfreeze()
+
+
+async def test_managed_fields_are_not_kept(sim: Simulator, api: client.ApiClient) -> None:
+    managed = [{"manager": "kubectl", "operation": "Update", "fieldsType": "FieldsV1"}]
+    core = client.CoreV1Api(api)
+    await core.create_namespace({"metadata": {"name": "tidy", "managedFields": managed}})
+    stored = await core.read_namespace("tidy", _preload_content=False)
+    assert (await stored.json())["metadata"]["managedFields"] == managed
+    view = ClusterView()
+    async with running_feed(api, view, sleep=Sleeps()):
+        namespace = view.namespace_object("tidy")
+        assert namespace is not None and "managedFields" not in namespace["metadata"]
+
+
+async def test_on_initial_page_runs_after_each_page_until_the_sync(
+    sim: Simulator, api: client.ApiClient
+) -> None:
+    for name in ("n0", "n1", "n2", "n3"):
+        await sim.add_node(name)
+    names = ("n0", "n1", "n2", "n3", "node-a")  # pages: n0 n1 | n2 n3 | node-a
+    seen: list[int] = []
+    view = ClusterView()
+    calls: list[dict[str, Any]] = []
+    async with running_feed(
+        api,
+        view,
+        resources=[recorded(NODES, calls)],
+        page_size=2,
+        sleep=Sleeps(),
+        on_initial_page=lambda: seen.append(sum(1 for n in names if view.node(n))),
+    ) as feed:
+        assert seen == [2, 4, 5]  # each page is in the view when the hook runs
+        (informer,) = feed.informers
+        informer.list_seconds = None
+        sim.faults.gone(times=1, resource="nodes")
+        sim.faults.drop_watches()
+        await eventually(lambda: informer.list_seconds is not None, "the relist")
+        assert len(calls) == 6 and seen == [2, 4, 5]  # a relist is not the initial load

@@ -4,12 +4,13 @@ that Deployment controllers create (issue 4 part 6)."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import signal
 import ssl
 import subprocess
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -53,11 +54,21 @@ def requests_of(pod: dict[str, Any]) -> dict[str, str]:
     return pod["spec"]["containers"][0]["resources"]["requests"]
 
 
-async def test_pods_follow_the_policy_and_fail_open(tmp_path: Path) -> None:
+@pytest.fixture
+def unfreeze_afterwards() -> Iterator[None]:
+    """A webhook that freezes the heap freezes this test process's: hand it back after."""
+    yield
+    gc.unfreeze()
+
+
+async def test_pods_follow_the_policy_and_fail_open(
+    tmp_path: Path, unfreeze_afterwards: None
+) -> None:
     async with running_sim(tmp_path) as sim, sim.api_client() as api:
         await prepare_cluster(sim, api)
         core = client.CoreV1Api(api)
-        async with running_webhook(api, tmp_path / "certs") as webhook:
+        # As `kerf webhook` runs it: the loaded view frozen out of garbage collection.
+        async with running_webhook(api, tmp_path / "certs", freeze_heap=True) as webhook:
             await client.AdmissionregistrationV1Api(api).create_mutating_webhook_configuration(
                 webhook_configuration(webhook.url, webhook.ca_bundle)
             )
@@ -65,6 +76,8 @@ async def test_pods_follow_the_policy_and_fail_open(tmp_path: Path) -> None:
                 "shop", deployment("web", "shop", replicas=2)
             )
             await sim.settle()
+            # Synced, the loaded view was frozen: collections no longer walk it.
+            assert all(o is not webhook.view for o in gc.get_objects())
             pods = await web_pods(core)
             assert len(pods) == 2
             for pod in pods.values():

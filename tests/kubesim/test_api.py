@@ -276,6 +276,57 @@ async def test_paging(core: client.CoreV1Api) -> None:
     assert seen == ["c0", "c1", "c2", "c3", "c4"]
 
 
+async def test_paging_across_namespaces_follows_namespace_then_name(
+    sim, core: client.CoreV1Api
+) -> None:
+    # "a-b" sorts after "a" as a namespace but before "a/…" as text: the position of a
+    # page is a (namespace, name) pair, not the string "namespace/name".
+    for namespace in ("a", "a-b"):
+        await sim.add_namespace(namespace)
+    for namespace, name in (("a", "z"), ("a-b", "a"), ("a-b", "b"), ("a", "y")):
+        await core.create_namespaced_config_map(namespace, {"metadata": {"name": name}})
+    seen, versions, token = [], set(), None
+    while True:
+        page = await core.list_config_map_for_all_namespaces(limit=1, _continue=token)
+        seen += [(c.metadata.namespace, c.metadata.name) for c in page.items]
+        versions.add(page.metadata.resource_version)
+        await core.create_namespaced_config_map("a-b", {"metadata": {"generateName": "n-"}})
+        token = page.metadata._continue
+        if not token:
+            break
+    assert seen[:4] == [("a", "y"), ("a", "z"), ("a-b", "a"), ("a-b", "b")]
+    # Every page carries the first page's version: a watch from it misses nothing.
+    assert len(versions) == 1
+
+
+async def test_an_expired_continue_is_410_and_a_garbled_one_400(
+    sim, core: client.CoreV1Api
+) -> None:
+    for i in range(3):
+        await core.create_namespaced_config_map("default", {"metadata": {"name": f"c{i}"}})
+    first = await core.list_namespaced_config_map("default", limit=1)
+    await core.delete_namespaced_config_map("c2", "default")
+    sim.store.compact()  # the first page's version is gone
+    with pytest.raises(ApiException) as err:
+        await core.list_namespaced_config_map(
+            "default", limit=1, _continue=first.metadata._continue
+        )
+    assert err.value.status == 410
+    assert status_of(err.value)["reason"] == "Expired"
+    assert "continue parameter is too old" in status_of(err.value)["message"]
+    with pytest.raises(ApiException) as err:
+        await core.list_namespaced_config_map("default", limit=1, _continue="bm90LWpzb24")
+    assert err.value.status == 400
+
+
+async def test_listed_items_are_not_the_stored_objects(sim, core: client.CoreV1Api) -> None:
+    await core.create_namespaced_config_map("default", {"metadata": {"name": "c"}, "data": {}})
+    rt = sim.api.resource("", "v1", "configmaps")
+    listed = sim.api.list(rt, "default")["items"][0]
+    listed["data"]["k"] = "v"
+    assert sim.store.peek(rt.key, "default", "c")["data"] == {}
+
+
 async def test_dry_run_does_not_persist(core: client.CoreV1Api) -> None:
     await core.create_namespaced_config_map("default", {"metadata": {"name": "c"}}, dry_run="All")
     assert (await core.list_namespaced_config_map("default")).items == []

@@ -206,3 +206,38 @@ async def test_cluster_wide_watch(sim, core: client.CoreV1Api) -> None:
         2,
     )
     assert [e[1] for e in events] == ["a", "b"]
+
+
+async def test_restored_objects_are_listed_and_watched_from_after_them(
+    sim, core: client.CoreV1Api
+) -> None:
+    before = (await core.list_namespaced_config_map("default")).metadata.resource_version
+    restored = [
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": n, "namespace": "default"}}
+        for n in ("r1", "r0")
+    ]
+    assert sim.store.restore(("", "configmaps"), restored) == 2
+    listed = await core.list_namespaced_config_map("default")
+    assert [c.metadata.name for c in listed.items] == ["r0", "r1"]
+    assert int(listed.metadata.resource_version) == int(before) + 2
+    # No event was kept for them: a watch from before the restore is 410, one from the
+    # list sees what happens next.
+    with pytest.raises(ApiException) as err:
+        await take(
+            watch.Watch().stream(
+                core.list_namespaced_config_map,
+                "default",
+                resource_version=before,
+                timeout_seconds=5,
+            ),
+            1,
+        )
+    assert err.value.status == 410
+    stream = watch.Watch().stream(
+        core.list_namespaced_config_map,
+        "default",
+        resource_version=listed.metadata.resource_version,
+        timeout_seconds=5,
+    )
+    await core.delete_namespaced_config_map("r0", "default")
+    assert [(t, n) for t, n, _ in await take(stream, 1)] == [("DELETED", "r0")]

@@ -1,0 +1,444 @@
+"""`make bench`: cold start from a cluster to a synced view (issue 10 part 4).
+
+kubesim, in its own process pinned to one CPU, serves the generated cluster of
+`app.bench.generate` — 25,000 Deployments with their ReplicaSets, 35,000 running pods,
+1,000 nodes, 250 namespaces, 1,000 policies and the recommendations ConfigMap — with the
+fields a real API server and kubelet fill in, so list responses are as large as a real
+cluster's. A fresh interpreter, pinned to the other CPU, then does what `kerf webhook`
+does without `--state-dir`: a `ClusterFeed` over `WEBHOOK_RESOURCES` lists and watches
+every resource until the view is synced, then the heap is frozen (`app.heap`).
+
+Reported: wall time from the first list to the synced view (the final freeze included,
+and also shown alone), CPU seconds and
+peak RSS of the client process, and how long each resource's initial list took. Nothing
+is asserted: the figures are for people and for comparing runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import multiprocessing
+import os
+import platform
+import resource
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import orjson
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+CRD_DIR = REPO / "manifests" / "crds"
+POD_TEMPLATE = REPO / "examples" / "admission" / "replicaset-pod.json"
+STAMP = "2026-11-20T08:00:00Z"
+TARGET_SYNC_S = 30.0
+
+
+# ---------------------------------------------------------------------------- the cluster
+
+
+def _clone(value: Any) -> Any:
+    return orjson.loads(orjson.dumps(value))
+
+
+def _meta(meta: Mapping[str, Any], index: int) -> dict[str, Any]:
+    """Metadata as the API server returns it: uid, creation time (resourceVersion is
+    stamped by the store)."""
+    return {
+        **meta,
+        "uid": str(uuid.UUID(int=index + 1, version=4)),
+        "creationTimestamp": STAMP,
+    }
+
+
+def _pod(pod: Mapping[str, Any], template: Mapping[str, Any], index: int) -> dict[str, Any]:
+    """A generated pod with what the API server defaults and the kubelet reports."""
+    spec = _clone(template["spec"])
+    mount = spec["containers"][0]["volumeMounts"]
+    containers = []
+    for container in pod["spec"]["containers"]:
+        filled = _clone(template["spec"]["containers"][0])
+        filled.update(_clone(container))
+        filled["volumeMounts"] = _clone(mount)
+        containers.append(filled)
+    spec.update(containers=containers, nodeName=pod["spec"]["nodeName"])
+    meta = _meta(pod["metadata"], index)
+    for owner in meta["ownerReferences"]:
+        owner["uid"] = str(uuid.UUID(int=10**9 + index, version=4))
+        owner["blockOwnerDeletion"] = True
+    ready = {"status": "True", "lastProbeTime": None, "lastTransitionTime": STAMP}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": meta,
+        "spec": spec,
+        "status": {
+            "phase": "Running",
+            "conditions": [
+                {"type": kind, **ready}
+                for kind in ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady")
+            ]
+            + [{"type": "PodScheduled", **ready}],
+            "hostIP": f"10.0.{index % 250}.{index % 200 + 1}",
+            "podIP": f"10.244.{index % 250}.{index % 240 + 2}",
+            "podIPs": [{"ip": f"10.244.{index % 250}.{index % 240 + 2}"}],
+            "startTime": STAMP,
+            "qosClass": "Burstable",
+            "containerStatuses": [
+                {
+                    "name": c["name"],
+                    "state": {"running": {"startedAt": STAMP}},
+                    "lastState": {},
+                    "ready": True,
+                    "restartCount": 0,
+                    "image": c["image"],
+                    "imageID": f"docker.io/{c['image']}@sha256:{index:064x}",
+                    "containerID": f"containerd://{index:064x}",
+                    "started": True,
+                    "allocatedResources": c["resources"].get("requests", {}),
+                    "resources": c["resources"],
+                }
+                for c in containers
+            ],
+        },
+    }
+
+
+def _replica_set(deployment: Mapping[str, Any], index: int) -> dict[str, Any]:
+    meta = deployment["metadata"]
+    template = _clone(deployment["spec"]["template"])
+    template["metadata"]["labels"]["pod-template-hash"] = "5d8f7"
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": _meta(
+            {
+                "name": f"{meta['name']}-5d8f7",
+                "namespace": meta["namespace"],
+                "labels": template["metadata"]["labels"],
+                "annotations": {"deployment.kubernetes.io/revision": "1"},
+                "ownerReferences": [
+                    {
+                        "apiVersion": "apps/v1",
+                        "kind": "Deployment",
+                        "name": meta["name"],
+                        "uid": str(uuid.UUID(int=index + 1, version=4)),
+                        "controller": True,
+                        "blockOwnerDeletion": True,
+                    }
+                ],
+            },
+            10**9 + index,
+        ),
+        "spec": {
+            "replicas": deployment["spec"]["replicas"],
+            "selector": {"matchLabels": template["metadata"]["labels"]},
+            "template": template,
+        },
+        "status": {"replicas": 2, "readyReplicas": 2, "availableReplicas": 2},
+    }
+
+
+def cluster_objects(
+    *, workloads: int, pods: int, nodes: int, policies: int, namespaces: int
+) -> Iterator[dict[str, Any]]:
+    """The objects of the generated cluster as an API server stores them."""
+    from app.bench import documents
+
+    template = orjson.loads(POD_TEMPLATE.read_bytes())["request"]["object"]
+    # kerf's own namespace: the webhook renews its Lease there
+    yield {"apiVersion": "v1", "kind": "Namespace", "metadata": _meta({"name": "kerf-system"}, 0)}
+    index = 0
+    for obj in documents(
+        workloads=workloads, pods=pods, nodes=nodes, policies=policies, namespaces=namespaces
+    ):
+        index += 1
+        kind = obj["kind"]
+        if kind == "Pod":
+            yield _pod(obj, template, index)
+            continue
+        obj = {**obj, "metadata": _meta(obj["metadata"], index)}
+        if kind == "Deployment":
+            labels = obj["spec"]["template"]["metadata"]["labels"]
+            obj["spec"] = {**obj["spec"], "selector": {"matchLabels": dict(labels)}}
+            obj["status"] = {"replicas": 2, "readyReplicas": 2, "availableReplicas": 2}
+            yield obj
+            yield _replica_set(obj, index)
+        else:
+            yield obj
+
+
+async def seed(sim: Any, objects: Iterator[dict[str, Any]]) -> int:
+    """Store `objects` in the simulator as a running cluster's etcd holds them; returns
+    how many.
+
+    The kerf CRDs are created through the API (they register the custom resources);
+    the bulk is restored straight into the store, one kind at a time.
+    """
+    crds = sim.api.resource("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+    for path in sorted(CRD_DIR.glob("rightsizing.kubex.ai_*.yaml")):
+        await sim.api.create(crds, "", yaml.load(path.read_text(), Loader=yaml.CSafeLoader))
+    by_kind: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for obj in objects:
+        by_kind.setdefault((obj["apiVersion"], obj["kind"]), []).append(obj)
+    count = 0
+    for (api_version, kind), items in by_kind.items():
+        group, _, version = api_version.rpartition("/")
+        count += sim.store.restore(sim.api.registry.by_kind(group, version, kind).key, items)
+    return count
+
+
+def serve_cluster(args: Mapping[str, Any], ready: Any, stop: Any) -> None:
+    """The kubesim process: seed the cluster, serve it until `stop` is set.
+
+    Sends (url, kubeconfig path, objects, seconds) on `ready` once serving.
+    """
+    from kubesim.sim import Simulator
+
+    if args.get("cpus"):
+        os.sched_setaffinity(0, args["cpus"])
+
+    async def main() -> None:
+        # No settling: the controllers would otherwise reconcile the whole cluster on the
+        # first write (the webhook's Lease) while the benchmark measures.
+        sim = Simulator(auto_settle=False)
+        started = time.perf_counter()
+        count = await seed(
+            sim,
+            cluster_objects(
+                workloads=args["workloads"],
+                pods=args["pods"],
+                nodes=args["nodes"],
+                policies=args["policies"],
+                namespaces=args["namespaces"],
+            ),
+        )
+        seeded_s = time.perf_counter() - started
+        gc.collect()
+        gc.freeze()  # what kubesim holds lives until the end: keep collections short
+        await sim.start()
+        path = sim.write_kubeconfig(Path(args["directory"]) / "kubeconfig")
+        ready.send((sim.url, str(path), count, round(seeded_s, 1)))
+        loop = asyncio.get_running_loop()
+        try:
+            await loop.run_in_executor(None, stop.wait)
+        finally:
+            await sim.stop()
+
+    asyncio.run(main())
+
+
+# ---------------------------------------------------------------------------- the client
+
+
+def measure_sync(kubeconfig: str, page_size: int | None, out: Any) -> None:
+    """The client process: list and watch into a view until synced, freeze, report."""
+    from app.heap import freeze_loaded_state, freeze_page
+    from app.informer import WEBHOOK_RESOURCES, ClusterFeed, api_client_from_config
+    from app.view import ClusterView
+
+    usage_start = resource.getrusage(resource.RUSAGE_SELF)
+
+    async def main() -> dict[str, Any]:
+        async with await api_client_from_config(kubeconfig) as api_client:
+            view = ClusterView()
+            options = {} if page_size is None else {"page_size": page_size}
+            freeze_s: list[float] = []
+
+            def freeze() -> None:
+                t0 = time.perf_counter()
+                freeze_loaded_state()
+                freeze_s.append(time.perf_counter() - t0)
+
+            # As the webhook's serve_cluster wires it.
+            feed = ClusterFeed(
+                api_client,
+                view,
+                WEBHOOK_RESOURCES,
+                on_synced=freeze,
+                on_initial_page=freeze_page,
+                **options,
+            )
+            started = time.perf_counter()
+            task = asyncio.create_task(feed.run())
+            await feed.wait_synced()  # on_synced (the final freeze) has run by now
+            synced_s = time.perf_counter() - started
+            usage = resource.getrusage(resource.RUSAGE_SELF)
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            # What one full collection costs a request that triggers it: with the view
+            # frozen, then with it handed back to the collector (CPU time, not wall).
+            full_ms = {}
+            for state in ("frozen", "unfrozen"):
+                if state == "unfrozen":
+                    gc.unfreeze()
+                t0 = time.process_time()
+                gc.collect()
+                full_ms[state] = round((time.process_time() - t0) * 1000, 1)
+            return {
+                "sync_seconds": round(synced_s, 2),
+                "cpu_seconds": round(
+                    usage.ru_utime - usage_start.ru_utime + usage.ru_stime - usage_start.ru_stime,
+                    2,
+                ),
+                "peak_rss_mib": round(usage.ru_maxrss / 1024, 1),  # KiB on Linux
+                "final_freeze_seconds": round(freeze_s[0], 3),
+                "full_collection_cpu_ms": full_ms,
+                "view_pods": sum(1 for _ in view.pods()),
+                "view_workloads": sum(1 for _ in view.workloads()),
+                "list_seconds": {
+                    i.resource.kind: round(i.list_seconds or 0.0, 2) for i in feed.informers
+                },
+            }
+
+    out.send(asyncio.run(main()))
+
+
+# ---------------------------------------------------------------------------- the run
+
+
+def process_cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds of another process so far (Linux /proc; else None)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    # after the command name: state is field 3, utime and stime are fields 14 and 15
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_split() -> tuple[set[int] | None, set[int] | None]:
+    """(kubesim's CPUs, the client's CPUs); None when there is one CPU to share."""
+    try:
+        cpus = sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return None, None
+    if len(cpus) < 2:
+        return None, None
+    return set(cpus[1:]), {cpus[0]}
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    """Start kubesim with the cluster, then `--runs` cold starts of a fresh client."""
+    context = multiprocessing.get_context("spawn")
+    sim_cpus, client_cpus = cpu_split()
+    figures: dict[str, Any] = {
+        "workloads": args.workloads,
+        "pods": args.pods,
+        "nodes": args.nodes,
+        "policies": args.policies,
+        "namespaces": args.namespaces,
+        "page_size": args.page_size,
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        # the machine is shared: a high load stretches wall times, not CPU seconds
+        "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
+    }
+    with tempfile.TemporaryDirectory(prefix="kerf-startup-") as tmp:
+        ready_recv, ready_send = context.Pipe(duplex=False)
+        stop = context.Event()
+        sim = context.Process(
+            target=serve_cluster,
+            args=(
+                {
+                    "workloads": args.workloads,
+                    "pods": args.pods,
+                    "nodes": args.nodes,
+                    "policies": args.policies,
+                    "namespaces": args.namespaces,
+                    "directory": tmp,
+                    "cpus": sim_cpus,
+                },
+                ready_send,
+                stop,
+            ),
+            name="kubesim-bench",
+        )
+        sim.start()
+        try:
+            if not ready_recv.poll(600):
+                raise RuntimeError("kubesim did not come up within 600 s")
+            _, kubeconfig, count, seeded_s = ready_recv.recv()
+            figures["cluster_objects"] = count
+            figures["seed_seconds"] = seeded_s
+            runs = []
+            for _ in range(args.runs):
+                out_recv, out_send = context.Pipe(duplex=False)
+                client = context.Process(
+                    target=_pinned_measure,
+                    args=(client_cpus, kubeconfig, args.page_size, out_send),
+                    name="kerf-startup",
+                )
+                sim_cpu = process_cpu_seconds(sim.pid or 0)
+                client.start()
+                if not out_recv.poll(600):
+                    client.kill()
+                    raise RuntimeError("the client did not sync within 600 s")
+                figures_of_run = out_recv.recv()
+                sim_cpu_after = process_cpu_seconds(sim.pid or 0)
+                if sim_cpu is not None and sim_cpu_after is not None:
+                    # serving the lists (and the first seconds of watches)
+                    figures_of_run["kubesim_cpu_seconds"] = round(sim_cpu_after - sim_cpu, 2)
+                runs.append(figures_of_run)
+                client.join(30)
+            figures["runs"] = runs
+            figures["best"] = min(runs, key=lambda r: r["sync_seconds"])
+        finally:
+            stop.set()
+            sim.join(30)
+            if sim.is_alive():
+                sim.kill()
+    best = figures["best"]
+    figures["summary"] = {
+        "sync_seconds": best["sync_seconds"],
+        "target_sync_seconds": TARGET_SYNC_S,
+        "sync_met": best["sync_seconds"] <= TARGET_SYNC_S,
+        "cpu_seconds": best["cpu_seconds"],
+        "kubesim_cpu_seconds": best.get("kubesim_cpu_seconds"),
+        "peak_rss_mib": best["peak_rss_mib"],
+        "full_collection_cpu_ms": best["full_collection_cpu_ms"],
+    }
+    return figures
+
+
+def _pinned_measure(
+    cpus: set[int] | None, kubeconfig: str, page_size: int | None, out: Any
+) -> None:
+    if cpus:
+        os.sched_setaffinity(0, cpus)
+    measure_sync(kubeconfig, page_size, out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of `make bench` (start-up part)."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--workloads", type=int, default=25_000)
+    parser.add_argument("--pods", type=int, default=35_000)
+    parser.add_argument("--nodes", type=int, default=1_000)
+    parser.add_argument("--policies", type=int, default=1_000)
+    parser.add_argument("--namespaces", type=int, default=250)
+    parser.add_argument("--runs", type=int, default=2, help="cold starts; the fastest is reported")
+    parser.add_argument(
+        "--page-size", type=int, default=None, help="list page size (default: the informer's)"
+    )
+    parser.add_argument("--out", type=Path, default=Path(".bench/startup.json"))
+    args = parser.parse_args(argv)
+    figures = run(args)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_bytes(orjson.dumps(figures, option=orjson.OPT_INDENT_2))
+    for key, value in figures.items():
+        if key != "runs":
+            print(f"{key:20} {value}")
+    print(f"wrote {args.out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
