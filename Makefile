@@ -83,6 +83,7 @@ bench: $(STAMP)
 	$(BIN)/python -m app.bench_load --out .bench/statedir.json
 	$(MAKE) bench-webhook
 	$(MAKE) bench-startup
+	$(MAKE) bench-reconciler
 
 # The webhook under load: wrk and hey are Debian packages, installed when missing.
 bench-webhook: $(STAMP)
@@ -90,6 +91,12 @@ bench-webhook: $(STAMP)
 	$(BIN)/python -m webhook.bench --out .bench/webhook.json
 
 # Start-up from a cluster (kubesim): cold start to a synced view, then /mutate over it.
+# The reconciler over kubesim: cold start, first pass, steady pass, resync (issue 8 part 8);
+# then the convergence of 1,000 workloads / 2,000 pods.
+bench-reconciler: $(STAMP)
+	$(BIN)/python -m reconciler.bench --out .bench/reconciler.json
+	$(BIN)/python -m reconciler.bench --workloads 1000 --pods 2000 --nodes 100 --policies 100 --namespaces 20 --out .bench/reconciler-converge.json
+
 bench-startup: $(STAMP)
 	bash scripts/bench-webhook.sh
 	$(BIN)/python -m app.startup_bench --out .bench/startup.json

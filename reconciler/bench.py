@@ -1,0 +1,290 @@
+"""`make bench-reconciler`: the reconciler against kubesim at scale (issue 8 part 8).
+
+kubesim runs in its own process (pinned to one CPU) with the cluster `app.startup_bench`
+generates — by default 25,000 Deployments, 35,000 running pods, 1,000 nodes and 1,000
+policies — and its kubelet acting out accepted resizes every second. The reconciler runs
+in a fresh process (pinned to the other CPU), wired as `kerf reconciler` wires it, and
+reports for each phase its wall time, its own CPU seconds, and the API calls it made:
+
+1. cold start: list and watch everything to a synced view (peak RSS too);
+2. first pass: every workload once, and everything it starts followed to the end
+   (policy values published, recommendations and status written, pods resized in place);
+3. steady pass: every workload again, with nothing left to change — target 0 writes
+   (each workload decided again: its last pass had written);
+4. resync pass: every workload again, nothing changed since (what the periodic resync
+   costs in a steady cluster: passes find their inputs unchanged and decide nothing).
+
+`--workloads 1000 --pods 2000` gives the convergence figure of the issue (1,000
+workloads / 2,000 pods that each need an in-place resize): API calls per resized pod.
+Nothing is asserted; the figures are printed and written as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import multiprocessing
+import os
+import platform
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from app.startup_bench import cluster_objects, cpu_split, process_cpu_seconds, seed
+
+WRITES = ("patch", "create", "update")
+#: The reconciler is done with a phase once its queue has been idle this long.
+QUIET_S = 3.0
+TARGET_STEADY_CPU_S = 2.0
+TARGET_RSS_MIB = 600
+TARGET_SYNC_S = 30.0
+
+
+def serve(args: dict[str, Any], ready: Any, stop: Any) -> None:
+    """The kubesim process: the generated cluster, a kubelet step every second."""
+    from kubesim.sim import Simulator
+
+    if args.get("cpus"):
+        os.sched_setaffinity(0, args["cpus"])
+
+    async def main() -> None:
+        sim = Simulator(auto_settle=False)  # only the kubelet acts, on its own beat
+        count = await seed(
+            sim,
+            cluster_objects(
+                workloads=args["workloads"],
+                pods=args["pods"],
+                nodes=args["nodes"],
+                policies=args["policies"],
+                namespaces=args["namespaces"],
+                analyzed_at=args["analyzed_at"],
+            ),
+        )
+        await sim.start()
+        path = sim.write_kubeconfig(Path(args["directory"]) / "kubeconfig")
+        ready.send((str(path), count))
+
+        async def kubelet() -> None:
+            # Stepping every pod's kubelet costs seconds at this size: keep it to about a
+            # quarter of the simulator's time, so it still answers the API promptly.
+            pause = 1.0
+            while True:
+                await asyncio.sleep(pause)
+                started = time.perf_counter()
+                await sim.kubelet.step()
+                pause = max(1.0, 3 * (time.perf_counter() - started))
+
+        beat = asyncio.create_task(kubelet())
+        try:
+            await asyncio.get_running_loop().run_in_executor(None, stop.wait)
+        finally:
+            beat.cancel()
+            await sim.stop()
+
+    asyncio.run(main())
+
+
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _calls(metrics: Any) -> dict[str, float]:
+    """API calls so far by verb (Lease traffic of the leader election left out)."""
+    totals: dict[str, float] = {}
+    for metric in metrics.api_calls.collect():
+        for sample in metric.samples:
+            if sample.name.endswith("_total") and sample.labels["resource"] != "leases":
+                verb = sample.labels["verb"]
+                totals[verb] = totals.get(verb, 0) + sample.value
+    return totals
+
+
+def _delta(after: dict[str, float], before: dict[str, float]) -> dict[str, int]:
+    return {k: int(v - before.get(k, 0)) for k, v in after.items() if v - before.get(k, 0)}
+
+
+async def _quiet(service: Any) -> None:
+    """Wait until the queue has been idle for QUIET_S (scheduled follow-ups fire first)."""
+    idle_since: float | None = None
+    while True:
+        await asyncio.sleep(0.1)
+        if not service.queue.idle or service.queue._timers:
+            idle_since = None
+            continue
+        idle_since = idle_since or time.perf_counter()
+        if time.perf_counter() - idle_since >= QUIET_S:
+            return
+
+
+def measure(kubeconfig: str, cpus: set[int] | None, out: Any) -> None:
+    """The reconciler process: the three phases."""
+    if cpus:
+        os.sched_setaffinity(0, cpus)
+    from app.informer import api_client_from_config
+    from reconciler.logs import configure_logging
+
+    configure_logging("warning")  # leadership changes and failed passes, on stderr
+    from reconciler.main import Options, build_service
+    from reconciler.reconcile import ExecutionConfig
+    from reconciler.service import ServiceConfig
+
+    options = Options(
+        execution=ExecutionConfig(follow_s=0.5),
+        service=ServiceConfig(workers=8, resync_s=1e9, queue_rate=1e6),
+    )
+
+    async def main() -> dict[str, Any]:
+        async with await api_client_from_config(kubeconfig) as api_client:
+            feed, service = build_service(
+                api_client, options, namespace="kerf-system", identity="bench"
+            )
+            # One replica: what is measured is its work, not an election the loaded
+            # simulator may answer too slowly for (a leader that cannot renew stops).
+            service.leader = None
+            figures: dict[str, Any] = {}
+            cpu0, t0 = _cpu(), time.perf_counter()
+            tasks = [asyncio.create_task(feed.run())]
+            if service.leader is not None:
+                tasks.append(asyncio.create_task(service.leader.run()))
+            await feed.wait_synced()
+            figures["cold_start"] = {
+                "seconds": round(time.perf_counter() - t0, 2),
+                "cpu_seconds": round(_cpu() - cpu0, 2),
+                "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+            }
+            if service.leader is not None:
+                await service.leader.elected.wait()
+            workers = [asyncio.create_task(service.work()) for _ in range(service.config.workers)]
+            for name in ("first_pass", "steady_pass", "resync_pass"):
+                calls0, cpu0, t0 = _calls(service.metrics), _cpu(), time.perf_counter()
+                resized0 = service.metrics.resizes.labels("requested")._value.get()
+                passes0 = service.passes
+                unchanged0 = service.metrics.unchanged_passes._value.get()
+                if name == "first_pass":
+                    service.start_accepting()
+                else:
+                    service.enqueue_all()
+                await _quiet(service)
+                calls = _delta(_calls(service.metrics), calls0)
+                resized = int(service.metrics.resizes.labels("requested")._value.get() - resized0)
+                figures[name] = {
+                    "seconds": round(time.perf_counter() - t0 - QUIET_S, 2),
+                    "cpu_seconds": round(_cpu() - cpu0, 2),
+                    "passes": service.passes - passes0,
+                    "api_calls": calls,
+                    "writes": sum(v for k, v in calls.items() if k in WRITES),
+                    "resized_pods": resized,
+                    "unchanged_passes": int(
+                        service.metrics.unchanged_passes._value.get() - unchanged0
+                    ),
+                }
+                if resized:
+                    figures[name]["api_calls_per_resized_pod"] = round(
+                        sum(calls.values()) / resized, 2
+                    )
+            figures["peak_rss_mib"] = round(
+                resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1
+            )
+            service.queue.close()
+            for task in (*tasks, *workers):
+                task.cancel()
+            await asyncio.gather(*tasks, *workers, return_exceptions=True)
+            return figures
+
+    out.send(asyncio.run(main()))
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    """Start kubesim with the cluster, then one reconciler through the three phases."""
+    context = multiprocessing.get_context("spawn")
+    sim_cpus, client_cpus = cpu_split()
+    figures: dict[str, Any] = {
+        "workloads": args.workloads,
+        "pods": args.pods,
+        "nodes": args.nodes,
+        "policies": args.policies,
+        "python": platform.python_version(),
+        "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
+    }
+    with tempfile.TemporaryDirectory(prefix="kerf-bench-reconciler-") as tmp:
+        ready_recv, ready_send = context.Pipe(duplex=False)
+        stop = context.Event()
+        sim = context.Process(
+            target=serve,
+            args=(
+                {
+                    "workloads": args.workloads,
+                    "pods": args.pods,
+                    "nodes": args.nodes,
+                    "policies": args.policies,
+                    "namespaces": args.namespaces,
+                    "analyzed_at": "2026-11-28T10:00:00Z",
+                    "directory": tmp,
+                    "cpus": sim_cpus,
+                },
+                ready_send,
+                stop,
+            ),
+            name="kubesim-bench",
+        )
+        sim.start()
+        try:
+            if not ready_recv.poll(900):
+                raise RuntimeError("kubesim did not come up within 900 s")
+            kubeconfig, count = ready_recv.recv()
+            figures["cluster_objects"] = count
+            out_recv, out_send = context.Pipe(duplex=False)
+            client = context.Process(
+                target=measure, args=(kubeconfig, client_cpus, out_send), name="kerf-reconciler"
+            )
+            sim_cpu = process_cpu_seconds(sim.pid or 0)
+            client.start()
+            if not out_recv.poll(args.timeout):
+                client.kill()
+                raise RuntimeError(f"the reconciler did not finish within {args.timeout} s")
+            figures.update(out_recv.recv())
+            after = process_cpu_seconds(sim.pid or 0)
+            if sim_cpu is not None and after is not None:
+                figures["kubesim_cpu_seconds"] = round(after - sim_cpu, 1)
+            client.join(30)
+        finally:
+            stop.set()
+            sim.join(30)
+            if sim.is_alive():
+                sim.kill()
+    figures["targets"] = {
+        "cold_start_seconds": TARGET_SYNC_S,
+        "steady_pass_cpu_seconds": TARGET_STEADY_CPU_S,
+        "steady_pass_writes": 0,
+        "peak_rss_mib": TARGET_RSS_MIB,
+    }
+    return figures
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark, print the figures, write them as JSON."""
+    parser = argparse.ArgumentParser(prog="python -m reconciler.bench", description=__doc__)
+    parser.add_argument("--workloads", type=int, default=25_000)
+    parser.add_argument("--pods", type=int, default=35_000)
+    parser.add_argument("--nodes", type=int, default=1_000)
+    parser.add_argument("--policies", type=int, default=1_000)
+    parser.add_argument("--namespaces", type=int, default=250)
+    parser.add_argument("--timeout", type=float, default=1800.0)
+    parser.add_argument("--out", type=Path, default=Path(".bench/reconciler.json"))
+    args = parser.parse_args(argv)
+    figures = run(args)
+    text = orjson.dumps(figures, option=orjson.OPT_INDENT_2).decode()
+    print(text)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
