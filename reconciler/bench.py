@@ -62,7 +62,6 @@ def serve(args: dict[str, Any], ready: Any, stop: Any) -> None:
                 nodes=args["nodes"],
                 policies=args["policies"],
                 namespaces=args["namespaces"],
-                analyzed_at=args["analyzed_at"],
             ),
         )
         await sim.start()
@@ -224,7 +223,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     "nodes": args.nodes,
                     "policies": args.policies,
                     "namespaces": args.namespaces,
-                    "analyzed_at": "2026-11-28T10:00:00Z",
                     "directory": tmp,
                     "cpus": sim_cpus,
                 },
