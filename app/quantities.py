@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from fractions import Fraction
 
 __all__ = [
@@ -202,6 +203,18 @@ def parse_resource(resource: str, text: str | int | float) -> int:
     if resource == "cpu":
         return to_millicores(text)
     return to_bytes(text)
+
+
+def resource_amounts(values: Mapping[str, object] | None) -> dict[str, int | None]:
+    """{resource: amount} of one requests or limits map, so maps compare by amount
+    (`1000m` equals `1`); an unparsable quantity is None."""
+    out: dict[str, int | None] = {}
+    for resource, quantity in (values or {}).items():
+        try:
+            out[resource] = parse_resource(resource, str(quantity))
+        except QuantityError:
+            out[resource] = None
+    return out
 
 
 def format_cpu(millicores: int) -> str:

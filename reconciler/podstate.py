@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from app.quantities import QuantityError, parse_resource
+from app.quantities import resource_amounts
 from app.workloads import parse_time
 
 ResizeStage = Literal["none", "inProgress", "deferred", "infeasible", "error"]
@@ -33,16 +33,6 @@ def _condition(pod: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
     return None
 
 
-def _amounts(values: Mapping[str, Any] | None) -> dict[str, int]:
-    out = {}
-    for resource, quantity in (values or {}).items():
-        try:
-            out[resource] = parse_resource(resource, str(quantity))
-        except QuantityError:
-            out[resource] = -1
-    return out
-
-
 def resources_running(pod: Mapping[str, Any]) -> bool:
     """Every container runs with the resources its spec asks, as far as the kubelet
     reports them (`containerStatuses[].resources`, compared as amounts, not spellings)."""
@@ -56,7 +46,7 @@ def resources_running(pod: Mapping[str, Any]) -> bool:
         wanted = container.get("resources") or {}
         have = status.get("resources") or {}
         for fld in ("requests", "limits"):
-            if _amounts(wanted.get(fld)) != _amounts(have.get(fld)):
+            if resource_amounts(wanted.get(fld)) != resource_amounts(have.get(fld)):
                 return False
     return True
 

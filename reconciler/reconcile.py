@@ -35,7 +35,7 @@ from app.durations import parse_duration
 from app.informer import ApiStatusError
 from app.models import RightsizingRecommendation
 from app.owners import WorkloadRef
-from app.quantities import QuantityError, parse_resource
+from app.quantities import resource_amounts
 from app.rollback_monitor import Step, monitor_inputs
 from app.rollback_monitor import step as rollback_step
 from app.view import ClusterView
@@ -100,18 +100,8 @@ class _Pass:
         self.requeue = seconds if self.requeue is None else min(self.requeue, seconds)
 
 
-def _amounts(values: Mapping[str, Mapping[str, str]]) -> dict[str, dict[str, int]]:
-    out: dict[str, dict[str, int]] = {}
-    for fld, resources in values.items():
-        parsed = {}
-        for resource, quantity in resources.items():
-            try:
-                parsed[resource] = parse_resource(resource, str(quantity))
-            except QuantityError:
-                parsed[resource] = -1
-        if parsed:
-            out[fld] = parsed
-    return out
+def _amounts(values: Mapping[str, Mapping[str, str]]) -> dict[str, dict[str, int | None]]:
+    return {fld: resource_amounts(resources) for fld, resources in values.items() if resources}
 
 
 def same_values(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:

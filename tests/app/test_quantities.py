@@ -303,3 +303,13 @@ def test_parsing_keeps_nothing_of_the_texts() -> None:
     finally:
         tracemalloc.stop()
     assert retained < 64 * 1024
+
+
+def test_resource_amounts_compare_by_amount() -> None:
+    from app.quantities import resource_amounts
+
+    assert resource_amounts({"cpu": "1000m", "memory": "1Gi"}) == resource_amounts(
+        {"cpu": "1", "memory": "1073741824"}
+    )
+    assert resource_amounts({"cpu": "lots"}) == {"cpu": None}
+    assert resource_amounts(None) == {}
