@@ -245,3 +245,23 @@ async def wait_for(kerf: Kerf, check: Any, what: str, timeout_s: float = 10.0) -
         if loop.time() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         await asyncio.sleep(0.02)
+
+
+def requests_of(pod: dict[str, Any]) -> dict[str, str]:
+    """The requests of a pod's first container."""
+    return pod["spec"]["containers"][0]["resources"]["requests"]
+
+
+async def status_of(kerf: Kerf, name: str = "deployment-web") -> dict[str, Any]:
+    """The status of a RightsizingRecommendation ({} until it has one)."""
+    record = await kerf.recommendation(name)
+    return (record or {}).get("status") or {}
+
+
+def idle(replica: RunningReconciler) -> Any:
+    """A check for `wait_for`: the replica's queue has nothing queued or in progress."""
+
+    async def check() -> bool:
+        return replica.service.queue.idle
+
+    return check

@@ -13,6 +13,7 @@ from tests.reconciler.harness import (
     Kerf,
     create,
     deployment,
+    requests_of,
     running_kerf,
     static_policy,
     wait_for,
@@ -20,10 +21,6 @@ from tests.reconciler.harness import (
 
 EVICT_ONLY = {"inPlaceResize": {"enabled": False}, "podEviction": {"enabled": True}}
 TARGET = {"cpu": "250m", "memory": "256Mi"}
-
-
-def requests_of(pod: dict[str, Any]) -> dict[str, str]:
-    return pod["spec"]["containers"][0]["resources"]["requests"]
 
 
 def pdb(min_available: int) -> dict[str, Any]:

@@ -14,21 +14,14 @@ from tests.reconciler.harness import (
     Kerf,
     create,
     deployment,
+    requests_of,
     running_kerf,
     static_policy,
+    status_of,
     wait_for,
 )
 
 TARGET = {"cpu": "250m", "memory": "256Mi"}
-
-
-def requests_of(pod: dict[str, Any]) -> dict[str, str]:
-    return pod["spec"]["containers"][0]["resources"]["requests"]
-
-
-async def status_of(kerf: Kerf) -> dict[str, Any]:
-    record = await kerf.recommendation("deployment-web")
-    return (record or {}).get("status") or {}
 
 
 async def start(kerf: Kerf, **options: Any) -> list[dict[str, Any]]:

@@ -8,11 +8,14 @@ from typing import Any
 from kubernetes_asyncio import client
 
 from app.annotations import fixed_key
-from tests.reconciler.harness import create, deployment, running_kerf, static_policy, wait_for
-
-
-def requests_of(pod: dict[str, Any]) -> dict[str, str]:
-    return pod["spec"]["containers"][0]["resources"]["requests"]
+from tests.reconciler.harness import (
+    create,
+    deployment,
+    requests_of,
+    running_kerf,
+    static_policy,
+    wait_for,
+)
 
 
 def running_requests(pod: dict[str, Any]) -> dict[str, str]:

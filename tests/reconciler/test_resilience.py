@@ -16,6 +16,8 @@ from tests.reconciler.harness import (
     RunningReconciler,
     create,
     deployment,
+    idle,
+    requests_of,
     running_kerf,
     static_policy,
     wait_for,
@@ -23,10 +25,6 @@ from tests.reconciler.harness import (
 
 TARGET = {"cpu": "250m", "memory": "256Mi"}
 WRITES = {"patch", "create", "update"}
-
-
-def requests_of(pod: dict[str, Any]) -> dict[str, str]:
-    return pod["spec"]["containers"][0]["resources"]["requests"]
 
 
 def count(metrics: ReconcilerMetrics, *, verbs: set[str], exclude: str = "leases") -> float:
@@ -172,14 +170,14 @@ async def test_a_steady_cluster_makes_no_write_on_resync(tmp_path: Path) -> None
         await create(kerf, "staticpolicies", static_policy("web", "web", TARGET))
         await wait_for(kerf, lambda: converged(kerf), "convergence")
         await asyncio.sleep(0.3)  # follow-ups of the last change
-        await wait_for(kerf, _idle(replica), "an idle queue")
+        await wait_for(kerf, idle(replica), "an idle queue")
         metrics = replica.service.metrics
         writes = count(metrics, verbs=WRITES)
         passes = replica.service.passes
         for _ in range(3):
             replica.service.enqueue_all()
             await asyncio.sleep(0.05)
-            await wait_for(kerf, _idle(replica), "an idle queue")
+            await wait_for(kerf, idle(replica), "an idle queue")
         assert replica.service.passes >= passes + 3
         assert count(metrics, verbs=WRITES) == writes
         # Nothing changed: the resyncs did not decide again ...
@@ -194,7 +192,7 @@ async def test_a_steady_cluster_makes_no_write_on_resync(tmp_path: Path) -> None
         await kerf.sim.advance(11 * 60)
         replica.service.enqueue_all()
         await asyncio.sleep(0.05)
-        await wait_for(kerf, _idle(replica), "an idle queue")
+        await wait_for(kerf, idle(replica), "an idle queue")
         after = sum(
             s.value
             for m in metrics.decisions.collect()
@@ -203,10 +201,3 @@ async def test_a_steady_cluster_makes_no_write_on_resync(tmp_path: Path) -> None
         )
         assert after == decided + 2  # both pods decided again
         assert count(metrics, verbs=WRITES) == writes
-
-
-def _idle(replica: RunningReconciler) -> Any:
-    async def check() -> bool:
-        return replica.service.queue.idle
-
-    return check

@@ -20,6 +20,7 @@ from tests.reconciler.harness import (
     Kerf,
     RunningReconciler,
     create,
+    idle,
     running_kerf,
     static_policy,
     wait_for,
@@ -99,17 +100,10 @@ async def drive(
         await kerf.sim.advance(step_s)
         replica.service.enqueue_all()
         await asyncio.sleep(0.15)
-        await wait_for(kerf, _idle(replica), "the reconciler to settle")
+        await wait_for(kerf, idle(replica), "the reconciler to settle")
     if mode == "never":
         return await state_of(kerf)
     raise AssertionError(f"rollback state never reached {mode}: {await state_of(kerf)}")
-
-
-def _idle(replica: RunningReconciler) -> Any:
-    async def check() -> bool:
-        return replica.service.queue.idle
-
-    return check
 
 
 async def limits_of(kerf: Kerf) -> list[str]:
@@ -285,7 +279,7 @@ async def test_a_replacement_pod_reopens_a_succeeded_turn_only_when_enabled(
         await kerf.settle()
         replica.service.enqueue_all()
         await asyncio.sleep(0.2)
-        await wait_for(kerf, _idle(replica), "the reconciler to settle")
+        await wait_for(kerf, idle(replica), "the reconciler to settle")
         state = await drive(kerf, replica, "never", step_s=1, steps=3)
         assert state["mode"] == mode
         if reopen:
