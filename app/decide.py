@@ -40,7 +40,7 @@ from app.selection import Candidate, Target
 from app.sync import ROLLBACK_KINDS
 from app.view import ClusterView, WorkloadPlan
 from app.windows import freeze_verdict, maintenance_verdict
-from app.workloads import Resources, Workload, parse_time
+from app.workloads import JAVA_OPTION_VARS, Resources, Workload, parse_time
 
 Path = Literal["admission", "running"]
 PROACTIVE_KINDS = frozenset({"ProactivePolicy", "ClusterProactivePolicy"})
@@ -54,7 +54,6 @@ GUARANTEED_QOS = "GuaranteedQoS"
 UNTOUCHED = frozenset({"Paused", "ProtectedNamespace", "AutomationDisabled", "Audit"})
 CPU_HEADROOM_PERCENT = 10
 MEMORY_HEADROOM = 200 * MIB
-JAVA_OPTION_VARS = ("JAVA_TOOL_OPTIONS", "JAVA_OPTS", "JDK_JAVA_OPTIONS")
 _HEAP_RE = re.compile(r"(?:-Xmx|-XX:MaxHeapSize=)(\d+)([kKmMgGtT]?)\b")
 _HEAP_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
 

@@ -41,6 +41,7 @@ from app.selection import (
     select,
     select_args,
 )
+from app.slim import project
 from app.sync import SyncResult, sync_workload
 from app.workloads import (
     WORKLOAD_KINDS,
@@ -203,6 +204,7 @@ class ClusterView:
         if isinstance(obj, KerfResource):
             self._apply_kerf(obj)
             return
+        obj = project(obj)  # only what kerf reads is kept (app/slim.py)
         kind, namespace, name = key = object_key(obj)
         if kind in WORKLOAD_KINDS:
             self._workloads[key] = Workload.from_object(obj)

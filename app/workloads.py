@@ -24,6 +24,9 @@ WORKLOAD_KINDS: frozenset[str] = frozenset(
     }
 )
 
+#: Environment variables a JVM reads options (a fixed heap) from.
+JAVA_OPTION_VARS = ("JAVA_TOOL_OPTIONS", "JAVA_OPTS", "JDK_JAVA_OPTIONS")
+
 ContainerResources = dict[str, dict[str, str]]  # {"requests": {res: qty}, "limits": {...}}
 Resources = dict[str, dict[str, int]]  # {"requests": {res: amount}, "limits": {...}}
 

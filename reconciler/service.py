@@ -82,7 +82,8 @@ class WatchedView(ClusterView):
             return
         kind, namespace, name = object_key(obj)
         if kind == "Pod":
-            owner = self.owner_of(obj)
+            # The view keeps its own projection of the pod, and its owner with it.
+            owner = self.owner_of(self.pod(namespace, name) or obj)
             if owner is not None:
                 self._on_change(owner)
         elif kind in WORKLOAD_KINDS:

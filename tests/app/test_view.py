@@ -8,6 +8,7 @@ import pytest
 
 from app.decide import decide_pod
 from app.owners import WorkloadRef
+from app.slim import project
 from app.statedir import LoadError, load_view
 from tests.app import builders as b
 
@@ -134,11 +135,11 @@ def test_a_replicaset_arriving_after_its_pod_changes_the_kept_owner() -> None:
     assert v.owner_of(p) == WorkloadRef("Deployment", b.NS, "web")
     v.apply(_replicaset("web-7d4b9", "Rollout", "web-canary"))
     assert v.owner_of(p) == WorkloadRef("Rollout", b.NS, "web-canary")
-    assert v.pods_of(WorkloadRef("Rollout", b.NS, "web-canary")) == [p]
+    assert v.pods_of(WorkloadRef("Rollout", b.NS, "web-canary")) == [project(p)]
     assert v.pods_of(WorkloadRef("Deployment", b.NS, "web")) == []
     v.delete("ReplicaSet", b.NS, "web-7d4b9")
     assert v.owner_of(p) == WorkloadRef("Deployment", b.NS, "web")
-    assert v.pods_of(WorkloadRef("Deployment", b.NS, "web")) == [p]
+    assert v.pods_of(WorkloadRef("Deployment", b.NS, "web")) == [project(p)]
 
 
 def test_a_job_change_changes_the_kept_owner_of_its_pods() -> None:

@@ -1,0 +1,239 @@
+"""What kerf keeps of each Kubernetes object: one projection per kind.
+
+The cluster view (`app.view.ClusterView`) holds every pod, workload, ReplicaSet, node and
+namespace of the cluster; as the API server returns them, most of each object is what
+kerf never reads (volumes, images, probes, tolerations, most conditions, container
+states, `managedFields`, `last-applied-configuration`). `project` keeps only the fields
+the decisions, the status, the rollback monitor, the reconciler's writes and the webhook
+read, in the same shape as the API's JSON, so every reader works on a projection as on
+the full object. Repeated strings (namespaces, node names, label keys and values,
+quantities, condition types) are interned: thousands of pods share one copy.
+
+A field a reader needs must be listed here; `tests/app/test_slim.py` checks that
+decisions over the projections equal decisions over the full objects. Kinds without a
+projection below are kept whole, minus `metadata.managedFields`.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from app.annotations import MIRROR_POD
+from app.workloads import JAVA_OPTION_VARS, WORKLOAD_KINDS
+
+#: Annotation domains kerf reads (its own and the webhook's); other annotations are
+#: dropped, e.g. `kubectl.kubernetes.io/last-applied-configuration`.
+KEPT_ANNOTATION_DOMAIN = "kubex.ai"
+#: Annotations outside those domains that kerf reads.
+KEPT_ANNOTATIONS = frozenset({MIRROR_POD})
+#: Pod condition types kerf reads: readiness and scheduling (rollback health), resize
+#: progress (`reconciler.podstate`).
+KEPT_CONDITIONS = frozenset({"Ready", "PodScheduled", "PodResizePending", "PodResizeInProgress"})
+_CONDITION_FIELDS = ("type", "status", "reason", "message", "lastTransitionTime")
+#: What a container's state says that kerf reads: why it ended and when, why it waits.
+_STATE_FIELDS = {"terminated": ("reason", "finishedAt"), "waiting": ("reason",)}
+
+
+def _head(obj: Mapping[str, Any]) -> dict[str, Any]:
+    return _copy(obj, ("apiVersion", "kind"))
+
+
+def _intern(value: Any) -> Any:
+    return sys.intern(value) if type(value) is str else value
+
+
+def _strings(values: Mapping[str, Any] | None) -> dict[str, Any]:
+    return {_intern(k): _intern(v) for k, v in (values or {}).items()}
+
+
+def kept_annotation(key: str) -> bool:
+    """Whether the view keeps an annotation: kerf's domains and `KEPT_ANNOTATIONS`."""
+    return key.partition("/")[0].endswith(KEPT_ANNOTATION_DOMAIN) or key in KEPT_ANNOTATIONS
+
+
+def _copy(source: Mapping[str, Any], fields: Iterable[str]) -> dict[str, Any]:
+    """The listed fields of `source` that it has, strings interned."""
+    return {f: _intern(source[f]) for f in fields if f in source}
+
+
+def metadata(meta: Mapping[str, Any] | None, *, labels: bool = True) -> dict[str, Any]:
+    """Identity, version, labels, kerf's annotations and owner references of an object."""
+    meta = meta or {}
+    kept = _copy(
+        meta,
+        (
+            "name",
+            "namespace",
+            "generateName",
+            "uid",
+            "resourceVersion",
+            "creationTimestamp",
+            "deletionTimestamp",
+        ),
+    )
+    if labels and meta.get("labels"):
+        kept["labels"] = _strings(meta["labels"])
+    annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if kept_annotation(k)}
+    if annotations:
+        kept["annotations"] = {_intern(k): v for k, v in annotations.items()}
+    if meta.get("ownerReferences"):
+        kept["ownerReferences"] = [
+            _copy(ref, ("kind", "name", "controller")) for ref in meta["ownerReferences"]
+        ]
+    return kept
+
+
+def _resources(resources: Mapping[str, Any]) -> dict[str, Any]:
+    return {f: _strings(resources[f]) for f in ("requests", "limits") if f in resources}
+
+
+def container(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """Name, resources, resize policy, restart policy, and what a JVM heap is read from
+    (command, args, the `JAVA_OPTION_VARS` environment variables)."""
+    kept = _copy(spec, ("name", "restartPolicy", "command", "args"))
+    if "resources" in spec:
+        kept["resources"] = _resources(spec["resources"] or {})
+    if spec.get("resizePolicy"):
+        kept["resizePolicy"] = [_strings(entry) for entry in spec["resizePolicy"]]
+    env = [
+        {"name": entry["name"], "value": entry["value"]}
+        for entry in spec.get("env") or ()
+        if entry.get("name") in JAVA_OPTION_VARS and "value" in entry
+    ]
+    if env:
+        kept["env"] = env
+    return kept
+
+
+def _state(state: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        key: _copy(state[key] or {}, fields)
+        for key, fields in _STATE_FIELDS.items()
+        if key in state
+    }
+
+
+def container_status(status: Mapping[str, Any]) -> dict[str, Any]:
+    """Name, restarts, the resources the kubelet runs, why it ended or waits."""
+    kept = _copy(status, ("name", "restartCount"))
+    if "resources" in status:
+        kept["resources"] = _resources(status["resources"] or {})
+    for key in ("state", "lastState"):
+        state = _state(status.get(key) or {})
+        if state:
+            kept[key] = state
+    return kept
+
+
+def pod(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """What kerf keeps of a pod: its identity and owner, node, containers' resources, and
+    the status fields that say whether it runs, is ready, restarted or is being resized."""
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    kept_spec = _copy(spec, ("nodeName",))
+    for group in ("containers", "initContainers"):
+        if group in spec:
+            kept_spec[group] = [container(c) for c in spec[group] or ()]
+    kept_status = _copy(status, ("phase", "reason"))
+    conditions = [
+        _copy(c, _CONDITION_FIELDS)
+        for c in status.get("conditions") or ()
+        if c.get("type") in KEPT_CONDITIONS
+    ]
+    if conditions:
+        kept_status["conditions"] = conditions
+    if "containerStatuses" in status:
+        kept_status["containerStatuses"] = [
+            container_status(s) for s in status["containerStatuses"] or ()
+        ]
+    return {
+        **_head(obj),
+        "metadata": metadata(obj.get("metadata")),
+        "spec": kept_spec,
+        "status": kept_status,
+    }
+
+
+def _template(template: Mapping[str, Any]) -> dict[str, Any]:
+    spec = template.get("spec") or {}
+    return {"spec": {"containers": [container(c) for c in spec.get("containers") or ()]}}
+
+
+def workload(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """What kerf keeps of a workload (Deployment, StatefulSet, Job, CronJob …): what
+    `app.workloads.Workload` is built from (labels, annotations, replicas, the template's
+    containers) and what the reconciler writes with (identity, version, uid)."""
+    spec = obj.get("spec") or {}
+    kept_spec = _copy(spec, ("replicas", "parallelism"))
+    if obj.get("kind") == "CronJob":
+        job = (spec.get("jobTemplate") or {}).get("spec") or {}
+        kept_spec["jobTemplate"] = {"spec": {"template": _template(job.get("template") or {})}}
+    elif "template" in spec:
+        kept_spec["template"] = _template(spec["template"] or {})
+    return {
+        **_head(obj),
+        "metadata": metadata(obj.get("metadata")),
+        "spec": kept_spec,
+    }
+
+
+def replica_set(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """What kerf keeps of a ReplicaSet: who owns it (a pod's owner is resolved through it)."""
+    return {
+        **_head(obj),
+        "metadata": metadata(obj.get("metadata"), labels=False),
+    }
+
+
+def node(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """What kerf keeps of a node: its name and allocatable resources."""
+    allocatable = (obj.get("status") or {}).get("allocatable")
+    kept: dict[str, Any] = {
+        **_head(obj),
+        "metadata": metadata(obj.get("metadata")),
+    }
+    if allocatable is not None:
+        kept["status"] = {"allocatable": _strings(allocatable)}
+    return kept
+
+
+def namespace(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """What kerf keeps of a namespace: its name, labels and kerf's annotations (pause)."""
+    return {
+        **_head(obj),
+        "metadata": metadata(obj.get("metadata")),
+    }
+
+
+def hpa(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """What kerf keeps of a HorizontalPodAutoscaler: its target and its metrics."""
+    spec = obj.get("spec") or {}
+    return {
+        **_head(obj),
+        "metadata": metadata(obj.get("metadata"), labels=False),
+        "spec": _copy(spec, ("scaleTargetRef", "metrics", "targetCPUUtilizationPercentage")),
+    }
+
+
+PROJECTIONS: dict[str, Callable[[Mapping[str, Any]], dict[str, Any]]] = {
+    "Pod": pod,
+    "ReplicaSet": replica_set,
+    "Node": node,
+    "Namespace": namespace,
+    "HorizontalPodAutoscaler": hpa,
+    **dict.fromkeys(WORKLOAD_KINDS, workload),
+}
+
+
+def project(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    """What the view keeps of an object (`PROJECTIONS` by kind; other kinds whole, without
+    `metadata.managedFields`)."""
+    projection = PROJECTIONS.get(str(obj.get("kind")))
+    if projection is not None:
+        return projection(obj)
+    meta = obj.get("metadata")
+    if isinstance(meta, Mapping) and "managedFields" in meta:
+        return {**obj, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
+    return obj

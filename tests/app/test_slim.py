@@ -1,0 +1,223 @@
+"""What the view keeps of each object (`app/slim.py`): every decision, pod state and
+rollback health read from the projections equals the one read from the full objects."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+import app.view
+from app import slim
+from app.decide import decide_pod
+from app.models import API_VERSION, KerfResource, parse_object
+from app.rollback_health import HealthThresholds, pod_health, running_resources
+from app.rollback_monitor import monitor_inputs
+from app.startup_bench import STAMP, cluster_objects
+from app.statedir import load_objects
+from app.view import ClusterView
+from app.workloads import Workload
+from reconciler.podstate import is_ready, is_running, resize_progress
+from tests.app import builders as b
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+STATE_DIRS = sorted(p for p in EXAMPLES.iterdir() if p.is_dir() and any(p.glob("*.y*ml")))
+THRESHOLDS = HealthThresholds(oom_kills=1, restarts=1, throttling_ratio=0.5)
+
+
+def _views(
+    objects: Iterable[Any], monkeypatch: pytest.MonkeyPatch
+) -> tuple[ClusterView, ClusterView]:
+    """The same objects in a view that keeps them whole and in one that projects them."""
+    objects = list(objects)
+    full = ClusterView()
+    with monkeypatch.context() as patch:
+        patch.setattr(app.view, "project", lambda obj: obj)
+        for obj in objects:
+            full.apply(obj if isinstance(obj, KerfResource) else copy.deepcopy(obj))
+    slimmed = ClusterView()
+    for obj in objects:
+        slimmed.apply(obj)
+    full.synced = slimmed.synced = True
+    return full, slimmed
+
+
+def _kerf_annotations(workload: Workload) -> Workload:
+    """The workload as the view keeps it: only the annotations kerf reads."""
+    kept = {k: v for k, v in workload.annotations.items() if slim.kept_annotation(k)}
+    return dataclasses.replace(workload, annotations=kept)
+
+
+def _pod_reads(pod: Mapping[str, Any]) -> tuple[Any, ...]:
+    return (
+        is_running(pod),
+        is_ready(pod),
+        resize_progress(pod),
+        pod_health(pod, THRESHOLDS, None),
+        pod_health(pod, THRESHOLDS, b.NOW),
+        running_resources(pod),
+    )
+
+
+def _assert_same_reads(full: ClusterView, slimmed: ClusterView) -> int:
+    compared = 0
+    for pod in full.pods():
+        meta = pod["metadata"]
+        kept = slimmed.pod(meta.get("namespace") or "default", meta["name"])
+        assert kept is not None
+        assert _pod_reads(kept) == _pod_reads(pod)
+        for path in ("running", "admission"):
+            assert decide_pod(slimmed, kept, now=b.NOW, path=path) == decide_pod(
+                full, pod, now=b.NOW, path=path
+            ), f"{meta['name']} ({path})"
+        compared += 1
+    for workload in full.workloads():
+        assert slimmed.workload(workload.ref) == _kerf_annotations(workload)
+        assert monitor_inputs(slimmed, workload).pods == [
+            slim.project(p) for p in monitor_inputs(full, workload).pods
+        ]
+    return compared
+
+
+@pytest.mark.parametrize("directory", STATE_DIRS, ids=lambda p: p.name)
+def test_the_bundled_examples_decide_the_same_over_the_projections(
+    directory: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    full, slimmed = _views(load_objects([directory]), monkeypatch)
+    _assert_same_reads(full, slimmed)
+
+
+def _eventful(pod: dict[str, Any], index: int) -> dict[str, Any]:
+    """A pod of the bench cluster with what its status can say: restarts, OOM kills,
+    crash loops, a pending resize, a JVM heap, a sidecar, annotations kerf does not read."""
+    pod = copy.deepcopy(pod)
+    container = pod["spec"]["containers"][0]
+    status = pod["status"]["containerStatuses"][0]
+    pod["metadata"].setdefault("annotations", {})["prometheus.io/scrape"] = "true"
+    if index % 2:
+        container["env"] = [
+            {"name": "JAVA_TOOL_OPTIONS", "value": "-Xmx8g"},
+            {"name": "OTHER", "value": "x"},
+        ]
+    match index % 5:
+        case 0:
+            pod["metadata"]["ownerReferences"].insert(0, {"kind": "ConfigMap", "name": "seed"})
+            status["restartCount"] = 3
+            status["lastState"] = {
+                "terminated": {"reason": "OOMKilled", "exitCode": 137, "finishedAt": STAMP}
+            }
+        case 1:
+            status["state"] = {"waiting": {"reason": "CrashLoopBackOff", "message": "back-off"}}
+        case 2:
+            pod["status"]["conditions"].append(
+                {
+                    "type": "PodResizePending",
+                    "status": "True",
+                    "reason": "Deferred",
+                    "message": "node is full",
+                    "lastTransitionTime": STAMP,
+                }
+            )
+            container["resizePolicy"] = [
+                {"resourceName": "memory", "restartPolicy": "RestartContainer"}
+            ]
+        case 3:
+            pod["spec"]["initContainers"] = [
+                {
+                    "name": "proxy",
+                    "image": "proxy:1",
+                    "restartPolicy": "Always",
+                    "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}},
+                }
+            ]
+            pod["metadata"]["annotations"]["rightsizing.kubex.ai/skip-containers"] = "proxy"
+        case 4:
+            pod["status"]["phase"] = "Pending"
+            pod["spec"].pop("nodeName")
+            pod["status"]["conditions"] = [
+                {
+                    "type": "PodScheduled",
+                    "status": "False",
+                    "reason": "Unschedulable",
+                    "message": "0/3 nodes are available",
+                    "lastTransitionTime": STAMP,
+                }
+            ]
+    return pod
+
+
+def test_the_bench_cluster_decides_the_same_over_the_projections(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    objects = []
+    for index, obj in enumerate(
+        cluster_objects(workloads=60, pods=90, nodes=5, policies=10, namespaces=3)
+    ):
+        obj = orjson.loads(orjson.dumps(obj))  # as the informer parses it
+        if obj["apiVersion"] == API_VERSION:
+            objects.append(parse_object(obj, "bench"))
+        else:
+            objects.append(_eventful(obj, index) if obj["kind"] == "Pod" else obj)
+    full, slimmed = _views(objects, monkeypatch)
+    assert _assert_same_reads(full, slimmed) == 90
+
+
+def test_a_workload_is_built_the_same_from_its_projection() -> None:
+    cron = {
+        "apiVersion": "batch/v1",
+        "kind": "CronJob",
+        "metadata": {
+            "name": "nightly",
+            "namespace": b.NS,
+            "annotations": {
+                "kubectl.kubernetes.io/last-applied-configuration": "{}",
+                "rightsizing.kubex.ai/pause-until": "infinite",
+            },
+        },
+        "spec": {
+            "schedule": "0 1 * * *",
+            "jobTemplate": {
+                "spec": {
+                    "template": {
+                        "spec": {
+                            "containers": [
+                                {
+                                    "name": "job",
+                                    "image": "job:1",
+                                    "resources": {"requests": {"cpu": "1"}},
+                                }
+                            ]
+                        }
+                    }
+                }
+            },
+        },
+    }
+    for obj in (cron, b.deployment(replicas=4)):
+        assert Workload.from_object(slim.project(obj)) == _kerf_annotations(
+            Workload.from_object(obj)
+        )
+    assert Workload.from_object(slim.project(cron)).annotations == {
+        "rightsizing.kubex.ai/pause-until": "infinite"
+    }
+
+
+def test_the_pod_projection_keeps_only_what_kerf_reads() -> None:
+    pod = next(
+        o
+        for o in cluster_objects(workloads=1, pods=1, nodes=1, policies=1, namespaces=1)
+        if o["kind"] == "Pod"
+    )
+    pod["metadata"].update(resourceVersion="42", managedFields=[{"manager": "kubectl"}])
+    kept = slim.project(pod)
+    assert set(kept["spec"]) == {"nodeName", "containers"}
+    assert set(kept["spec"]["containers"][0]) == {"name", "resources"}
+    assert "managedFields" not in kept["metadata"]
+    assert [c["type"] for c in kept["status"]["conditions"]] == ["Ready", "PodScheduled"]
+    assert kept["metadata"]["resourceVersion"] == "42"
+    assert len(orjson.dumps(kept)) < len(orjson.dumps(pod)) / 2
