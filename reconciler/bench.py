@@ -5,9 +5,10 @@ generates — by default 25,000 Deployments, 35,000 running pods, 1,000 nodes an
 policies — and, every second, the kubelet's part of every accepted resize
 (`finish_resizes`). The reconciler runs
 in a fresh process (pinned to the other CPU), wired as `kerf reconciler` wires it, and
-reports for each phase its wall time, its own CPU seconds, and the API calls it made:
+reports for each phase its wall time, its own CPU seconds, the API calls it made and
+the process's peak RSS at its end:
 
-1. cold start: list and watch everything to a synced view (peak RSS too);
+1. cold start: list and watch everything to a synced view;
 2. first pass: every workload once, and everything it starts followed to the end
    (policy values published, recommendations and status written, pods resized in place);
 3. steady pass: every workload again, with nothing left to change — target 0 writes
@@ -119,6 +120,11 @@ def _cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def _peak_rss_mib() -> float:
+    """The process's peak RSS so far (ru_maxrss is KiB on Linux)."""
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
 def _calls(metrics: Any) -> dict[str, float]:
     """API calls so far by verb (Lease traffic of the leader election left out)."""
     totals: dict[str, float] = {}
@@ -181,7 +187,7 @@ def measure(kubeconfig: str, cpus: set[int] | None, out: Any) -> None:
             figures["cold_start"] = {
                 "seconds": round(time.perf_counter() - t0, 2),
                 "cpu_seconds": round(_cpu() - cpu0, 2),
-                "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+                "peak_rss_mib": _peak_rss_mib(),
             }
             if service.leader is not None:
                 await service.leader.elected.wait()
@@ -208,14 +214,13 @@ def measure(kubeconfig: str, cpus: set[int] | None, out: Any) -> None:
                     "unchanged_passes": int(
                         service.metrics.unchanged_passes._value.get() - unchanged0
                     ),
+                    "peak_rss_mib": _peak_rss_mib(),
                 }
                 if resized:
                     figures[name]["api_calls_per_resized_pod"] = round(
                         sum(calls.values()) / resized, 2
                     )
-            figures["peak_rss_mib"] = round(
-                resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1
-            )
+            figures["peak_rss_mib"] = _peak_rss_mib()
             service.queue.close()
             for task in (*tasks, *workers):
                 task.cancel()
