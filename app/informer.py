@@ -35,6 +35,7 @@ from kubernetes_asyncio import client, config
 from app.clock import Clock, utc_now
 from app.models import API_VERSION, KINDS, InvalidObject, object_label, parse_object, plural
 from app.recommendations import SOURCE_LABEL
+from app.slim import kerf_object
 from app.view import ClusterView, ObjectKey, object_key
 
 logger = logging.getLogger("kerf.informer")
@@ -395,7 +396,11 @@ class Informer:
         """Apply one object; an object that cannot be used is removed from the view."""
         key = object_key(self._typed(raw))
         try:
-            self.view.apply(parse_object(raw, SOURCE) if self.resource.is_kerf else raw)
+            # The view projects plain objects itself; kerf's are projected before they
+            # become models (app/slim.py).
+            self.view.apply(
+                parse_object(kerf_object(raw), SOURCE) if self.resource.is_kerf else raw
+            )
         except InvalidObject as exc:
             logger.warning("skipping an invalid object: %s", exc)
         except Exception:  # one odd object must not stop the resource's feed

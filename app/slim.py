@@ -217,6 +217,27 @@ def hpa(obj: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def _interned(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {_intern(k): _interned(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_interned(v) for v in value]
+    return _intern(value)
+
+
+def kerf_object(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """What kerf keeps of one of its own custom resources before validating it into a
+    model: everything but the metadata kerf does not read (owner references, managed
+    fields, other annotations), strings interned (a RightsizingRecommendation's status
+    repeats policy names, annotation keys and quantities from its neighbours')."""
+    meta = raw.get("metadata") or {}
+    kept = metadata(meta)
+    kept.pop("ownerReferences", None)
+    if "generation" in meta:
+        kept["generation"] = meta["generation"]
+    return {**_interned({k: v for k, v in raw.items() if k != "metadata"}), "metadata": kept}
+
+
 PROJECTIONS: dict[str, Callable[[Mapping[str, Any]], dict[str, Any]]] = {
     "Pod": pod,
     "ReplicaSet": replica_set,

@@ -221,3 +221,35 @@ def test_the_pod_projection_keeps_only_what_kerf_reads() -> None:
     assert [c["type"] for c in kept["status"]["conditions"]] == ["Ready", "PodScheduled"]
     assert kept["metadata"]["resourceVersion"] == "42"
     assert len(orjson.dumps(kept)) < len(orjson.dumps(pod)) / 2
+
+
+def test_a_kerf_object_keeps_its_spec_and_status_and_loses_unread_metadata() -> None:
+    record = {
+        "apiVersion": API_VERSION,
+        "kind": "RightsizingRecommendation",
+        "metadata": {
+            "name": "deployment-web",
+            "namespace": b.NS,
+            "resourceVersion": "7",
+            "generation": 2,
+            "annotations": {
+                "rightsizing.kubex.ai/approve": "p-1",
+                "kubectl.kubernetes.io/last-applied-configuration": "{}",
+            },
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}],
+            "managedFields": [{"manager": "kerf"}],
+        },
+        "spec": {"targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}},
+        "status": {
+            "phase": "Applied",
+            "current": {"app": {"requests": {"cpu": "250m"}}},
+            "lastApplied": {"at": STAMP, "method": "inPlace", "containers": {}},
+        },
+    }
+    full = parse_object(copy.deepcopy(record), "test")
+    kept = parse_object(slim.kerf_object(record), "test")
+    assert kept.spec == full.spec and kept.status == full.status
+    assert kept.metadata.resource_version == "7" and kept.metadata.generation == 2
+    assert kept.metadata.annotations == {"rightsizing.kubex.ai/approve": "p-1"}
+    assert kept.metadata.owner_references == []
+    assert "managedFields" not in (kept.metadata.model_extra or {})
