@@ -53,6 +53,7 @@ from reconciler.status import (
     recommendation_object,
     rollback_status,
     stamp,
+    status_digest,
     status_patch,
 )
 
@@ -163,8 +164,9 @@ class WorkloadReconciler:
         #: ("workload" | "record", workload key) -> the resourceVersion it had when this
         #: reconciler wrote it (until the view shows a newer one, the workload waits)
         self._written: dict[tuple[str, Any], str] = {}
-        #: workload key -> (record version, status) found equal to that record's status
-        self._seen_status: dict[Any, tuple[str, dict[str, Any]]] = {}
+        #: workload key -> (record version, digest of a status) found equal to that
+        #: record's status (a digest: 25,000 whole statuses would weigh ~100 MB)
+        self._seen_status: dict[Any, tuple[str, bytes]] = {}
         #: workload key -> (until, the objects a quiet pass read): a pass over exactly these
         #: objects before `until` would decide the same and write nothing
         self._steady: dict[Any, tuple[datetime, tuple[Any, ...]]] = {}
@@ -324,11 +326,12 @@ class WorkloadReconciler:
         version of the record before (a steady workload costs a dict comparison)."""
         version = record.metadata.resource_version if record is not None else None
         seen = self._seen_status.get(ref.key)
-        if version is not None and seen is not None and seen[0] == version and seen[1] == status:
+        digest = status_digest(status) if version is not None else b""
+        if seen is not None and seen == (version, digest):
             return None
         patch = status_patch(record, status)
         if patch is None and version is not None:
-            self._seen_status[ref.key] = (version, status)
+            self._seen_status[ref.key] = (version, digest)
         return patch
 
     def _awaiting(self, pod: Mapping[str, Any]) -> bool:

@@ -8,6 +8,7 @@ costs no write.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -231,6 +232,12 @@ def status_patch(
         if key not in status:
             patch[key] = None
     return patch
+
+
+def status_digest(status: Mapping[str, Any]) -> bytes:
+    """A 16-byte digest of a status, equal for statuses `status_patch` finds equal: what
+    the reconciler remembers of a status it found written, instead of the status itself."""
+    return hashlib.blake2b(_canonical(status).encode(), digest_size=16).digest()
 
 
 def _canonical(value: Mapping[str, Any]) -> str:

@@ -17,7 +17,7 @@ from reconciler.podstate import resize_progress, resources_running
 from reconciler.publish import annotation_patch
 from reconciler.queue import QueueClosed, WorkQueue
 from reconciler.ratelimit import TokenBucket
-from reconciler.status import Summary, build_status, phase_of, status_patch
+from reconciler.status import Summary, build_status, phase_of, status_digest, status_patch
 
 NOW = datetime(2026, 11, 30, 12, tzinfo=UTC)
 REF = WorkloadRef("Deployment", "shop", "web")
@@ -148,6 +148,18 @@ def test_status_patch_removes_fields_that_go() -> None:
     patch = status_patch(stored, new)
     assert patch is not None and patch["nextAllowedAt"] is None
     assert patch["phase"] == "Skipped"
+
+
+def test_a_status_digest_is_equal_exactly_when_status_patch_finds_no_change() -> None:
+    written = {"phase": "Applied", "lastApplied": {"at": "2026-12-01T00:00:00Z"}, "current": {}}
+    stored = record(written)
+    same = {"phase": "Applied", "lastApplied": {"at": "2026-12-01T00:00:00+00:00"}}
+    other = {**same, "phase": "Blocked"}
+    assert status_patch(stored, same) is None
+    assert status_digest(same) == status_digest(written)
+    assert len(status_digest(same)) == 16
+    assert status_patch(stored, other) is not None
+    assert status_digest(other) != status_digest(written)
 
 
 # ----------------------------------------------------------------------- events
