@@ -179,6 +179,17 @@ def workload(obj: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def reference(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """What the view keeps of a workload object besides its `Workload`: what the
+    reconciler writes to it with (kind, name, resourceVersion, uid) and its owner (a Job's
+    CronJob)."""
+    meta = obj.get("metadata") or {}
+    kept = _copy(meta, ("name", "namespace", "uid", "resourceVersion"))
+    if "ownerReferences" in meta:
+        kept["ownerReferences"] = meta["ownerReferences"]
+    return {**_head(obj), "metadata": kept}
+
+
 def replica_set(obj: Mapping[str, Any]) -> dict[str, Any]:
     """What kerf keeps of a ReplicaSet: who owns it (a pod's owner is resolved through it)."""
     return {

@@ -41,7 +41,7 @@ from app.selection import (
     select,
     select_args,
 )
-from app.slim import project
+from app.slim import project, reference
 from app.sync import SyncResult, sync_workload
 from app.workloads import (
     WORKLOAD_KINDS,
@@ -208,7 +208,7 @@ class ClusterView:
         kind, namespace, name = key = object_key(obj)
         if kind in WORKLOAD_KINDS:
             self._workloads[key] = Workload.from_object(obj)
-            self._objects[key] = obj
+            self._objects[key] = reference(obj)  # the Workload holds the rest
             self._plans.pop(key, None)
             if kind in INTERMEDIATE_OWNER_KINDS:
                 self._reresolve_owners(key)

@@ -130,7 +130,9 @@ async def test_added_modified_deleted_reach_the_view(sim: Simulator, api: client
         await apps.patch_namespaced_deployment("api", "shop", {"spec": {"replicas": 3}})
         await eventually(lambda: len(pods_of(view, "api")) == 3, "pods of the scaled Deployment")
         await eventually(
-            lambda: view.get("Deployment", "shop", "api")["spec"]["replicas"] == 3,  # type: ignore[index]
+            lambda: (
+                getattr(view.workload(WorkloadRef("Deployment", "shop", "api")), "replicas", 0) == 3
+            ),
             "Deployment MODIFIED",
         )
 
