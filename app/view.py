@@ -41,7 +41,7 @@ from app.selection import (
     select,
     select_args,
 )
-from app.slim import project, reference
+from app.slim import project, reference, share_field_sets
 from app.sync import SyncResult, sync_workload
 from app.workloads import (
     WORKLOAD_KINDS,
@@ -273,6 +273,7 @@ class ClusterView:
                 self._reresolve_owners(key)
 
     def _apply_kerf(self, obj: KerfResource) -> None:
+        share_field_sets(obj)  # half a record's weight (app/slim.py)
         key = (obj.kind, obj.metadata.namespace or "", obj.metadata.name)
         self._remove_kerf(key)
         self._kerf[key] = obj

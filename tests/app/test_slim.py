@@ -253,3 +253,25 @@ def test_a_kerf_object_keeps_its_spec_and_status_and_loses_unread_metadata() -> 
     assert kept.metadata.annotations == {"rightsizing.kubex.ai/approve": "p-1"}
     assert kept.metadata.owner_references == []
     assert "managedFields" not in (kept.metadata.model_extra or {})
+
+
+def test_kerf_models_in_the_view_share_their_field_sets() -> None:
+    def record(name: str) -> dict[str, Any]:
+        return {
+            "apiVersion": API_VERSION,
+            "kind": "RightsizingRecommendation",
+            "metadata": {"name": name, "namespace": b.NS},
+            "spec": {"targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name}},
+            "status": {"phase": "Applied", "current": {"app": {"requests": {"cpu": "1"}}}},
+        }
+
+    view = ClusterView()
+    view.apply(parse_object(record("a"), "test"))
+    view.apply(parse_object(record("b"), "test"))
+    a, c = (view.kerf_object("RightsizingRecommendation", b.NS, n) for n in ("a", "b"))
+    assert a is not None and c is not None and a.status is not None and c.status is not None
+    assert a.status.__pydantic_fields_set__ is c.status.__pydantic_fields_set__
+    assert a.status.current["app"].__pydantic_fields_set__ == {"requests"}
+    assert a == parse_object(record("a"), "test")  # equal, and dumps the same
+    with pytest.raises(AttributeError):  # view models are read, never changed
+        a.status.phase = "Blocked"
