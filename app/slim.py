@@ -117,11 +117,16 @@ def _state(state: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def container_status(status: Mapping[str, Any]) -> dict[str, Any]:
-    """Name, restarts, the resources the kubelet runs, why it ended or waits."""
+def container_status(
+    status: Mapping[str, Any], asked: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """Name, restarts, the resources the kubelet runs, why it ended or waits. Resources
+    equal to `asked` (the spec's, as kept) are that very dict: the kubelet runs what the
+    spec asks on almost every pod, and the view's dicts are only read."""
     kept = _copy(status, ("name", "restartCount"))
     if "resources" in status:
-        kept["resources"] = _resources(status["resources"] or {})
+        running = _resources(status["resources"] or {})
+        kept["resources"] = asked if running == asked else running
     for key in ("state", "lastState"):
         state = _state(status.get(key) or {})
         if state:
@@ -147,8 +152,9 @@ def pod(obj: Mapping[str, Any]) -> dict[str, Any]:
     if conditions:
         kept_status["conditions"] = conditions
     if "containerStatuses" in status:
+        asked = {c.get("name"): c.get("resources") for c in kept_spec.get("containers") or ()}
         kept_status["containerStatuses"] = [
-            container_status(s) for s in status["containerStatuses"] or ()
+            container_status(s, asked.get(s.get("name"))) for s in status["containerStatuses"] or ()
         ]
     return {
         **_head(obj),
