@@ -323,7 +323,7 @@ class WorkloadReconciler:
         status: dict[str, Any],
     ) -> dict[str, Any] | None:
         """`status_patch`, skipped when this very status was found equal to the same
-        version of the record before (a steady workload costs a dict comparison)."""
+        version of the record before (a steady workload costs a digest comparison)."""
         version = record.metadata.resource_version if record is not None else None
         seen = self._seen_status.get(ref.key)
         digest = status_digest(status) if version is not None else b""
