@@ -25,6 +25,8 @@ from pydantic import BaseModel
 from app.annotations import MIRROR_POD
 from app.workloads import JAVA_OPTION_VARS, WORKLOAD_KINDS
 
+_INTERN = sys.intern
+
 #: Annotation domains kerf reads (its own and the webhook's); other annotations are
 #: dropped, e.g. `kubectl.kubernetes.io/last-applied-configuration`.
 KEPT_ANNOTATION_DOMAIN = "kubex.ai"
@@ -33,6 +35,14 @@ KEPT_ANNOTATIONS = frozenset({MIRROR_POD})
 #: Pod condition types kerf reads: readiness and scheduling (rollback health), resize
 #: progress (`reconciler.podstate`).
 KEPT_CONDITIONS = frozenset({"Ready", "PodScheduled", "PodResizePending", "PodResizeInProgress"})
+_OWN_FIELDS = (
+    "name",
+    "generateName",
+    "uid",
+    "resourceVersion",
+    "creationTimestamp",
+    "deletionTimestamp",
+)
 _CONDITION_FIELDS = ("type", "status", "reason", "message", "lastTransitionTime")
 #: What a container's state says that kerf reads: why it ended and when, why it waits.
 _STATE_FIELDS = {"terminated": ("reason", "finishedAt"), "waiting": ("reason",)}
@@ -43,11 +53,16 @@ def _head(obj: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _intern(value: Any) -> Any:
-    return sys.intern(value) if type(value) is str else value
+    return _INTERN(value) if type(value) is str else value
 
 
 def _strings(values: Mapping[str, Any] | None) -> dict[str, Any]:
-    return {_intern(k): _intern(v) for k, v in (values or {}).items()}
+    # Inlined rather than calling _intern per item: this runs for every label and
+    # quantity of every object listed.
+    return {
+        _INTERN(k) if type(k) is str else k: _INTERN(v) if type(v) is str else v
+        for k, v in (values or {}).items()
+    }
 
 
 def kept_annotation(key: str) -> bool:
@@ -57,24 +72,22 @@ def kept_annotation(key: str) -> bool:
 
 def _copy(source: Mapping[str, Any], fields: Iterable[str]) -> dict[str, Any]:
     """The listed fields of `source` that it has, strings interned."""
-    return {f: _intern(source[f]) for f in fields if f in source}
+    kept = {}
+    for f in fields:
+        if f in source:
+            v = source[f]
+            kept[f] = _INTERN(v) if type(v) is str else v
+    return kept
 
 
 def metadata(meta: Mapping[str, Any] | None, *, labels: bool = True) -> dict[str, Any]:
     """Identity, version, labels, kerf's annotations and owner references of an object."""
     meta = meta or {}
-    kept = _copy(
-        meta,
-        (
-            "name",
-            "namespace",
-            "generateName",
-            "uid",
-            "resourceVersion",
-            "creationTimestamp",
-            "deletionTimestamp",
-        ),
-    )
+    # Names, uids, versions and times are the object's own: interning them would cost
+    # time and an entry in the interned table each, for nothing shared.
+    kept = {f: meta[f] for f in _OWN_FIELDS if f in meta}
+    if "namespace" in meta:
+        kept["namespace"] = _intern(meta["namespace"])
     if labels and meta.get("labels"):
         kept["labels"] = _strings(meta["labels"])
     annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if kept_annotation(k)}
