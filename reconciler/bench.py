@@ -119,14 +119,17 @@ def _cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _calls(metrics: Any) -> dict[str, float]:
-    """API calls so far by verb (Lease traffic of the leader election left out)."""
+def _calls(metrics: Any, by_resource: bool = False) -> dict[str, float]:
+    """API calls so far by verb, or by "verb resource" (Lease traffic of the leader
+    election left out)."""
     totals: dict[str, float] = {}
     for metric in metrics.api_calls.collect():
         for sample in metric.samples:
             if sample.name.endswith("_total") and sample.labels["resource"] != "leases":
-                verb = sample.labels["verb"]
-                totals[verb] = totals.get(verb, 0) + sample.value
+                key = sample.labels["verb"]
+                if by_resource:
+                    key = f"{key} {sample.labels['resource']}"
+                totals[key] = totals.get(key, 0) + sample.value
     return totals
 
 
@@ -188,6 +191,7 @@ def measure(kubeconfig: str, cpus: set[int] | None, out: Any) -> None:
             workers = [asyncio.create_task(service.work()) for _ in range(service.config.workers)]
             for name in ("first_pass", "steady_pass", "resync_pass"):
                 calls0, cpu0, t0 = _calls(service.metrics), _cpu(), time.perf_counter()
+                kinds0 = _calls(service.metrics, by_resource=True)
                 resized0 = service.metrics.resizes.labels("requested")._value.get()
                 passes0 = service.passes
                 unchanged0 = service.metrics.unchanged_passes._value.get()
@@ -203,6 +207,9 @@ def measure(kubeconfig: str, cpus: set[int] | None, out: Any) -> None:
                     "cpu_seconds": round(_cpu() - cpu0, 2),
                     "passes": service.passes - passes0,
                     "api_calls": calls,
+                    "api_calls_by_resource": _delta(
+                        _calls(service.metrics, by_resource=True), kinds0
+                    ),
                     "writes": sum(v for k, v in calls.items() if k in WRITES),
                     "resized_pods": resized,
                     "unchanged_passes": int(
