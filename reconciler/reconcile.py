@@ -95,6 +95,9 @@ class _Pass:
 
     #: something was written to the cluster in this pass
     wrote: bool = False
+    #: ("workload" | "record", workload key) -> the version this pass's last write of it
+    #: answered with
+    versions: dict[tuple[str, Any], str] = field(default_factory=dict)
 
     def again_in(self, seconds: float) -> None:
         self.requeue = seconds if self.requeue is None else min(self.requeue, seconds)
@@ -160,9 +163,11 @@ class WorkloadReconciler:
         #: pod uid -> the resourceVersion it had when kerf acted on it (until the view
         #: shows the pod changed, it is not acted on again)
         self._sent: dict[str, str] = {}
-        #: ("workload" | "record", workload key) -> the resourceVersion it had when this
-        #: reconciler wrote it (until the view shows a newer one, the workload waits)
-        self._written: dict[tuple[str, Any], str] = {}
+        #: ("workload" | "record", workload key) -> the resourceVersions this reconciler's
+        #: writes left behind: the one it wrote over, and those between two writes of one
+        #: pass (a record is created, then its status written). While the view shows one
+        #: of them, the workload waits.
+        self._written: dict[tuple[str, Any], set[str]] = {}
         #: workload key -> (record version, status) found equal to that record's status
         self._seen_status: dict[Any, tuple[str, dict[str, Any]]] = {}
         #: workload key -> (until, the objects a quiet pass read): a pass over exactly these
@@ -198,8 +203,8 @@ class WorkloadReconciler:
         done = _Pass()
         patch = annotation_patch(workload.annotations, plan.sync.annotations)
         if patch:
-            await self.writer.patch_annotations(obj, patch)
-            self._wrote(("workload", ref.key), obj)
+            answer = await self.writer.patch_annotations(obj, patch)
+            self._wrote(("workload", ref.key), _version(obj), answer, done)
             done.wrote = True
             log_fields(logger, "published policy values", workload=_label(ref), keys=sorted(patch))
         if not plan.candidates and record is None:
@@ -228,8 +233,8 @@ class WorkloadReconciler:
             return None
         result = rollback_step(state, inputs, now)
         if result.write and result.annotation is not None:
-            await self.writer.patch_annotations(obj, {ROLLBACK_STATE: result.annotation})
-            self._wrote(("workload", workload.ref.key), obj)
+            answer = await self.writer.patch_annotations(obj, {ROLLBACK_STATE: result.annotation})
+            self._wrote(("workload", workload.ref.key), _version(obj), answer, done)
             done.wrote = True
             log_fields(
                 logger,
@@ -284,35 +289,36 @@ class WorkloadReconciler:
     def _behind(
         self, ref: WorkloadRef, obj: Mapping[str, Any], record: RightsizingRecommendation | None
     ) -> bool:
-        record_version = record.metadata.resource_version if record is not None else ""
         versions = {
-            ("workload", ref.key): str((obj.get("metadata") or {}).get("resourceVersion")),
-            ("record", ref.key): str(record_version or ""),
+            ("workload", ref.key): _version(obj),
+            ("record", ref.key): _record_version(record),
         }
         behind = False
         for key, version in versions.items():
             written = self._written.get(key)
             if written is None:
                 continue
-            if written == version:
+            if version in written:
                 behind = True
             else:
                 del self._written[key]
         return behind
 
-    def _wrote(self, key: tuple[str, Any], version_holder: Any) -> None:
-        """Remember the version an object had when this reconciler wrote it."""
+    def _wrote(
+        self, key: tuple[str, Any], before: str, answer: Mapping[str, Any], done: _Pass
+    ) -> None:
+        """Remember the versions a write left behind: the one the pass read (or the one an
+        earlier write of this pass answered with) is stale; the answer's is not."""
         if not self.writer.sends:  # a dry run changes nothing to wait for
             return
-        if isinstance(version_holder, RightsizingRecommendation):
-            version = version_holder.metadata.resource_version or ""
-        elif version_holder is None:
-            version = ""
-        else:
-            version = (version_holder.get("metadata") or {}).get("resourceVersion")
         if len(self._written) > 100_000:  # entries leave when the view catches up; bound anyway
             self._written.clear()
-        self._written[key] = str(version or "")
+        stale = self._written.setdefault(key, set())
+        stale.add(done.versions.get(key, before))
+        after = _version(answer)
+        if after:
+            stale.discard(after)
+            done.versions[key] = after
 
     def _status_patch(
         self,
@@ -569,13 +575,15 @@ class WorkloadReconciler:
         uid = (obj.get("metadata") or {}).get("uid")
         done.wrote = done.wrote or record is None or bool(events)
         if record is None:
-            await self.writer.create_recommendation(recommendation_object(ref, api_version, uid))
-            self._wrote(("record", ref.key), None)
+            answer = await self.writer.create_recommendation(
+                recommendation_object(ref, api_version, uid)
+            )
+            self._wrote(("record", ref.key), "", answer, done)
         patch = self._status_patch(ref, record, status)
         if patch is not None:
             name = f"{ref.kind.lower()}-{ref.name}"
-            await self.writer.patch_status(ref.namespace, name, patch)
-            self._wrote(("record", ref.key), record)
+            answer = await self.writer.patch_status(ref.namespace, name, patch)
+            self._wrote(("record", ref.key), _record_version(record), answer, done)
             done.wrote = True
         for reason, note, warning in events:
             await self.writer.create_event(
@@ -602,6 +610,14 @@ class WorkloadReconciler:
                 phase=status["phase"],
                 values=(last_applied or {}).get("containers"),
             )
+
+
+def _version(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+
+
+def _record_version(record: RightsizingRecommendation | None) -> str:
+    return (record.metadata.resource_version or "") if record is not None else ""
 
 
 def _same_objects(before: tuple[Any, ...], now: tuple[Any, ...]) -> bool:
