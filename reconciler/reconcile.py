@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+import orjson
+
 from app.annotations import APPROVE, POD_INFO, ROLLBACK_STATE
 from app.clock import Clock, utc_now
 from app.decide import PodDecision, decide_fallback, decide_pod, format_resources
@@ -79,6 +81,9 @@ class ExecutionConfig:
     #: a workload whose inputs did not change is decided again at least this often (times
     #: a decision reads besides `nextAllowedAt`: pause expiry, recommendation age, …)
     steady_horizon: timedelta = timedelta(minutes=10)
+    #: a change in place is reported (status, `Resized` event) when its rollout is done;
+    #: one under way longer than this is reported as `Pending` first (0: report every pass)
+    pending_after: timedelta = timedelta(seconds=10)
     instance: str = field(default_factory=socket.gethostname)
 
 
@@ -91,6 +96,10 @@ class _Pass:
     busy: bool = False
     blocked: tuple[str, str] | None = None
     applied: dict[str, Any] | None = None
+    #: the pod resized in place in this pass
+    resized: str | None = None
+    #: the status must be written now (a decision is about to read it)
+    report: bool = False
     events: list[tuple[str, str, bool]] = field(default_factory=list)
 
     #: something was written to the cluster in this pass
@@ -101,6 +110,14 @@ class _Pass:
 
     def again_in(self, seconds: float) -> None:
         self.requeue = seconds if self.requeue is None else min(self.requeue, seconds)
+
+
+@dataclass(frozen=True, slots=True)
+class _Unreported:
+    """A change in place whose rollout is under way and not in the status yet."""
+
+    since: datetime
+    last_applied: dict[str, Any]
 
 
 def _amounts(values: Mapping[str, Mapping[str, str]]) -> dict[str, dict[str, int | None]]:
@@ -168,6 +185,8 @@ class WorkloadReconciler:
         #: pass (a record is created, then its status written). While the view shows one
         #: of them, the workload waits.
         self._written: dict[tuple[str, Any], set[str]] = {}
+        #: workload key -> the change in place under way that its status does not show yet
+        self._unreported: dict[Any, _Unreported] = {}
         #: workload key -> (record version, status) found equal to that record's status
         self._seen_status: dict[Any, tuple[str, dict[str, Any]]] = {}
         #: workload key -> (until, the objects a quiet pass read): a pass over exactly these
@@ -207,7 +226,7 @@ class WorkloadReconciler:
             self._wrote(("workload", ref.key), _version(obj), answer, done)
             done.wrote = True
             log_fields(logger, "published policy values", workload=_label(ref), keys=sorted(patch))
-        if not plan.candidates and record is None:
+        if not plan.candidates and record is None and ref.key not in self._unreported:
             return None
         running = [p for p in pods if is_running(p)]
         decisions = [decide_pod(view, p, now=now, path="running") for p in running]
@@ -272,6 +291,16 @@ class WorkloadReconciler:
             # The view has not seen the last action on this pod yet: deciding again now
             # would repeat it.
             done.busy = True
+            done.again_in(self.config.follow_s)
+            return
+        unreported = self._unreported.get(workload.ref.key)
+        if unreported is not None and (
+            decision.method != "inPlace"
+            or not same_values(unreported.last_applied["containers"], decision.values)
+        ):
+            # Another change than the one under way: decisions read the last change (its
+            # cooldown) from the status, so it is written first and the pod decided again.
+            done.report = done.busy = True
             done.again_in(self.config.follow_s)
             return
         gentle = decision.method == "inPlace" and not _restarts(
@@ -460,7 +489,7 @@ class WorkloadReconciler:
         log_fields(logger, "resized in place", **fields)
         done.busy = True
         done.applied = _applied(decision, "inPlace")
-        done.events.append(("Resized", f"pod {_pod_name(pod)}: {_describe(containers)}", False))
+        done.resized = _pod_name(pod)
         done.again_in(self.config.follow_s)
 
     async def _fall_back_rejected(self, pod: Mapping[str, Any], message: str, done: _Pass) -> None:
@@ -537,8 +566,16 @@ class WorkloadReconciler:
     ) -> None:
         ref = workload.ref
         status_before = record.status if record and record.status else None
+        recorded = _dumped(status_before.last_applied if status_before else None)
+        unreported = self._unreported.get(ref.key)
         last_applied = _last_applied(
-            status_before, done, running, decisions, workload, self.view, now
+            unreported.last_applied if unreported else recorded,
+            done,
+            running,
+            decisions,
+            workload,
+            self.view,
+            now,
         )
         summary = _summary(self.view, running, decisions, done, last_applied)
         last_event = (
@@ -571,6 +608,15 @@ class WorkloadReconciler:
             now=now,
             rollback=rollback_status(rollback),
         )
+        if self._holds(status_before, status, last_applied, recorded, unreported, done, now):
+            since = unreported.since if unreported is not None else now
+            self._unreported[ref.key] = _Unreported(since, dict(last_applied or {}))
+            return
+        self._unreported.pop(ref.key, None)
+        if _new_in_place(recorded, last_applied):
+            assert last_applied is not None
+            note = _resized_note(self.view, last_applied["containers"], running, done.resized)
+            events.insert(0, ("Resized", note, False))
         api_version = str(obj.get("apiVersion"))
         uid = (obj.get("metadata") or {}).get("uid")
         done.wrote = done.wrote or record is None or bool(events)
@@ -610,6 +656,74 @@ class WorkloadReconciler:
                 phase=status["phase"],
                 values=(last_applied or {}).get("containers"),
             )
+
+    def _holds(
+        self,
+        before: Any,
+        status: Mapping[str, Any],
+        last_applied: Mapping[str, Any] | None,
+        recorded: Mapping[str, Any] | None,
+        unreported: _Unreported | None,
+        done: _Pass,
+        now: datetime,
+    ) -> bool:
+        """Whether this pass's status waits: a change in place whose rollout is under way
+        is reported when it is done, or once it has taken `pending_after` (as Pending,
+        written once). Anything else (a block, an eviction, a fallback, rollback, another
+        change waiting to be decided) is reported at once."""
+        if not self.writer.sends or done.report or done.events:
+            return False
+        if status["phase"] != "Pending" or not done.busy:
+            return False
+        if last_applied is None or last_applied.get("method") != "inPlace":
+            return False
+        shown = recorded is not None and same_values(
+            recorded.get("containers") or {}, last_applied["containers"]
+        )
+        if shown and before is not None and before.phase == "Pending":
+            return True  # the status says so already
+        since = unreported.since if unreported is not None else now
+        return now - since < self.config.pending_after
+
+
+def _dumped(last_applied: Any) -> dict[str, Any] | None:
+    if last_applied is None:
+        return None
+    return last_applied.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+
+def _new_in_place(
+    recorded: Mapping[str, Any] | None, last_applied: Mapping[str, Any] | None
+) -> bool:
+    """The status records a change made in place that it did not record before."""
+    if last_applied is None or last_applied.get("method") != "inPlace":
+        return False
+    return recorded is None or not same_values(
+        recorded.get("containers") or {}, last_applied["containers"]
+    )
+
+
+def _runs(view: ClusterView, pod: Mapping[str, Any], values: Mapping[str, Any]) -> bool:
+    """The pod's spec has these values for their containers."""
+    current = format_resources_of(view, pod)
+    return same_values({c: v for c, v in current.items() if c in values}, values)
+
+
+def _resized_note(
+    view: ClusterView,
+    values: Mapping[str, Any],
+    running: Sequence[Mapping[str, Any]],
+    resized: str | None,
+) -> str:
+    """The `Resized` event of a change: its values and how many pods have them (the pod
+    resized in this pass is not in the view yet)."""
+    names = {_pod_name(p) for p in running if _runs(view, p, values)}
+    if resized is not None:
+        names.add(resized)
+    count = f"{len(names)} of {len(running)} pods"
+    if len(names) < len(running):
+        count += ", the others follow"
+    return f"resized in place: {_describe(values)} ({count})"
 
 
 def _version(obj: Mapping[str, Any]) -> str:
@@ -656,7 +770,7 @@ def _applied(decision: PodDecision, method: str) -> dict[str, Any]:
 
 
 def _last_applied(
-    status: Any,
+    previous: dict[str, Any] | None,
     done: _Pass,
     running: Sequence[Mapping[str, Any]],
     decisions: Sequence[PodDecision],
@@ -667,12 +781,6 @@ def _last_applied(
     """`lastApplied` after this pass: kept while the same values roll out (its time is the
     cooldown clock, started by the first pod); new when other values were applied now or
     are found running on the pods unrecorded."""
-    before = status.last_applied if status is not None else None
-    previous = (
-        before.model_dump(by_alias=True, mode="json", exclude_none=True)
-        if before is not None
-        else None
-    )
     found = done.applied or _unrecorded(running, decisions, workload, view)
     if found is None:
         return previous
@@ -705,15 +813,28 @@ def _unrecorded(
             and not same_values({c: values}, {c: _template(workload, c)})
         }
         if changed:
-            has_info = POD_INFO in ((pod.get("metadata") or {}).get("annotations") or {})
             found: dict[str, Any] = {
-                "method": "admission" if has_info else "inPlace",
+                "method": "admission" if _admitted_with(pod, changed) else "inPlace",
                 "containers": changed,
             }
             if decision.fingerprint:
                 found["fingerprint"] = decision.fingerprint
             return found
     return None
+
+
+def _admitted_with(pod: Mapping[str, Any], values: Mapping[str, Any]) -> bool:
+    """The webhook set these values when it admitted the pod (its info annotation names
+    them): else they were set in place since."""
+    text = ((pod.get("metadata") or {}).get("annotations") or {}).get(POD_INFO)
+    try:
+        info = orjson.loads(text) if text else {}
+    except orjson.JSONDecodeError:
+        return False
+    admitted = info.get("containers") if isinstance(info, dict) else None
+    if not isinstance(admitted, dict):
+        return False
+    return same_values({c: admitted.get(c) or {} for c in values}, values)
 
 
 def _template(workload: Workload, container: str) -> dict[str, dict[str, str]]:
@@ -732,17 +853,7 @@ def _summary(
     selected = [s.as_dict() for s in decisions[0].selected] if decisions else []
     live = (
         last_applied is not None
-        and all(
-            same_values(
-                {
-                    c: v
-                    for c, v in format_resources_of(view, p).items()
-                    if c in last_applied["containers"]
-                },
-                last_applied["containers"],
-            )
-            for p in running
-        )
+        and all(_runs(view, p, last_applied["containers"]) for p in running)
         and bool(running)
     )
     audit = next((d for d in decisions if d.reason == "Audit" and d.proposal_id), None)

@@ -4,7 +4,10 @@ redundant write is caught."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
+
+from kubernetes_asyncio import client
 
 from app.models import parse_object
 from app.owners import WorkloadRef
@@ -12,6 +15,18 @@ from app.view import ClusterView
 from reconciler.api import RecordingWriter
 from reconciler.metrics import reconciler_metrics
 from reconciler.reconcile import WorkloadReconciler, _Pass
+from tests.reconciler.harness import (
+    Kerf,
+    RunningReconciler,
+    create,
+    deployment,
+    idle,
+    requests_of,
+    running_kerf,
+    static_policy,
+    status_of,
+    wait_for,
+)
 
 TARGET = {"cpu": "250m", "memory": "256Mi"}
 REF = WorkloadRef("Deployment", "shop", "web")
@@ -49,3 +64,104 @@ def test_a_record_created_then_written_waits_for_the_written_version() -> None:
     assert reconciler._behind(REF, workload, record_at("7"))
     assert not reconciler._behind(REF, workload, record_at("8"))
     assert not reconciler._behind(REF, workload, record_at("7"))  # caught up: forgotten
+
+
+def calls(replica: RunningReconciler) -> dict[str, int]:
+    """The reconciler's API calls so far by "verb resource" (the leader election's Lease
+    traffic left out: it is the same for a cluster with nothing to do)."""
+    counted: dict[str, int] = {}
+    for metric in replica.service.metrics.api_calls.collect():
+        for sample in metric.samples:
+            labels = sample.labels
+            if sample.name.endswith("_total") and labels["resource"] != "leases":
+                key = f"{labels['verb']} {labels['resource']}"
+                counted[key] = counted.get(key, 0) + int(sample.value)
+    return counted
+
+
+async def converged(kerf: Kerf) -> Any:
+    """Both pods run the target and the record says Applied."""
+    pods = await kerf.pods("web")
+    done = len(pods) == 2 and all(requests_of(p) == TARGET for p in pods)
+    return done and (await status_of(kerf)).get("phase") == "Applied"
+
+
+async def test_two_pods_resized_in_place_cost_one_write_of_each_kind_per_workload(
+    tmp_path: Path,
+) -> None:
+    async with running_kerf(tmp_path) as kerf:
+        await client.AppsV1Api(kerf.api).create_namespaced_deployment(
+            "shop", deployment("web", replicas=2)
+        )
+        await kerf.settle()
+        replica = await kerf.start_reconciler()
+        await create(kerf, "staticpolicies", static_policy("web", "web", TARGET))
+        await wait_for(kerf, lambda: converged(kerf), "both pods resized and Applied")
+        await wait_for(kerf, idle(replica), "the reconciler to settle")
+        # The policy values published once, a resize per pod, the record created and its
+        # status written once (Applied: the rollout took no time worth showing), and one
+        # Resized event for the change, naming both pods.
+        assert calls(replica) == {
+            "patch deployments": 1,
+            "patch pods/resize": 2,
+            "create rightsizingrecommendations": 1,
+            "patch rightsizingrecommendations/status": 1,
+            "create events": 1,
+        }
+        events = [
+            e for e in await kerf.events() if e["reportingController"].startswith("rightsizing")
+        ]
+        assert [e["reason"] for e in events] == ["Resized"]
+        assert "2 of 2 pods" in events[0]["note"]
+        assert "app requests cpu=250m,memory=256Mi" in events[0]["note"]
+
+
+async def test_a_rollout_that_takes_time_shows_pending_once(tmp_path: Path) -> None:
+    async with running_kerf(tmp_path) as kerf:
+        await client.AppsV1Api(kerf.api).create_namespaced_deployment(
+            "shop", deployment("web", replicas=2)
+        )
+        await kerf.settle()
+        kerf.sim.kubelet.hold_resizes = True  # the first resize waits on the kubelet
+        replica = await kerf.start_reconciler()
+        await create(kerf, "staticpolicies", static_policy("web", "web", TARGET))
+
+        async def first_resized() -> bool:
+            return [requests_of(p) == TARGET for p in await kerf.pods("web")].count(True) == 1
+
+        await wait_for(kerf, first_resized, "the first pod resized")
+        passes = replica.service.passes
+        await wait_for(kerf, _more_passes(replica, passes + 3), "the rollout followed")
+        # Under way for less than `pending_after` (the clock has not moved): not reported.
+        assert await kerf.recommendation("deployment-web") is None
+
+        await kerf.sim.advance(11)
+
+        async def pending() -> bool:
+            return (await status_of(kerf)).get("phase") == "Pending"
+
+        await wait_for(kerf, pending, "phase Pending once the rollout has taken 10 s")
+        status = await status_of(kerf)
+        assert status["lastApplied"]["method"] == "inPlace"
+        notes = [e["note"] for e in await kerf.events() if e["reason"] == "Resized"]
+        assert notes == [
+            "resized in place: app requests cpu=250m,memory=256Mi (1 of 2 pods, the others follow)"
+        ]
+        passes = replica.service.passes
+        await wait_for(kerf, _more_passes(replica, passes + 3), "the rollout followed")
+
+        kerf.sim.kubelet.hold_resizes = False
+        await kerf.settle()
+        await wait_for(kerf, lambda: converged(kerf), "both pods resized and Applied")
+        await wait_for(kerf, idle(replica), "the reconciler to settle")
+        # Pending written once however many passes followed the rollout, then Applied;
+        # the change has its one event.
+        assert calls(replica)["patch rightsizingrecommendations/status"] == 2
+        assert calls(replica)["create events"] == 1
+
+
+def _more_passes(replica: RunningReconciler, count: int) -> Any:
+    async def check() -> bool:
+        return replica.service.passes >= count
+
+    return check
