@@ -7,14 +7,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import orjson
 from kubernetes_asyncio import client
 
+from app.annotations import POD_INFO
 from app.models import parse_object
 from app.owners import WorkloadRef
 from app.view import ClusterView
 from reconciler.api import RecordingWriter
 from reconciler.metrics import reconciler_metrics
-from reconciler.reconcile import WorkloadReconciler, _Pass
+from reconciler.reconcile import WorkloadReconciler, _admitted_with, _Pass
 from tests.reconciler.harness import (
     Kerf,
     RunningReconciler,
@@ -165,3 +167,13 @@ def _more_passes(replica: RunningReconciler, count: int) -> Any:
         return replica.service.passes >= count
 
     return check
+
+
+def test_values_found_on_a_pod_are_admitted_only_when_the_webhook_set_them() -> None:
+    admitted = {"app": {"requests": {"cpu": "250m", "memory": "256Mi"}}}
+    info = orjson.dumps({"fingerprint": "f", "keys": [], "containers": admitted}).decode()
+    pod = {"metadata": {"annotations": {POD_INFO: info}}}
+    assert _admitted_with(pod, {"app": {"requests": {"cpu": "0.25", "memory": "256Mi"}}})
+    # Admitted with other values, then resized in place (the record of it lost).
+    assert not _admitted_with(pod, {"app": {"requests": {"cpu": "300m", "memory": "256Mi"}}})
+    assert not _admitted_with({"metadata": {}}, admitted)
