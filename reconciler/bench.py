@@ -31,6 +31,7 @@ import resource
 import sys
 import tempfile
 import time
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -57,12 +58,14 @@ def serve(args: dict[str, Any], ready: Any, stop: Any) -> None:
         sim = Simulator(auto_settle=False)  # only the kubelet acts, on its own beat
         count = await seed(
             sim,
-            cluster_objects(
-                workloads=args["workloads"],
-                pods=args["pods"],
-                nodes=args["nodes"],
-                policies=args["policies"],
-                namespaces=args["namespaces"],
+            from_templates(
+                cluster_objects(
+                    workloads=args["workloads"],
+                    pods=args["pods"],
+                    nodes=args["nodes"],
+                    policies=args["policies"],
+                    namespaces=args["namespaces"],
+                )
             ),
         )
         await sim.start()
@@ -82,6 +85,32 @@ def serve(args: dict[str, Any], ready: Any, stop: Any) -> None:
             await sim.stop()
 
     asyncio.run(main())
+
+
+def from_templates(objects: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """The generated cluster with every pod running its ReplicaSet's template resources, as
+    a ReplicaSet's pods do. (`app.bench` gives each pod values of its own: the second pod
+    of a workload would ask for other values than the first and wait a cooldown, which is
+    not the convergence the benchmark measures.) ReplicaSets come before their pods."""
+    templates: dict[tuple[str, str], dict[str, Any]] = {}
+    for obj in objects:
+        meta = obj["metadata"]
+        if obj["kind"] == "ReplicaSet":
+            containers = obj["spec"]["template"]["spec"]["containers"]
+            templates[(meta["namespace"], meta["name"])] = {
+                c["name"]: c.get("resources") or {} for c in containers
+            }
+        elif obj["kind"] == "Pod":
+            owner = (meta.get("ownerReferences") or [{}])[0].get("name")
+            wanted = templates.get((meta["namespace"], owner)) or {}
+            for entry in (*obj["spec"]["containers"], *obj["status"]["containerStatuses"]):
+                resources = wanted.get(entry["name"])
+                if resources is None:
+                    continue
+                entry["resources"] = orjson.loads(orjson.dumps(resources))
+                if "allocatedResources" in entry:
+                    entry["allocatedResources"] = dict(resources.get("requests") or {})
+        yield obj
 
 
 def finish_resizes(sim: Any) -> int:

@@ -13,8 +13,10 @@ from kubernetes_asyncio import client
 from app.annotations import POD_INFO
 from app.models import parse_object
 from app.owners import WorkloadRef
+from app.startup_bench import cluster_objects
 from app.view import ClusterView
 from reconciler.api import RecordingWriter
+from reconciler.bench import from_templates
 from reconciler.metrics import reconciler_metrics
 from reconciler.reconcile import WorkloadReconciler, _admitted_with, _Pass
 from tests.reconciler.harness import (
@@ -177,3 +179,21 @@ def test_values_found_on_a_pod_are_admitted_only_when_the_webhook_set_them() -> 
     # Admitted with other values, then resized in place (the record of it lost).
     assert not _admitted_with(pod, {"app": {"requests": {"cpu": "300m", "memory": "256Mi"}}})
     assert not _admitted_with({"metadata": {}}, admitted)
+
+
+def test_the_benchmark_pods_run_their_replica_sets_template() -> None:
+    objects = list(
+        from_templates(cluster_objects(workloads=3, pods=6, nodes=2, policies=2, namespaces=1))
+    )
+    templates = {
+        o["metadata"]["name"]: o["spec"]["template"]["spec"]["containers"]
+        for o in objects
+        if o["kind"] == "ReplicaSet"
+    }
+    pods = [o for o in objects if o["kind"] == "Pod"]
+    assert len(pods) == 6
+    for pod in pods:
+        template = templates[pod["metadata"]["ownerReferences"][0]["name"]]
+        wanted = [c["resources"] for c in template]
+        assert [c["resources"] for c in pod["spec"]["containers"]] == wanted
+        assert [c["resources"] for c in pod["status"]["containerStatuses"]] == wanted
