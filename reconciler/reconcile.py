@@ -284,6 +284,21 @@ class WorkloadReconciler:
         if await self._follow_resizes(workload, pods, running, now, done):
             return
         applies = [(p, d) for p, d in zip(running, decisions, strict=True) if d.outcome == "apply"]
+        unreported = self._unreported.get(workload.ref.key)
+        if unreported is not None and applies:
+            # The rollout under way goes on first. Another change (a pod already resized
+            # may want the next step) waits until the status records this one: decisions
+            # read the last change, and its cooldown, from there.
+            applies = [
+                (p, d)
+                for p, d in applies
+                if d.method == "inPlace"
+                and same_values(unreported.last_applied["containers"], d.values)
+            ]
+            if not applies:
+                done.report = done.busy = True
+                done.again_in(self.config.follow_s)
+                return
         if not applies:
             return
         pod, decision = applies[0]
@@ -291,16 +306,6 @@ class WorkloadReconciler:
             # The view has not seen the last action on this pod yet: deciding again now
             # would repeat it.
             done.busy = True
-            done.again_in(self.config.follow_s)
-            return
-        unreported = self._unreported.get(workload.ref.key)
-        if unreported is not None and (
-            decision.method != "inPlace"
-            or not same_values(unreported.last_applied["containers"], decision.values)
-        ):
-            # Another change than the one under way: decisions read the last change (its
-            # cooldown) from the status, so it is written first and the pod decided again.
-            done.report = done.busy = True
             done.again_in(self.config.follow_s)
             return
         gentle = decision.method == "inPlace" and not _restarts(

@@ -197,3 +197,43 @@ def test_the_benchmark_pods_run_their_replica_sets_template() -> None:
         wanted = [c["resources"] for c in template]
         assert [c["resources"] for c in pod["spec"]["containers"]] == wanted
         assert [c["resources"] for c in pod["status"]["containerStatuses"]] == wanted
+
+
+async def test_a_stepped_decrease_rolls_out_then_waits_its_cooldown(tmp_path: Path) -> None:
+    step = {"cpu": "200m", "memory": "256Mi"}  # half of the current values: one step
+    async with running_kerf(tmp_path) as kerf:
+        await client.AppsV1Api(kerf.api).create_namespaced_deployment(
+            "shop", deployment("web", replicas=2, cpu="400m", memory="512Mi")
+        )
+        await kerf.settle()
+        replica = await kerf.start_reconciler()
+        target = {"cpu": "100m", "memory": "128Mi"}
+        await create(kerf, "staticpolicies", static_policy("web", "web", target))
+
+        async def waiting() -> bool:
+            pods = await kerf.pods("web")
+            stepped = len(pods) == 2 and all(requests_of(p) == step for p in pods)
+            return stepped and (await status_of(kerf)).get("reason") == "Cooldown"
+
+        await wait_for(kerf, waiting, "both pods at the first step, the next one waiting")
+        await wait_for(kerf, idle(replica), "the reconciler to settle")
+        status = await status_of(kerf)
+        assert status["phase"] == "Applied"  # the first step runs on every pod
+        assert status["lastApplied"]["containers"]["app"]["requests"] == step
+        # The first step rolled out to both pods before the status was written (a pod
+        # already resized wants the next step: that waits for the status), then the
+        # cooldown the status shows.
+        assert calls(replica) == {
+            "patch deployments": 1,
+            "patch pods/resize": 2,
+            "create rightsizingrecommendations": 1,
+            "patch rightsizingrecommendations/status": 2,
+            "create events": 2,
+        }
+        events = [
+            e for e in await kerf.events() if e["reportingController"].startswith("rightsizing")
+        ]
+        notes = {e["reason"]: e["note"] for e in events}
+        assert len(events) == 2 and notes["Blocked"].startswith("Cooldown: ")
+        assert notes["Resized"].startswith("resized in place: app requests cpu=200m,memory=256Mi")
+        assert notes["Resized"].endswith("(2 of 2 pods)")
