@@ -10,7 +10,9 @@ The decisions are `app.decide`'s; this module only carries them out:
   `apply.fallbackAfter`, Infeasible, Error or a rejected patch fall back to eviction when
   `decide_fallback` allows it;
 - eviction goes through the Eviction API (PDBs, 429 retried later), under a global rate
-  limit, never while the webhook's Lease is stale.
+  limit, never while the webhook's Lease is stale;
+- a change in place is reported (status, one `Resized` event) once, when its rollout is
+  done, or as Pending once it has taken `pending_after`; anything else at once.
 
 Everything a pass needs is in the cluster: pod specs and conditions, the workload's
 annotations and its RightsizingRecommendation. Values that run on the pods but are not
@@ -201,6 +203,7 @@ class WorkloadReconciler:
         workload = view.workload(ref)
         obj = view.get(ref.kind, ref.namespace, ref.name)
         if workload is None or obj is None:
+            self._unreported.pop(ref.key, None)  # gone: nothing left to report on
             return None
         record = view.recommendation_for(ref)
         if self._behind(ref, obj, record):
@@ -618,8 +621,7 @@ class WorkloadReconciler:
             self._unreported[ref.key] = _Unreported(since, dict(last_applied or {}))
             return
         self._unreported.pop(ref.key, None)
-        if _new_in_place(recorded, last_applied):
-            assert last_applied is not None
+        if last_applied is not None and _new_in_place(recorded, last_applied):
             note = _resized_note(self.view, last_applied["containers"], running, done.resized)
             events.insert(0, ("Resized", note, False))
         api_version = str(obj.get("apiVersion"))
@@ -697,11 +699,9 @@ def _dumped(last_applied: Any) -> dict[str, Any] | None:
     return last_applied.model_dump(by_alias=True, mode="json", exclude_none=True)
 
 
-def _new_in_place(
-    recorded: Mapping[str, Any] | None, last_applied: Mapping[str, Any] | None
-) -> bool:
+def _new_in_place(recorded: Mapping[str, Any] | None, last_applied: Mapping[str, Any]) -> bool:
     """The status records a change made in place that it did not record before."""
-    if last_applied is None or last_applied.get("method") != "inPlace":
+    if last_applied.get("method") != "inPlace":
         return False
     return recorded is None or not same_values(
         recorded.get("containers") or {}, last_applied["containers"]
