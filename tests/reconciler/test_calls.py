@@ -31,6 +31,7 @@ from tests.reconciler.harness import (
     status_of,
     wait_for,
 )
+from tests.reconciler.test_cli import run_kerf
 
 TARGET = {"cpu": "250m", "memory": "256Mi"}
 REF = WorkloadRef("Deployment", "shop", "web")
@@ -237,3 +238,23 @@ async def test_a_stepped_decrease_rolls_out_then_waits_its_cooldown(tmp_path: Pa
         assert len(events) == 2 and notes["Blocked"].startswith("Cooldown: ")
         assert notes["Resized"].startswith("resized in place: app requests cpu=200m,memory=256Mi")
         assert notes["Resized"].endswith("(2 of 2 pods)")
+
+
+async def test_once_reports_the_pass_it_made(tmp_path: Path) -> None:
+    # `--once` makes one pass per workload and exits: a rollout is not followed to its
+    # end, so the pass reports the first pod's resize instead of waiting for the rest.
+    async with running_kerf(tmp_path, webhook=False) as kerf:
+        await client.AppsV1Api(kerf.api).create_namespaced_deployment(
+            "shop", deployment("web", replicas=2)
+        )
+        await create(kerf, "staticpolicies", static_policy("web", "web", TARGET))
+        await kerf.settle()
+        code, out = await run_kerf(kerf.sim.kubeconfig_path, "--once")
+        assert code == 0, out
+        status = await status_of(kerf)
+        assert status["phase"] == "Pending"
+        assert status["lastApplied"]["method"] == "inPlace"
+        notes = [e["note"] for e in await kerf.events() if e["reason"] == "Resized"]
+        assert notes == [
+            "resized in place: app requests cpu=250m,memory=256Mi (1 of 2 pods, the others follow)"
+        ]
