@@ -195,6 +195,11 @@ class WorkloadReconciler:
         #: objects before `until` would decide the same and write nothing
         self._steady: dict[Any, tuple[datetime, tuple[Any, ...]]] = {}
 
+    def forget_unreported(self) -> None:
+        """Drop the rollouts not reported yet (a change of leader: the next pass reads
+        what was applied from the pods and the record)."""
+        self._unreported.clear()
+
     # ------------------------------------------------------------------ the pass
 
     async def reconcile(self, ref: WorkloadRef) -> float | None:

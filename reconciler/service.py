@@ -147,6 +147,9 @@ class Reconciler:
     def on_leadership(self, leading: bool) -> None:
         """Passes made while following were skipped: a new leader looks at everything."""
         self.metrics.leader.set(1 if leading else 0)
+        # Another leader may have carried on and reported a rollout this replica had not
+        # reported yet: the cluster says what was applied, not this replica's memory.
+        self.reconciler.forget_unreported()
         if leading and self._accepting:
             self.enqueue_all()
 

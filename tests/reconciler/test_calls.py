@@ -4,6 +4,7 @@ redundant write is caught."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,8 @@ from app.view import ClusterView
 from reconciler.api import RecordingWriter
 from reconciler.bench import from_templates
 from reconciler.metrics import reconciler_metrics
-from reconciler.reconcile import WorkloadReconciler, _admitted_with, _Pass
+from reconciler.reconcile import WorkloadReconciler, _admitted_with, _Pass, _Unreported
+from reconciler.service import Reconciler
 from tests.reconciler.harness import (
     Kerf,
     RunningReconciler,
@@ -258,3 +260,16 @@ async def test_once_reports_the_pass_it_made(tmp_path: Path) -> None:
         assert notes == [
             "resized in place: app requests cpu=250m,memory=256Mi (1 of 2 pods, the others follow)"
         ]
+
+
+def test_a_change_of_leader_forgets_the_rollouts_not_reported() -> None:
+    # Another leader may have finished and reported the rollout meanwhile: a replica that
+    # leads again must not report its old memory of it over the record.
+    metrics = reconciler_metrics()
+    reconciler = WorkloadReconciler(ClusterView(), SendingWriter(), metrics, webhook_lease=None)
+    service = Reconciler(ClusterView(), reconciler, metrics)  # type: ignore[arg-type]
+    reconciler._unreported[REF.key] = _Unreported(
+        datetime(2026, 11, 30, tzinfo=UTC), {"method": "inPlace", "containers": {}}
+    )
+    service.on_leadership(False)
+    assert not reconciler._unreported
