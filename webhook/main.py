@@ -70,6 +70,9 @@ def uvicorn_server(
         access_log=False,
         lifespan="on",
         server_header=False,
+        # The API server connects directly; no proxy's X-Forwarded-* headers to trust,
+        # and the middleware that reads them would run on every request.
+        proxy_headers=False,
     )
     return uvicorn.Server(config)
 
