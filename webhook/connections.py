@@ -30,7 +30,7 @@ import httptools
 import orjson
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from webhook.limits import DEFAULT_READ_TIMEOUT_S
+from webhook.limits import DEFAULT_READ_TIMEOUT_S, MAX_BODY_VALUES
 
 #: (HTTP status sent or None, reason, message): counts and logs one refusal
 Refuse = Callable[[int | None, str, str], None]
@@ -45,6 +45,8 @@ class ConnectionLimits:
     #: request line plus headers; the API server sends well under 4 KiB
     max_header_bytes: int = 32 * 1024
     max_headers: int = 100
+    #: JSON values in one request body (checked by the app: `webhook.limits`)
+    max_body_values: int = MAX_BODY_VALUES
 
 
 class _Refused(Exception):

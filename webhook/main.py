@@ -243,6 +243,7 @@ def run_webhook(
             deadline_s=deadline_s,
             decision_log=decisions,
             read_timeout_s=guard.read_timeout_s,
+            max_body_values=guard.max_body_values,
         )
         return uvicorn_server(
             app, certificate, host=host, port=port, log_level=log_level, limits=guard

@@ -37,11 +37,14 @@ from webhook.endpoint import PostEndpoint, Reply
 from webhook.limits import (
     DEFAULT_READ_TIMEOUT_S,
     MAX_BODY_BYTES,
+    MAX_BODY_VALUES,
     BodyTimeout,
     BodyTooLarge,
     ClientGone,
+    TooManyValues,
     declared_length,
     read_body,
+    too_many_values,
 )
 from webhook.logs import LOGGER_NAME, DecisionLog, bounded, decision_record, identifier
 from webhook.metrics import WebhookMetrics, create_metrics
@@ -119,6 +122,7 @@ def create_app(
     deadline_s: float = 1.0,
     clock: Clock = utc_now,
     max_body_bytes: int = MAX_BODY_BYTES,
+    max_body_values: int = MAX_BODY_VALUES,
     decision_log: DecisionLog | None = None,
     bounds: RequestBounds = DEFAULT_BOUNDS,
     read_timeout_s: float = DEFAULT_READ_TIMEOUT_S,
@@ -129,7 +133,8 @@ def create_app(
     tests pass a stand-in. `deadline_s` bounds one decision; past it the pod is allowed
     unchanged. `clock` supplies the decision time. Decisions are written to
     `decision_log` (JSON lines on stderr by default). A pod over `bounds` is admitted
-    unchanged without a decision; a body not read within `read_timeout_s` gets 408.
+    unchanged without a decision; a body not read within `read_timeout_s` gets 408, one
+    over `max_body_bytes` or holding more than `max_body_values` JSON values gets 413.
 
     `app.state.refuse(status, reason, message)` counts and logs a request answered
     without a decision; the connection guard (`webhook.connections`) reports through it.
@@ -175,9 +180,13 @@ def create_app(
             body = await read_body(
                 receive, declared_length(scope["headers"]), max_body_bytes, read_timeout_s
             )
+            if too_many_values(body, max_body_values):
+                raise TooManyValues(max_body_values)
             return load_json(body)
         except BodyTooLarge as exc:
             raise _Refusal(refused(413, "TooLarge", str(exc))) from None
+        except TooManyValues as exc:
+            raise _Refusal(refused(413, "TooManyValues", str(exc))) from None
         except BodyTimeout as exc:
             raise _Refusal(refused(408, "ReadTimeout", str(exc))) from None
         except BodyError as exc:
