@@ -230,7 +230,9 @@ class Reconciler:
             logger.warning("writing rollback policy status failed: %s: %s", type(exc).__name__, exc)
 
     async def drain(self) -> None:
-        """Work the queue until nothing is queued or in progress (`--once`)."""
+        """Work the queue until nothing is queued or in progress (`--once`): one pass per
+        workload, so a rollout started here is not followed to its end."""
+        self.queue.seal()
         workers = [asyncio.create_task(self.work()) for _ in range(self.config.workers)]
         try:
             while not self.queue.idle:

@@ -211,6 +211,22 @@ async def test_queue_schedules_and_backs_off_per_key() -> None:
     assert key in ("a", "b")
 
 
+async def test_a_sealed_queue_hands_out_each_queued_key_once() -> None:
+    queue: WorkQueue[str] = WorkQueue()
+    queue.add("a")
+    queue.add("b")
+    queue.add_after("c", 0.01)
+    queue.seal()
+    key, _ = await queue.get()
+    queue.add(key)  # its own write seen by the watch while it is worked on
+    queue.add_after(key, 0)  # its pass asks to come back
+    queue.done(key)
+    assert (await queue.get())[0] == "b"
+    queue.done("b")
+    await asyncio.sleep(0.02)  # the timer set before sealing never fires
+    assert queue.idle and len(queue) == 0
+
+
 async def test_a_closed_queue_stops_its_workers() -> None:
     queue: WorkQueue[str] = WorkQueue()
     waiter = asyncio.create_task(queue.get())
