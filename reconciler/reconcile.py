@@ -51,6 +51,7 @@ from reconciler.metrics import ReconcilerMetrics
 from reconciler.podstate import is_ready, is_running, is_terminating, resize_progress
 from reconciler.publish import annotation_patch
 from reconciler.ratelimit import TokenBucket
+from reconciler.restore import unschedulable_to_replace
 from reconciler.status import (
     Summary,
     build_status,
@@ -242,6 +243,8 @@ class WorkloadReconciler:
             self.metrics.decisions.labels(decision.outcome, decision.reason or "").inc()
         await self._execute(workload, pods, running, decisions, record, now, done)
         rollback = await self._monitor(workload, obj, now, done)
+        if rollback is not None and not done.busy:
+            await self._replace_unschedulable(workload, pods, rollback, now, done)
         await self._report(workload, obj, running, decisions, record, now, done, rollback)
         if not (done.wrote or done.busy) and done.requeue is None:
             boundaries = [now + self.config.steady_horizon]
@@ -276,6 +279,31 @@ class WorkloadReconciler:
         if result.requeue_at is not None:
             done.again_in(max(0.05, (result.requeue_at - now).total_seconds()))
         return result
+
+    async def _replace_unschedulable(
+        self,
+        workload: Workload,
+        pods: Sequence[Mapping[str, Any]],
+        rollback: Step,
+        now: datetime,
+        done: _Pass,
+    ) -> None:
+        """A Pending pod cannot be resized: while a restore is in force, evict one that no
+        node fits and that lacks the restored values, so its replacement is admitted with
+        them (evicting a Pending pod disrupts nothing; PDBs do not count it)."""
+        pod = unschedulable_to_replace(
+            pods,
+            rollback.restore,
+            workload.annotations,
+            self.view.plan_for(workload).sync.annotations,
+        )
+        if pod is None or self._awaiting(pod):
+            return
+        note = (
+            f"evicted unschedulable pod {_pod_name(pod)}: it cannot be resized; "
+            "its replacement is admitted with the rollback's restored values"
+        )
+        await self._evict(pod, None, now, done, note=note)
 
     # ------------------------------------------------------------------ executing
 
@@ -522,9 +550,17 @@ class WorkloadReconciler:
             )
 
     async def _evict(
-        self, pod: Mapping[str, Any], decision: PodDecision, now: datetime, done: _Pass
+        self,
+        pod: Mapping[str, Any],
+        decision: PodDecision | None,
+        now: datetime,
+        done: _Pass,
+        *,
+        note: str | None = None,
     ) -> bool:
-        """Evict one pod, unless the webhook is unhealthy or the rate limit says wait."""
+        """Evict one pod, unless the webhook is unhealthy or the rate limit says wait.
+        `decision` is the plan the replacement carries (recorded as applied); None when the
+        eviction applies no plan of its own (`note` then says why)."""
         name = _pod_name(pod)
         if not await self._webhook_healthy(now):
             self.metrics.evictions.labels("held").inc()
@@ -549,11 +585,11 @@ class WorkloadReconciler:
             done.again_in(self.config.refused_retry_s)
             return False
         if result == "evicted":
-            done.applied = done.applied or _applied(decision, "evict")
-            done.events.append(
-                ("Evicted", f"evicted pod {name}; its replacement is sized at admission", False)
-            )
-            log_fields(logger, "evicted", pod=name, values=decision.values)
+            if decision is not None:
+                done.applied = done.applied or _applied(decision, "evict")
+            note = note or f"evicted pod {name}; its replacement is sized at admission"
+            done.events.append(("Evicted", note, False))
+            log_fields(logger, "evicted", pod=name, values=decision.values if decision else None)
         done.again_in(self.config.follow_s)
         return result == "evicted"
 

@@ -6,6 +6,7 @@ replacement pods."""
 from __future__ import annotations
 
 import asyncio
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -14,15 +15,18 @@ import pytest
 from kubernetes_asyncio import client
 
 from app.annotations import ROLLBACK_STATE
+from app.workloads import parse_time
 from kubesim.usage import USAGE
 from tests.cluster import GROUP, VERSION, custom
 from tests.reconciler.harness import (
+    MERGE_PATCH,
     Kerf,
     RunningReconciler,
     create,
     idle,
     running_kerf,
     static_policy,
+    status_of,
     wait_for,
 )
 
@@ -285,3 +289,70 @@ async def test_a_replacement_pod_reopens_a_succeeded_turn_only_when_enabled(
         if reopen:
             assert state["startedAt"] != succeeded.get("startedAt")
         assert await limits_of(kerf) == ["256Mi", "256Mi"]
+
+
+async def update_policy(kerf: Kerf, plural: str, name: str, spec: dict[str, Any]) -> None:
+    """Merge-patch a kerf custom object's spec and wait until the webhook's view has the
+    new version (pods created next are admitted with it)."""
+    patched = await custom(kerf.api).patch_namespaced_custom_object(
+        GROUP, VERSION, "shop", plural, name, {"spec": spec}, _content_type=MERGE_PATCH
+    )
+    version = patched["metadata"]["resourceVersion"]
+    assert kerf.webhook is not None
+    view = kerf.webhook.view
+
+    async def seen() -> bool:
+        kinds = {"staticpolicies": "StaticPolicy", "rollbackpolicies": "RollbackPolicy"}
+        obj = view.kerf_object(kinds[plural], "shop", name)
+        return obj is not None and obj.metadata.resource_version == version
+
+    await wait_for(kerf, seen, f"the webhook to see {plural}/{name} {version}")
+
+
+async def scale(kerf: Kerf, replicas: int) -> None:
+    await client.AppsV1Api(kerf.api).patch_namespaced_deployment_scale(
+        "web", "shop", {"spec": {"replicas": replicas}}
+    )
+    await kerf.settle()
+
+
+def resources_of(pod: dict[str, Any]) -> dict[str, Any]:
+    return pod["spec"]["containers"][0]["resources"]
+
+
+@pytest.mark.parametrize("strategy", [None, EVICT_ONLY], ids=["in-place", "eviction"])
+async def test_an_unschedulable_change_rolls_back_to_the_last_successful_state(
+    tmp_path: Path, strategy: dict[str, Any] | None
+) -> None:
+    async with running_kerf(tmp_path, strategy_spec=strategy) as kerf:
+        replica = await start(kerf, memory_use="100Mi")
+        await create(kerf, "rollbackpolicies", rollback_policy(target="lastSuccessful"))
+        await create(kerf, "staticpolicies", downsize())
+        await drive(kerf, replica, "monitoring", step_s=1)
+        await drive(kerf, replica, "monitoringSucceeded")
+        # The second change asks more CPU than any node has: the running pods keep their
+        # values (node capacity), the pod a scale-up adds is sized with it and stays Pending.
+        more_cpu = {"resources": {"containers": {"app": {"requests": {"cpu": "64"}}}}}
+        await update_policy(kerf, "staticpolicies", "web", more_cpu)
+        await scale(kerf, 3)
+        pending = [p for p in await kerf.pods("web") if p["status"].get("phase") == "Pending"]
+        assert [resources_of(p)["requests"]["cpu"] for p in pending] == ["64"]
+        await drive(kerf, replica, "monitoring", step_s=1)
+        # The Pending pod cannot be resized: it is replaced, and its replacement admitted
+        # with the restored values runs; the rollback ends as soon as every pod has them,
+        # long before its deadline (one monitoring period).
+        backing = await drive(kerf, replica, "backingOff", step_s=10, steps=60)
+        assert backing["failureReason"] == "unschedulable"
+        restored_in = parse_time(backing["startedAt"]) - parse_time(backing["rollbackStartedAt"])
+        assert restored_in < timedelta(minutes=1)
+        pods = await kerf.pods("web")
+        assert [p["status"]["phase"] for p in pods] == ["Running"] * 3
+        assert [resources_of(p) for p in pods] == [
+            {"requests": {"cpu": "100m", "memory": "200Mi"}, "limits": {"memory": "256Mi"}}
+        ] * 3
+        found = await kerf.events()
+        evicted = [e["note"] for e in found if e["reason"] == "Evicted"]
+        assert any(pending[0]["metadata"]["name"] in n and "restored" in n for n in evicted)
+        backed = next(e["note"] for e in found if e["reason"] == "RollbackBackingOff")
+        assert "restored; backing off" in backed
+        assert (await status_of(kerf))["phase"] == "RolledBack"
