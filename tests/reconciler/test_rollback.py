@@ -14,7 +14,7 @@ import orjson
 import pytest
 from kubernetes_asyncio import client
 
-from app.annotations import ROLLBACK_STATE
+from app.annotations import PAUSE_UNTIL, ROLLBACK_STATE
 from app.workloads import parse_time
 from kubesim.usage import USAGE
 from tests.cluster import GROUP, VERSION, custom
@@ -187,8 +187,11 @@ async def test_an_oom_killing_downsize_rolls_back_backs_off_and_fails_permanentl
         assert (status["monitoring"], status["rolledBack"]) == (0, 0)
 
 
-async def test_last_successful_missing_fails_permanently(tmp_path: Path) -> None:
-    async with running_kerf(tmp_path) as kerf:
+@pytest.mark.parametrize("strategy", [None, EVICT_ONLY], ids=["in-place", "eviction"])
+async def test_last_successful_missing_fails_permanently(
+    tmp_path: Path, strategy: dict[str, Any] | None
+) -> None:
+    async with running_kerf(tmp_path, strategy_spec=strategy) as kerf:
         replica = await start(kerf)
         await create(kerf, "rollbackpolicies", rollback_policy(target="lastSuccessful"))
         await create(kerf, "staticpolicies", downsize())
@@ -196,11 +199,14 @@ async def test_last_successful_missing_fails_permanently(tmp_path: Path) -> None
         assert state["failureReason"] == "rollbackRecommendationUnavailable"
 
 
+@pytest.mark.parametrize("strategy", [None, EVICT_ONLY], ids=["in-place", "eviction"])
 @pytest.mark.parametrize(("threshold", "mode"), [(20, "monitoringSucceeded"), (100, "backingOff")])
 async def test_adoption_threshold_over_five_replicas(
-    tmp_path: Path, threshold: int, mode: str
+    tmp_path: Path, strategy: dict[str, Any] | None, threshold: int, mode: str
 ) -> None:
-    async with running_kerf(tmp_path, node_cpu="8", node_memory="16Gi") as kerf:
+    async with running_kerf(
+        tmp_path, node_cpu="8", node_memory="16Gi", strategy_spec=strategy
+    ) as kerf:
         await client.AppsV1Api(kerf.api).create_namespaced_deployment(
             "shop", deployment(5, memory_use="100Mi")
         )
@@ -214,9 +220,15 @@ async def test_adoption_threshold_over_five_replicas(
             },
         )
         await kerf.settle()
-        # One pod keeps its old values: the node defers its resize for good.
+        # One pod keeps its old values: in place, the node defers its resize for good; by
+        # eviction, the pod is paused (it is never evicted).
         first = (await kerf.pods("web"))[0]["metadata"]["name"]
-        kerf.sim.kubelet.resize_verdicts[("shop", first)] = ("Deferred", "busy")
+        if strategy is None:
+            kerf.sim.kubelet.resize_verdicts[("shop", first)] = ("Deferred", "busy")
+        else:
+            await kerf.core.patch_namespaced_pod(
+                first, "shop", {"metadata": {"annotations": {PAUSE_UNTIL: "infinite"}}}
+            )
         replica = await kerf.start_reconciler()
         await create(kerf, "rollbackpolicies", rollback_policy(threshold=threshold))
         policy = downsize()
@@ -226,13 +238,21 @@ async def test_adoption_threshold_over_five_replicas(
         state = await drive(kerf, replica, mode, step_s=10)
         if threshold == 100:  # 4 of 5 adopted: not enough, rolled back
             assert state["failureReason"] == "adoptionThresholdNotMet"
+            assert "4 of 5 pod(s)" in state["failureMessage"]
             assert "adoption threshold of 100%" in state["failureMessage"]
         else:  # 4 of 5 adopted: at least 20 %
             assert "failureReason" not in state
+        if strategy is not None and threshold == 20:
+            # Four pods replaced one at a time under the PDB, the paused one kept.
+            assert first in [p["metadata"]["name"] for p in await kerf.pods("web")]
+            assert sorted(await limits_of(kerf)) == ["256Mi"] * 4 + ["512Mi"]
 
 
-async def test_a_restarted_reconciler_resumes_monitoring(tmp_path: Path) -> None:
-    async with running_kerf(tmp_path) as kerf:
+@pytest.mark.parametrize("strategy", [None, EVICT_ONLY], ids=["in-place", "eviction"])
+async def test_a_restarted_reconciler_resumes_monitoring(
+    tmp_path: Path, strategy: dict[str, Any] | None
+) -> None:
+    async with running_kerf(tmp_path, strategy_spec=strategy) as kerf:
         first = await start(kerf)
         await create(kerf, "rollbackpolicies", rollback_policy(attempts=2))
         await create(kerf, "staticpolicies", downsize())
@@ -264,11 +284,12 @@ def _leading(replica: RunningReconciler) -> Any:
     return check
 
 
+@pytest.mark.parametrize("strategy", [None, EVICT_ONLY], ids=["in-place", "eviction"])
 @pytest.mark.parametrize(("reopen", "mode"), [(True, "monitoring"), (False, "monitoringSucceeded")])
 async def test_a_replacement_pod_reopens_a_succeeded_turn_only_when_enabled(
-    tmp_path: Path, reopen: bool, mode: str
+    tmp_path: Path, strategy: dict[str, Any] | None, reopen: bool, mode: str
 ) -> None:
-    async with running_kerf(tmp_path) as kerf:
+    async with running_kerf(tmp_path, strategy_spec=strategy) as kerf:
         replica = await start(kerf, memory_use="100Mi")
         await create(
             kerf, "rollbackpolicies", rollback_policy(target="lastSuccessful", reopen=reopen)
