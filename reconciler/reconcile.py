@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import socket
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -65,6 +66,9 @@ logger = logging.getLogger("kerf.reconciler")
 
 Values = dict[str, dict[str, dict[str, str]]]
 LeaseAge = Callable[[], Awaitable[datetime | None]]
+#: How long (seconds) a workload waits for the view to show annotations this reconciler
+#: wrote before it is decided again regardless (someone else may have changed them).
+ANNOTATIONS_WAIT_S = 30.0
 #: Reasons an eviction is held by the reconciler itself (not a guardrail of the library).
 WEBHOOK_UNAVAILABLE = "WebhookUnavailable"
 
@@ -190,6 +194,9 @@ class WorkloadReconciler:
         self._written: dict[tuple[str, Any], set[str]] = {}
         #: workload key -> the change in place under way that its status does not show yet
         self._unreported: dict[Any, _Unreported] = {}
+        #: workload key -> (annotations this reconciler wrote, a monotonic deadline): until
+        #: the view's workload shows them (or the deadline passes), the workload waits
+        self._annotations_sent: dict[Any, tuple[dict[str, str | None], float]] = {}
         #: workload key -> (record version, status) found equal to that record's status
         self._seen_status: dict[Any, tuple[str, dict[str, Any]]] = {}
         #: workload key -> (until, the objects a quiet pass read): a pass over exactly these
@@ -212,7 +219,9 @@ class WorkloadReconciler:
             self._unreported.pop(ref.key, None)  # gone: nothing left to report on
             return None
         record = view.recommendation_for(ref)
-        if self._behind(ref, obj, record):
+        if self._behind(ref, obj, record) or self._unseen_annotations(
+            ref.key, workload.annotations
+        ):
             # The view has not seen this reconciler's last write to the workload or its
             # record yet: a pass now would decide from what was there before (and write
             # or record it again).
@@ -233,6 +242,7 @@ class WorkloadReconciler:
         if patch:
             answer = await self.writer.patch_annotations(obj, patch)
             self._wrote(("workload", ref.key), _version(obj), answer, done)
+            self._remember_annotations(ref.key, patch)
             done.wrote = True
             log_fields(logger, "published policy values", workload=_label(ref), keys=sorted(patch))
         if not plan.candidates and record is None and ref.key not in self._unreported:
@@ -263,8 +273,10 @@ class WorkloadReconciler:
             return None
         result = rollback_step(state, inputs, now)
         if result.write and result.annotation is not None:
-            answer = await self.writer.patch_annotations(obj, {ROLLBACK_STATE: result.annotation})
+            state_patch = {ROLLBACK_STATE: result.annotation}
+            answer = await self.writer.patch_annotations(obj, state_patch)
             self._wrote(("workload", workload.ref.key), _version(obj), answer, done)
+            self._remember_annotations(workload.ref.key, state_patch)
             done.wrote = True
             log_fields(
                 logger,
@@ -373,6 +385,31 @@ class WorkloadReconciler:
             else:
                 del self._written[key]
         return behind
+
+    def _remember_annotations(self, key: Any, patch: Mapping[str, str | None]) -> None:
+        """Remember what a write of workload annotations set (see `_unseen_annotations`)."""
+        if not self.writer.sends:
+            return
+        before = self._annotations_sent.get(key)
+        merged = {**(before[0] if before else {}), **patch}
+        if len(self._annotations_sent) > 100_000:  # entries leave once seen; bound anyway
+            self._annotations_sent.clear()
+        self._annotations_sent[key] = (merged, time.monotonic() + ANNOTATIONS_WAIT_S)
+
+    def _unseen_annotations(self, key: Any, annotations: Mapping[str, str]) -> bool:
+        """The view's workload does not show the annotations this reconciler wrote yet. A
+        newer version alone does not prove it does: another writer (the Deployment
+        controller updating the status) may have committed in between, and a pass over
+        that version would decide from the annotations as they were before (and start a
+        rollback turn twice, say). Bounded in time, should someone else change the keys."""
+        sent = self._annotations_sent.get(key)
+        if sent is None:
+            return False
+        patch, until = sent
+        if all(annotations.get(k) == v for k, v in patch.items()) or time.monotonic() > until:
+            del self._annotations_sent[key]
+            return False
+        return True
 
     def _wrote(
         self, key: tuple[str, Any], before: str, answer: Mapping[str, Any], done: _Pass
