@@ -359,7 +359,7 @@ class WorkloadReconciler:
         gentle = decision.method == "inPlace" and not _restarts(
             pod, decision, format_resources_of(self.view, pod)
         )
-        if not gentle and self._disrupted(workload, pods, running):
+        if not gentle and self._disrupted(workload, pods, _readiness_counts(running, decisions)):
             done.busy = True
             done.again_in(self.config.follow_s)
             return
@@ -815,6 +815,22 @@ def _version(obj: Mapping[str, Any]) -> str:
 
 def _record_version(record: RightsizingRecommendation | None) -> str:
     return (record.metadata.resource_version or "") if record is not None else ""
+
+
+def _restores(decision: PodDecision) -> bool:
+    """The decision applies rollback restore values to its pod."""
+    return decision.outcome == "apply" and any(
+        s.policy_kind in ("RollbackPolicy", "ClusterRollbackPolicy") for s in decision.selected
+    )
+
+
+def _readiness_counts(
+    running: Sequence[Mapping[str, Any]], decisions: Sequence[PodDecision]
+) -> list[Mapping[str, Any]]:
+    """The running pods whose readiness holds a disruption back: all but those still
+    waiting for a rollback restore. Those are unready because of the change being rolled
+    back (an OOM loop); waiting for them to recover would keep the bad values in force."""
+    return [p for p, d in zip(running, decisions, strict=True) if not _restores(d)]
 
 
 def _same_objects(before: tuple[Any, ...], now: tuple[Any, ...]) -> bool:

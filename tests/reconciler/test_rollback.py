@@ -415,6 +415,9 @@ async def test_a_restore_that_does_not_fit_its_node_moves_the_pod(
         await kerf.settle()
         assert [p["spec"]["nodeName"] for p in await kerf.pods("filler")] == ["node-a"]
         await kerf.sim.add_node("node-b", cpu="4", memory="2Gi")
+        # An OOM-looping app is unready: that must not hold back the evictions that fix it.
+        for pod in await kerf.pods("web"):
+            kerf.sim.kubelet.set_ready("shop", pod["metadata"]["name"], "app", False)
         await kerf.settle()
         # The restore raises memory back to 256Mi: node-a has no room for it, so each pod is
         # replaced (scheduled where it fits) rather than resized into a deferral.
