@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import socket
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -51,6 +52,7 @@ from reconciler.metrics import ReconcilerMetrics
 from reconciler.podstate import is_ready, is_running, is_terminating, resize_progress
 from reconciler.publish import annotation_patch
 from reconciler.ratelimit import TokenBucket
+from reconciler.restore import unschedulable_to_replace
 from reconciler.status import (
     Summary,
     build_status,
@@ -64,6 +66,9 @@ logger = logging.getLogger("kerf.reconciler")
 
 Values = dict[str, dict[str, dict[str, str]]]
 LeaseAge = Callable[[], Awaitable[datetime | None]]
+#: How long (seconds) a workload waits for the view to show annotations this reconciler
+#: wrote before it is decided again regardless (someone else may have changed them).
+ANNOTATIONS_WAIT_S = 30.0
 #: Reasons an eviction is held by the reconciler itself (not a guardrail of the library).
 WEBHOOK_UNAVAILABLE = "WebhookUnavailable"
 
@@ -189,6 +194,9 @@ class WorkloadReconciler:
         self._written: dict[tuple[str, Any], set[str]] = {}
         #: workload key -> the change in place under way that its status does not show yet
         self._unreported: dict[Any, _Unreported] = {}
+        #: workload key -> (annotations this reconciler wrote, a monotonic deadline): until
+        #: the view's workload shows them (or the deadline passes), the workload waits
+        self._annotations_sent: dict[Any, tuple[dict[str, str | None], float]] = {}
         #: workload key -> (record version, status) found equal to that record's status
         self._seen_status: dict[Any, tuple[str, dict[str, Any]]] = {}
         #: workload key -> (until, the objects a quiet pass read): a pass over exactly these
@@ -211,7 +219,9 @@ class WorkloadReconciler:
             self._unreported.pop(ref.key, None)  # gone: nothing left to report on
             return None
         record = view.recommendation_for(ref)
-        if self._behind(ref, obj, record):
+        if self._behind(ref, obj, record) or self._unseen_annotations(
+            ref.key, workload.annotations
+        ):
             # The view has not seen this reconciler's last write to the workload or its
             # record yet: a pass now would decide from what was there before (and write
             # or record it again).
@@ -232,6 +242,7 @@ class WorkloadReconciler:
         if patch:
             answer = await self.writer.patch_annotations(obj, patch)
             self._wrote(("workload", ref.key), _version(obj), answer, done)
+            self._remember_annotations(ref.key, patch)
             done.wrote = True
             log_fields(logger, "published policy values", workload=_label(ref), keys=sorted(patch))
         if not plan.candidates and record is None and ref.key not in self._unreported:
@@ -242,6 +253,8 @@ class WorkloadReconciler:
             self.metrics.decisions.labels(decision.outcome, decision.reason or "").inc()
         await self._execute(workload, pods, running, decisions, record, now, done)
         rollback = await self._monitor(workload, obj, now, done)
+        if rollback is not None and not done.busy:
+            await self._replace_unschedulable(workload, pods, rollback, now, done)
         await self._report(workload, obj, running, decisions, record, now, done, rollback)
         if not (done.wrote or done.busy) and done.requeue is None:
             boundaries = [now + self.config.steady_horizon]
@@ -260,8 +273,10 @@ class WorkloadReconciler:
             return None
         result = rollback_step(state, inputs, now)
         if result.write and result.annotation is not None:
-            answer = await self.writer.patch_annotations(obj, {ROLLBACK_STATE: result.annotation})
+            state_patch = {ROLLBACK_STATE: result.annotation}
+            answer = await self.writer.patch_annotations(obj, state_patch)
             self._wrote(("workload", workload.ref.key), _version(obj), answer, done)
+            self._remember_annotations(workload.ref.key, state_patch)
             done.wrote = True
             log_fields(
                 logger,
@@ -276,6 +291,31 @@ class WorkloadReconciler:
         if result.requeue_at is not None:
             done.again_in(max(0.05, (result.requeue_at - now).total_seconds()))
         return result
+
+    async def _replace_unschedulable(
+        self,
+        workload: Workload,
+        pods: Sequence[Mapping[str, Any]],
+        rollback: Step,
+        now: datetime,
+        done: _Pass,
+    ) -> None:
+        """A Pending pod cannot be resized: while a restore is in force, evict one that no
+        node fits and that lacks the restored values, so its replacement is admitted with
+        them (evicting a Pending pod disrupts nothing; PDBs do not count it)."""
+        pod = unschedulable_to_replace(
+            pods,
+            rollback.restore,
+            workload.annotations,
+            self.view.plan_for(workload).sync.annotations,
+        )
+        if pod is None or self._awaiting(pod):
+            return
+        note = (
+            f"evicted unschedulable pod {_pod_name(pod)}: it cannot be resized; "
+            "its replacement is admitted with the rollback's restored values"
+        )
+        await self._evict(pod, None, now, done, note=note)
 
     # ------------------------------------------------------------------ executing
 
@@ -319,7 +359,7 @@ class WorkloadReconciler:
         gentle = decision.method == "inPlace" and not _restarts(
             pod, decision, format_resources_of(self.view, pod)
         )
-        if not gentle and self._disrupted(workload, pods, running):
+        if not gentle and self._disrupted(workload, pods, _readiness_counts(running, decisions)):
             done.busy = True
             done.again_in(self.config.follow_s)
             return
@@ -345,6 +385,31 @@ class WorkloadReconciler:
             else:
                 del self._written[key]
         return behind
+
+    def _remember_annotations(self, key: Any, patch: Mapping[str, str | None]) -> None:
+        """Remember what a write of workload annotations set (see `_unseen_annotations`)."""
+        if not self.writer.sends:
+            return
+        before = self._annotations_sent.get(key)
+        merged = {**(before[0] if before else {}), **patch}
+        if len(self._annotations_sent) > 100_000:  # entries leave once seen; bound anyway
+            self._annotations_sent.clear()
+        self._annotations_sent[key] = (merged, time.monotonic() + ANNOTATIONS_WAIT_S)
+
+    def _unseen_annotations(self, key: Any, annotations: Mapping[str, str]) -> bool:
+        """The view's workload does not show the annotations this reconciler wrote yet. A
+        newer version alone does not prove it does: another writer (the Deployment
+        controller updating the status) may have committed in between, and a pass over
+        that version would decide from the annotations as they were before (and start a
+        rollback turn twice, say). Bounded in time, should someone else change the keys."""
+        sent = self._annotations_sent.get(key)
+        if sent is None:
+            return False
+        patch, until = sent
+        if all(annotations.get(k) == v for k, v in patch.items()) or time.monotonic() > until:
+            del self._annotations_sent[key]
+            return False
+        return True
 
     def _wrote(
         self, key: tuple[str, Any], before: str, answer: Mapping[str, Any], done: _Pass
@@ -522,9 +587,17 @@ class WorkloadReconciler:
             )
 
     async def _evict(
-        self, pod: Mapping[str, Any], decision: PodDecision, now: datetime, done: _Pass
+        self,
+        pod: Mapping[str, Any],
+        decision: PodDecision | None,
+        now: datetime,
+        done: _Pass,
+        *,
+        note: str | None = None,
     ) -> bool:
-        """Evict one pod, unless the webhook is unhealthy or the rate limit says wait."""
+        """Evict one pod, unless the webhook is unhealthy or the rate limit says wait.
+        `decision` is the plan the replacement carries (recorded as applied); None when the
+        eviction applies no plan of its own (`note` then says why)."""
         name = _pod_name(pod)
         if not await self._webhook_healthy(now):
             self.metrics.evictions.labels("held").inc()
@@ -549,11 +622,11 @@ class WorkloadReconciler:
             done.again_in(self.config.refused_retry_s)
             return False
         if result == "evicted":
-            done.applied = done.applied or _applied(decision, "evict")
-            done.events.append(
-                ("Evicted", f"evicted pod {name}; its replacement is sized at admission", False)
-            )
-            log_fields(logger, "evicted", pod=name, values=decision.values)
+            if decision is not None:
+                done.applied = done.applied or _applied(decision, "evict")
+            note = note or f"evicted pod {name}; its replacement is sized at admission"
+            done.events.append(("Evicted", note, False))
+            log_fields(logger, "evicted", pod=name, values=decision.values if decision else None)
         done.again_in(self.config.follow_s)
         return result == "evicted"
 
@@ -742,6 +815,22 @@ def _version(obj: Mapping[str, Any]) -> str:
 
 def _record_version(record: RightsizingRecommendation | None) -> str:
     return (record.metadata.resource_version or "") if record is not None else ""
+
+
+def _restores(decision: PodDecision) -> bool:
+    """The decision applies rollback restore values to its pod."""
+    return decision.outcome == "apply" and any(
+        s.policy_kind in ("RollbackPolicy", "ClusterRollbackPolicy") for s in decision.selected
+    )
+
+
+def _readiness_counts(
+    running: Sequence[Mapping[str, Any]], decisions: Sequence[PodDecision]
+) -> list[Mapping[str, Any]]:
+    """The running pods whose readiness holds a disruption back: all but those still
+    waiting for a rollback restore. Those are unready because of the change being rolled
+    back (an OOM loop); waiting for them to recover would keep the bad values in force."""
+    return [p for p, d in zip(running, decisions, strict=True) if not _restores(d)]
 
 
 def _same_objects(before: tuple[Any, ...], now: tuple[Any, ...]) -> bool:

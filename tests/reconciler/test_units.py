@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from app.annotations import ARGS_KEY, fixed_key
+from app.annotations import ARGS_KEY, ROLLBACK_STATE, fixed_key
 from app.models import parse_object
 from app.owners import WorkloadRef
 from reconciler.events import dedup_key, event_body, is_repeat
@@ -17,6 +17,7 @@ from reconciler.podstate import resize_progress, resources_running
 from reconciler.publish import annotation_patch
 from reconciler.queue import QueueClosed, WorkQueue
 from reconciler.ratelimit import TokenBucket
+from reconciler.reconcile import WorkloadReconciler, _Pass
 from reconciler.status import Summary, build_status, phase_of, status_patch
 
 NOW = datetime(2026, 11, 30, 12, tzinfo=UTC)
@@ -245,3 +246,24 @@ def test_token_bucket() -> None:
     assert bucket.try_take() == 0.0
     with pytest.raises(ValueError):
         TokenBucket(0)
+
+
+class _Sends:
+    """A writer that sends (what the reconciler waits for after its writes)."""
+
+    sends = True
+
+
+def test_a_workload_waits_until_the_view_shows_the_annotations_written() -> None:
+    reconciler = WorkloadReconciler(None, _Sends(), None, webhook_lease=None)  # type: ignore[arg-type]
+    ref = WorkloadRef("Deployment", "shop", "web")
+    state = {ROLLBACK_STATE: '{"mode": "monitoring"}'}
+    # The pass read version 10 and its annotation patch was answered with version 12.
+    reconciler._wrote(("workload", ref.key), "10", {"metadata": {"resourceVersion": "12"}}, _Pass())
+    reconciler._remember_annotations(ref.key, state)
+    # Version 11, another writer's (the controller's status update committed before the
+    # patch), is not stale by version, but it lacks the write: still waiting.
+    assert not reconciler._behind(ref, {"metadata": {"resourceVersion": "11"}}, None)
+    assert reconciler._unseen_annotations(ref.key, {})
+    assert not reconciler._unseen_annotations(ref.key, state)
+    assert not reconciler._unseen_annotations(ref.key, {})  # seen once: forgotten
