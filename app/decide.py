@@ -1328,7 +1328,8 @@ def _method(ctx: _Context, strategies: _StrategyFacts) -> str:
         _block_regular(ctx, "NoCommonMethod", "the contributing strategies share no method")
         return "inPlace"
     restart_ok = strategies.restart_ok
-    if "inPlace" in allowed and _resizable(ctx) and (restart_ok or not _restarts_container(ctx)):
+    in_place = _resizable(ctx) and (restart_ok or not _restarts_container(ctx))
+    if "inPlace" in allowed and in_place and not ("evict" in allowed and _restore_outgrows(ctx)):
         return "inPlace"
     if "evict" in allowed:
         return "evict"
@@ -1397,10 +1398,10 @@ def _check_single_replica(ctx: _Context, method: str | None) -> None:
         )
 
 
-def _filter_node_capacity(ctx: _Context) -> None:
-    """Increases that do not fit the node are filtered (never an eviction)."""
+def _request_increases(ctx: _Context, actions: Iterable[_Action]) -> dict[str, list[_Action]]:
+    """The actions that raise a CPU or memory request, by resource."""
     increases: dict[str, list[_Action]] = {}
-    for a in ctx.regular():
+    for a in actions:
         t = a.target
         if (
             t.field == "requests"
@@ -1408,20 +1409,52 @@ def _filter_node_capacity(ctx: _Context) -> None:
             and a.desired > (a.current or 0)
         ):
             increases.setdefault(t.resource, []).append(a)
+    return increases
+
+
+def _node_room(ctx: _Context) -> dict[str, int] | None:
+    """What the pod's node has left for increases (allocatable minus headroom minus the
+    requests of its non-terminal pods); None when the node is unknown."""
     node_name = (ctx.pod.get("spec") or {}).get("nodeName")
-    allocatable = ctx.view.node_allocatable(node_name) if increases and node_name else None
+    allocatable = ctx.view.node_allocatable(node_name) if node_name else None
     if allocatable is None:
-        return
+        return None
     used_cpu, used_memory = ctx.view.node_requests(node_name)
-    room = {
+    return {
         "cpu": allocatable[0] * (100 - CPU_HEADROOM_PERCENT) // 100 - used_cpu,
         "memory": allocatable[1] - MEMORY_HEADROOM - used_memory,
     }
+
+
+def _increase_delta(ctx: _Context, resource: str, actions: Iterable[_Action]) -> int:
+    return sum(
+        a.desired - (ctx.current[a.target.container]["requests"].get(resource) or 0)
+        for a in actions
+    )
+
+
+def _restore_outgrows(ctx: _Context) -> bool:
+    """A rollback restore raises a request beyond what the pod's node has left. Node
+    capacity is physics, not a guardrail: the restore is not filtered like an increase of a
+    recommendation, and an in-place resize would only be deferred by the kubelet, so the
+    pod is evicted and its replacement scheduled where it fits."""
+    restores = [a for a in ctx.actions if a.item.restore] if ctx.has_restores else []
+    increases = _request_increases(ctx, restores)
+    room = _node_room(ctx) if increases else None
+    if room is None:
+        return False
+    return any(_increase_delta(ctx, r, acts) > room[r] for r, acts in increases.items())
+
+
+def _filter_node_capacity(ctx: _Context) -> None:
+    """Increases that do not fit the node are filtered (never an eviction)."""
+    increases = _request_increases(ctx, ctx.regular())
+    room = _node_room(ctx) if increases else None
+    if room is None:
+        return
+    node_name = (ctx.pod.get("spec") or {}).get("nodeName")
     for resource, actions in increases.items():
-        delta = sum(
-            a.desired - (ctx.current[a.target.container]["requests"].get(resource) or 0)
-            for a in actions
-        )
+        delta = _increase_delta(ctx, resource, actions)
         if delta > room[resource]:
             ctx.dropped.extend((a.target, "InsufficientNodeCapacity") for a in actions)
             # A Guaranteed pair changes together: its limit stays when its request must.

@@ -129,6 +129,11 @@ def _unschedulable(status: Mapping[str, Any]) -> str | None:
     return None
 
 
+def is_unschedulable(pod: Mapping[str, Any]) -> bool:
+    """The scheduler found no node for the pod (`PodScheduled=False`, `Unschedulable`)."""
+    return _unschedulable(pod.get("status") or {}) is not None
+
+
 def pod_health(
     pod: Mapping[str, Any], thresholds: HealthThresholds, since: datetime | None
 ) -> PodHealth:

@@ -106,17 +106,17 @@ class Writer(Protocol):
 
     async def patch_annotations(
         self, obj: Mapping[str, Any], patch: Mapping[str, str | None]
-    ) -> None: ...
+    ) -> Mapping[str, Any]: ...
 
     async def resize(self, pod: Mapping[str, Any], containers: Mapping[str, Any]) -> None: ...
 
     async def evict(self, pod: Mapping[str, Any]) -> EvictResult: ...
 
-    async def create_recommendation(self, body: Mapping[str, Any]) -> None: ...
+    async def create_recommendation(self, body: Mapping[str, Any]) -> Mapping[str, Any]: ...
 
     async def patch_status(
         self, namespace: str, name: str, patch: Mapping[str, Any], kind: str = ...
-    ) -> None: ...
+    ) -> Mapping[str, Any]: ...
 
     async def create_event(self, body: Mapping[str, Any]) -> None: ...
 
@@ -131,13 +131,14 @@ class ApiWriter:
 
     async def patch_annotations(
         self, obj: Mapping[str, Any], patch: Mapping[str, str | None]
-    ) -> None:
-        """Merge-patch `metadata.annotations` of a workload (only the keys given)."""
+    ) -> Mapping[str, Any]:
+        """Merge-patch `metadata.annotations` of a workload (only the keys given); returns
+        the workload as written."""
         meta = obj.get("metadata") or {}
         kind = str(obj.get("kind"))
         path = object_path(str(obj.get("apiVersion")), kind, meta["namespace"], meta["name"])
         body = {"metadata": {"annotations": dict(patch)}}
-        await self._t.request("patch", plural(kind), "PATCH", path, body, MERGE_PATCH)
+        return await self._t.request("patch", plural(kind), "PATCH", path, body, MERGE_PATCH)
 
     async def resize(self, pod: Mapping[str, Any], containers: Mapping[str, Any]) -> None:
         """Patch `pods/resize` (strategic merge) with the changed containers' resources."""
@@ -174,15 +175,17 @@ class ApiWriter:
             raise
         return "evicted"
 
-    async def create_recommendation(self, body: Mapping[str, Any]) -> None:
-        """Create a RightsizingRecommendation; one that exists already is fine."""
+    async def create_recommendation(self, body: Mapping[str, Any]) -> Mapping[str, Any]:
+        """Create a RightsizingRecommendation and return it as created; one that exists
+        already is fine (an empty answer)."""
         meta = body["metadata"]
         path = f"{_api_path(API_VERSION)}/namespaces/{meta['namespace']}/rightsizingrecommendations"
         try:
-            await self._t.request("create", "rightsizingrecommendations", "POST", path, body)
+            return await self._t.request("create", "rightsizingrecommendations", "POST", path, body)
         except ApiStatusError as exc:
             if exc.code != 409:
                 raise
+        return {}
 
     async def patch_status(
         self,
@@ -190,11 +193,13 @@ class ApiWriter:
         name: str,
         patch: Mapping[str, Any],
         kind: str = "RightsizingRecommendation",
-    ) -> None:
-        """Merge-patch the status subresource of a kerf object."""
+    ) -> Mapping[str, Any]:
+        """Merge-patch the status subresource of a kerf object; returns the object as
+        written."""
         path = object_path(API_VERSION, kind, namespace, name) + "/status"
         resource = f"{plural(kind)}/status"
-        await self._t.request("patch", resource, "PATCH", path, {"status": patch}, MERGE_PATCH)
+        body = {"status": patch}
+        return await self._t.request("patch", resource, "PATCH", path, body, MERGE_PATCH)
 
     async def create_event(self, body: Mapping[str, Any]) -> None:
         """Create an events.k8s.io/v1 Event."""
@@ -215,13 +220,14 @@ class RecordingWriter:
 
     async def patch_annotations(
         self, obj: Mapping[str, Any], patch: Mapping[str, str | None]
-    ) -> None:
+    ) -> Mapping[str, Any]:
         meta = obj.get("metadata") or {}
         self._record(
             "patch annotations",
             workload=f"{obj.get('kind')}/{meta.get('namespace')}/{meta.get('name')}",
             keys=sorted(patch),
         )
+        return {}
 
     async def resize(self, pod: Mapping[str, Any], containers: Mapping[str, Any]) -> None:
         meta = pod["metadata"]
@@ -234,9 +240,10 @@ class RecordingWriter:
         self._record("evict", pod=f"{meta['namespace']}/{meta['name']}")
         return "evicted"
 
-    async def create_recommendation(self, body: Mapping[str, Any]) -> None:
+    async def create_recommendation(self, body: Mapping[str, Any]) -> Mapping[str, Any]:
         meta = body["metadata"]
         self._record("create recommendation", name=f"{meta['namespace']}/{meta['name']}")
+        return {}
 
     async def patch_status(
         self,
@@ -244,8 +251,9 @@ class RecordingWriter:
         name: str,
         patch: Mapping[str, Any],
         kind: str = "RightsizingRecommendation",
-    ) -> None:
+    ) -> Mapping[str, Any]:
         self._record("write status", object=f"{kind} {namespace}/{name}", phase=patch.get("phase"))
+        return {}
 
     async def create_event(self, body: Mapping[str, Any]) -> None:
         self._record("record event", reason=body.get("reason"), note=body.get("note"))

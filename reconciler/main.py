@@ -10,8 +10,8 @@ import signal
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import datetime
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import IO, Any
 
@@ -109,13 +109,18 @@ def build_service(
     writer = RecordingWriter() if options.dry_run else ApiWriter(transport)
     holder: list[Reconciler] = []
     view = WatchedView(lambda ref: holder[0].on_change(ref), own_namespace=namespace)
+    execution = options.execution
+    if options.once:
+        # One pass per workload and exit: a rollout is not followed to its end, so each
+        # pass reports what it did.
+        execution = replace(execution, pending_after=timedelta(0))
     reconciler = WorkloadReconciler(
         view,
         writer,
         metrics,
         webhook_lease=cached_lease(LeaseReader(transport, namespace, WEBHOOK_LEASE)),
         clock=clock,
-        config=options.execution,
+        config=execution,
     )
     leader = (
         None

@@ -38,6 +38,7 @@ class WorkQueue(Generic[K]):
         self._clock = clock
         self._ready = asyncio.Event()
         self._closed = False
+        self._sealed = False
 
     def __len__(self) -> int:
         return len(self._queued)
@@ -49,7 +50,7 @@ class WorkQueue(Generic[K]):
 
     def add(self, key: K) -> None:
         """Queue `key` unless it is queued already."""
-        if self._closed:
+        if self._closed or self._sealed:
             return
         timer = self._timers.pop(key, None)
         if timer is not None:
@@ -62,7 +63,7 @@ class WorkQueue(Generic[K]):
 
     def add_after(self, key: K, delay_s: float) -> None:
         """Queue `key` in `delay_s` seconds (an earlier schedule for it wins)."""
-        if self._closed:
+        if self._closed or self._sealed:
             return
         if delay_s <= 0:
             self.add(key)
@@ -116,6 +117,14 @@ class WorkQueue(Generic[K]):
         if key in self._dirty:
             self._dirty.discard(key)
             self.add(key)
+
+    def seal(self) -> None:
+        """Hand out what is queued, take nothing new (`--once`: each key exactly once,
+        even when its pass asks to come back or the watches report its own writes)."""
+        self._sealed = True
+        for timer in self._timers.values():
+            timer.cancel()
+        self._timers.clear()
 
     def close(self) -> None:
         """Stop handing out keys; waiting getters raise QueueClosed."""

@@ -10,7 +10,9 @@ The decisions are `app.decide`'s; this module only carries them out:
   `apply.fallbackAfter`, Infeasible, Error or a rejected patch fall back to eviction when
   `decide_fallback` allows it;
 - eviction goes through the Eviction API (PDBs, 429 retried later), under a global rate
-  limit, never while the webhook's Lease is stale.
+  limit, never while the webhook's Lease is stale;
+- a change in place is reported (status, one `Resized` event) once, when its rollout is
+  done, or as Pending once it has taken `pending_after`; anything else at once.
 
 Everything a pass needs is in the cluster: pod specs and conditions, the workload's
 annotations and its RightsizingRecommendation. Values that run on the pods but are not
@@ -23,10 +25,13 @@ from __future__ import annotations
 
 import logging
 import socket
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
+
+import orjson
 
 from app.annotations import APPROVE, POD_INFO, ROLLBACK_STATE
 from app.clock import Clock, utc_now
@@ -47,6 +52,7 @@ from reconciler.metrics import ReconcilerMetrics
 from reconciler.podstate import is_ready, is_running, is_terminating, resize_progress
 from reconciler.publish import annotation_patch
 from reconciler.ratelimit import TokenBucket
+from reconciler.restore import unschedulable_to_replace
 from reconciler.status import (
     Summary,
     build_status,
@@ -61,6 +67,9 @@ logger = logging.getLogger("kerf.reconciler")
 
 Values = dict[str, dict[str, dict[str, str]]]
 LeaseAge = Callable[[], Awaitable[datetime | None]]
+#: How long (seconds) a workload waits for the view to show annotations this reconciler
+#: wrote before it is decided again regardless (someone else may have changed them).
+ANNOTATIONS_WAIT_S = 30.0
 #: Reasons an eviction is held by the reconciler itself (not a guardrail of the library).
 WEBHOOK_UNAVAILABLE = "WebhookUnavailable"
 
@@ -80,6 +89,9 @@ class ExecutionConfig:
     #: a workload whose inputs did not change is decided again at least this often (times
     #: a decision reads besides `nextAllowedAt`: pause expiry, recommendation age, …)
     steady_horizon: timedelta = timedelta(minutes=10)
+    #: a change in place is reported (status, `Resized` event) when its rollout is done;
+    #: one under way longer than this is reported as `Pending` first (0: report every pass)
+    pending_after: timedelta = timedelta(seconds=10)
     instance: str = field(default_factory=socket.gethostname)
 
 
@@ -92,13 +104,28 @@ class _Pass:
     busy: bool = False
     blocked: tuple[str, str] | None = None
     applied: dict[str, Any] | None = None
+    #: the pod resized in place in this pass
+    resized: str | None = None
+    #: the status must be written now (a decision is about to read it)
+    report: bool = False
     events: list[tuple[str, str, bool]] = field(default_factory=list)
 
     #: something was written to the cluster in this pass
     wrote: bool = False
+    #: ("workload" | "record", workload key) -> the version this pass's last write of it
+    #: answered with
+    versions: dict[tuple[str, Any], str] = field(default_factory=dict)
 
     def again_in(self, seconds: float) -> None:
         self.requeue = seconds if self.requeue is None else min(self.requeue, seconds)
+
+
+@dataclass(frozen=True, slots=True)
+class _Unreported:
+    """A change in place whose rollout is under way and not in the status yet."""
+
+    since: datetime
+    last_applied: dict[str, Any]
 
 
 def _amounts(values: Mapping[str, Mapping[str, str]]) -> dict[str, dict[str, int | None]]:
@@ -161,15 +188,27 @@ class WorkloadReconciler:
         #: pod uid -> the resourceVersion it had when kerf acted on it (until the view
         #: shows the pod changed, it is not acted on again)
         self._sent: dict[str, str] = {}
-        #: ("workload" | "record", workload key) -> the resourceVersion it had when this
-        #: reconciler wrote it (until the view shows a newer one, the workload waits)
-        self._written: dict[tuple[str, Any], str] = {}
+        #: ("workload" | "record", workload key) -> the resourceVersions this reconciler's
+        #: writes left behind: the one it wrote over, and those between two writes of one
+        #: pass (a record is created, then its status written). While the view shows one
+        #: of them, the workload waits.
+        self._written: dict[tuple[str, Any], set[str]] = {}
+        #: workload key -> the change in place under way that its status does not show yet
+        self._unreported: dict[Any, _Unreported] = {}
+        #: workload key -> (annotations this reconciler wrote, a monotonic deadline): until
+        #: the view's workload shows them (or the deadline passes), the workload waits
+        self._annotations_sent: dict[Any, tuple[dict[str, str | None], float]] = {}
         #: workload key -> (record version, digest of a status) found equal to that
         #: record's status (a digest: 25,000 whole statuses would weigh ~100 MB)
         self._seen_status: dict[Any, tuple[str, bytes]] = {}
         #: workload key -> (until, the objects a quiet pass read): a pass over exactly these
         #: objects before `until` would decide the same and write nothing
         self._steady: dict[Any, tuple[datetime, tuple[Any, ...]]] = {}
+
+    def forget_unreported(self) -> None:
+        """Drop the rollouts not reported yet (a change of leader: the next pass reads
+        what was applied from the pods and the record)."""
+        self._unreported.clear()
 
     # ------------------------------------------------------------------ the pass
 
@@ -179,9 +218,12 @@ class WorkloadReconciler:
         workload = view.workload(ref)
         obj = view.get(ref.kind, ref.namespace, ref.name)
         if workload is None or obj is None:
+            self._unreported.pop(ref.key, None)  # gone: nothing left to report on
             return None
         record = view.recommendation_for(ref)
-        if self._behind(ref, obj, record):
+        if self._behind(ref, obj, record) or self._unseen_annotations(
+            ref.key, workload.annotations
+        ):
             # The view has not seen this reconciler's last write to the workload or its
             # record yet: a pass now would decide from what was there before (and write
             # or record it again).
@@ -200,11 +242,12 @@ class WorkloadReconciler:
         done = _Pass()
         patch = annotation_patch(workload.annotations, plan.sync.annotations)
         if patch:
-            await self.writer.patch_annotations(obj, patch)
-            self._wrote(("workload", ref.key), obj)
+            answer = await self.writer.patch_annotations(obj, patch)
+            self._wrote(("workload", ref.key), _version(obj), answer, done)
+            self._remember_annotations(ref.key, patch)
             done.wrote = True
             log_fields(logger, "published policy values", workload=_label(ref), keys=sorted(patch))
-        if not plan.candidates and record is None:
+        if not plan.candidates and record is None and ref.key not in self._unreported:
             return None
         running = [p for p in pods if is_running(p)]
         decisions = [decide_pod(view, p, now=now, path="running") for p in running]
@@ -212,6 +255,8 @@ class WorkloadReconciler:
             self.metrics.decisions.labels(decision.outcome, decision.reason or "").inc()
         await self._execute(workload, pods, running, decisions, record, now, done)
         rollback = await self._monitor(workload, obj, now, done)
+        if rollback is not None and not done.busy:
+            await self._replace_unschedulable(workload, pods, rollback, now, done)
         await self._report(workload, obj, running, decisions, record, now, done, rollback)
         if not (done.wrote or done.busy) and done.requeue is None:
             boundaries = [now + self.config.steady_horizon]
@@ -230,8 +275,10 @@ class WorkloadReconciler:
             return None
         result = rollback_step(state, inputs, now)
         if result.write and result.annotation is not None:
-            await self.writer.patch_annotations(obj, {ROLLBACK_STATE: result.annotation})
-            self._wrote(("workload", workload.ref.key), obj)
+            state_patch = {ROLLBACK_STATE: result.annotation}
+            answer = await self.writer.patch_annotations(obj, state_patch)
+            self._wrote(("workload", workload.ref.key), _version(obj), answer, done)
+            self._remember_annotations(workload.ref.key, state_patch)
             done.wrote = True
             log_fields(
                 logger,
@@ -246,6 +293,31 @@ class WorkloadReconciler:
         if result.requeue_at is not None:
             done.again_in(max(0.05, (result.requeue_at - now).total_seconds()))
         return result
+
+    async def _replace_unschedulable(
+        self,
+        workload: Workload,
+        pods: Sequence[Mapping[str, Any]],
+        rollback: Step,
+        now: datetime,
+        done: _Pass,
+    ) -> None:
+        """A Pending pod cannot be resized: while a restore is in force, evict one that no
+        node fits and that lacks the restored values, so its replacement is admitted with
+        them (evicting a Pending pod disrupts nothing; PDBs do not count it)."""
+        pod = unschedulable_to_replace(
+            pods,
+            rollback.restore,
+            workload.annotations,
+            self.view.plan_for(workload).sync.annotations,
+        )
+        if pod is None or self._awaiting(pod):
+            return
+        note = (
+            f"evicted unschedulable pod {_pod_name(pod)}: it cannot be resized; "
+            "its replacement is admitted with the rollback's restored values"
+        )
+        await self._evict(pod, None, now, done, note=note)
 
     # ------------------------------------------------------------------ executing
 
@@ -262,6 +334,21 @@ class WorkloadReconciler:
         if await self._follow_resizes(workload, pods, running, now, done):
             return
         applies = [(p, d) for p, d in zip(running, decisions, strict=True) if d.outcome == "apply"]
+        unreported = self._unreported.get(workload.ref.key)
+        if unreported is not None and applies:
+            # The rollout under way goes on first. Another change (a pod already resized
+            # may want the next step) waits until the status records this one: decisions
+            # read the last change, and its cooldown, from there.
+            applies = [
+                (p, d)
+                for p, d in applies
+                if d.method == "inPlace"
+                and same_values(unreported.last_applied["containers"], d.values)
+            ]
+            if not applies:
+                done.report = done.busy = True
+                done.again_in(self.config.follow_s)
+                return
         if not applies:
             return
         pod, decision = applies[0]
@@ -274,7 +361,7 @@ class WorkloadReconciler:
         gentle = decision.method == "inPlace" and not _restarts(
             pod, decision, format_resources_of(self.view, pod)
         )
-        if not gentle and self._disrupted(workload, pods, running):
+        if not gentle and self._disrupted(workload, pods, _readiness_counts(running, decisions)):
             done.busy = True
             done.again_in(self.config.follow_s)
             return
@@ -286,35 +373,61 @@ class WorkloadReconciler:
     def _behind(
         self, ref: WorkloadRef, obj: Mapping[str, Any], record: RightsizingRecommendation | None
     ) -> bool:
-        record_version = record.metadata.resource_version if record is not None else ""
         versions = {
-            ("workload", ref.key): str((obj.get("metadata") or {}).get("resourceVersion")),
-            ("record", ref.key): str(record_version or ""),
+            ("workload", ref.key): _version(obj),
+            ("record", ref.key): _record_version(record),
         }
         behind = False
         for key, version in versions.items():
             written = self._written.get(key)
             if written is None:
                 continue
-            if written == version:
+            if version in written:
                 behind = True
             else:
                 del self._written[key]
         return behind
 
-    def _wrote(self, key: tuple[str, Any], version_holder: Any) -> None:
-        """Remember the version an object had when this reconciler wrote it."""
+    def _remember_annotations(self, key: Any, patch: Mapping[str, str | None]) -> None:
+        """Remember what a write of workload annotations set (see `_unseen_annotations`)."""
+        if not self.writer.sends:
+            return
+        before = self._annotations_sent.get(key)
+        merged = {**(before[0] if before else {}), **patch}
+        if len(self._annotations_sent) > 100_000:  # entries leave once seen; bound anyway
+            self._annotations_sent.clear()
+        self._annotations_sent[key] = (merged, time.monotonic() + ANNOTATIONS_WAIT_S)
+
+    def _unseen_annotations(self, key: Any, annotations: Mapping[str, str]) -> bool:
+        """The view's workload does not show the annotations this reconciler wrote yet. A
+        newer version alone does not prove it does: another writer (the Deployment
+        controller updating the status) may have committed in between, and a pass over
+        that version would decide from the annotations as they were before (and start a
+        rollback turn twice, say). Bounded in time, should someone else change the keys."""
+        sent = self._annotations_sent.get(key)
+        if sent is None:
+            return False
+        patch, until = sent
+        if all(annotations.get(k) == v for k, v in patch.items()) or time.monotonic() > until:
+            del self._annotations_sent[key]
+            return False
+        return True
+
+    def _wrote(
+        self, key: tuple[str, Any], before: str, answer: Mapping[str, Any], done: _Pass
+    ) -> None:
+        """Remember the versions a write left behind: the one the pass read (or the one an
+        earlier write of this pass answered with) is stale; the answer's is not."""
         if not self.writer.sends:  # a dry run changes nothing to wait for
             return
-        if isinstance(version_holder, RightsizingRecommendation):
-            version = version_holder.metadata.resource_version or ""
-        elif version_holder is None:
-            version = ""
-        else:
-            version = (version_holder.get("metadata") or {}).get("resourceVersion")
         if len(self._written) > 100_000:  # entries leave when the view catches up; bound anyway
             self._written.clear()
-        self._written[key] = str(version or "")
+        stale = self._written.setdefault(key, set())
+        stale.add(done.versions.get(key, before))
+        after = _version(answer)
+        if after:
+            stale.discard(after)
+            done.versions[key] = after
 
     def _status_patch(
         self,
@@ -457,7 +570,7 @@ class WorkloadReconciler:
         log_fields(logger, "resized in place", **fields)
         done.busy = True
         done.applied = _applied(decision, "inPlace")
-        done.events.append(("Resized", f"pod {_pod_name(pod)}: {_describe(containers)}", False))
+        done.resized = _pod_name(pod)
         done.again_in(self.config.follow_s)
 
     async def _fall_back_rejected(self, pod: Mapping[str, Any], message: str, done: _Pass) -> None:
@@ -477,9 +590,17 @@ class WorkloadReconciler:
             )
 
     async def _evict(
-        self, pod: Mapping[str, Any], decision: PodDecision, now: datetime, done: _Pass
+        self,
+        pod: Mapping[str, Any],
+        decision: PodDecision | None,
+        now: datetime,
+        done: _Pass,
+        *,
+        note: str | None = None,
     ) -> bool:
-        """Evict one pod, unless the webhook is unhealthy or the rate limit says wait."""
+        """Evict one pod, unless the webhook is unhealthy or the rate limit says wait.
+        `decision` is the plan the replacement carries (recorded as applied); None when the
+        eviction applies no plan of its own (`note` then says why)."""
         name = _pod_name(pod)
         if not await self._webhook_healthy(now):
             self.metrics.evictions.labels("held").inc()
@@ -504,11 +625,11 @@ class WorkloadReconciler:
             done.again_in(self.config.refused_retry_s)
             return False
         if result == "evicted":
-            done.applied = done.applied or _applied(decision, "evict")
-            done.events.append(
-                ("Evicted", f"evicted pod {name}; its replacement is sized at admission", False)
-            )
-            log_fields(logger, "evicted", pod=name, values=decision.values)
+            if decision is not None:
+                done.applied = done.applied or _applied(decision, "evict")
+            note = note or f"evicted pod {name}; its replacement is sized at admission"
+            done.events.append(("Evicted", note, False))
+            log_fields(logger, "evicted", pod=name, values=decision.values if decision else None)
         done.again_in(self.config.follow_s)
         return result == "evicted"
 
@@ -534,8 +655,16 @@ class WorkloadReconciler:
     ) -> None:
         ref = workload.ref
         status_before = record.status if record and record.status else None
+        recorded = _dumped(status_before.last_applied if status_before else None)
+        unreported = self._unreported.get(ref.key)
         last_applied = _last_applied(
-            status_before, done, running, decisions, workload, self.view, now
+            unreported.last_applied if unreported else recorded,
+            done,
+            running,
+            decisions,
+            workload,
+            self.view,
+            now,
         )
         summary = _summary(self.view, running, decisions, done, last_applied)
         last_event = (
@@ -568,17 +697,27 @@ class WorkloadReconciler:
             now=now,
             rollback=rollback_status(rollback),
         )
+        if self._holds(status_before, status, last_applied, recorded, unreported, done, now):
+            since = unreported.since if unreported is not None else now
+            self._unreported[ref.key] = _Unreported(since, dict(last_applied or {}))
+            return
+        self._unreported.pop(ref.key, None)
+        if last_applied is not None and _new_in_place(recorded, last_applied):
+            note = _resized_note(self.view, last_applied["containers"], running, done.resized)
+            events.insert(0, ("Resized", note, False))
         api_version = str(obj.get("apiVersion"))
         uid = (obj.get("metadata") or {}).get("uid")
         done.wrote = done.wrote or record is None or bool(events)
         if record is None:
-            await self.writer.create_recommendation(recommendation_object(ref, api_version, uid))
-            self._wrote(("record", ref.key), None)
+            answer = await self.writer.create_recommendation(
+                recommendation_object(ref, api_version, uid)
+            )
+            self._wrote(("record", ref.key), "", answer, done)
         patch = self._status_patch(ref, record, status)
         if patch is not None:
             name = f"{ref.kind.lower()}-{ref.name}"
-            await self.writer.patch_status(ref.namespace, name, patch)
-            self._wrote(("record", ref.key), record)
+            answer = await self.writer.patch_status(ref.namespace, name, patch)
+            self._wrote(("record", ref.key), _record_version(record), answer, done)
             done.wrote = True
         for reason, note, warning in events:
             await self.writer.create_event(
@@ -605,6 +744,96 @@ class WorkloadReconciler:
                 phase=status["phase"],
                 values=(last_applied or {}).get("containers"),
             )
+
+    def _holds(
+        self,
+        before: Any,
+        status: Mapping[str, Any],
+        last_applied: Mapping[str, Any] | None,
+        recorded: Mapping[str, Any] | None,
+        unreported: _Unreported | None,
+        done: _Pass,
+        now: datetime,
+    ) -> bool:
+        """Whether this pass's status waits: a change in place whose rollout is under way
+        is reported when it is done, or once it has taken `pending_after` (as Pending,
+        written once). Anything else (a block, an eviction, a fallback, rollback, another
+        change waiting to be decided) is reported at once."""
+        if not self.writer.sends or done.report or done.events:
+            return False
+        if status["phase"] != "Pending" or not done.busy:
+            return False
+        if last_applied is None or last_applied.get("method") != "inPlace":
+            return False
+        shown = recorded is not None and same_values(
+            recorded.get("containers") or {}, last_applied["containers"]
+        )
+        if shown and before is not None and before.phase == "Pending":
+            return True  # the status says so already
+        since = unreported.since if unreported is not None else now
+        return now - since < self.config.pending_after
+
+
+def _dumped(last_applied: Any) -> dict[str, Any] | None:
+    if last_applied is None:
+        return None
+    return last_applied.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+
+def _new_in_place(recorded: Mapping[str, Any] | None, last_applied: Mapping[str, Any]) -> bool:
+    """The status records a change made in place that it did not record before."""
+    if last_applied.get("method") != "inPlace":
+        return False
+    return recorded is None or not same_values(
+        recorded.get("containers") or {}, last_applied["containers"]
+    )
+
+
+def _runs(view: ClusterView, pod: Mapping[str, Any], values: Mapping[str, Any]) -> bool:
+    """The pod's spec has these values for their containers."""
+    current = format_resources_of(view, pod)
+    return same_values({c: v for c, v in current.items() if c in values}, values)
+
+
+def _resized_note(
+    view: ClusterView,
+    values: Mapping[str, Any],
+    running: Sequence[Mapping[str, Any]],
+    resized: str | None,
+) -> str:
+    """The `Resized` event of a change: its values and how many pods have them (the pod
+    resized in this pass is not in the view yet)."""
+    names = {_pod_name(p) for p in running if _runs(view, p, values)}
+    if resized is not None:
+        names.add(resized)
+    count = f"{len(names)} of {len(running)} pods"
+    if len(names) < len(running):
+        count += ", the others follow"
+    return f"resized in place: {_describe(values)} ({count})"
+
+
+def _version(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+
+
+def _record_version(record: RightsizingRecommendation | None) -> str:
+    return (record.metadata.resource_version or "") if record is not None else ""
+
+
+def _restores(decision: PodDecision) -> bool:
+    """The decision applies rollback restore values to its pod."""
+    return decision.outcome == "apply" and any(
+        s.policy_kind in ("RollbackPolicy", "ClusterRollbackPolicy") for s in decision.selected
+    )
+
+
+def _readiness_counts(
+    running: Sequence[Mapping[str, Any]], decisions: Sequence[PodDecision]
+) -> list[Mapping[str, Any]]:
+    """The running pods whose readiness holds a disruption back: all but those still
+    waiting for a rollback restore. Those are unready because of the change being rolled
+    back (an OOM loop); waiting for them to recover would keep the bad values in force."""
+    return [p for p, d in zip(running, decisions, strict=True) if not _restores(d)]
 
 
 def _same_objects(before: tuple[Any, ...], now: tuple[Any, ...]) -> bool:
@@ -643,7 +872,7 @@ def _applied(decision: PodDecision, method: str) -> dict[str, Any]:
 
 
 def _last_applied(
-    status: Any,
+    previous: dict[str, Any] | None,
     done: _Pass,
     running: Sequence[Mapping[str, Any]],
     decisions: Sequence[PodDecision],
@@ -654,12 +883,6 @@ def _last_applied(
     """`lastApplied` after this pass: kept while the same values roll out (its time is the
     cooldown clock, started by the first pod); new when other values were applied now or
     are found running on the pods unrecorded."""
-    before = status.last_applied if status is not None else None
-    previous = (
-        before.model_dump(by_alias=True, mode="json", exclude_none=True)
-        if before is not None
-        else None
-    )
     found = done.applied or _unrecorded(running, decisions, workload, view)
     if found is None:
         return previous
@@ -692,15 +915,28 @@ def _unrecorded(
             and not same_values({c: values}, {c: _template(workload, c)})
         }
         if changed:
-            has_info = POD_INFO in ((pod.get("metadata") or {}).get("annotations") or {})
             found: dict[str, Any] = {
-                "method": "admission" if has_info else "inPlace",
+                "method": "admission" if _admitted_with(pod, changed) else "inPlace",
                 "containers": changed,
             }
             if decision.fingerprint:
                 found["fingerprint"] = decision.fingerprint
             return found
     return None
+
+
+def _admitted_with(pod: Mapping[str, Any], values: Mapping[str, Any]) -> bool:
+    """The webhook set these values when it admitted the pod (its info annotation names
+    them): else they were set in place since."""
+    text = ((pod.get("metadata") or {}).get("annotations") or {}).get(POD_INFO)
+    try:
+        info = orjson.loads(text) if text else {}
+    except orjson.JSONDecodeError:
+        return False
+    admitted = info.get("containers") if isinstance(info, dict) else None
+    if not isinstance(admitted, dict):
+        return False
+    return same_values({c: admitted.get(c) or {} for c in values}, values)
 
 
 def _template(workload: Workload, container: str) -> dict[str, dict[str, str]]:
@@ -719,17 +955,7 @@ def _summary(
     selected = [s.as_dict() for s in decisions[0].selected] if decisions else []
     live = (
         last_applied is not None
-        and all(
-            same_values(
-                {
-                    c: v
-                    for c, v in format_resources_of(view, p).items()
-                    if c in last_applied["containers"]
-                },
-                last_applied["containers"],
-            )
-            for p in running
-        )
+        and all(_runs(view, p, last_applied["containers"]) for p in running)
         and bool(running)
     )
     audit = next((d for d in decisions if d.reason == "Audit" and d.proposal_id), None)

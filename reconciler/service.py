@@ -148,6 +148,9 @@ class Reconciler:
     def on_leadership(self, leading: bool) -> None:
         """Passes made while following were skipped: a new leader looks at everything."""
         self.metrics.leader.set(1 if leading else 0)
+        # Another leader may have carried on and reported a rollout this replica had not
+        # reported yet: the cluster says what was applied, not this replica's memory.
+        self.reconciler.forget_unreported()
         if leading and self._accepting:
             self.enqueue_all()
 
@@ -228,7 +231,9 @@ class Reconciler:
             logger.warning("writing rollback policy status failed: %s: %s", type(exc).__name__, exc)
 
     async def drain(self) -> None:
-        """Work the queue until nothing is queued or in progress (`--once`)."""
+        """Work the queue until nothing is queued or in progress (`--once`): one pass per
+        workload, so a rollout started here is not followed to its end."""
+        self.queue.seal()
         workers = [asyncio.create_task(self.work()) for _ in range(self.config.workers)]
         try:
             while not self.queue.idle:

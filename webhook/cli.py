@@ -217,6 +217,14 @@ def add_webhook_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="header fields per request at most (else 431)",
     )
+    parser.add_argument(
+        "--max-body-values",
+        type=int,
+        default=defaults.max_body_values,
+        metavar="N",
+        help="JSON values (counted as commas and opening brackets) per request body at most "
+        "(else 413): bounds the parsing time of one request",
+    )
 
 
 def _limits(args: argparse.Namespace) -> ConnectionLimits | str:
@@ -226,6 +234,7 @@ def _limits(args: argparse.Namespace) -> ConnectionLimits | str:
         ("--read-timeout", args.read_timeout),
         ("--max-header-bytes", args.max_header_bytes),
         ("--max-headers", args.max_headers),
+        ("--max-body-values", args.max_body_values),
     ):
         if not value > 0:
             return f"{option} must be positive, got {value}"
@@ -234,6 +243,7 @@ def _limits(args: argparse.Namespace) -> ConnectionLimits | str:
         read_timeout_s=args.read_timeout,
         max_header_bytes=args.max_header_bytes,
         max_headers=args.max_headers,
+        max_body_values=args.max_body_values,
     )
 
 

@@ -70,6 +70,9 @@ def uvicorn_server(
         access_log=False,
         lifespan="on",
         server_header=False,
+        # The API server connects directly; no proxy's X-Forwarded-* headers to trust,
+        # and the middleware that reads them would run on every request.
+        proxy_headers=False,
     )
     return uvicorn.Server(config)
 
@@ -240,6 +243,7 @@ def run_webhook(
             deadline_s=deadline_s,
             decision_log=decisions,
             read_timeout_s=guard.read_timeout_s,
+            max_body_values=guard.max_body_values,
         )
         return uvicorn_server(
             app, certificate, host=host, port=port, log_level=log_level, limits=guard

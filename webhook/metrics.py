@@ -101,7 +101,7 @@ def create_metrics(sync_age_seconds: Callable[[], float]) -> WebhookMetrics:
     )
     refused = Counter(
         "kerf_webhook_refused_requests",
-        "Requests answered without a decision (not JSON, too large, too slow, "
+        "Requests answered without a decision (not JSON, too large or too many JSON values, too slow, "
         "headers over the limits, client gone, too many connections), by reason.",
         ["reason"],
         registry=registry,

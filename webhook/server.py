@@ -15,6 +15,7 @@ admitted unchanged. See docs/decisions.md ("Admission deadline") for why this is
 
 from __future__ import annotations
 
+import inspect
 import logging
 import math
 import time
@@ -24,20 +25,26 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import orjson
-from fastapi import FastAPI, Request
+from fastapi import FastAPI
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-from starlette.requests import ClientDisconnect
 from starlette.responses import Response
+from starlette.routing import Route
 
 from app.clock import Clock, utc_now
 from app.quantities import QuantityError
 from webhook.bounds import DEFAULT_BOUNDS, RequestBounds, over_bounds
+from webhook.endpoint import PostEndpoint, Reply
 from webhook.limits import (
     DEFAULT_READ_TIMEOUT_S,
     MAX_BODY_BYTES,
+    MAX_BODY_VALUES,
     BodyTimeout,
     BodyTooLarge,
+    ClientGone,
+    TooManyValues,
+    declared_length,
     read_body,
+    too_many_values,
 )
 from webhook.logs import LOGGER_NAME, DecisionLog, bounded, decision_record, identifier
 from webhook.metrics import WebhookMetrics, create_metrics
@@ -54,6 +61,8 @@ from webhook.review import (
 )
 
 if TYPE_CHECKING:
+    from starlette.types import Receive, Scope
+
     from app.admission import AdmissionResult
     from app.view import ClusterView
 
@@ -67,11 +76,11 @@ class DeadlineExceeded(Exception):
 
 
 class _Refusal(Exception):
-    """A request answered without a decision; `response` is the answer (4xx)."""
+    """A request answered without a decision; `reply` is the answer (4xx)."""
 
-    def __init__(self, response: Response):
-        super().__init__(response.status_code)
-        self.response = response
+    def __init__(self, reply: Reply):
+        super().__init__(reply.status)
+        self.reply = reply
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +94,16 @@ class _Answer:
     result: AdmissionResult | None = None
     patch: tuple[dict[str, Any], ...] = ()
 
+
+#: Recent FastAPI versions check on every request whether OpenTelemetry providers are
+#: configured (a third of the framework's cost per /noop request with FastAPI 0.165);
+#: kerf reports through Prometheus and its decision lines, so the check is turned off
+#: where FastAPI has it.
+_NO_TELEMETRY: dict[str, Any] = (
+    {"telemetry": {"tracing": False, "metrics": False, "logs": False}}
+    if "telemetry" in inspect.signature(FastAPI.__init__).parameters
+    else {}
+)
 
 #: AdmissionReview warnings are shown to whoever created the pod; keep them one line.
 MAX_WARNING = 240
@@ -104,6 +123,7 @@ def create_app(
     deadline_s: float = 1.0,
     clock: Clock = utc_now,
     max_body_bytes: int = MAX_BODY_BYTES,
+    max_body_values: int = MAX_BODY_VALUES,
     decision_log: DecisionLog | None = None,
     bounds: RequestBounds = DEFAULT_BOUNDS,
     read_timeout_s: float = DEFAULT_READ_TIMEOUT_S,
@@ -114,7 +134,8 @@ def create_app(
     tests pass a stand-in. `deadline_s` bounds one decision; past it the pod is allowed
     unchanged. `clock` supplies the decision time. Decisions are written to
     `decision_log` (JSON lines on stderr by default). A pod over `bounds` is admitted
-    unchanged without a decision; a body not read within `read_timeout_s` gets 408.
+    unchanged without a decision; a body not read within `read_timeout_s` gets 408, one
+    over `max_body_bytes` or holding more than `max_body_values` JSON values gets 413.
 
     `app.state.refuse(status, reason, message)` counts and logs a request answered
     without a decision; the connection guard (`webhook.connections`) reports through it.
@@ -138,7 +159,9 @@ def create_app(
 
     # No OpenAPI schema and no docs pages: the API server needs neither, and they tell
     # anyone who can reach the port more than they need to know.
-    api = FastAPI(title="kerf webhook", docs_url=None, redoc_url=None, openapi_url=None)
+    api = FastAPI(
+        title="kerf webhook", docs_url=None, redoc_url=None, openapi_url=None, **_NO_TELEMETRY
+    )
     api.state.metrics = metrics
 
     def refuse(status: int | None, reason: str, message: str) -> None:
@@ -147,29 +170,33 @@ def create_app(
 
     api.state.refuse = refuse
 
-    def refused(status: int, reason: str, message: str) -> Response:
+    def refused(status: int, reason: str, message: str) -> Reply:
         refuse(status, reason, message)
         # The rest of a refused body may still be on its way: do not read on after it.
-        headers = {"connection": "close"} if status in (408, 413) else None
-        return Response(
-            orjson.dumps({"error": message}), status_code=status, media_type=JSON, headers=headers
-        )
+        return Reply(orjson.dumps({"error": message}), status, close=status in (408, 413))
 
-    async def body_of(http: Request) -> Any:
+    async def body_of(scope: Scope, receive: Receive) -> Any:
         """The parsed body; `_Refusal` carries the answer when there is none to decide."""
         try:
-            return load_json(await read_body(http, max_body_bytes, read_timeout_s))
+            body = await read_body(
+                receive, declared_length(scope["headers"]), max_body_bytes, read_timeout_s
+            )
+            if too_many_values(body, max_body_values):
+                raise TooManyValues(max_body_values)
+            return load_json(body)
         except BodyTooLarge as exc:
             raise _Refusal(refused(413, "TooLarge", str(exc))) from None
+        except TooManyValues as exc:
+            raise _Refusal(refused(413, "TooManyValues", str(exc))) from None
         except BodyTimeout as exc:
             raise _Refusal(refused(408, "ReadTimeout", str(exc))) from None
         except BodyError as exc:
             raise _Refusal(refused(400, "NotJSON", str(exc))) from None
-        except ClientDisconnect:
-            # Nobody is left to read an answer; uvicorn drops it. Without this the
-            # exception reached uvicorn, which logged a traceback and a 500.
+        except ClientGone:
+            # Nobody is left to read an answer; uvicorn drops it. Unhandled, the client's
+            # disconnect reached uvicorn as a 500 with a traceback.
             refuse(None, "ClientGone", "the client closed the connection before sending the body")
-            raise _Refusal(Response(status_code=400)) from None
+            raise _Refusal(Reply(b"", 400)) from None
 
     def fail_open(uid: str, cause: str, message: str, api_version: str = API_VERSION_V1) -> _Answer:
         metrics.count_fail_open(cause)
@@ -244,13 +271,12 @@ def create_app(
             ),
         )
 
-    @api.post("/mutate")
-    async def mutate(http: Request) -> Response:
+    async def mutate(scope: Scope, receive: Receive) -> Reply:
         started = time.perf_counter()
         try:
-            doc = await body_of(http)
+            doc = await body_of(scope, receive)
         except _Refusal as refusal:
-            return refusal.response
+            return refusal.reply
         request: AdmissionRequest | None = None
         uid = ""
         try:
@@ -271,18 +297,25 @@ def create_app(
         except Exception:  # observability must never turn an answer into a 5xx
             logger.exception("recording the decision failed (uid %s)", identifier(uid))
         metrics.latency.observe(time.perf_counter() - started)
-        return Response(done.body, media_type=JSON)
+        return Reply(done.body)
 
-    @api.post("/noop")
-    async def noop(http: Request) -> Response:
+    async def noop(scope: Scope, receive: Receive) -> Reply:
         """Parse and allow without deciding: the benchmark's baseline for /mutate."""
         try:
-            doc = await body_of(http)
+            doc = await body_of(scope, receive)
         except _Refusal as refusal:
-            return refusal.response
+            return refusal.reply
         request = doc.get("request") if isinstance(doc, dict) else None
         uid = request.get("uid") if isinstance(request, dict) else None
-        return Response(review_response(uid if isinstance(uid, str) else ""), media_type=JSON)
+        return Reply(review_response(uid if isinstance(uid, str) else ""))
+
+    # The admission endpoints are plain ASGI routes, outside FastAPI's dependency
+    # injection and request objects: they run on every admission, and that machinery
+    # cost more than everything else on the /noop path (docs/benchmarks.md, "Webhook").
+    api.router.routes[:0] = [
+        Route("/mutate", PostEndpoint(mutate), methods=["POST"]),
+        Route("/noop", PostEndpoint(noop), methods=["POST"]),
+    ]
 
     @api.get("/healthz")
     async def healthz() -> Response:

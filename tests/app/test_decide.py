@@ -657,6 +657,16 @@ def test_a_restore_the_pod_already_runs_is_no_change() -> None:
     assert d.changed == ()
 
 
+@pytest.mark.parametrize(("node_cpu", "method"), [("2", "inPlace"), ("300m", "evict")])
+def test_a_restore_the_node_has_no_room_for_evicts_the_pod(node_cpu: str, method: str) -> None:
+    # The restore raises the CPU request 200m -> 400m. Node capacity is no guardrail a
+    # restore is exempt from: what the node cannot hold is done by eviction, never filtered.
+    p = b.pod(containers={"app": CHANGED}, node="node-a")
+    d = b.decide(b.view(*restoring_objects(b.node(cpu=node_cpu)), p), p)
+    assert (d.outcome, d.method) == ("apply", method)
+    assert b.final(d) == b.APP_RES
+
+
 def test_rollback_restore_stops_only_at_pause() -> None:
     p = b.pod(containers={"app": CHANGED}, annotations={PAUSE_UNTIL: "infinite"})
     d = b.decide(b.view(*restoring_objects()), p)

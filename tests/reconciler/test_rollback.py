@@ -6,6 +6,7 @@ replacement pods."""
 from __future__ import annotations
 
 import asyncio
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -13,16 +14,19 @@ import orjson
 import pytest
 from kubernetes_asyncio import client
 
-from app.annotations import ROLLBACK_STATE
+from app.annotations import PAUSE_UNTIL, ROLLBACK_STATE
+from app.workloads import parse_time
 from kubesim.usage import USAGE
 from tests.cluster import GROUP, VERSION, custom
 from tests.reconciler.harness import (
+    MERGE_PATCH,
     Kerf,
     RunningReconciler,
     create,
     idle,
     running_kerf,
     static_policy,
+    status_of,
     wait_for,
 )
 
@@ -183,8 +187,11 @@ async def test_an_oom_killing_downsize_rolls_back_backs_off_and_fails_permanentl
         assert (status["monitoring"], status["rolledBack"]) == (0, 0)
 
 
-async def test_last_successful_missing_fails_permanently(tmp_path: Path) -> None:
-    async with running_kerf(tmp_path) as kerf:
+@pytest.mark.parametrize("strategy", [None, EVICT_ONLY], ids=["in-place", "eviction"])
+async def test_last_successful_missing_fails_permanently(
+    tmp_path: Path, strategy: dict[str, Any] | None
+) -> None:
+    async with running_kerf(tmp_path, strategy_spec=strategy) as kerf:
         replica = await start(kerf)
         await create(kerf, "rollbackpolicies", rollback_policy(target="lastSuccessful"))
         await create(kerf, "staticpolicies", downsize())
@@ -192,11 +199,14 @@ async def test_last_successful_missing_fails_permanently(tmp_path: Path) -> None
         assert state["failureReason"] == "rollbackRecommendationUnavailable"
 
 
+@pytest.mark.parametrize("strategy", [None, EVICT_ONLY], ids=["in-place", "eviction"])
 @pytest.mark.parametrize(("threshold", "mode"), [(20, "monitoringSucceeded"), (100, "backingOff")])
 async def test_adoption_threshold_over_five_replicas(
-    tmp_path: Path, threshold: int, mode: str
+    tmp_path: Path, strategy: dict[str, Any] | None, threshold: int, mode: str
 ) -> None:
-    async with running_kerf(tmp_path, node_cpu="8", node_memory="16Gi") as kerf:
+    async with running_kerf(
+        tmp_path, node_cpu="8", node_memory="16Gi", strategy_spec=strategy
+    ) as kerf:
         await client.AppsV1Api(kerf.api).create_namespaced_deployment(
             "shop", deployment(5, memory_use="100Mi")
         )
@@ -210,9 +220,15 @@ async def test_adoption_threshold_over_five_replicas(
             },
         )
         await kerf.settle()
-        # One pod keeps its old values: the node defers its resize for good.
+        # One pod keeps its old values: in place, the node defers its resize for good; by
+        # eviction, the pod is paused (it is never evicted).
         first = (await kerf.pods("web"))[0]["metadata"]["name"]
-        kerf.sim.kubelet.resize_verdicts[("shop", first)] = ("Deferred", "busy")
+        if strategy is None:
+            kerf.sim.kubelet.resize_verdicts[("shop", first)] = ("Deferred", "busy")
+        else:
+            await kerf.core.patch_namespaced_pod(
+                first, "shop", {"metadata": {"annotations": {PAUSE_UNTIL: "infinite"}}}
+            )
         replica = await kerf.start_reconciler()
         await create(kerf, "rollbackpolicies", rollback_policy(threshold=threshold))
         policy = downsize()
@@ -222,13 +238,21 @@ async def test_adoption_threshold_over_five_replicas(
         state = await drive(kerf, replica, mode, step_s=10)
         if threshold == 100:  # 4 of 5 adopted: not enough, rolled back
             assert state["failureReason"] == "adoptionThresholdNotMet"
+            assert "4 of 5 pod(s)" in state["failureMessage"]
             assert "adoption threshold of 100%" in state["failureMessage"]
         else:  # 4 of 5 adopted: at least 20 %
             assert "failureReason" not in state
+        if strategy is not None and threshold == 20:
+            # Four pods replaced one at a time under the PDB, the paused one kept.
+            assert first in [p["metadata"]["name"] for p in await kerf.pods("web")]
+            assert sorted(await limits_of(kerf)) == ["256Mi"] * 4 + ["512Mi"]
 
 
-async def test_a_restarted_reconciler_resumes_monitoring(tmp_path: Path) -> None:
-    async with running_kerf(tmp_path) as kerf:
+@pytest.mark.parametrize("strategy", [None, EVICT_ONLY], ids=["in-place", "eviction"])
+async def test_a_restarted_reconciler_resumes_monitoring(
+    tmp_path: Path, strategy: dict[str, Any] | None
+) -> None:
+    async with running_kerf(tmp_path, strategy_spec=strategy) as kerf:
         first = await start(kerf)
         await create(kerf, "rollbackpolicies", rollback_policy(attempts=2))
         await create(kerf, "staticpolicies", downsize())
@@ -260,11 +284,12 @@ def _leading(replica: RunningReconciler) -> Any:
     return check
 
 
+@pytest.mark.parametrize("strategy", [None, EVICT_ONLY], ids=["in-place", "eviction"])
 @pytest.mark.parametrize(("reopen", "mode"), [(True, "monitoring"), (False, "monitoringSucceeded")])
 async def test_a_replacement_pod_reopens_a_succeeded_turn_only_when_enabled(
-    tmp_path: Path, reopen: bool, mode: str
+    tmp_path: Path, strategy: dict[str, Any] | None, reopen: bool, mode: str
 ) -> None:
-    async with running_kerf(tmp_path) as kerf:
+    async with running_kerf(tmp_path, strategy_spec=strategy) as kerf:
         replica = await start(kerf, memory_use="100Mi")
         await create(
             kerf, "rollbackpolicies", rollback_policy(target="lastSuccessful", reopen=reopen)
@@ -285,3 +310,127 @@ async def test_a_replacement_pod_reopens_a_succeeded_turn_only_when_enabled(
         if reopen:
             assert state["startedAt"] != succeeded.get("startedAt")
         assert await limits_of(kerf) == ["256Mi", "256Mi"]
+
+
+async def update_policy(kerf: Kerf, plural: str, name: str, spec: dict[str, Any]) -> None:
+    """Merge-patch a kerf custom object's spec and wait until the webhook's view has the
+    new version (pods created next are admitted with it)."""
+    patched = await custom(kerf.api).patch_namespaced_custom_object(
+        GROUP, VERSION, "shop", plural, name, {"spec": spec}, _content_type=MERGE_PATCH
+    )
+    version = patched["metadata"]["resourceVersion"]
+    assert kerf.webhook is not None
+    view = kerf.webhook.view
+
+    async def seen() -> bool:
+        kinds = {"staticpolicies": "StaticPolicy", "rollbackpolicies": "RollbackPolicy"}
+        obj = view.kerf_object(kinds[plural], "shop", name)
+        return obj is not None and obj.metadata.resource_version == version
+
+    await wait_for(kerf, seen, f"the webhook to see {plural}/{name} {version}")
+
+
+async def scale(kerf: Kerf, replicas: int) -> None:
+    await client.AppsV1Api(kerf.api).patch_namespaced_deployment_scale(
+        "web", "shop", {"spec": {"replicas": replicas}}
+    )
+    await kerf.settle()
+
+
+def resources_of(pod: dict[str, Any]) -> dict[str, Any]:
+    return pod["spec"]["containers"][0]["resources"]
+
+
+@pytest.mark.parametrize("strategy", [None, EVICT_ONLY], ids=["in-place", "eviction"])
+async def test_an_unschedulable_change_rolls_back_to_the_last_successful_state(
+    tmp_path: Path, strategy: dict[str, Any] | None
+) -> None:
+    async with running_kerf(tmp_path, strategy_spec=strategy) as kerf:
+        replica = await start(kerf, memory_use="100Mi")
+        await create(kerf, "rollbackpolicies", rollback_policy(target="lastSuccessful"))
+        await create(kerf, "staticpolicies", downsize())
+        await drive(kerf, replica, "monitoring", step_s=1)
+        await drive(kerf, replica, "monitoringSucceeded")
+        # The second change asks more CPU than any node has: the running pods keep their
+        # values (node capacity), the pod a scale-up adds is sized with it and stays Pending.
+        more_cpu = {"resources": {"containers": {"app": {"requests": {"cpu": "64"}}}}}
+        await update_policy(kerf, "staticpolicies", "web", more_cpu)
+        await scale(kerf, 3)
+        pending = [p for p in await kerf.pods("web") if p["status"].get("phase") == "Pending"]
+        assert [resources_of(p)["requests"]["cpu"] for p in pending] == ["64"]
+        await drive(kerf, replica, "monitoring", step_s=1)
+        # The Pending pod cannot be resized: it is replaced, and its replacement admitted
+        # with the restored values runs; the rollback ends as soon as every pod has them,
+        # long before its deadline (one monitoring period).
+        backing = await drive(kerf, replica, "backingOff", step_s=10, steps=60)
+        assert backing["failureReason"] == "unschedulable"
+        restored_in = parse_time(backing["startedAt"]) - parse_time(backing["rollbackStartedAt"])
+        assert restored_in < timedelta(minutes=5)  # restored, not given up at the deadline
+        pods = await kerf.pods("web")
+        assert [p["status"]["phase"] for p in pods] == ["Running"] * 3
+        assert [resources_of(p) for p in pods] == [
+            {"requests": {"cpu": "100m", "memory": "200Mi"}, "limits": {"memory": "256Mi"}}
+        ] * 3
+        found = await kerf.events()
+        evicted = [e["note"] for e in found if e["reason"] == "Evicted"]
+        assert any(pending[0]["metadata"]["name"] in n and "restored" in n for n in evicted)
+        backed = next(e["note"] for e in found if e["reason"] == "RollbackBackingOff")
+        assert "restored; backing off" in backed
+        assert (await status_of(kerf))["phase"] == "RolledBack"
+
+
+def filler(memory: str) -> dict[str, Any]:
+    """A Deployment kerf does not size that takes `memory` of the node it lands on."""
+    labels = {"app": "filler"}
+    container = {
+        "name": "app",
+        "image": "shop/filler:1",
+        "resources": {"requests": {"memory": memory}},
+    }
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "filler", "namespace": "shop", "labels": labels},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": labels}, "spec": {"containers": [container]}},
+        },
+    }
+
+
+@pytest.mark.parametrize("strategy", [None, EVICT_ONLY], ids=["in-place", "eviction"])
+async def test_a_restore_that_does_not_fit_its_node_moves_the_pod(
+    tmp_path: Path, strategy: dict[str, Any] | None
+) -> None:
+    async with running_kerf(tmp_path, node_memory="2Gi", strategy_spec=strategy) as kerf:
+        replica = await start(kerf)
+        await create(kerf, "rollbackpolicies", rollback_policy())
+        policy = downsize()
+        policy["spec"]["resources"]["containers"]["app"]["requests"]["memory"] = "128Mi"
+        await create(kerf, "staticpolicies", policy)
+        await drive(kerf, replica, "monitoring", step_s=1)
+        # The memory the downsize freed on node-a is taken (64Mi left); a new node has room.
+        await client.AppsV1Api(kerf.api).create_namespaced_deployment("shop", filler("1728Mi"))
+        await kerf.settle()
+        assert [p["spec"]["nodeName"] for p in await kerf.pods("filler")] == ["node-a"]
+        await kerf.sim.add_node("node-b", cpu="4", memory="2Gi")
+        # An OOM-looping app is unready: that must not hold back the evictions that fix it.
+        for pod in await kerf.pods("web"):
+            kerf.sim.kubelet.set_ready("shop", pod["metadata"]["name"], "app", False)
+        await kerf.settle()
+        # The restore raises memory back to 256Mi: node-a has no room for it, so each pod is
+        # replaced (scheduled where it fits) rather than resized into a deferral.
+        backing = await drive(kerf, replica, "backingOff", step_s=10, steps=60)
+        assert backing["failureReason"] == "oomKilled"
+        restored_in = parse_time(backing["startedAt"]) - parse_time(backing["rollbackStartedAt"])
+        assert restored_in < timedelta(minutes=5)  # restored, not given up at the deadline
+        pods = await kerf.pods("web")
+        assert [p["status"]["phase"] for p in pods] == ["Running"] * 2
+        assert [resources_of(p)["requests"]["memory"] for p in pods] == ["256Mi"] * 2
+        assert "node-b" in {p["spec"]["nodeName"] for p in pods}
+        found = await kerf.events()
+        assert "ResizeDeferred" not in {e["reason"] for e in found}
+        assert "restored; backing off" in next(
+            e["note"] for e in found if e["reason"] == "RollbackBackingOff"
+        )

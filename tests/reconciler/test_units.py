@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from app.annotations import ARGS_KEY, fixed_key
+from app.annotations import ARGS_KEY, ROLLBACK_STATE, fixed_key
 from app.models import parse_object
 from app.owners import WorkloadRef
 from reconciler.events import dedup_key, event_body, is_repeat
@@ -17,6 +17,7 @@ from reconciler.podstate import resize_progress, resources_running
 from reconciler.publish import annotation_patch
 from reconciler.queue import QueueClosed, WorkQueue
 from reconciler.ratelimit import TokenBucket
+from reconciler.reconcile import WorkloadReconciler, _Pass
 from reconciler.status import Summary, build_status, phase_of, status_digest, status_patch
 
 NOW = datetime(2026, 11, 30, 12, tzinfo=UTC)
@@ -220,6 +221,22 @@ async def test_queue_schedules_and_backs_off_per_key() -> None:
     assert key in ("a", "b")
 
 
+async def test_a_sealed_queue_hands_out_each_queued_key_once() -> None:
+    queue: WorkQueue[str] = WorkQueue()
+    queue.add("a")
+    queue.add("b")
+    queue.add_after("c", 0.01)
+    queue.seal()
+    key, _ = await queue.get()
+    queue.add(key)  # its own write seen by the watch while it is worked on
+    queue.add_after(key, 0)  # its pass asks to come back
+    queue.done(key)
+    assert (await queue.get())[0] == "b"
+    queue.done("b")
+    await asyncio.sleep(0.02)  # the timer set before sealing never fires
+    assert queue.idle and len(queue) == 0
+
+
 async def test_a_closed_queue_stops_its_workers() -> None:
     queue: WorkQueue[str] = WorkQueue()
     waiter = asyncio.create_task(queue.get())
@@ -238,3 +255,24 @@ def test_token_bucket() -> None:
     assert bucket.try_take() == 0.0
     with pytest.raises(ValueError):
         TokenBucket(0)
+
+
+class _Sends:
+    """A writer that sends (what the reconciler waits for after its writes)."""
+
+    sends = True
+
+
+def test_a_workload_waits_until_the_view_shows_the_annotations_written() -> None:
+    reconciler = WorkloadReconciler(None, _Sends(), None, webhook_lease=None)  # type: ignore[arg-type]
+    ref = WorkloadRef("Deployment", "shop", "web")
+    state = {ROLLBACK_STATE: '{"mode": "monitoring"}'}
+    # The pass read version 10 and its annotation patch was answered with version 12.
+    reconciler._wrote(("workload", ref.key), "10", {"metadata": {"resourceVersion": "12"}}, _Pass())
+    reconciler._remember_annotations(ref.key, state)
+    # Version 11, another writer's (the controller's status update committed before the
+    # patch), is not stale by version, but it lacks the write: still waiting.
+    assert not reconciler._behind(ref, {"metadata": {"resourceVersion": "11"}}, None)
+    assert reconciler._unseen_annotations(ref.key, {})
+    assert not reconciler._unseen_annotations(ref.key, state)
+    assert not reconciler._unseen_annotations(ref.key, {})  # seen once: forgotten

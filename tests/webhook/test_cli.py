@@ -74,6 +74,7 @@ def test_connection_limit_flags(tmp_path: Path, capsys: pytest.CaptureFixture[st
     args = parse(["--tls-cert", "c", "--tls-key", "k"])
     assert (args.max_connections, args.read_timeout) == (1000, 5.0)
     assert (args.max_header_bytes, args.max_headers) == (32 * 1024, 100)
+    assert args.max_body_values == 32_768
     write_certificates(issue_certificates(), tmp_path)
     argv = ["--tls-cert", str(tmp_path / "tls.crt"), "--tls-key", str(tmp_path / "tls.key")]
     assert webhook_command(parse([*argv, "--read-timeout", "0"])) == 2

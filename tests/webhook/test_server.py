@@ -335,8 +335,8 @@ def test_400_and_413_are_counted_and_logged(view: FakeView, admit: ScriptedAdmit
 async def test_a_client_gone_mid_body_is_counted_quietly(
     view: FakeView, admit: ScriptedAdmit, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """The body stops half-way and the connection closes: starlette raises
-    ClientDisconnect, which used to escape to uvicorn (a traceback and a 500)."""
+    """The body stops half-way and the connection closes: the disconnect used to escape
+    to uvicorn as starlette's ClientDisconnect (a traceback and a 500)."""
     stream = io.StringIO()
     app = create_app(view, admit=admit, decision_log=DecisionLog(stream))
     messages = iter(
