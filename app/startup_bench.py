@@ -27,7 +27,9 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any
 
@@ -325,9 +327,69 @@ def cpu_split() -> tuple[set[int] | None, set[int] | None]:
     return set(cpus[1:]), {cpus[0]}
 
 
+# The arguments of the generated cluster (`cluster_objects`), as the benches' flags name them.
+CLUSTER_ARGS = ("workloads", "pods", "nodes", "policies", "namespaces")
+
+
+@contextmanager
+def simulator_process(
+    serve: Callable[[dict[str, Any], Any, Any], None],
+    spec: Mapping[str, Any],
+    cpus: set[int] | None,
+    *,
+    timeout_s: float,
+) -> Iterator[tuple[BaseProcess, Any]]:
+    """kubesim serving a generated cluster in its own process (pinned to `cpus`), stopped on
+    exit: yields the process and what `serve` sent once it was ready. `serve(args, ready,
+    stop)` gets `spec` with a scratch `directory` and the `cpus`."""
+    context = multiprocessing.get_context("spawn")
+    with tempfile.TemporaryDirectory(prefix="kerf-bench-") as tmp:
+        ready_recv, ready_send = context.Pipe(duplex=False)
+        stop = context.Event()
+        sim = context.Process(
+            target=serve,
+            args=({**spec, "directory": tmp, "cpus": cpus}, ready_send, stop),
+            name="kubesim-bench",
+        )
+        sim.start()
+        try:
+            if not ready_recv.poll(timeout_s):
+                raise RuntimeError(f"kubesim did not come up within {timeout_s:.0f} s")
+            yield sim, ready_recv.recv()
+        finally:
+            stop.set()
+            sim.join(30)
+            if sim.is_alive():
+                sim.kill()
+
+
+def client_process(
+    sim: BaseProcess,
+    target: Callable[..., None],
+    args: tuple[Any, ...],
+    *,
+    timeout_s: float,
+    what: str,
+) -> tuple[Any, float | None]:
+    """Run `target(*args, out)` in a fresh interpreter; returns what it sent on `out` and
+    the CPU seconds kubesim spent meanwhile (None where /proc cannot tell)."""
+    context = multiprocessing.get_context("spawn")
+    out_recv, out_send = context.Pipe(duplex=False)
+    client = context.Process(target=target, args=(*args, out_send), name="kerf-bench-client")
+    before = process_cpu_seconds(sim.pid or 0)
+    client.start()
+    if not out_recv.poll(timeout_s):
+        client.kill()
+        raise RuntimeError(f"{what} within {timeout_s:.0f} s")
+    result = out_recv.recv()
+    after = process_cpu_seconds(sim.pid or 0)
+    client.join(30)
+    spent = None if before is None or after is None else after - before
+    return result, spent
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Start kubesim with the cluster, then `--runs` cold starts of a fresh client."""
-    context = multiprocessing.get_context("spawn")
     sim_cpus, client_cpus = cpu_split()
     figures: dict[str, Any] = {
         "workloads": args.workloads,
@@ -341,60 +403,26 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         # the machine is shared: a high load stretches wall times, not CPU seconds
         "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
     }
-    with tempfile.TemporaryDirectory(prefix="kerf-startup-") as tmp:
-        ready_recv, ready_send = context.Pipe(duplex=False)
-        stop = context.Event()
-        sim = context.Process(
-            target=serve_cluster,
-            args=(
-                {
-                    "workloads": args.workloads,
-                    "pods": args.pods,
-                    "nodes": args.nodes,
-                    "policies": args.policies,
-                    "namespaces": args.namespaces,
-                    "directory": tmp,
-                    "cpus": sim_cpus,
-                },
-                ready_send,
-                stop,
-            ),
-            name="kubesim-bench",
-        )
-        sim.start()
-        try:
-            if not ready_recv.poll(600):
-                raise RuntimeError("kubesim did not come up within 600 s")
-            _, kubeconfig, count, seeded_s = ready_recv.recv()
-            figures["cluster_objects"] = count
-            figures["seed_seconds"] = seeded_s
-            runs = []
-            for _ in range(args.runs):
-                out_recv, out_send = context.Pipe(duplex=False)
-                client = context.Process(
-                    target=_pinned_measure,
-                    args=(client_cpus, kubeconfig, args.page_size, out_send),
-                    name="kerf-startup",
-                )
-                sim_cpu = process_cpu_seconds(sim.pid or 0)
-                client.start()
-                if not out_recv.poll(600):
-                    client.kill()
-                    raise RuntimeError("the client did not sync within 600 s")
-                figures_of_run = out_recv.recv()
-                sim_cpu_after = process_cpu_seconds(sim.pid or 0)
-                if sim_cpu is not None and sim_cpu_after is not None:
-                    # serving the lists (and the first seconds of watches)
-                    figures_of_run["kubesim_cpu_seconds"] = round(sim_cpu_after - sim_cpu, 2)
-                runs.append(figures_of_run)
-                client.join(30)
-            figures["runs"] = runs
-            figures["best"] = min(runs, key=lambda r: r["sync_seconds"])
-        finally:
-            stop.set()
-            sim.join(30)
-            if sim.is_alive():
-                sim.kill()
+    spec = {key: getattr(args, key) for key in CLUSTER_ARGS}
+    with simulator_process(serve_cluster, spec, sim_cpus, timeout_s=600) as (sim, ready):
+        _, kubeconfig, count, seeded_s = ready
+        figures["cluster_objects"] = count
+        figures["seed_seconds"] = seeded_s
+        runs = []
+        for _ in range(args.runs):
+            figures_of_run, sim_cpu = client_process(
+                sim,
+                _pinned_measure,
+                (client_cpus, kubeconfig, args.page_size),
+                timeout_s=600,
+                what="the client did not sync",
+            )
+            if sim_cpu is not None:
+                # serving the lists (and the first seconds of watches)
+                figures_of_run["kubesim_cpu_seconds"] = round(sim_cpu, 2)
+            runs.append(figures_of_run)
+        figures["runs"] = runs
+        figures["best"] = min(runs, key=lambda r: r["sync_seconds"])
     best = figures["best"]
     figures["summary"] = {
         "sync_seconds": best["sync_seconds"],

@@ -25,12 +25,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import multiprocessing
 import os
 import platform
 import resource
 import sys
-import tempfile
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -38,11 +36,20 @@ from typing import Any
 
 import orjson
 
-from app.startup_bench import cluster_objects, cpu_split, process_cpu_seconds, seed
+from app.startup_bench import (
+    CLUSTER_ARGS,
+    client_process,
+    cluster_objects,
+    cpu_split,
+    seed,
+    simulator_process,
+)
 
 WRITES = ("patch", "create", "update")
 #: The reconciler is done with a phase once its queue has been idle this long.
 QUIET_S = 3.0
+#: A follow-up due later than this is not waited for (it is counted: `scheduled_later`).
+FOLLOW_UP_S = 10.0
 TARGET_STEADY_CPU_S = 2.0
 TARGET_RSS_MIB = 600
 TARGET_SYNC_S = 30.0
@@ -173,11 +180,13 @@ def _delta(after: dict[str, float], before: dict[str, float]) -> dict[str, int]:
 
 
 async def _quiet(service: Any) -> None:
-    """Wait until the queue has been idle for QUIET_S (scheduled follow-ups fire first)."""
+    """Wait until the queue has been idle for QUIET_S; follow-ups due within FOLLOW_UP_S
+    fire first. Later ones (a deferred resize waiting out `fallbackAfter`, a cooldown) are
+    not waited for: the phase reports how many are left (`scheduled_later`)."""
     idle_since: float | None = None
     while True:
         await asyncio.sleep(0.1)
-        if not service.queue.idle or service.queue._timers:
+        if not service.queue.idle or service.queue.scheduled_within(FOLLOW_UP_S):
             idle_since = None
             continue
         idle_since = idle_since or time.perf_counter()
@@ -251,6 +260,7 @@ def measure(kubeconfig: str, cpus: set[int] | None, out: Any) -> None:
                         service.metrics.unchanged_passes._value.get() - unchanged0
                     ),
                     "peak_rss_mib": _peak_rss_mib(),
+                    "scheduled_later": service.queue.scheduled,
                 }
                 if resized:
                     figures[name]["api_calls_per_resized_pod"] = round(
@@ -267,8 +277,7 @@ def measure(kubeconfig: str, cpus: set[int] | None, out: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    """Start kubesim with the cluster, then one reconciler through the three phases."""
-    context = multiprocessing.get_context("spawn")
+    """Start kubesim with the cluster, then one reconciler through the four phases."""
     sim_cpus, client_cpus = cpu_split()
     figures: dict[str, Any] = {
         "workloads": args.workloads,
@@ -278,51 +287,20 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "python": platform.python_version(),
         "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
     }
-    with tempfile.TemporaryDirectory(prefix="kerf-bench-reconciler-") as tmp:
-        ready_recv, ready_send = context.Pipe(duplex=False)
-        stop = context.Event()
-        sim = context.Process(
-            target=serve,
-            args=(
-                {
-                    "workloads": args.workloads,
-                    "pods": args.pods,
-                    "nodes": args.nodes,
-                    "policies": args.policies,
-                    "namespaces": args.namespaces,
-                    "directory": tmp,
-                    "cpus": sim_cpus,
-                },
-                ready_send,
-                stop,
-            ),
-            name="kubesim-bench",
+    spec = {key: getattr(args, key) for key in CLUSTER_ARGS}
+    with simulator_process(serve, spec, sim_cpus, timeout_s=900) as (sim, ready):
+        kubeconfig, count = ready
+        figures["cluster_objects"] = count
+        result, sim_cpu = client_process(
+            sim,
+            measure,
+            (kubeconfig, client_cpus),
+            timeout_s=args.timeout,
+            what="the reconciler did not finish",
         )
-        sim.start()
-        try:
-            if not ready_recv.poll(900):
-                raise RuntimeError("kubesim did not come up within 900 s")
-            kubeconfig, count = ready_recv.recv()
-            figures["cluster_objects"] = count
-            out_recv, out_send = context.Pipe(duplex=False)
-            client = context.Process(
-                target=measure, args=(kubeconfig, client_cpus, out_send), name="kerf-reconciler"
-            )
-            sim_cpu = process_cpu_seconds(sim.pid or 0)
-            client.start()
-            if not out_recv.poll(args.timeout):
-                client.kill()
-                raise RuntimeError(f"the reconciler did not finish within {args.timeout} s")
-            figures.update(out_recv.recv())
-            after = process_cpu_seconds(sim.pid or 0)
-            if sim_cpu is not None and after is not None:
-                figures["kubesim_cpu_seconds"] = round(after - sim_cpu, 1)
-            client.join(30)
-        finally:
-            stop.set()
-            sim.join(30)
-            if sim.is_alive():
-                sim.kill()
+        figures.update(result)
+        if sim_cpu is not None:
+            figures["kubesim_cpu_seconds"] = round(sim_cpu, 1)
     figures["targets"] = {
         "cold_start_seconds": TARGET_SYNC_S,
         "steady_pass_cpu_seconds": TARGET_STEADY_CPU_S,

@@ -48,6 +48,16 @@ class WorkQueue(Generic[K]):
         """Nothing queued and nothing being worked on (scheduled keys do not count)."""
         return not self._queued and not self._active
 
+    def scheduled_within(self, seconds: float) -> int:
+        """How many keys are scheduled (`add_after`) to come back within `seconds`."""
+        horizon = asyncio.get_running_loop().time() + seconds
+        return sum(1 for timer in self._timers.values() if timer.when() <= horizon)
+
+    @property
+    def scheduled(self) -> int:
+        """How many keys are scheduled to come back later."""
+        return len(self._timers)
+
     def add(self, key: K) -> None:
         """Queue `key` unless it is queued already."""
         if self._closed or self._sealed:

@@ -221,6 +221,14 @@ async def test_queue_schedules_and_backs_off_per_key() -> None:
     assert key in ("a", "b")
 
 
+async def test_queue_counts_keys_scheduled_soon_and_later() -> None:
+    queue: WorkQueue[str] = WorkQueue()
+    queue.add_after("soon", 0.5)
+    queue.add_after("later", 600)
+    assert (queue.scheduled_within(1), queue.scheduled_within(601), queue.scheduled) == (1, 2, 2)
+    queue.close()
+
+
 async def test_a_sealed_queue_hands_out_each_queued_key_once() -> None:
     queue: WorkQueue[str] = WorkQueue()
     queue.add("a")
