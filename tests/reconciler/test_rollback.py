@@ -130,16 +130,24 @@ async def start(kerf: Kerf, replicas: int = 2, memory_use: str = "300Mi") -> Run
     return await kerf.start_reconciler()
 
 
+async def a_change_that_succeeds(
+    kerf: Kerf, reopen: bool = True
+) -> tuple[RunningReconciler, dict[str, Any]]:
+    """A downsize the app's usage fits, monitored to `monitoringSucceeded` (so a
+    `lastSuccessful` rollback has a state to restore)."""
+    replica = await start(kerf, memory_use="100Mi")
+    await create(kerf, "rollbackpolicies", rollback_policy(target="lastSuccessful", reopen=reopen))
+    await create(kerf, "staticpolicies", downsize())
+    await drive(kerf, replica, "monitoring", step_s=1)
+    return replica, await drive(kerf, replica, "monitoringSucceeded")
+
+
 @pytest.mark.parametrize("strategy", [None, EVICT_ONLY], ids=["in-place", "eviction"])
 async def test_a_healthy_change_is_monitored_and_succeeds(
     tmp_path: Path, strategy: dict[str, Any] | None
 ) -> None:
     async with running_kerf(tmp_path, strategy_spec=strategy) as kerf:
-        replica = await start(kerf, memory_use="100Mi")
-        await create(kerf, "rollbackpolicies", rollback_policy(target="lastSuccessful"))
-        await create(kerf, "staticpolicies", downsize())
-        await drive(kerf, replica, "monitoring", step_s=1)
-        state = await drive(kerf, replica, "monitoringSucceeded")
+        replica, state = await a_change_that_succeeds(kerf)
         assert state["lastSuccessfulState"]["containers"]["app"]["limits"]["memory"] == "256Mi"
         assert await limits_of(kerf) == ["256Mi", "256Mi"]
         found = await reasons(kerf)
@@ -290,13 +298,7 @@ async def test_a_replacement_pod_reopens_a_succeeded_turn_only_when_enabled(
     tmp_path: Path, strategy: dict[str, Any] | None, reopen: bool, mode: str
 ) -> None:
     async with running_kerf(tmp_path, strategy_spec=strategy) as kerf:
-        replica = await start(kerf, memory_use="100Mi")
-        await create(
-            kerf, "rollbackpolicies", rollback_policy(target="lastSuccessful", reopen=reopen)
-        )
-        await create(kerf, "staticpolicies", downsize())
-        await drive(kerf, replica, "monitoring", step_s=1)
-        succeeded = await drive(kerf, replica, "monitoringSucceeded")
+        replica, succeeded = await a_change_that_succeeds(kerf, reopen)
         # A newer replacement pod, admitted with the same recommendation and resources.
         await kerf.sim.advance(60)
         first = (await kerf.pods("web"))[0]["metadata"]["name"]
@@ -346,11 +348,7 @@ async def test_an_unschedulable_change_rolls_back_to_the_last_successful_state(
     tmp_path: Path, strategy: dict[str, Any] | None
 ) -> None:
     async with running_kerf(tmp_path, strategy_spec=strategy) as kerf:
-        replica = await start(kerf, memory_use="100Mi")
-        await create(kerf, "rollbackpolicies", rollback_policy(target="lastSuccessful"))
-        await create(kerf, "staticpolicies", downsize())
-        await drive(kerf, replica, "monitoring", step_s=1)
-        await drive(kerf, replica, "monitoringSucceeded")
+        replica, _ = await a_change_that_succeeds(kerf)
         # The second change asks more CPU than any node has: the running pods keep their
         # values (node capacity), the pod a scale-up adds is sized with it and stays Pending.
         more_cpu = {"resources": {"containers": {"app": {"requests": {"cpu": "64"}}}}}
