@@ -29,8 +29,8 @@ from app.models import (
 )
 from app.owners import WorkloadRef, controller_ref, resolve_owner
 from app.quantities import QuantityError, parse_resource
-from app.records import stored
 from app.recommendations import RecommendationRow, index_rows, rows_from_configmap
+from app.records import stored
 from app.rollback import RollbackState, RollbackStateError, decode_state
 from app.scope import match_namespace, matches_any_pattern
 from app.selection import (

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from app.models import KerfResource, RecommendationStatus
+from app.models import KerfResource, LastApplied, LastRollback, RecommendationStatus
 from app.owners import WorkloadRef
 from app.records import StoredRecommendation
 from app.view import ClusterView
@@ -60,3 +60,17 @@ def test_a_record_without_status_reads_none() -> None:
     view.apply(given)
     kept = view.recommendation_for(REF)
     assert kept is not None and kept.status is None
+
+
+def test_a_plan_keeps_the_last_change_time_not_the_status_models() -> None:
+    view = b.view(*b.base_objects(), b.static(), _record())
+    b.decide(view, b.pod())
+    workload = view.workload(REF)
+    assert workload is not None
+    memo = view.plan_for(workload).memo
+    facts = [v for k, v in memo.items() if k[0] == "facts"]
+    assert facts
+    for found in facts:
+        kept = [getattr(found, name) for name in found.__slots__]
+        assert not any(isinstance(v, LastApplied | LastRollback) for v in kept)
+        assert found.last_applied_at == b.NOW - timedelta(days=5)
