@@ -54,7 +54,13 @@ def stored(record: RightsizingRecommendation) -> StoredRecommendation:
     kept = StoredRecommendation.model_construct(**fields)
     del kept.__dict__["status"]
     status = record.status
-    # Every field, None included: the status read back equals the one given.
-    raw = status.model_dump_json(by_alias=True).encode() if status is not None else None
+    # Null fields left out: every field that can be null defaults to null, so the status
+    # read back equals the one given (a null field of an older writer, unknown to this
+    # one, is dropped; kerf's own dumps leave nulls out too).
+    raw = (
+        status.model_dump_json(by_alias=True, exclude_none=True).encode()
+        if status is not None
+        else None
+    )
     kept.__pydantic_private__["_status_json"] = raw  # type: ignore[index]
     return kept
