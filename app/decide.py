@@ -29,7 +29,6 @@ from app.models import (
     AutomationStrategySpec,
     KerfResource,
     LastApplied,
-    LastRollback,
     RightsizingRecommendation,
     Window,
 )
@@ -253,10 +252,13 @@ class _PlanFacts:
     rows: Mapping[str, RecommendationRow]
     #: the lowest confidence among the rows (None without rows)
     lowest_confidence: float | None
-    last_applied: LastApplied | None
+    #: `lastApplied.at` (the record's status is parsed on each read: the plan keeps only
+    #: what decisions use of it, not the models)
+    last_applied_at: datetime | None
     #: `lastApplied.containers` parsed: (container, field, resource) → amount
     applied: Mapping[tuple[str, str, str], int]
-    last_rollback: LastRollback | None
+    #: `lastRollback`: when, and the resources it rolled back (all when it names none)
+    last_rollback: tuple[datetime, frozenset[str]] | None
     any_proactive: bool
     #: containers with a regular CPU or memory item whose strategy retains Guaranteed QoS
     qos_containers: tuple[str, ...]
@@ -656,6 +658,7 @@ def _build_plan_facts(
     policies, strategies, audit = _policies_of(regular)
     record = view.recommendation_for(workload.ref)
     status = record.status if record else None
+    last_applied = status.last_applied if status else None
     return _PlanFacts(
         selected=selected,
         winners=tuple(_selected_value(target, candidate) for target, candidate in ordered),
@@ -663,9 +666,13 @@ def _build_plan_facts(
         record=record,
         rows=rows,
         lowest_confidence=min(row.confidence for row in rows.values()) if rows else None,
-        last_applied=status.last_applied if status else None,
-        applied=_applied_amounts(status.last_applied if status else None),
-        last_rollback=status.last_rollback if status else None,
+        last_applied_at=last_applied.at if last_applied else None,
+        applied=_applied_amounts(last_applied),
+        last_rollback=(
+            (rollback.at, frozenset(rollback.resources or ("cpu", "memory")))
+            if status and (rollback := status.last_rollback)
+            else None
+        ),
         any_proactive=any(i.proactive for i in items),
         qos_containers=tuple(
             dict.fromkeys(
@@ -1219,8 +1226,7 @@ class _ValueFacts:
 
     def __init__(self, ctx: _Context) -> None:
         self.ctx = ctx
-        last_applied = ctx.facts.last_applied
-        self.last_change = last_applied.at if last_applied else None
+        self.last_change = ctx.facts.last_applied_at
         self.last_rollback = ctx.facts.last_rollback if ctx.running else None
         self._memory: dict[str, tuple[bool, int | None]] = {}
 
@@ -1242,8 +1248,8 @@ class _ValueFacts:
         target = item.target
         rolled_back: frozenset[str] = frozenset()
         last = self.last_rollback
-        if last is not None and self.ctx.now < last.at + item.settings.cooldown:
-            rolled_back = frozenset(last.resources or ("cpu", "memory"))
+        if last is not None and self.ctx.now < last[0] + item.settings.cooldown:
+            rolled_back = last[1]
         oom_killed, heap = (
             self._memory_facts(target.container) if target.resource == "memory" else (False, None)
         )
@@ -1360,18 +1366,18 @@ def _restarts_container(ctx: _Context) -> bool:
 def _check_cooldown(ctx: _Context) -> None:
     """Cooldown since the workload's last change stops a new proposal; the rollout of the
     proposal last applied goes on, one pod after another (SPEC §6)."""
-    last = ctx.facts.last_applied
-    if last is None or _continues_rollout(ctx):
+    last_at = ctx.facts.last_applied_at
+    if last_at is None or _continues_rollout(ctx):
         return
     cooldown = (
         max(ctx.settings(p).cooldown for p in ctx.policies()) if ctx.policies() else timedelta(0)
     )
-    if ctx.now < last.at + cooldown:
+    if ctx.now < last_at + cooldown:
         _block_regular(
             ctx,
             COOLDOWN,
-            f"last change at {last.at.isoformat()}, cooldown {format_duration(cooldown)}",
-            last.at + cooldown,
+            f"last change at {last_at.isoformat()}, cooldown {format_duration(cooldown)}",
+            last_at + cooldown,
         )
 
 

@@ -30,6 +30,7 @@ from app.models import (
 from app.owners import WorkloadRef, controller_ref, resolve_owner
 from app.quantities import QuantityError, parse_resource
 from app.recommendations import RecommendationRow, index_rows, rows_from_configmap
+from app.records import stored
 from app.rollback import RollbackState, RollbackStateError, decode_state
 from app.scope import match_namespace, matches_any_pattern
 from app.selection import (
@@ -273,6 +274,8 @@ class ClusterView:
                 self._reresolve_owners(key)
 
     def _apply_kerf(self, obj: KerfResource) -> None:
+        if isinstance(obj, RightsizingRecommendation):
+            obj = stored(obj)  # its status as JSON bytes (app/records.py)
         share_field_sets(obj)  # half a record's weight (app/slim.py)
         key = (obj.kind, obj.metadata.namespace or "", obj.metadata.name)
         self._remove_kerf(key)

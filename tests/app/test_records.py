@@ -1,0 +1,84 @@
+"""The view keeps a RightsizingRecommendation's status as JSON bytes (app/records.py):
+every read gives the status it was given, and the record stays one object until a new
+version arrives."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from app.models import KerfResource, LastApplied, LastRollback, RecommendationStatus
+from app.owners import WorkloadRef
+from app.records import RECENT, StoredRecommendation
+from app.view import ClusterView
+from tests.app import builders as b
+
+REF = WorkloadRef("Deployment", b.NS, "web")
+
+
+def _record() -> KerfResource:
+    return b.recommendation(
+        applied_at=b.NOW - timedelta(days=5),
+        rollback_at=b.NOW - timedelta(hours=2),
+        rollback_resources=["cpu"],
+    )
+
+
+def test_the_view_keeps_no_status_model_and_reads_back_the_same_status() -> None:
+    given = _record()
+    view = ClusterView()
+    view.apply(given)
+    kept = view.recommendation_for(REF)
+    assert isinstance(kept, StoredRecommendation)
+    assert not any(isinstance(v, RecommendationStatus) for v in vars(kept).values())
+    assert kept.status == given.status
+    assert kept.status.last_rollback is not None  # a field deep inside, parsed again
+    assert kept.model_dump() == given.model_dump()
+
+
+def test_the_record_is_one_object_until_a_new_version_arrives() -> None:
+    view = ClusterView()
+    view.apply(_record())
+    first = view.recommendation_for(REF)
+    assert view.recommendation_for(REF) is first
+    view.apply(_record())
+    assert view.recommendation_for(REF) is not first
+
+
+def test_reads_of_one_version_parse_its_status_once_while_recent() -> None:
+    view = ClusterView()
+    view.apply(_record())
+    kept = view.recommendation_for(REF)
+    assert kept is not None
+    first = kept.status
+    assert kept.status is first  # a pass reads it several times: parsed once
+    for n in range(RECENT):  # other records' statuses read since: parsed again
+        view.apply(b.recommendation(f"other-{n}", applied_at=b.NOW))
+        other = view.recommendation_for(WorkloadRef("Deployment", b.NS, f"other-{n}"))
+        assert other is not None and other.status is not None
+    again = kept.status
+    assert again is not first and again == first
+    view.apply(_record())  # a new version: its own status
+    newer = view.recommendation_for(REF)
+    assert newer is not None and newer.status is not again and newer.status == again
+
+
+def test_a_record_without_status_reads_none() -> None:
+    given = _record().model_copy(update={"status": None})
+    view = ClusterView()
+    view.apply(given)
+    kept = view.recommendation_for(REF)
+    assert kept is not None and kept.status is None
+
+
+def test_a_plan_keeps_the_last_change_time_not_the_status_models() -> None:
+    view = b.view(*b.base_objects(), b.static(), _record())
+    b.decide(view, b.pod())
+    workload = view.workload(REF)
+    assert workload is not None
+    memo = view.plan_for(workload).memo
+    facts = [v for k, v in memo.items() if k[0] == "facts"]
+    assert facts
+    for found in facts:
+        kept = [getattr(found, name) for name in found.__slots__]
+        assert not any(isinstance(v, LastApplied | LastRollback) for v in kept)
+        assert found.last_applied_at == b.NOW - timedelta(days=5)
