@@ -143,13 +143,18 @@ async def test_a_replica_killed_mid_change_neither_repeats_nor_forgets(tmp_path:
 async def test_api_faults_lose_and_double_nothing(tmp_path: Path) -> None:
     async with running_kerf(tmp_path) as kerf:
         await start_web(kerf)
+        # The test's own write goes in before the faults; the reconciler meets them all.
+        await create(kerf, "staticpolicies", static_policy("web", "web", TARGET))
         faults = kerf.sim.faults
         faults.add(FaultRule(status=500, fraction=0.3, verbs=frozenset({"patch", "create"})))
+        # A change costs only a few writes, so 30 % may miss them all: one resize and one
+        # event's create fail for certain.
+        faults.add(FaultRule(status=500, times=1, verbs=frozenset({"patch"}), subresource="resize"))
+        faults.add(FaultRule(status=500, times=1, verbs=frozenset({"create"}), resource="events"))
         faults.conflict(times=2, resource="pods")
         faults.gone(times=3)
         faults.slow(0.05, verbs={"list", "get"}, times=20)
         replica = await kerf.start_reconciler()
-        await create(kerf, "staticpolicies", static_policy("web", "web", TARGET))
         faults.drop_watches()
         await wait_for(kerf, lambda: converged(kerf), "convergence despite faults", 20)
         assert resizes(replica) == 2
