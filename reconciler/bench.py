@@ -50,6 +50,8 @@ WRITES = ("patch", "create", "update")
 QUIET_S = 3.0
 #: A follow-up due later than this is not waited for (it is counted: `scheduled_later`).
 FOLLOW_UP_S = 10.0
+#: ... or once nothing has been written for this long.
+WRITES_QUIET_S = 15.0
 TARGET_STEADY_CPU_S = 2.0
 TARGET_RSS_MIB = 600
 TARGET_SYNC_S = 30.0
@@ -179,19 +181,32 @@ def _delta(after: dict[str, float], before: dict[str, float]) -> dict[str, int]:
     return {k: int(v - before.get(k, 0)) for k, v in after.items() if v - before.get(k, 0)}
 
 
-async def _quiet(service: Any) -> None:
-    """Wait until the queue has been idle for QUIET_S; follow-ups due within FOLLOW_UP_S
-    fire first. Later ones (a deferred resize waiting out `fallbackAfter`, a cooldown) are
-    not waited for: the phase reports how many are left (`scheduled_later`)."""
+async def _quiet(service: Any) -> float:
+    """Wait until the queue has been idle for QUIET_S, follow-ups due within FOLLOW_UP_S
+    fired first; or until nothing was written for WRITES_QUIET_S (a few workloads can poll
+    a resize the kubelet never finishes, e.g. one deferred until `fallbackAfter`). Later
+    follow-ups are not waited for: the phase reports how many are left (`scheduled_later`).
+    Returns the quiet time waited (not part of the phase's wall time)."""
     idle_since: float | None = None
+    writes = _writes(service.metrics)
+    wrote_at = time.perf_counter()
     while True:
         await asyncio.sleep(0.1)
+        now = time.perf_counter()
+        if _writes(service.metrics) != writes:
+            writes, wrote_at = _writes(service.metrics), now
+        elif now - wrote_at >= WRITES_QUIET_S:
+            return WRITES_QUIET_S
         if not service.queue.idle or service.queue.scheduled_within(FOLLOW_UP_S):
             idle_since = None
             continue
-        idle_since = idle_since or time.perf_counter()
-        if time.perf_counter() - idle_since >= QUIET_S:
-            return
+        idle_since = idle_since or now
+        if now - idle_since >= QUIET_S:
+            return QUIET_S
+
+
+def _writes(metrics: Any) -> float:
+    return sum(v for k, v in _calls(metrics).items() if k in WRITES)
 
 
 def measure(kubeconfig: str, cpus: set[int] | None, out: Any) -> None:
@@ -243,11 +258,11 @@ def measure(kubeconfig: str, cpus: set[int] | None, out: Any) -> None:
                     service.start_accepting()
                 else:
                     service.enqueue_all()
-                await _quiet(service)
+                quiet_s = await _quiet(service)
                 calls = _delta(_calls(service.metrics), calls0)
                 resized = int(service.metrics.resizes.labels("requested")._value.get() - resized0)
                 figures[name] = {
-                    "seconds": round(time.perf_counter() - t0 - QUIET_S, 2),
+                    "seconds": round(time.perf_counter() - t0 - quiet_s, 2),
                     "cpu_seconds": round(_cpu() - cpu0, 2),
                     "passes": service.passes - passes0,
                     "api_calls": calls,
