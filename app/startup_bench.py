@@ -388,21 +388,21 @@ def client_process(
     return result, spent
 
 
-def run(args: argparse.Namespace) -> dict[str, Any]:
-    """Start kubesim with the cluster, then `--runs` cold starts of a fresh client."""
-    sim_cpus, client_cpus = cpu_split()
-    figures: dict[str, Any] = {
-        "workloads": args.workloads,
-        "pods": args.pods,
-        "nodes": args.nodes,
-        "policies": args.policies,
-        "namespaces": args.namespaces,
-        "page_size": args.page_size,
+def bench_header(args: argparse.Namespace) -> dict[str, Any]:
+    """The figures every cluster bench starts with: the cluster's size and the machine."""
+    return {
+        **{key: getattr(args, key) for key in CLUSTER_ARGS},
         "python": platform.python_version(),
         "machine": platform.machine(),
         # the machine is shared: a high load stretches wall times, not CPU seconds
         "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
     }
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    """Start kubesim with the cluster, then `--runs` cold starts of a fresh client."""
+    sim_cpus, client_cpus = cpu_split()
+    figures: dict[str, Any] = {**bench_header(args), "page_size": args.page_size}
     spec = {key: getattr(args, key) for key in CLUSTER_ARGS}
     with simulator_process(serve_cluster, spec, sim_cpus, timeout_s=600) as (sim, ready):
         _, kubeconfig, count, seeded_s = ready

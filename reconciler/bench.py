@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import platform
 import resource
 import sys
 import time
@@ -38,6 +37,7 @@ import orjson
 
 from app.startup_bench import (
     CLUSTER_ARGS,
+    bench_header,
     client_process,
     cluster_objects,
     cpu_split,
@@ -294,14 +294,7 @@ def measure(kubeconfig: str, cpus: set[int] | None, out: Any) -> None:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Start kubesim with the cluster, then one reconciler through the four phases."""
     sim_cpus, client_cpus = cpu_split()
-    figures: dict[str, Any] = {
-        "workloads": args.workloads,
-        "pods": args.pods,
-        "nodes": args.nodes,
-        "policies": args.policies,
-        "python": platform.python_version(),
-        "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
-    }
+    figures = bench_header(args)
     spec = {key: getattr(args, key) for key in CLUSTER_ARGS}
     with simulator_process(serve, spec, sim_cpus, timeout_s=900) as (sim, ready):
         kubeconfig, count = ready

@@ -52,7 +52,7 @@ import jsonpatch
 import orjson
 from prometheus_client.parser import text_string_to_metric_families
 
-from app.startup_bench import process_cpu_seconds
+from app.startup_bench import cpu_split, process_cpu_seconds
 from webhook.review import decode_patch
 
 REPO = Path(__file__).resolve().parent.parent
@@ -208,17 +208,6 @@ def build_bodies(deployments: Sequence[Mapping[str, Any]], count: int) -> list[b
 
 
 # ---------------------------------------------------------------------------- server
-
-
-def cpu_split() -> tuple[set[int] | None, set[int] | None]:
-    """One CPU for the server, the rest for the load; (None, None) when there is one CPU."""
-    try:
-        cpus = sorted(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return None, None
-    if len(cpus) < 2:
-        return None, None
-    return {cpus[0]}, set(cpus[1:])
 
 
 def precomputed_admit(view: Any, bodies: Sequence[bytes]) -> Callable[..., Any]:
@@ -583,7 +572,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     del deployments
     gc.collect()
     load_s = time.perf_counter() - started
-    server_cpus, load_cpus = cpu_split()
+    # (the other CPUs, the first CPU): the load on the others, the server on the first.
+    load_cpus, server_cpus = cpu_split()
     figures: dict[str, Any] = {
         "source": "cluster (kubesim)" if args.from_cluster else "generated view",
         "pods": args.pods if args.from_cluster else 0,
