@@ -1,9 +1,11 @@
-"""How the view keeps a RightsizingRecommendation: its status as JSON bytes, parsed when
-read.
+"""How the view keeps a RightsizingRecommendation: its status as compressed JSON, parsed
+when read.
 
 A record's status is the heaviest kerf object in a cluster of any size (one per workload):
 as pydantic models, ~5 KB each — conditions, selected values, the proposal, the last
-applied change, each a model with its own dict — against ~1.6 KB as compact JSON. The
+applied change, each a model with its own dict — against ~1.6 KB as compact JSON, and a
+third of that compressed (its keys and policy names repeat; a decompression costs a few µs
+against the parse's tens). The
 reconciler reads no status in a pass over a workload whose inputs did not change (most
 passes of a steady cluster) and a handful in a pass that decides, one after the other:
 the last few statuses parsed are kept (`RECENT`), so such a pass parses its record's
@@ -13,6 +15,7 @@ status once (a parse is tens of µs; keeping every status parsed cost ~3.5 KB a 
 from __future__ import annotations
 
 import threading
+import zlib
 from typing import Any
 
 from pydantic import PrivateAttr
@@ -29,12 +32,13 @@ _recent_lock = threading.Lock()  # the webhook decides on several threads
 
 
 class StoredRecommendation(RightsizingRecommendation):
-    """A RightsizingRecommendation whose `status` is parsed from JSON bytes when read.
+    """A RightsizingRecommendation whose `status` is parsed from compressed JSON when read.
 
     Readers share the parsed status as they shared the view's model before: none changes
     it (a reader that did would change what the next reads of this version see)."""
 
-    _status_json: bytes | None = PrivateAttr(default=None)
+    #: the status as zlib-compressed JSON (None: no status)
+    _status_packed: bytes | None = PrivateAttr(default=None)
 
     def __getattr__(self, name: str) -> Any:
         # Only reached for names not in the instance dict: `status` was taken out of it.
@@ -69,11 +73,11 @@ def stored(record: RightsizingRecommendation) -> StoredRecommendation:
     # read back equals the one given (a null field of an older writer, unknown to this
     # one, is dropped; kerf's own dumps leave nulls out too).
     raw = (
-        status.model_dump_json(by_alias=True, exclude_none=True).encode()
+        zlib.compress(status.model_dump_json(by_alias=True, exclude_none=True).encode(), 1)
         if status is not None
         else None
     )
-    kept.__pydantic_private__["_status_json"] = raw  # type: ignore[index]
+    kept.__pydantic_private__["_status_packed"] = raw  # type: ignore[index]
     return kept
 
 
@@ -84,8 +88,10 @@ def _status_of(record: StoredRecommendation) -> RecommendationStatus | None:
         found = _recent.get(key)
     if found is not None and found[0] is record:
         return found[1]
-    raw = record.__pydantic_private__["_status_json"]  # type: ignore[index]
-    status = None if raw is None else RecommendationStatus.model_validate_json(raw)
+    raw = record.__pydantic_private__["_status_packed"]  # type: ignore[index]
+    status = (
+        None if raw is None else RecommendationStatus.model_validate_json(zlib.decompress(raw))
+    )
     with _recent_lock:
         _recent.pop(key, None)
         _recent[key] = (record, status)
