@@ -89,9 +89,7 @@ def _status_of(record: StoredRecommendation) -> RecommendationStatus | None:
     if found is not None and found[0] is record:
         return found[1]
     raw = record.__pydantic_private__["_status_packed"]  # type: ignore[index]
-    status = (
-        None if raw is None else RecommendationStatus.model_validate_json(zlib.decompress(raw))
-    )
+    status = None if raw is None else RecommendationStatus.model_validate_json(zlib.decompress(raw))
     with _recent_lock:
         _recent.pop(key, None)
         _recent[key] = (record, status)

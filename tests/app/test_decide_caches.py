@@ -7,7 +7,9 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+from app import view as view_module
 from app.annotations import PAUSE_UNTIL
+from app.owners import WorkloadRef
 from app.view import MAX_NAME_SETS
 from tests.app import builders as b
 
@@ -186,3 +188,47 @@ def test_unknown_namespaces_are_not_kept() -> None:
     v.protected_by_pattern(b.NS)
     v.policies_for_namespace(b.NS)
     assert b.NS in v._protected_by_pattern and b.NS in v._cluster_for_ns
+
+
+# ------------------------------------------------------------------ what a change drops
+
+
+def test_a_record_change_drops_only_its_workloads_plan() -> None:
+    """A RightsizingRecommendation is read by the plan of the workload it is named after
+    only: the reconciler writes one per change, and each write used to drop every plan."""
+    other = b.deployment(name="api")
+    v = b.view(*static_objects(), other)
+    web = v.workload(WorkloadRef("Deployment", b.NS, "web"))
+    api = v.workload(WorkloadRef("Deployment", b.NS, "api"))
+    assert web is not None and api is not None
+    web_plan, api_plan = v.plan_for(web), v.plan_for(api)
+    v.apply(b.recommendation(applied_at=NOW - timedelta(hours=1)))  # deployment-web
+    assert v.plan_for(api) is api_plan
+    assert v.plan_for(web) is not web_plan
+    assert outcome(v) == ("blocked", "Cooldown")
+    web_plan = v.plan_for(web)
+    v.delete("RightsizingRecommendation", b.NS, "deployment-web")
+    assert v.plan_for(api) is api_plan and v.plan_for(web) is not web_plan
+    v.apply(b.static(containers={"app": {"requests": {"cpu": "300m"}}}))  # a policy: all
+    assert v.plan_for(api) is not api_plan
+
+
+def test_only_the_most_recently_used_plans_keep_their_caches(monkeypatch: Any) -> None:
+    """Past `MAX_CACHED_PLANS`, the least recently used plan's decision caches are emptied;
+    the plan itself stays (the reconciler compares it by identity), and deciding with it
+    again builds them anew, to the same decision."""
+    monkeypatch.setattr(view_module, "MAX_CACHED_PLANS", 1)
+    v = b.view(*static_objects(), b.deployment(name="api"))
+    first = b.decide(v, b.pod())
+    plan = first.plan
+    assert plan is not None and plan.memo and plan.selections
+    other = b.decide(v, b.pod("api-7d4b9-aaaaa", workload="api"))
+    assert other.plan is not None and other.plan is not plan and other.plan.memo
+    assert not plan.memo and not plan.selections  # emptied, not dropped
+    again = b.decide(v, b.pod())
+    assert again.plan is plan and plan.memo
+    assert (again.outcome, again.reason, again.values) == (
+        first.outcome,
+        first.reason,
+        first.values,
+    )
