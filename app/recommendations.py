@@ -6,6 +6,7 @@ warnings — so a Prometheus-backed recommender can produce the same rows later.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -66,7 +67,8 @@ def _resources(value: Any, field: str) -> dict[str, str]:
             parse_resource(resource, quantity)
         except QuantityError as exc:
             raise ValueError(f"{field}.{resource}: {exc}") from None
-    return {str(r): str(q) for r, q in value.items()}
+    # Interned: resource names and quantities repeat across thousands of rows.
+    return {sys.intern(str(r)): sys.intern(str(q)) for r, q in value.items()}
 
 
 def _row(raw: Any) -> RecommendationRow:
@@ -86,10 +88,10 @@ def _row(raw: Any) -> RecommendationRow:
         raise ValueError(f"confidence {confidence} is outside 0..1")
     throttling = raw.get("cpuThrottlingRatio")
     return RecommendationRow(
-        namespace=str(raw["namespace"]),
-        owner_kind=str(raw["ownerKind"]),
+        namespace=sys.intern(str(raw["namespace"])),
+        owner_kind=sys.intern(str(raw["ownerKind"])),
         owner_name=str(raw["ownerName"]),
-        container=str(raw["container"]),
+        container=sys.intern(str(raw["container"])),
         requests=_resources(raw["requests"], "requests"),
         limits=_resources(raw.get("limits") or {}, "limits"),
         analyzed_at=analyzed_at,

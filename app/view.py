@@ -105,6 +105,10 @@ MAX_NAME_SETS = 8
 #: reconciler held per workload at 25,000 workloads. An older plan keeps its sync result
 #: and candidates, and builds its caches again when next used.
 MAX_CACHED_PLANS = 2048
+#: pods whose parsed containers are kept (`ClusterView.pod_facts`): the most recently
+#: decided. A pass decides a workload's pods together and a parse is a few µs; kept for
+#: every pod they were ~1.3 KB each.
+MAX_PARSED_PODS = 4096
 
 
 def object_key(obj: Mapping[str, Any]) -> ObjectKey:
@@ -115,6 +119,12 @@ def object_key(obj: Mapping[str, Any]) -> ObjectKey:
 
 #: (containers kerf sizes by name, their parsed resources, the owner) of a pod
 PodFacts = tuple[dict[str, Mapping[str, Any]], dict[str, Resources], WorkloadRef | None]
+
+
+def _pod_key(pod: Mapping[str, Any]) -> tuple[str, str]:
+    """(namespace, name) of a pod, as the view keys it."""
+    meta = pod.get("metadata") or {}
+    return (str(meta.get("namespace") or "default"), str(meta.get("name") or ""))
 
 
 def _intermediate_owner(pod: Mapping[str, Any]) -> ObjectKey | None:
@@ -170,9 +180,11 @@ class ClusterView:
         #: (tuples: a controller has few pods, and the collector stops tracking a tuple of
         #: strings, which keeps full collections of a large view short)
         self._pods_by_controller: dict[ObjectKey, tuple[tuple[str, str], ...]] = {}
-        self._parsed_pods: dict[
+        #: the parsed containers of the most recently decided pods (`MAX_PARSED_PODS`),
+        #: least recently used first
+        self._parsed_pods: OrderedDict[
             tuple[str, str], tuple[dict[str, Mapping[str, Any]], dict[str, Resources]]
-        ] = {}
+        ] = OrderedDict()
         self._failed_sources: set[tuple[str, str]] = set()
         self._allocatable: dict[str, tuple[Mapping[str, Any], tuple[int, int]]] = {}
         self._hpas: dict[str, dict[str, Mapping[str, Any]]] = {}
@@ -478,15 +490,17 @@ class ClusterView:
         """The containers kerf sizes, their parsed resources and the owner of a pod, in one
         lookup: kept per pod object of the view (shared: callers copy before they change
         anything), worked out afresh for a pod the view does not hold."""
-        meta = pod.get("metadata") or {}
-        key = (str(meta.get("namespace") or "default"), str(meta.get("name") or ""))
+        key = _pod_key(pod)
         if self._pods.get(key) is not pod:
             containers = target_containers(pod)
             return containers, resources_by_container(containers), resolve_owner(pod, self)
-        parsed = self._parsed_pods.get(key)
+        parsed = self._parsed_pods.pop(key, None)
         if parsed is None:
             containers = target_containers(pod)
-            parsed = self._parsed_pods[key] = (containers, resources_by_container(containers))
+            parsed = (containers, resources_by_container(containers))
+        self._parsed_pods[key] = parsed
+        if len(self._parsed_pods) > MAX_PARSED_PODS:
+            self._parsed_pods.popitem(last=False)
         return parsed[0], parsed[1], self._pod_owner.get(key)
 
     def pods_of(self, ref: WorkloadRef) -> list[Mapping[str, Any]]:
@@ -548,7 +562,10 @@ class ClusterView:
     def owner_of(self, pod: Mapping[str, Any]) -> WorkloadRef | None:
         """The workload that owns a pod: kept for the pod objects of the view (resolved
         again whenever the ReplicaSet or Job they name changes), resolved for others."""
-        return self.pod_facts(pod)[2]
+        key = _pod_key(pod)
+        if self._pods.get(key) is pod:
+            return self._pod_owner.get(key)
+        return resolve_owner(pod, self)
 
     def rollback_state(self, workload: Workload) -> RollbackState | None:
         """The rollback state annotation of a workload (None when absent or unreadable)."""

@@ -232,3 +232,22 @@ def test_only_the_most_recently_used_plans_keep_their_caches(monkeypatch: Any) -
         first.reason,
         first.values,
     )
+
+
+def test_only_the_most_recently_decided_pods_keep_their_parsed_containers(
+    monkeypatch: Any,
+) -> None:
+    """Finding a pod's owner parses nothing; deciding keeps the parsed containers of the
+    last `MAX_PARSED_PODS` pods only, and a pod parsed again decides the same."""
+    monkeypatch.setattr(view_module, "MAX_PARSED_PODS", 2)
+    names = [f"web-7d4b9-{index}" for index in range(4)]
+    v = b.view(*static_objects(), *(b.pod(name) for name in names))
+    kept = [v.pod(b.NS, name) for name in names]
+    assert all(v.owner_of(pod) == WorkloadRef("Deployment", b.NS, "web") for pod in kept)
+    assert not v._parsed_pods
+    first = [b.decide(v, pod) for pod in kept]
+    assert list(v._parsed_pods) == [(b.NS, name) for name in names[-2:]]
+    again = [b.decide(v, pod) for pod in kept]
+    assert [(d.outcome, d.reason, d.values) for d in again] == [
+        (d.outcome, d.reason, d.values) for d in first
+    ]
