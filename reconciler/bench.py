@@ -30,6 +30,7 @@ import resource
 import sys
 import time
 from collections.abc import Iterable, Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +51,7 @@ WRITES = ("patch", "create", "update")
 QUIET_S = 3.0
 #: A follow-up due later than this is not waited for (it is counted: `scheduled_later`).
 FOLLOW_UP_S = 10.0
-#: ... or once nothing has been written for this long.
+#: ... or once nothing has been written for this long and no workload waits for a worker.
 WRITES_QUIET_S = 15.0
 TARGET_STEADY_CPU_S = 2.0
 TARGET_RSS_MIB = 600
@@ -183,8 +184,10 @@ def _delta(after: dict[str, float], before: dict[str, float]) -> dict[str, int]:
 
 async def _quiet(service: Any) -> float:
     """Wait until the queue has been idle for QUIET_S, follow-ups due within FOLLOW_UP_S
-    fired first; or until nothing was written for WRITES_QUIET_S (a few workloads can poll
-    a resize the kubelet never finishes, e.g. one deferred until `fallbackAfter`). Later
+    fired first; or until nothing was written for WRITES_QUIET_S with no workload waiting
+    for a worker (a few workloads can poll a resize the kubelet never finishes, e.g. one
+    deferred until `fallbackAfter`; a pass deciding every workload writes nothing for
+    longer than that, and is not over while the queue holds work). Later
     follow-ups are not waited for: the phase reports how many are left (`scheduled_later`).
     Returns the quiet time waited (not part of the phase's wall time)."""
     idle_since: float | None = None
@@ -195,7 +198,7 @@ async def _quiet(service: Any) -> float:
         now = time.perf_counter()
         if _writes(service.metrics) != writes:
             writes, wrote_at = _writes(service.metrics), now
-        elif now - wrote_at >= WRITES_QUIET_S:
+        elif now - wrote_at >= WRITES_QUIET_S and not len(service.queue):
             return WRITES_QUIET_S
         if not service.queue.idle or service.queue.scheduled_within(FOLLOW_UP_S):
             idle_since = None
@@ -222,7 +225,10 @@ def measure(kubeconfig: str, cpus: set[int] | None, out: Any) -> None:
     from reconciler.service import ServiceConfig
 
     options = Options(
-        execution=ExecutionConfig(follow_s=0.5),
+        # A workload is decided afresh at least every `steady_horizon` (10 minutes); at
+        # 25,000 workloads the first pass alone can last that long, and the later phases
+        # would then measure that periodic re-decision instead of what they name.
+        execution=ExecutionConfig(follow_s=0.5, steady_horizon=timedelta(hours=1)),
         service=ServiceConfig(workers=8, resync_s=1e9, queue_rate=1e6),
     )
 
