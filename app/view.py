@@ -229,7 +229,7 @@ class ClusterView:
         obj = project(obj)  # only what kerf reads is kept (app/slim.py)
         kind, namespace, name = key = object_key(obj)
         if kind in WORKLOAD_KINDS:
-            self._workloads[key] = Workload.from_object(obj)
+            self._workloads[key] = Workload.from_object(obj, owned=True)  # a fresh projection
             self._objects[key] = reference(obj)  # the Workload holds the rest
             self._plans.pop(key, None)
             if kind in INTERMEDIATE_OWNER_KINDS:

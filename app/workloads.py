@@ -40,13 +40,20 @@ def parse_time(value: Any) -> datetime | None:
     return datetime.fromisoformat(str(value))
 
 
-def container_resources(container: Mapping[str, Any]) -> ContainerResources:
-    """Requests and limits of a container spec as plain string maps."""
+def container_resources(container: Mapping[str, Any], *, owned: bool = False) -> ContainerResources:
+    """Requests and limits of a container spec as plain string maps; with `owned` (the
+    caller gives the spec up), a map whose values are all strings is kept, not copied."""
     resources = container.get("resources") or {}
     return {
-        "requests": {k: str(v) for k, v in (resources.get("requests") or {}).items()},
-        "limits": {k: str(v) for k, v in (resources.get("limits") or {}).items()},
+        "requests": _string_map(resources.get("requests"), owned),
+        "limits": _string_map(resources.get("limits"), owned),
     }
+
+
+def _string_map(values: Mapping[str, Any] | None, owned: bool) -> dict[str, str]:
+    if owned and type(values) is dict and all(type(v) is str for v in values.values()):
+        return values
+    return {k: str(v) for k, v in (values or {}).items()}
 
 
 def pod_template(obj: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -76,8 +83,12 @@ class Workload:
         object.__setattr__(self, "ref", WorkloadRef(self.kind, self.namespace, self.name))
 
     @classmethod
-    def from_object(cls, obj: Mapping[str, Any]) -> Workload:
-        """Build from a Kubernetes object dict (Deployment, StatefulSet, CronJob …)."""
+    def from_object(cls, obj: Mapping[str, Any], *, owned: bool = False) -> Workload:
+        """Build from a Kubernetes object dict (Deployment, StatefulSet, CronJob …).
+
+        `owned`: the caller gives `obj` up (the view, with the projection it just made), so
+        its label, annotation and resource maps are kept rather than copied (~0.5 KB a
+        workload); nothing may change them afterwards."""
         meta = obj.get("metadata") or {}
         spec = obj.get("spec") or {}
         kind = str(obj.get("kind"))
@@ -90,14 +101,16 @@ class Workload:
             replicas = None
         template_spec = pod_template(obj).get("spec") or {}
         containers = {
-            c["name"]: container_resources(c) for c in template_spec.get("containers") or []
+            c["name"]: container_resources(c, owned=owned)
+            for c in template_spec.get("containers") or []
         }
+        labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
         return cls(
             kind=kind,
             namespace=str(meta.get("namespace") or "default"),
             name=str(meta["name"]),
-            labels=dict(meta.get("labels") or {}),
-            annotations=dict(meta.get("annotations") or {}),
+            labels=labels if owned else dict(labels),
+            annotations=annotations if owned else dict(annotations),
             replicas=replicas,
             containers=containers,
             uid=meta.get("uid"),

@@ -277,3 +277,22 @@ def test_kerf_models_in_the_view_share_their_field_sets() -> None:
     assert a.model_dump() == parse_object(record("a"), "test").model_dump()
     with pytest.raises(ValidationError):  # view models are read, never changed
         a.spec.target_ref = a.spec.target_ref
+
+
+def test_a_workload_built_from_a_projection_it_owns_keeps_its_maps() -> None:
+    """The view gives its fresh projection up to the Workload (no second copy of the
+    labels, annotations and resource maps); any other caller's object is copied, and a
+    quantity that is not a string is still turned into one."""
+    deployment = b.deployment(annotations={"rightsizing.kubex.ai/pause-until": "infinite"})
+    deployment["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"] = {"cpu": 2}
+    projection = slim.project(deployment)
+    owned = Workload.from_object(projection, owned=True)
+    copied = Workload.from_object(projection)
+    assert owned == copied
+    meta = projection["metadata"]
+    resources = projection["spec"]["template"]["spec"]["containers"][0]["resources"]
+    assert owned.labels is meta["labels"] and owned.annotations is meta["annotations"]
+    assert owned.containers["app"]["requests"] is resources["requests"]
+    assert owned.containers["app"]["limits"] == {"cpu": "2"}
+    assert copied.labels is not meta["labels"]
+    assert copied.containers["app"]["requests"] is not resources["requests"]
