@@ -231,7 +231,7 @@ class ClusterView:
         if kind in WORKLOAD_KINDS:
             self._workloads[key] = Workload.from_object(obj, owned=True)  # a fresh projection
             self._objects[key] = reference(obj)  # the Workload holds the rest
-            self._plans.pop(key, None)
+            self._drop_plan(key)
             if kind in INTERMEDIATE_OWNER_KINDS:
                 self._reresolve_owners(key)
         elif kind == "Pod":
@@ -290,7 +290,7 @@ class ClusterView:
         else:
             self._workloads.pop(key, None)
             self._objects.pop(key, None)
-            self._plans.pop(key, None)
+            self._drop_plan(key)
             if kind in INTERMEDIATE_OWNER_KINDS:
                 self._reresolve_owners(key)
 
@@ -322,10 +322,22 @@ class ClusterView:
         if key[0] == "RightsizingRecommendation":
             self._record_changed(key)
             return
-        self._plans.clear()
+        self._drop_plans()
         self._priorities = None
         self._guardrails.clear()
         self._protected_by_pattern.clear()
+
+    def _drop_plan(self, key: ObjectKey) -> None:
+        self._plans.pop(key, None)
+        dropped = self._cached_plans.pop(key, None)
+        if dropped is not None:
+            _empty_caches(dropped)
+
+    def _drop_plans(self) -> None:
+        self._plans.clear()
+        for dropped in self._cached_plans.values():
+            _empty_caches(dropped)
+        self._cached_plans.clear()
 
     def _record_changed(self, key: ObjectKey) -> None:
         """A RightsizingRecommendation came, changed or went: only the plan of the workload
@@ -336,7 +348,7 @@ class ClusterView:
         for kind in WORKLOAD_KINDS:
             prefix = kind.lower() + "-"
             if name.startswith(prefix):
-                self._plans.pop((kind, namespace, name[len(prefix) :]), None)
+                self._drop_plan((kind, namespace, name[len(prefix) :]))
 
     def _remove_pod(self, namespace: str, name: str) -> None:
         old = self._pods.pop((namespace, name), None)
@@ -385,7 +397,7 @@ class ClusterView:
     def _reindex_rows(self) -> None:
         rows = [row for group in self._configmap_rows.values() for row in group]
         self._rows = index_rows(rows)
-        self._plans.clear()
+        self._drop_plans()
 
     # ------------------------------------------------------------------ queries
 
@@ -610,12 +622,19 @@ class ClusterView:
         """Mark `plan` most recently used; empty the caches of the least recently used
         beyond `MAX_CACHED_PLANS`."""
         cached = self._cached_plans
-        cached.pop(key, None)
+        previous = cached.pop(key, None)
+        if previous is not None and previous is not plan:
+            _empty_caches(previous)
         cached[key] = plan
         if len(cached) > MAX_CACHED_PLANS:
-            _, oldest = cached.popitem(last=False)
-            oldest.memo.clear()
-            oldest.selections.clear()
+            _empty_caches(cached.popitem(last=False)[1])
+
+
+def _empty_caches(plan: WorkloadPlan) -> None:
+    """Forget what decisions derived from a plan the view no longer keeps caches for (a
+    pass still holding it derives them again: they are caches)."""
+    plan.memo.clear()
+    plan.selections.clear()
 
 
 def _namespace_admits(policy: KerfResource, namespace: str) -> bool:

@@ -251,3 +251,18 @@ def test_only_the_most_recently_decided_pods_keep_their_parsed_containers(
     assert [(d.outcome, d.reason, d.values) for d in again] == [
         (d.outcome, d.reason, d.values) for d in first
     ]
+
+
+def test_a_dropped_plan_keeps_no_caches() -> None:
+    """A plan the view drops (its inputs changed) may still be held by a pass in flight or
+    the reconciler's steady-pass bookkeeping: its caches are emptied, not left to hold
+    ~4 KB each until that lets go."""
+    v = b.view(*static_objects())
+    plan = b.decide(v, b.pod()).plan
+    assert plan is not None and plan.memo
+    v.apply(b.recommendation(applied_at=NOW - timedelta(hours=1)))  # its record: this plan
+    assert not plan.memo and not plan.selections
+    plan = b.decide(v, b.pod()).plan
+    assert plan is not None and plan.memo
+    v.apply(b.static(containers={"app": {"requests": {"cpu": "300m"}}}))  # a policy: all
+    assert not plan.memo and not plan.selections
