@@ -8,6 +8,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import app.view
 from app.admission import AdmissionResult, admit_pod
@@ -142,7 +144,7 @@ def test_an_hpa_change_ends_the_memo() -> None:
 
 
 def test_oom_evidence_among_the_workloads_pods_ends_the_memo() -> None:
-    v = static_view()
+    v = static_view(b.pod("web-7d4b9-healthy"))
     assert warm(v).resources["app"]["requests"]["memory"] == "256Mi"
     v.apply(b.pod("web-7d4b9-old", statuses=[b.oom_status()]))
     refused = both(v, new_pod("web-7d4b9-later"))
@@ -237,3 +239,133 @@ def test_the_memo_is_bounded_overall(monkeypatch: pytest.MonkeyPatch) -> None:
         for n in names
     )
     assert kept == 5
+
+
+# ------------------------------------------------------------------ property
+
+#: decision times on a grid, with the instants either side of each point: pauses end and
+#: recommendations grow stale exactly on it
+_TICK = timedelta(microseconds=1)
+GRID = [NOW + timedelta(minutes=30 * k) for k in range(-3, 4)]
+TIMES = [t + d for t in GRID for d in (-_TICK, timedelta(0), _TICK)]
+#: mostly none: a pause decides before most other checks
+PAUSES = st.sampled_from([None] * 10 + ["infinite", *(b.ts(t) for t in GRID[::2])])
+QUANTITY = {"cpu": ["100m", "250m", "400m", "1"], "memory": ["128Mi", "256Mi", "512Mi"]}
+
+
+@st.composite
+def templates(draw: st.DrawFn) -> dict[str, Any]:
+    """A pod template: what differs between templates is what the decision reads."""
+    containers = draw(st.sampled_from([{"app": None}, {"app": None, "side": None}]))
+    resources = {
+        c: {
+            "requests": {r: draw(st.sampled_from(q)) for r, q in QUANTITY.items()},
+            "limits": {"memory": "1Gi"},
+        }
+        for c in containers
+    }
+    annotations: dict[str, str] = {}
+    if (pause := draw(PAUSES)) is not None:
+        annotations[PAUSE_UNTIL] = pause
+    if draw(st.booleans()):
+        annotations[SKIP_CONTAINERS] = "side"
+    return {"containers": resources, "annotations": annotations}
+
+
+def _static(cpu: str) -> Any:
+    return b.static(
+        containers={"*": {"requests": {"cpu": cpu, "memory": "256Mi"}}},
+        guardrails={"maxChangePercent": 100},
+    )
+
+
+#: view changes a step may make, each an input of the decision
+CHANGES = [
+    "namespace_pause",
+    "namespace_gone",
+    "workload_pause",
+    "hpa_on",
+    "hpa_off",
+    "oom_pod",
+    "oom_pod_gone",
+    "healthy_pod",
+    "policy",
+    "source_broken",
+    "source_fixed",
+    "last_applied",
+]
+
+
+def _change(v: ClusterView, change: str, draw: st.DrawFn, rows: list[dict[str, Any]]) -> None:
+    if change == "namespace_pause":
+        pause = draw(PAUSES)
+        v.apply(b.namespace(annotations={PAUSE_UNTIL: pause} if pause else None))
+    elif change == "namespace_gone":
+        v.delete("Namespace", "", b.NS)
+    elif change == "workload_pause":
+        pause = draw(PAUSES)
+        v.apply(b.deployment(containers=TWO, annotations={PAUSE_UNTIL: pause} if pause else None))
+    elif change == "hpa_on":
+        v.apply(b.hpa(resource=draw(st.sampled_from(["cpu", "memory"]))))
+    elif change == "hpa_off":
+        v.delete("HorizontalPodAutoscaler", b.NS, "web-hpa")
+    elif change == "oom_pod":
+        finished = draw(st.sampled_from(GRID)) - timedelta(days=1)
+        v.apply(b.pod("web-7d4b9-oom", statuses=[b.oom_status(finished=finished)]))
+    elif change == "oom_pod_gone":
+        v.delete("Pod", b.NS, "web-7d4b9-oom")
+    elif change == "healthy_pod":
+        v.apply(b.pod(f"web-7d4b9-ok{draw(st.integers(0, 3))}"))
+    elif change == "policy":
+        v.apply(_static(draw(st.sampled_from(QUANTITY["cpu"]))))
+    elif change == "source_broken":
+        b.break_recommendations(v)
+    elif change == "source_fixed":
+        v.apply(b.configmap(*rows))
+    elif change == "last_applied":
+        cpu = draw(st.sampled_from(QUANTITY["cpu"]))
+        v.apply(
+            b.recommendation(
+                last_applied={"app": {"requests": {"cpu": cpu}}},
+                applied_at=draw(st.sampled_from(GRID)) - timedelta(days=2),
+            )
+        )
+
+
+@st.composite
+def scenarios(draw: st.DrawFn) -> None:
+    """A view, then steps: a pod of one of a few templates admitted at one of the grid's
+    times, or a change to the view. Every memoised answer must equal a fresh decision."""
+    rows = [
+        b.row(
+            c,
+            analyzed_at=draw(st.sampled_from(GRID)) - timedelta(days=5),
+            coverage_hours=draw(st.sampled_from([100.0, 240.0])),
+            throttling=draw(st.sampled_from([None, 0.02, 0.5])),
+        )
+        for c in TWO
+    ]
+    objs: list[Any] = [*b.base_objects(containers=TWO), b.configmap(*rows)]
+    if draw(st.booleans()):
+        objs.append(b.proactive())
+    if draw(st.booleans()) or len(objs) == 4:
+        objs.append(_static(draw(st.sampled_from(QUANTITY["cpu"]))))
+    v = b.view(*objs)
+    pool = draw(st.lists(templates(), min_size=1, max_size=3))
+    for step in range(draw(st.integers(1, 25))):
+        if draw(st.integers(0, 3)) == 0:
+            _change(v, draw(st.sampled_from(CHANGES)), draw, rows)
+            continue
+        template = draw(st.sampled_from(pool))
+        p = new_pod(
+            f"web-7d4b9-p{step}",
+            containers=template["containers"],
+            annotations=template["annotations"],
+        )
+        both(v, p, draw(st.sampled_from(TIMES)))
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenarios())
+def test_a_memoised_decision_is_always_a_fresh_one(_: None) -> None:
+    """Checked inside the scenario, after every admission (`both`)."""
