@@ -170,7 +170,7 @@ def _template_key(pod: Mapping[str, Any]) -> bytes | None:
 def _memoised(view: ClusterView, pod: Mapping[str, Any], now: datetime) -> AdmissionResult:
     """The decision for the pod, from the plan's memo when a valid one is there."""
     annotations = (pod.get("metadata") or {}).get("annotations") or {}
-    owner = None if MIRROR_POD in annotations else view.pod_owner(pod)
+    owner = None if MIRROR_POD in annotations else view.owner_of(pod)
     workload = view.workload(owner) if owner is not None else None
     key = _template_key(pod) if workload is not None else None
     if workload is None or key is None:

@@ -553,14 +553,6 @@ class ClusterView:
             self._parsed_pods.popitem(last=False)
         return parsed[0], parsed[1], self._pod_owner.get(key)
 
-    def pod_owner(self, pod: Mapping[str, Any]) -> WorkloadRef | None:
-        """The owner of a pod alone (`owner_of` without parsing the pod's resources)."""
-        meta = pod.get("metadata") or {}
-        key = (str(meta.get("namespace") or "default"), str(meta.get("name") or ""))
-        if self._pods.get(key) is pod:
-            return self._pod_owner.get(key)
-        return resolve_owner(pod, self)
-
     def admission_inputs(self, workload: Workload) -> tuple[int, int, bool]:
         """Versions of what an admission decision for a workload's pod reads beyond its
         plan (which the view drops whenever the workload, a kerf object or the

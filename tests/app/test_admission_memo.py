@@ -113,8 +113,16 @@ def test_a_failing_decision_is_not_memoised() -> None:
 def test_a_plan_change_ends_the_memo() -> None:
     v = static_view()
     assert warm(v).resources["app"]["requests"]["cpu"] == "250m"
-    v.apply(b.static(containers={"app": {"requests": {"cpu": "300m"}}}))
-    assert both(v, new_pod("web-7d4b9-later")).resources["app"]["requests"]["cpu"] == "300m"
+    v.apply(b.static(containers={"app": {"requests": {"cpu": "260m"}}}))
+    assert both(v, new_pod("web-7d4b9-later")).resources["app"]["requests"]["cpu"] == "260m"
+
+
+def test_a_record_change_ends_the_memo() -> None:
+    v = static_view()
+    assert warm(v).resources["app"]["requests"]["cpu"] == "250m"
+    # A new pod's baseline is the last applied value: 260m is within the tolerance of 250m.
+    v.apply(b.recommendation(last_applied={"app": {"requests": {"cpu": "260m"}}}))
+    assert both(v, new_pod("web-7d4b9-later")).resources["app"]["requests"]["cpu"] == "260m"
 
 
 def test_a_workload_change_ends_the_memo() -> None:
@@ -216,7 +224,7 @@ def test_the_memo_is_bounded_per_plan(monkeypatch: pytest.MonkeyPatch) -> None:
         p = new_pod()
         p["spec"]["containers"][0]["resources"]["requests"]["cpu"] = f"{cpu}m"
         both(v, p)
-    plan = v.plan_for(v.workload(v.pod_owner(new_pod())))  # type: ignore[arg-type]
+    plan = v.plan_for(v.workload(v.owner_of(new_pod())))  # type: ignore[arg-type]
     assert len(plan.memo["admissions"]) == app.view.MEMO_PER_PLAN
 
 
@@ -235,7 +243,7 @@ def test_the_memo_is_bounded_overall(monkeypatch: pytest.MonkeyPatch) -> None:
             p["spec"]["containers"][0]["resources"]["requests"]["cpu"] = f"{cpu}m"
             both(v, p)
     kept = sum(
-        len(v.plan_for(v.workload(v.pod_owner(new_pod(workload=n)))).memo.get("admissions", {}))  # type: ignore[arg-type]
+        len(v.plan_for(v.workload(v.owner_of(new_pod(workload=n)))).memo.get("admissions", {}))  # type: ignore[arg-type]
         for n in names
     )
     assert kept == 5
