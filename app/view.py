@@ -114,7 +114,7 @@ MAX_PARSED_PODS = 4096
 #: (old and new ReplicaSet), each also seen once more on reinvocation
 MEMO_PER_PLAN = 8
 #: admission decisions remembered over all plans: what a request can make the view keep
-#: is bounded whatever it sends (a few KB each)
+#: is bounded whatever it sends (~3.4 KB each)
 MEMO_TOTAL = 4096
 #: the plan memo's key of its admission decisions
 _ADMISSIONS = "admissions"
