@@ -218,7 +218,7 @@ def test_a_recommendation_grows_stale_at_its_time() -> None:
 # ------------------------------------------------------------------ bounds
 
 
-def test_the_memo_is_bounded_per_plan(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_memo_is_bounded_per_plan() -> None:
     v = static_view()
     for cpu in range(1, 3 * app.view.MEMO_PER_PLAN):
         p = new_pod()
