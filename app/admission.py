@@ -2,10 +2,16 @@
 
 The webhook turns an AdmissionResult into a JSON patch; every choice is made here (and in
 `app/decide.py`), never in the webhook.
+
+Decisions are memoised per pod template: the pods a controller creates for one workload
+are alike, so the answer for one serves the next ones while nothing it read has changed.
+What makes a memoised answer valid, and what ends it, is in `_template_key`, `_Memo` and
+docs/decisions.md ("Admission decisions are memoised per pod template").
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -22,14 +28,17 @@ from app.decide import (
     skipped_containers,
     workload_for,
 )
+from app.horizon import Horizon
 from app.owners import WorkloadRef
-from app.view import ClusterView
+from app.slim import kept_annotation
+from app.view import ClusterView, WorkloadPlan
 from app.workloads import target_containers
 
 
 @dataclass(frozen=True, slots=True)
 class AdmissionResult:
-    """What the webhook applies to a new pod."""
+    """What the webhook applies to a new pod. A result may be memoised and handed to
+    every pod of the same template: readers never change it."""
 
     outcome: str
     reason: str | None
@@ -53,13 +62,13 @@ def _with_namespace(pod: Mapping[str, Any], namespace: str) -> Mapping[str, Any]
 
 
 def _new_args(
-    view: ClusterView, pod: Mapping[str, Any], decision: PodDecision, now: datetime
+    view: ClusterView, pod: Mapping[str, Any], decision: PodDecision, clock: Horizon
 ) -> dict[str, list[str]]:
     plan = decision.plan
     if plan is None or plan.args is None:
         return {}
     workload = workload_for(view, pod, decision.owner)
-    if workload is None or pod_gate(view, pod, workload, now) is not None:
+    if workload is None or pod_gate(view, pod, workload, clock) is not None:
         return {}
     skip = skipped_containers(pod, workload)
     changed: dict[str, list[str]] = {}
@@ -88,19 +97,103 @@ def _already_applied(pod: Mapping[str, Any], fingerprint: str | None) -> bool:
 
 
 def admit_pod(
-    view: ClusterView, pod: Mapping[str, Any], namespace: str, now: datetime
+    view: ClusterView,
+    pod: Mapping[str, Any],
+    namespace: str,
+    now: datetime,
+    *,
+    memo: bool = True,
 ) -> AdmissionResult:
-    """Decide a new pod on the admission path of SPEC §6."""
+    """Decide a new pod on the admission path of SPEC §6.
+
+    The pod is one parsed from JSON (an AdmissionReview's object). With `memo` (the
+    default) a decision made for an earlier pod of the same template is reused while it
+    is still the decision a fresh one would make; `memo=False` always decides afresh.
+    """
     with view.lock:
-        return _admit(view, _with_namespace(pod, namespace), now)
+        pod = _with_namespace(pod, namespace)
+        if memo:
+            return _memoised(view, pod, now)
+        return _admit(view, pod, Horizon(now))
 
 
-def _admit(view: ClusterView, pod: Mapping[str, Any], now: datetime) -> AdmissionResult:
+@dataclass(frozen=True, slots=True)
+class _Memo:
+    """A remembered decision and what it is valid for: the same pod template (its key),
+    the same plan (where it is kept), the same `ClusterView.admission_inputs` and a time
+    inside the span over which its comparisons with the clock keep their answers."""
+
+    result: AdmissionResult
+    inputs: tuple[int, int, bool]
+    start: datetime | None
+    end: datetime | None
+
+    def holds(self, inputs: tuple[int, int, bool], now: datetime) -> bool:
+        return (
+            self.inputs == inputs
+            and (self.start is None or now >= self.start)
+            and (self.end is None or now < self.end)
+        )
+
+
+def _template_key(pod: Mapping[str, Any]) -> bytes | None:
+    """A digest of everything of the pod an admission decision reads, and nothing that
+    differs between pods of one template (name, generateName, uid, labels): the
+    namespace, kerf's annotations (pause, skip-containers, the pod info of a
+    reinvocation; the mirror annotation is handled before), the containers and init
+    containers whole (names, resources, command, args, env, resize and restart policy:
+    QoS and JVM heap come from them), the node name and the owner references.
+
+    Labels are left out: the decision reads them only to stand in for a workload the view
+    does not hold, which is never memoised, and the owner is resolved afresh for every
+    pod. None when the pod does not serialise (no memo then).
+    """
+    meta = pod.get("metadata") or {}
+    spec = pod.get("spec") or {}
+    annotations = meta.get("annotations") or {}
+    try:
+        text = orjson.dumps(
+            (
+                meta.get("namespace"),
+                [(k, v) for k, v in annotations.items() if kept_annotation(k)],
+                spec.get("containers"),
+                spec.get("initContainers"),
+                spec.get("nodeName"),
+                meta.get("ownerReferences"),
+            )
+        )
+    except (TypeError, AttributeError, orjson.JSONEncodeError):
+        return None
+    return hashlib.blake2b(text, digest_size=32).digest()
+
+
+def _memoised(view: ClusterView, pod: Mapping[str, Any], now: datetime) -> AdmissionResult:
+    """The decision for the pod, from the plan's memo when a valid one is there."""
+    annotations = (pod.get("metadata") or {}).get("annotations") or {}
+    owner = None if MIRROR_POD in annotations else view.owner_of(pod)
+    workload = view.workload(owner) if owner is not None else None
+    key = _template_key(pod) if workload is not None else None
+    if workload is None or key is None:
+        return _admit(view, pod, Horizon(now))
+    plan: WorkloadPlan = view.plan_for(workload)
+    inputs = view.admission_inputs(workload)
+    found = view.recall(plan, key)
+    if isinstance(found, _Memo) and found.holds(inputs, now):
+        view.memo_hits += 1
+        return found.result
+    view.memo_misses += 1
+    clock = Horizon(now)
+    result = _admit(view, pod, clock)
+    view.remember(workload, plan, key, _Memo(result, inputs, clock.start, clock.end))
+    return result
+
+
+def _admit(view: ClusterView, pod: Mapping[str, Any], clock: Horizon) -> AdmissionResult:
     if MIRROR_POD in ((pod.get("metadata") or {}).get("annotations") or {}):
         return AdmissionResult(
             "skipped", "MirrorPod", "mirror pods are managed by the kubelet", None
         )
-    decision = decide_pod(view, pod, now=now, path="admission")
+    decision = decide_pod(view, pod, now=clock, path="admission")
     # `selected` and `values` are computed on each access: read them once.
     winners = decision.selected
     selected = [s.as_dict() for s in winners]
@@ -113,7 +206,7 @@ def _admit(view: ClusterView, pod: Mapping[str, Any], now: datetime) -> Admissio
             selected=selected,
         )
     resources = decision.values
-    args = _new_args(view, pod, decision, now)
+    args = _new_args(view, pod, decision, clock)
     annotations: dict[str, str] = {}
     if resources or args:
         plan = decision.plan

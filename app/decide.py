@@ -25,6 +25,7 @@ from app.guardrails import (
     ValueContext,
     apply_value_rules,
 )
+from app.horizon import Horizon
 from app.models import (
     AutomationStrategySpec,
     KerfResource,
@@ -141,8 +142,13 @@ def skipped_containers(pod: Mapping[str, Any], workload: Workload) -> set[str]:
     return {name.strip() for name in value.split(",") if name.strip()}
 
 
-def is_paused(annotations: Mapping[str, str] | None, now: datetime) -> bool:
-    """`pause-until` is `infinite` or a time still ahead (an unreadable value pauses)."""
+def _horizon(now: datetime | Horizon) -> Horizon:
+    return now if isinstance(now, Horizon) else Horizon(now)
+
+
+def is_paused(annotations: Mapping[str, str] | None, now: datetime | Horizon) -> bool:
+    """`pause-until` is `infinite` or a time still ahead (an unreadable value pauses).
+    Given a `Horizon`, the comparison with the clock narrows it."""
     value = (annotations or {}).get(PAUSE_UNTIL)
     if value is None:
         return False
@@ -152,7 +158,7 @@ def is_paused(annotations: Mapping[str, str] | None, now: datetime) -> bool:
         until = parse_time(value.strip())
     except ValueError:
         return True  # a typo must not silently resume automation
-    return until is not None and until > now
+    return until is not None and _horizon(now).before(until)
 
 
 def jvm_heap_bytes(container: Mapping[str, Any]) -> int | None:
@@ -295,7 +301,7 @@ class _Context:
         "plan",
         "facts",
         "record",
-        "now",
+        "clock",
         "path",
         "running",
         "containers",
@@ -319,7 +325,7 @@ class _Context:
         workload: Workload,
         plan: WorkloadPlan,
         facts: _PlanFacts,
-        now: datetime,
+        clock: Horizon,
         path: Path,
         containers: dict[str, Mapping[str, Any]],
         current: dict[str, Resources],
@@ -330,7 +336,8 @@ class _Context:
         self.plan = plan
         self.facts = facts
         self.record = facts.record  # the workload's RightsizingRecommendation
-        self.now = now
+        #: the decision time; every check compares it through here (see app/horizon.py)
+        self.clock = clock
         self.path = path
         self.running = path == "running"
         self.containers = containers
@@ -441,15 +448,17 @@ def _block_regular(
 
 
 def decide_pod(
-    view: ClusterView, pod: Mapping[str, Any], *, now: datetime, path: Path
+    view: ClusterView, pod: Mapping[str, Any], *, now: datetime | Horizon, path: Path
 ) -> PodDecision:
-    """The decision for one pod on the admission path (a new pod) or the running path."""
+    """The decision for one pod on the admission path (a new pod) or the running path.
+    Given a `Horizon` for `now`, it ends up holding the span of time over which the
+    decision stays the same (`app/horizon.py`)."""
     with view.lock:
-        return _decide_pod(view, pod, now=now, path=path)
+        return _decide_pod(view, pod, clock=_horizon(now), path=path)
 
 
 def _decide_pod(
-    view: ClusterView, pod: Mapping[str, Any], *, now: datetime, path: Path
+    view: ClusterView, pod: Mapping[str, Any], *, clock: Horizon, path: Path
 ) -> PodDecision:
     meta = pod.get("metadata") or {}
     namespace = str(meta.get("namespace") or "default")
@@ -483,7 +492,7 @@ def _decide_pod(
     names = tuple(c for c in containers if c not in skip)
     facts = _plan_facts(view, workload, plan, names)
     selected = facts.selected
-    ctx = _Context(view, pod, workload, plan, facts, now, path, containers, current)
+    ctx = _Context(view, pod, workload, plan, facts, clock, path, containers, current)
     fp = plan.fingerprint
     try:
         _build_actions(ctx)
@@ -924,7 +933,7 @@ def _strategy_facts(ctx: _Context, strategies: list[AutomationStrategySpec]) -> 
 
 def _run_checks(ctx: _Context) -> str | None:
     """The checks in the order of SPEC §6; returns the method."""
-    view, now, running = ctx.view, ctx.now, ctx.running
+    view, clock, running = ctx.view, ctx.clock, ctx.running
     config = view.global_config
     # Audit (mode)
     if ctx.regular() and ctx.audit():
@@ -952,7 +961,7 @@ def _run_checks(ctx: _Context) -> str | None:
     if not view.recommendations_reachable and any(a.item.proactive for a in ctx.regular()):
         _block_regular(ctx, "HubUnreachable", "the recommendation source did not load")
     # Paused (applies to restores too)
-    paused = paused_by(view, ctx.pod, ctx.workload, now)
+    paused = paused_by(view, ctx.pod, ctx.workload, clock)
     if paused:
         raise _Stop("blocked", "Paused", f"paused by the {paused} annotation {PAUSE_UNTIL}")
     # ProtectedNamespace
@@ -970,7 +979,8 @@ def _run_checks(ctx: _Context) -> str | None:
     exclusion = strategies.exclusion
     if running and exclusion and ctx.regular():
         # The next allowed time also waits for an inclusion window, if there are any.
-        verdict = freeze_verdict(exclusion, now, inclusion_windows=strategies.inclusion)
+        clock.pin()  # windows read the clock in ways a span does not describe
+        verdict = freeze_verdict(exclusion, clock.now, inclusion_windows=strategies.inclusion)
         if not verdict.allowed:
             _block_regular(
                 ctx,
@@ -986,7 +996,9 @@ def _run_checks(ctx: _Context) -> str | None:
         _check_single_replica(ctx, method)
         _filter_node_capacity(ctx)
         inclusion = strategies.inclusion
-        verdict = maintenance_verdict(inclusion, exclusion, now) if inclusion else None
+        if inclusion:
+            clock.pin()
+        verdict = maintenance_verdict(inclusion, exclusion, clock.now) if inclusion else None
         if verdict is not None and not verdict.allowed:
             _block_regular(
                 ctx, "MaintenanceWindow", "no inclusion window is open", verdict.next_allowed_at
@@ -1013,21 +1025,22 @@ def proposal_id(ctx: _Context) -> str:
 
 
 def paused_by(
-    view: ClusterView, pod: Mapping[str, Any], workload: Workload, now: datetime
+    view: ClusterView, pod: Mapping[str, Any], workload: Workload, now: datetime | Horizon
 ) -> str | None:
     """Where a pause comes from: "pod", "workload", "namespace", or None."""
-    if is_paused((pod.get("metadata") or {}).get("annotations"), now):
+    clock = _horizon(now)
+    if is_paused((pod.get("metadata") or {}).get("annotations"), clock):
         return "pod"
-    if is_paused(workload.annotations, now):
+    if is_paused(workload.annotations, clock):
         return "workload"
     namespace_obj = view.namespace_object(workload.namespace) or {}
-    if is_paused((namespace_obj.get("metadata") or {}).get("annotations"), now):
+    if is_paused((namespace_obj.get("metadata") or {}).get("annotations"), clock):
         return "namespace"
     return None
 
 
 def pod_gate(
-    view: ClusterView, pod: Mapping[str, Any], workload: Workload, now: datetime
+    view: ClusterView, pod: Mapping[str, Any], workload: Workload, now: datetime | Horizon
 ) -> str | None:
     """The first of AutomationDisabled, Paused, ProtectedNamespace that holds for a pod
     (these also gate the args of a ContainerArgsPolicy at admission)."""
@@ -1061,7 +1074,7 @@ def _check_recommendation_quality(ctx: _Context) -> None:
             continue
         max_age = item.max_age_days
         limit = item.max_age if item.max_age is not None else timedelta(days=max_age)
-        if ctx.now - row.analyzed_at > limit:
+        if ctx.clock.elapsed_over(row.analyzed_at, limit):
             _block_regular(
                 ctx,
                 "StaleRecommendation",
@@ -1248,7 +1261,7 @@ class _ValueFacts:
         target = item.target
         rolled_back: frozenset[str] = frozenset()
         last = self.last_rollback
-        if last is not None and self.ctx.now < last[0] + item.settings.cooldown:
+        if last is not None and self.ctx.clock.before(last[0] + item.settings.cooldown):
             rolled_back = last[1]
         oom_killed, heap = (
             self._memory_facts(target.container) if target.resource == "memory" else (False, None)
@@ -1372,7 +1385,7 @@ def _check_cooldown(ctx: _Context) -> None:
     cooldown = (
         max(ctx.settings(p).cooldown for p in ctx.policies()) if ctx.policies() else timedelta(0)
     )
-    if ctx.now < last_at + cooldown:
+    if ctx.clock.before(last_at + cooldown):
         _block_regular(
             ctx,
             COOLDOWN,

@@ -293,10 +293,12 @@ def _metric_rows(module_name: str) -> list[str]:
     rows = []
     # prometheus_client has no public accessor for a collector's label names.
     collectors = build()._collector_to_names  # noqa: SLF001
-    for collector in sorted(collectors, key=lambda c: c._name):  # noqa: SLF001
-        [family] = collector.describe()
+    families = [(next(iter(c.describe())), c) for c in collectors]
+    for family, collector in sorted(families, key=lambda fc: fc[0].name):
         name = family.name + ("_total" if family.type == "counter" else "")
-        labels = ", ".join(f"`{label}`" for label in getattr(collector, "_labelnames", ()))
+        # Collectors of prometheus_client keep them in `_labelnames`, kerf's own in `labelnames`.
+        names = getattr(collector, "_labelnames", None) or getattr(collector, "labelnames", ())
+        labels = ", ".join(f"`{label}`" for label in names)
         rows.append(f"| `{name}` | {family.type} | {labels} | {family.documentation} |")
     return rows
 

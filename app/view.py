@@ -9,8 +9,9 @@ dropped when an input changes.
 
 from __future__ import annotations
 
+import itertools
 import threading
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -109,6 +110,14 @@ MAX_CACHED_PLANS = 2048
 #: decided. A pass decides a workload's pods together and a parse is a few µs; kept for
 #: every pod they were ~1.3 KB each.
 MAX_PARSED_PODS = 4096
+#: admission decisions a plan remembers (by pod template): a rollout has two templates
+#: (old and new ReplicaSet), each also seen once more on reinvocation
+MEMO_PER_PLAN = 8
+#: admission decisions remembered over all plans: what a request can make the view keep
+#: is bounded whatever it sends (~3.4 KB each)
+MEMO_TOTAL = 4096
+#: the plan memo's key of its admission decisions
+_ADMISSIONS = "admissions"
 
 
 def object_key(obj: Mapping[str, Any]) -> ObjectKey:
@@ -135,6 +144,16 @@ def _intermediate_owner(pod: Mapping[str, Any]) -> ObjectKey | None:
         return None
     namespace = (pod.get("metadata") or {}).get("namespace") or "default"
     return (str(ref.get("kind")), namespace, str(ref.get("name", "")))
+
+
+def _has_oom_evidence(pod: Mapping[str, Any]) -> bool:
+    """Whether any container status of a pod records an OOM kill: the only pods whose
+    presence changes what `app.decide.oom_killed_since` finds among a workload's pods."""
+    for status in (pod.get("status") or {}).get("containerStatuses") or ():
+        for state_key in ("lastState", "state"):
+            if ((status.get(state_key) or {}).get("terminated") or {}).get("reason") == "OOMKilled":
+                return True
+    return False
 
 
 def _requests_of(pod: Mapping[str, Any]) -> tuple[int, int]:
@@ -197,6 +216,17 @@ class ClusterView:
         self._guardrails: dict[ObjectKey | None, GuardrailSettings] = {}
         self._protected_by_pattern: dict[str, bool] = {}
         self._node_totals: dict[str, list[int]] = {}
+        #: versions of the inputs of an admission decision that no plan covers (see
+        #: `admission_inputs`): ("ns", namespace) for its Namespace and HPAs, ("oom",
+        #: workload key) for the OOM evidence among its pods. Stamps come from one counter,
+        #: so a key that is dropped and set again never repeats a version.
+        self._stamps: dict[tuple[str, Any], int] = {}
+        self._stamp_counter = itertools.count(1)
+        #: (plan memo, key) of every remembered admission decision, oldest first
+        self._memo_order: deque[tuple[dict[Any, Any], Any]] = deque()
+        #: admission decisions answered from a plan's memo, and those decided afresh
+        self.memo_hits = 0
+        self.memo_misses = 0
 
     @classmethod
     def from_state_dir(cls, path: str | Path, *, own_namespace: str = "kerf-system") -> ClusterView:
@@ -255,6 +285,7 @@ class ClusterView:
                 totals[1] += memory
         elif kind == "HorizontalPodAutoscaler":
             self._hpas.setdefault(namespace, {})[name] = obj
+            self._touch(("ns", namespace))
         elif kind == "ConfigMap":
             try:
                 rows, warnings = rows_from_configmap(obj)
@@ -272,6 +303,7 @@ class ClusterView:
             self._objects[key] = obj
             if kind == "Namespace":
                 self._cluster_for_ns.pop(name, None)
+                self._touch(("ns", name))
             elif kind in INTERMEDIATE_OWNER_KINDS:
                 self._reresolve_owners(key)
 
@@ -283,6 +315,7 @@ class ClusterView:
             self._remove_pod(namespace, name)
         elif kind == "HorizontalPodAutoscaler":
             self._hpas.get(namespace, {}).pop(name, None)
+            self._touch(("ns", namespace))
         elif kind == "ConfigMap":
             self._failed_sources.discard((namespace, name))
             if self._configmap_rows.pop((namespace, name), None) is not None:
@@ -291,8 +324,14 @@ class ClusterView:
             self._workloads.pop(key, None)
             self._objects.pop(key, None)
             self._drop_plan(key)
-            if kind in INTERMEDIATE_OWNER_KINDS:
+            if kind == "Namespace":
+                self._touch(("ns", name))
+            elif kind in INTERMEDIATE_OWNER_KINDS:
                 self._reresolve_owners(key)
+
+    def _touch(self, key: tuple[str, Any]) -> None:
+        """A view input outside the plans changed: give it a new version."""
+        self._stamps[key] = next(self._stamp_counter)
 
     def _apply_kerf(self, obj: KerfResource) -> None:
         if isinstance(obj, RightsizingRecommendation):
@@ -338,6 +377,7 @@ class ClusterView:
         for dropped in self._cached_plans.values():
             _empty_caches(dropped)
         self._cached_plans.clear()
+        self._memo_order.clear()  # every plan's memo went with it
 
     def _record_changed(self, key: ObjectKey) -> None:
         """A RightsizingRecommendation came, changed or went: only the plan of the workload
@@ -380,11 +420,20 @@ class ClusterView:
                 owner = known.ref  # one shared identity per workload, not one per pod
             self._pods_by_owner.setdefault(owner.key, {})[pod_key] = pod
             self._pod_owner[pod_key] = owner
+            if _has_oom_evidence(pod):
+                self._touch(("oom", owner.key))
 
     def _unindex_owner(self, pod_key: tuple[str, str]) -> None:
         owner = self._pod_owner.pop(pod_key, None)
         if owner is not None:
-            self._pods_by_owner.get(owner.key, {}).pop(pod_key, None)
+            pods = self._pods_by_owner.get(owner.key, {})
+            pod = pods.pop(pod_key, None)
+            if pod is not None and _has_oom_evidence(pod):
+                self._touch(("oom", owner.key))
+            if not pods:
+                # No pod left, so no evidence: the absent stamp says just that, and a later
+                # one comes from the counter, never an earlier version.
+                self._stamps.pop(("oom", owner.key), None)
 
     def _reresolve_owners(self, controller: ObjectKey) -> None:
         """A ReplicaSet or Job arrived, changed or went: the pods it controls may now
@@ -515,6 +564,40 @@ class ClusterView:
             self._parsed_pods.popitem(last=False)
         return parsed[0], parsed[1], self._pod_owner.get(key)
 
+    def admission_inputs(self, workload: Workload) -> tuple[int, int, bool]:
+        """Versions of what an admission decision for a workload's pod reads beyond its
+        plan (which the view drops whenever the workload, a kerf object or the
+        recommendation rows change): the Namespace object and the namespace's HPAs, the
+        OOM evidence among the workload's pods, whether the recommendation source is
+        reachable. Equal versions mean equal inputs."""
+        stamps = self._stamps
+        return (
+            stamps.get(("ns", workload.namespace), 0),
+            stamps.get(("oom", workload.ref.key), 0),
+            not self._failed_sources,
+        )
+
+    def recall(self, plan: WorkloadPlan, key: Any) -> Any:
+        """What `remember` kept for a plan under a key, or None."""
+        memo = plan.memo.get(_ADMISSIONS)
+        return memo.get(key) if memo is not None else None
+
+    def remember(self, workload: Workload, plan: WorkloadPlan, key: Any, value: Any) -> None:
+        """Keep a value for a plan, bounded per plan (`MEMO_PER_PLAN`) and over all plans
+        (`MEMO_TOTAL`), oldest first out. Only the view's own plans keep anything: a
+        stand-in workload's plan is built afresh for every pod. Dropped with the plan."""
+        if self._plans.get(workload.ref.key) is not plan:
+            return
+        memo = plan.memo.setdefault(_ADMISSIONS, {})
+        if key not in memo and len(memo) >= MEMO_PER_PLAN:
+            del memo[next(iter(memo))]
+        memo[key] = value
+        order = self._memo_order
+        order.append((memo, key))
+        while len(order) > MEMO_TOTAL:
+            old_memo, old_key = order.popleft()
+            old_memo.pop(old_key, None)
+
     def pods_of(self, ref: WorkloadRef) -> list[Mapping[str, Any]]:
         """The known pods of a workload."""
         return list(self._pods_by_owner.get(ref.key, {}).values())
@@ -633,6 +716,9 @@ class ClusterView:
 def _empty_caches(plan: WorkloadPlan) -> None:
     """Forget what decisions derived from a plan the view no longer keeps caches for (a
     pass still holding it derives them again: they are caches)."""
+    admissions = plan.memo.get(_ADMISSIONS)
+    if admissions:
+        admissions.clear()  # `ClusterView._memo_order` may still name it
     plan.memo.clear()
     plan.selections.clear()
 

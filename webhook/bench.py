@@ -30,6 +30,7 @@ import asyncio
 import contextlib
 import copy
 import csv
+import functools
 import gc
 import io
 import multiprocessing
@@ -230,6 +231,13 @@ def precomputed_admit(view: Any, bodies: Sequence[bytes]) -> Callable[..., Any]:
     return admit
 
 
+def without_memo() -> Callable[..., Any]:
+    """`app.admission.admit_pod` deciding every pod afresh (`--no-memo`)."""
+    from app.admission import admit_pod
+
+    return functools.partial(admit_pod, memo=False)
+
+
 def _serve_child(
     view: Any,
     sock: socket.socket,
@@ -257,6 +265,52 @@ def _serve_child(
     app = create_app(view, admit=admit, clock=lambda: NOW, decision_log=decisions)
     server = uvicorn_server(app, certificate, host="127.0.0.1", port=0, log_level=log_level)
     run_server(server, certificate, reload_interval_s=3600, sockets=[sock])
+
+
+class LoopLag:
+    """How late the event loop wakes a task that sleeps `interval_s` at a time, once
+    `counting()` says so: anything that holds the loop (requests queued together, the
+    collector, a watch event, a Lease renewal, another process on the core) shows as
+    lag, and a request arriving then waits as long. Wake-ups over 1 ms late are kept with
+    their wall-clock time (at most `MAX_LATE`), so the bench can tell them per phase, and
+    with the process's CPU time over the sleep: a wake-up late by more than the CPU the
+    process used meanwhile was not held by the server's own work but by the machine (the
+    process was not running)."""
+
+    MAX_LATE = 100_000
+
+    def __init__(self, counting: Callable[[], bool], interval_s: float = 0.005) -> None:
+        self._counting = counting
+        self._interval_s = interval_s
+        self.late: list[tuple[float, float, float]] = []
+
+    async def run(self) -> None:
+        """Sleep, measure the lateness, forever (cancelled with the server)."""
+        while True:
+            started, cpu = time.perf_counter(), time.process_time()
+            await asyncio.sleep(self._interval_s)
+            late_ms = (time.perf_counter() - started - self._interval_s) * 1000
+            if late_ms > 1 and self._counting() and len(self.late) < self.MAX_LATE:
+                used_ms = (time.process_time() - cpu) * 1000
+                self.late.append((time.time(), round(late_ms, 2), round(used_ms, 2)))
+
+    def summary(self) -> list[tuple[float, float, float]]:
+        """(wall-clock time, ms late, ms of CPU used over the sleep) of every wake-up over
+        1 ms late."""
+        return self.late
+
+
+def loop_lag_in(late: Sequence[Sequence[float]], wall: Sequence[float]) -> dict[str, Any]:
+    """The event loop's late wake-ups (`LoopLag`) within a phase's wall-clock span, and
+    how many of those over 2 ms the process was not even running for (late by more than
+    the CPU it used)."""
+    lags = [(ms, used) for at, ms, used in late if wall[0] <= at <= wall[1]]
+    return {
+        "over_1ms": len(lags),
+        "over_2ms": sum(1 for ms, _ in lags if ms > 2),
+        "over_2ms_not_running": sum(1 for ms, used in lags if ms > 2 and used < ms),
+        "max_ms": max((ms for ms, _ in lags), default=0.0),
+    }
 
 
 class GcPauses:
@@ -295,6 +349,7 @@ def _serve_cluster_child(
     cpus: set[int] | None,
     log_level: str,
     freeze: bool,
+    memo: bool,
 ) -> None:
     """The server process of `--from-cluster`: `serve_cluster`, the production wiring
     without `--state-dir`, over a view the informers fill from kubesim. On exit it
@@ -315,28 +370,39 @@ def _serve_cluster_child(
     view = ClusterView()
     pauses = GcPauses(lambda: view.synced)
     gc.callbacks.append(pauses)
-    app = create_app(view, clock=lambda: NOW, decision_log=DecisionLog(log, log_level))
+    lag = LoopLag(lambda: view.synced)
+    app = create_app(
+        view,
+        admit=None if memo else without_memo(),
+        clock=lambda: NOW,
+        decision_log=DecisionLog(log, log_level),
+    )
     server = uvicorn_server(app, certificate, host="127.0.0.1", port=0, log_level=log_level)
 
     async def main() -> None:
-        async with await api_client_from_config(kubeconfig) as api_client:
-            await serve_cluster(
-                server,
-                certificate,
-                view,
-                api_client,
-                namespace="kerf-system",
-                holder="kerf-webhook-bench",
-                reload_interval_s=3600,
-                sockets=[sock],
-                freeze_heap=freeze,
-            )
+        watcher = asyncio.create_task(lag.run())
+        try:
+            async with await api_client_from_config(kubeconfig) as api_client:
+                await serve_cluster(
+                    server,
+                    certificate,
+                    view,
+                    api_client,
+                    namespace="kerf-system",
+                    holder="kerf-webhook-bench",
+                    reload_interval_s=3600,
+                    sockets=[sock],
+                    freeze_heap=freeze,
+                )
+        finally:
+            watcher.cancel()
 
     # The loop uvicorn picks (uvloop), from the server's own config: a second Config would
     # reinstall uvicorn's default logging, access log included.
     def stop(_signal: int, _frame: Any) -> None:
         # uvicorn re-raises the SIGTERM it handled once it has shut down: this runs then.
-        (log_path.parent / "gc.json").write_bytes(orjson.dumps(pauses.summary()))
+        summary = {**pauses.summary(), "loop_late": lag.summary()}
+        (log_path.parent / "gc.json").write_bytes(orjson.dumps(summary))
         raise SystemExit(0)
 
     signal.signal(signal.SIGTERM, stop)
@@ -398,6 +464,10 @@ def outcome_counts(base: str, ca: Path) -> dict[str, float]:
                     key += "/" + sample.labels["reason"]
             elif sample.name == "kerf_webhook_fail_open_total":
                 key = "failopen_cause/" + sample.labels["cause"]
+            elif sample.name == "kerf_webhook_decision_memo_total":
+                key = "memo/" + sample.labels["result"]
+            elif sample.name == "kerf_webhook_request_duration_seconds_bucket":
+                key = "server_le/" + sample.labels["le"]
             else:
                 continue
             counts[key] = counts.get(key, 0) + sample.value
@@ -406,6 +476,23 @@ def outcome_counts(base: str, ca: Path) -> dict[str, float]:
 
 def _delta(after: Mapping[str, float], before: Mapping[str, float]) -> dict[str, int]:
     return {k: int(v - before.get(k, 0)) for k, v in sorted(after.items()) if v - before.get(k, 0)}
+
+
+def server_side(delta: Mapping[str, int]) -> dict[str, Any]:
+    """What the server measured of a phase, split off the outcome counts: memo hits and
+    misses, and from its latency histogram (body read to answer, inside the handler) the
+    bucket bounds under which half and 99 % of the requests were answered."""
+    counts = {k: v for k, v in delta.items() if not k.startswith(("memo/", "server_le/"))}
+    buckets = sorted(
+        (float(k.split("/", 1)[1]), v) for k, v in delta.items() if k.startswith("server_le/")
+    )
+    total = buckets[-1][1] if buckets else 0
+    out: dict[str, Any] = {"server_outcomes": counts}
+    out["memo"] = {k.split("/", 1)[1]: v for k, v in delta.items() if k.startswith("memo/")}
+    for name, q in (("server_p50_ms_at_most", 0.5), ("server_p99_ms_at_most", 0.99)):
+        bound = next((le for le, n in buckets if total and n >= q * total), None)
+        out[name] = None if bound is None else round(bound * 1000, 2)
+    return out
 
 
 # ---------------------------------------------------------------------------- checks
@@ -525,6 +612,9 @@ def run_hey(url: str, body_file: Path, seconds: float, rate: int, workers: int) 
     if not rows:
         raise RuntimeError("hey printed no result")
     latencies = sorted(float(r["response-time"]) * 1000 for r in rows)
+    # From the request written to the first byte of the answer: the server's part (and the
+    # network's) of each request, without hey's own writing and reading.
+    delays = sorted(float(r["Response-delay"]) * 1000 for r in rows if r.get("Response-delay"))
     statuses: dict[str, int] = {}
     for r in rows:
         statuses[r["status-code"]] = statuses.get(r["status-code"], 0) + 1
@@ -541,6 +631,7 @@ def run_hey(url: str, body_file: Path, seconds: float, rate: int, workers: int) 
         "p99_ms": round(_percentile(latencies, 0.99), 3),
         "max_ms": round(latencies[-1], 3),
         "mean_ms": round(statistics.fmean(latencies), 3),
+        "response_delay_p99_ms": round(_percentile(delays, 0.99), 3) if delays else None,
         "statuses": statuses,
     }
 
@@ -591,6 +682,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
         "log_level": args.log_level,
         "decisions": "precomputed" if args.precomputed_decisions else "live",
+        "memo": not args.no_memo,
     }
     with tempfile.TemporaryDirectory(prefix="kerf-bench-") as tmp:
         work = Path(tmp)
@@ -617,9 +709,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             figures["cluster_objects"] = cluster[3]
             target: Callable[..., None] = _serve_cluster_child
             child_args: tuple[Any, ...] = (cluster[2], sock, work, log_path, server_cpus)
-            child_args += (args.log_level, not args.no_freeze)
+            child_args += (args.log_level, not args.no_freeze, not args.no_memo)
         else:
             admit = precomputed_admit(view, bodies) if args.precomputed_decisions else None
+            admit = without_memo() if args.no_memo else admit
             target = _serve_child
             child_args = (view, sock, work, log_path, server_cpus, args.log_level, admit)
         # fork: the child gets the built view without pickling 25,000 workloads.
@@ -653,19 +746,23 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     profiler = _start_py_spy(
                         args.py_spy if number == 0 else None, name, server.pid, args.seconds
                     )
+                    started = time.time()
                     phases[f"{name}_max"] = run_wrk(
                         base + path, bodies_file, script, args.seconds, args.connections
                     )
+                    phases[f"{name}_max"]["wall"] = [started, time.time()]
                     if profiler is not None:
                         profiler.wait(30)
                     cpu_after = process_cpu_seconds(server.pid or 0)
                     middle = outcome_counts(base, ca)
+                    started = time.time()
                     phases[f"{name}_rate"] = run_hey(
                         base + path, single, args.seconds, args.rate, args.rate_workers
                     )
+                    phases[f"{name}_rate"]["wall"] = [started, time.time()]
                     after = outcome_counts(base, ca)
-                    phases[f"{name}_max"]["server_outcomes"] = _delta(middle, before)
-                    phases[f"{name}_rate"]["server_outcomes"] = _delta(after, middle)
+                    phases[f"{name}_max"].update(server_side(_delta(middle, before)))
+                    phases[f"{name}_rate"].update(server_side(_delta(after, middle)))
                     if cpu_before is not None and cpu_after is not None:
                         # The server's own CPU per answer: what other tenants of the
                         # machine do not change, unlike throughput and latency.
@@ -683,7 +780,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 server.kill()
                 server.join()
             if (work / "gc.json").exists():
-                figures["server_gc_after_sync"] = orjson.loads((work / "gc.json").read_bytes())
+                after_sync = orjson.loads((work / "gc.json").read_bytes())
+                late = after_sync.pop("loop_late", [])
+                figures["server_gc_after_sync"] = after_sync
+                for phases in figures.get("rounds", ()):
+                    for phase in phases.values():
+                        phase["loop_lag"] = loop_lag_in(late, phase["wall"])
             if cluster is not None:
                 cluster[1].set()
                 cluster[0].join(30)
@@ -805,6 +907,15 @@ def render(figures: Mapping[str, Any]) -> Iterator[str]:
         yield f"{name + ' server CPU':24} {cpu} µs per request"
     for name in ("mutate_max", "mutate_rate"):
         yield f"{name + ' outcomes':24} {figures['phases'][name].get('server_outcomes')}"
+        yield f"{name + ' memo':24} {figures['phases'][name].get('memo')}"
+    for name in ("mutate_rate", "noop_rate"):
+        phase = figures["phases"][name]
+        yield (
+            f"{name + ' server side':24} p50 <= {phase.get('server_p50_ms_at_most')} ms, "
+            f"p99 <= {phase.get('server_p99_ms_at_most')} ms (hey: {phase['p99_ms']:.2f} ms, "
+            f"of which waiting for the answer {phase.get('response_delay_p99_ms')} ms); "
+            f"event loop late {phase.get('loop_lag')}"
+        )
     if "server_gc_after_sync" in figures:
         yield f"{'server gc after sync':24} {figures['server_gc_after_sync']}"
     s = figures["summary"]
@@ -866,10 +977,17 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="diagnostic, with --from-cluster: leave the synced view to the garbage collector",
     )
+    parser.add_argument(
+        "--no-memo",
+        action="store_true",
+        help="diagnostic: decide every pod afresh (admit_pod memo=False), the cost of a miss",
+    )
     parser.add_argument("--out", type=Path, default=Path(".bench/webhook.json"))
     args = parser.parse_args(argv)
     if args.from_cluster and args.precomputed_decisions:
         parser.error("--precomputed-decisions needs the generated view, not --from-cluster")
+    if args.no_memo and args.precomputed_decisions:
+        parser.error("--no-memo and --precomputed-decisions exclude each other")
     figures = run(args)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_bytes(orjson.dumps(figures, option=orjson.OPT_INDENT_2))

@@ -6,11 +6,12 @@ process, as in the tests, from sharing or double-registering collectors.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import CounterMetricFamily, Metric
 
 # Admission latency is expected well under a millisecond; the API server's timeout is
 # seconds. The buckets resolve both ends.
@@ -20,6 +21,8 @@ LATENCY_BUCKETS = (
     0.0005,
     0.00075,
     0.001,
+    0.0015,
+    0.002,
     0.0025,
     0.005,
     0.01,
@@ -72,8 +75,42 @@ class WebhookMetrics:
         self._child(self.refused, reason).inc()
 
 
-def create_metrics(sync_age_seconds: Callable[[], float]) -> WebhookMetrics:
-    """Create the collectors on a fresh registry; `sync_age_seconds` is read at scrape time."""
+class _MemoCounts:
+    """`kerf_webhook_decision_memo_total`, read from the view's counts at scrape time
+    (the memo is the library's; the webhook only reports it)."""
+
+    labelnames = ("result",)
+
+    def __init__(self, counts: Callable[[], tuple[int, int]]) -> None:
+        self._counts = counts
+
+    def _family(self) -> CounterMetricFamily:
+        return CounterMetricFamily(
+            "kerf_webhook_decision_memo",
+            "Admission decisions answered from the per-template memo (hit) or made afresh "
+            "(miss); pods of workloads the view does not hold are neither.",
+            labels=self.labelnames,
+        )
+
+    def describe(self) -> Iterator[Metric]:
+        """The family without samples (what the registry and docs/reference.md read)."""
+        yield self._family()
+
+    def collect(self) -> Iterator[Metric]:
+        """One sample per result: `hit` (answered from the memo), `miss` (decided)."""
+        family = self._family()
+        hits, misses = self._counts()
+        family.add_metric(["hit"], hits)
+        family.add_metric(["miss"], misses)
+        yield family
+
+
+def create_metrics(
+    sync_age_seconds: Callable[[], float],
+    memo_counts: Callable[[], tuple[int, int]] = lambda: (0, 0),
+) -> WebhookMetrics:
+    """Create the collectors on a fresh registry; `sync_age_seconds` and `memo_counts`
+    (admission memo hits and misses) are read at scrape time."""
     registry = CollectorRegistry(auto_describe=True)
     requests = Counter(
         "kerf_webhook_requests",
@@ -112,6 +149,7 @@ def create_metrics(sync_age_seconds: Callable[[], float]) -> WebhookMetrics:
         registry=registry,
     )
     sync_age.set_function(sync_age_seconds)
+    registry.register(_MemoCounts(memo_counts))
     return WebhookMetrics(registry, requests, latency, patched_values, fail_open, refused)
 
 

@@ -155,7 +155,11 @@ def create_app(
             return math.nan
         return max(0.0, (clock() - synced_at).total_seconds())
 
-    metrics: WebhookMetrics = create_metrics(sync_age)
+    def memo_counts() -> tuple[int, int]:
+        # Stand-in views of tests may not count.
+        return (getattr(view, "memo_hits", 0), getattr(view, "memo_misses", 0))
+
+    metrics: WebhookMetrics = create_metrics(sync_age, memo_counts)
 
     # No OpenAPI schema and no docs pages: the API server needs neither, and they tell
     # anyone who can reach the port more than they need to know.

@@ -86,3 +86,18 @@ def test_guaranteed_pod_stays_guaranteed(client: TestClient) -> None:
         "requests": {"cpu": "1", "memory": "2Gi"},
         "limits": {"cpu": "1", "memory": "2Gi"},
     }
+
+
+def test_a_second_pod_of_a_template_is_answered_from_the_memo() -> None:
+    """The same answer, counted as a memo hit in /metrics (the memo is the library's)."""
+    view = ClusterView.from_state_dir(STATE)
+    with TestClient(create_app(view)) as fresh:
+        first = fresh.post("/mutate", json=load_example("replicaset-pod.json")).json()
+        second = load_example("replicaset-pod.json")
+        second["request"]["uid"] = "another-request"
+        second["request"]["object"]["metadata"]["name"] = "web-7d4b9-other"
+        again = fresh.post("/mutate", json=second).json()
+        text = fresh.get("/metrics").text
+    assert decode_patch(again) == decode_patch(first) != []
+    assert 'kerf_webhook_decision_memo_total{result="hit"} 1.0' in text
+    assert 'kerf_webhook_decision_memo_total{result="miss"} 1.0' in text

@@ -1,0 +1,65 @@
+"""The span of time over which a decision stays the same.
+
+A decision reads the clock only through comparisons with fixed instants (a pause ends,
+a recommendation grows stale, a cooldown runs out). Each comparison made through a
+`Horizon` narrows the span of clock readings at which every comparison made so far would
+come out the same; a decision made at `now` is therefore the same decision at any time in
+that span, as long as nothing else it read changed. `app.admission` keeps decisions for
+exactly that span.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+#: datetimes count in microseconds: `a > b` is `a >= b + TICK`
+TICK = timedelta(microseconds=1)
+
+
+class Horizon:
+    """Clock readings `start <= t < end` (None: unbounded) at which every comparison made
+    through this object keeps the answer it gave at `now`."""
+
+    __slots__ = ("now", "start", "end")
+
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+        self.start: datetime | None = None
+        self.end: datetime | None = None
+
+    def before(self, instant: datetime) -> bool:
+        """`now < instant`, narrowing the span to where that answer holds."""
+        if self.now < instant:
+            if self.end is None or instant < self.end:
+                self.end = instant
+            return True
+        if self.start is None or instant > self.start:
+            self.start = instant
+        return False
+
+    def elapsed_over(self, since: datetime, span: timedelta) -> bool:
+        """`now - since > span`, narrowing the span to where that answer holds.
+
+        With fixed UTC offsets (what ISO times parse to) it is `now >= since + span + 1µs`;
+        anything else (a zone with daylight saving, an instant past `datetime.max`) pins
+        the span to `now` alone rather than reason about it.
+        """
+        result = self.now - since > span
+        if isinstance(since.tzinfo, timezone) and isinstance(self.now.tzinfo, timezone):
+            try:
+                threshold = since + span + TICK
+            except OverflowError:
+                threshold = None
+            if threshold is not None and self.before(threshold) is not result:
+                return result
+        self.pin()
+        return result
+
+    def pin(self) -> None:
+        """A reading of the clock this object cannot describe: only `now` keeps it."""
+        self.before(self.now + TICK)
+        self.before(self.now)
+
+    def holds(self, now: datetime) -> bool:
+        """Whether every comparison made would come out the same at `now`."""
+        return (self.start is None or now >= self.start) and (self.end is None or now < self.end)
