@@ -21,6 +21,7 @@ from typing import Any
 from pydantic import PrivateAttr
 
 from app.models import RecommendationStatus, RightsizingRecommendation
+from app.workloads import WORKLOAD_KINDS
 
 #: How many parsed statuses are kept: a pass reads its record's status between API calls,
 #: and the reconciler's workers (8 at most in practice) interleave their passes there.
@@ -29,6 +30,22 @@ RECENT = 16
 #: id is not reused while its entry lives
 _recent: dict[int, tuple[StoredRecommendation, RecommendationStatus | None]] = {}
 _recent_lock = threading.Lock()  # the webhook decides on several threads
+
+
+def record_name(kind: str, name: str) -> str:
+    """The name of the RightsizingRecommendation kerf keeps for a workload:
+    `<kind-lowercase>-<workload name>` (SPEC §2)."""
+    return f"{kind.lower()}-{name}"
+
+
+def record_targets(namespace: str, name: str) -> list[tuple[str, str, str]]:
+    """The (kind, namespace, name) of every workload whose record `name` could be (a name
+    reads as `<kind>-<name>` for each kind whose prefix it has)."""
+    return [
+        (kind, namespace, name[len(kind) + 1 :])
+        for kind in WORKLOAD_KINDS
+        if name.startswith(record_name(kind, ""))
+    ]
 
 
 class StoredRecommendation(RightsizingRecommendation):

@@ -32,7 +32,7 @@ from app.models import (
 from app.owners import WorkloadRef, controller_ref, resolve_owner
 from app.quantities import QuantityError, parse_resource
 from app.recommendations import RecommendationRow, index_rows, rows_from_configmap
-from app.records import stored
+from app.records import record_name, record_targets, stored
 from app.rollback import RollbackState, RollbackStateError, decode_state
 from app.scope import match_namespace, matches_any_pattern
 from app.selection import (
@@ -50,6 +50,7 @@ from app.workloads import (
     WORKLOAD_KINDS,
     Resources,
     Workload,
+    oom_terminations,
     resources_by_container,
     target_containers,
 )
@@ -149,11 +150,7 @@ def _intermediate_owner(pod: Mapping[str, Any]) -> ObjectKey | None:
 def _has_oom_evidence(pod: Mapping[str, Any]) -> bool:
     """Whether any container status of a pod records an OOM kill: the only pods whose
     presence changes what `app.decide.oom_killed_since` finds among a workload's pods."""
-    for status in (pod.get("status") or {}).get("containerStatuses") or ():
-        for state_key in ("lastState", "state"):
-            if ((status.get(state_key) or {}).get("terminated") or {}).get("reason") == "OOMKilled":
-                return True
-    return False
+    return next(oom_terminations(pod), None) is not None
 
 
 def _requests_of(pod: Mapping[str, Any]) -> tuple[int, int]:
@@ -384,11 +381,8 @@ class ClusterView:
         it is named after reads it (`recommendation_for`); the reconciler writes one per
         change, and dropping every plan for each cost the next pass of every workload a
         rebuilt plan."""
-        _, namespace, name = key
-        for kind in WORKLOAD_KINDS:
-            prefix = kind.lower() + "-"
-            if name.startswith(prefix):
-                self._drop_plan((kind, namespace, name[len(prefix) :]))
+        for target in record_targets(key[1], key[2]):
+            self._drop_plan(target)
 
     def _remove_pod(self, namespace: str, name: str) -> None:
         old = self._pods.pop((namespace, name), None)
@@ -650,7 +644,7 @@ class ClusterView:
     def recommendation_for(self, ref: WorkloadRef) -> RightsizingRecommendation | None:
         """The RightsizingRecommendation kerf keeps for a workload."""
         found = self._kerf.get(
-            ("RightsizingRecommendation", ref.namespace, f"{ref.kind.lower()}-{ref.name}")
+            ("RightsizingRecommendation", ref.namespace, record_name(ref.kind, ref.name))
         )
         return found if isinstance(found, RightsizingRecommendation) else None
 

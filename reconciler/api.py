@@ -40,11 +40,6 @@ def object_path(api_version: str, kind: str, namespace: str, name: str) -> str:
     return f"{_api_path(api_version)}/namespaces/{namespace}/{plural(kind)}/{name}"
 
 
-def recommendation_name(kind: str, name: str) -> str:
-    """`<kind-lowercase>-<workload name>` (SPEC §2)."""
-    return f"{kind.lower()}-{name}"
-
-
 class Transport:
     """One HTTP call to the API server: raw body, orjson, errors as ApiStatusError."""
 

@@ -9,6 +9,7 @@ from typing import Any
 from app.models import RollbackPolicy
 from app.rollback import RollbackState
 from app.rollback_monitor import policy_counts, rollback_policy_for
+from app.sync import ROLLBACK_KINDS
 from app.view import ClusterView
 from reconciler.api import Writer
 
@@ -32,7 +33,7 @@ def governed_states(view: ClusterView) -> dict[PolicyKey, list[RollbackState]]:
 
 def rollback_policies(view: ClusterView) -> Iterator[RollbackPolicy]:
     """Every rollback policy of the view."""
-    for kind in ("RollbackPolicy", "ClusterRollbackPolicy"):
+    for kind in ROLLBACK_KINDS:
         yield from (p for p in view.kerf_objects(kind) if isinstance(p, RollbackPolicy))
 
 

@@ -41,8 +41,10 @@ from app.informer import ApiStatusError
 from app.models import RightsizingRecommendation
 from app.owners import WorkloadRef
 from app.quantities import resource_amounts
+from app.records import record_name
 from app.rollback_monitor import Step, monitor_inputs
 from app.rollback_monitor import step as rollback_step
+from app.sync import ROLLBACK_KINDS
 from app.view import ClusterView
 from app.workloads import Workload
 from reconciler.api import Writer
@@ -715,7 +717,7 @@ class WorkloadReconciler:
             self._wrote(("record", ref.key), "", answer, done)
         patch = self._status_patch(ref, record, status)
         if patch is not None:
-            name = f"{ref.kind.lower()}-{ref.name}"
+            name = record_name(ref.kind, ref.name)
             answer = await self.writer.patch_status(ref.namespace, name, patch)
             self._wrote(("record", ref.key), _record_version(record), answer, done)
             done.wrote = True
@@ -823,7 +825,7 @@ def _record_version(record: RightsizingRecommendation | None) -> str:
 def _restores(decision: PodDecision) -> bool:
     """The decision applies rollback restore values to its pod."""
     return decision.outcome == "apply" and any(
-        s.policy_kind in ("RollbackPolicy", "ClusterRollbackPolicy") for s in decision.selected
+        s.policy_kind in ROLLBACK_KINDS for s in decision.selected
     )
 
 

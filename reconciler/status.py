@@ -19,8 +19,8 @@ import orjson
 from app.annotations import dumps
 from app.models import API_VERSION, RightsizingRecommendation
 from app.owners import WorkloadRef
+from app.records import record_name
 from app.rollback_monitor import Step
-from reconciler.api import recommendation_name
 
 Values = dict[str, dict[str, dict[str, str]]]
 
@@ -90,7 +90,7 @@ def recommendation_object(ref: WorkloadRef, api_version: str, uid: str | None) -
         "apiVersion": API_VERSION,
         "kind": "RightsizingRecommendation",
         "metadata": {
-            "name": recommendation_name(ref.kind, ref.name),
+            "name": record_name(ref.kind, ref.name),
             "namespace": ref.namespace,
             "ownerReferences": [owner],
         },
