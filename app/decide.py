@@ -40,7 +40,7 @@ from app.selection import Candidate, Target
 from app.sync import ROLLBACK_KINDS
 from app.view import ClusterView, WorkloadPlan
 from app.windows import freeze_verdict, maintenance_verdict
-from app.workloads import JAVA_OPTION_VARS, Resources, Workload, parse_time
+from app.workloads import JAVA_OPTION_VARS, Resources, Workload, oom_terminations, parse_time
 
 Path = Literal["admission", "running"]
 PROACTIVE_KINDS = frozenset({"ProactivePolicy", "ClusterProactivePolicy"})
@@ -180,16 +180,12 @@ def oom_killed_since(
 ) -> bool:
     """Whether a container was OOM-killed (in any of the pods) after `since`."""
     for pod in pods:
-        for status in (pod.get("status") or {}).get("containerStatuses") or []:
-            if status.get("name") != container:
+        for name, terminated in oom_terminations(pod):
+            if name != container:
                 continue
-            for state_key in ("lastState", "state"):
-                terminated = (status.get(state_key) or {}).get("terminated") or {}
-                if terminated.get("reason") != "OOMKilled":
-                    continue
-                finished = parse_time(terminated.get("finishedAt"))
-                if since is None or finished is None or finished > since:
-                    return True
+            finished = parse_time(terminated.get("finishedAt"))
+            if since is None or finished is None or finished > since:
+                return True
     return False
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -115,6 +115,16 @@ class Workload:
             containers=containers,
             uid=meta.get("uid"),
         )
+
+
+def oom_terminations(pod: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """(container name, its `terminated` state) for every OOM kill a pod's container
+    statuses record, in the current state or the last one."""
+    for status in (pod.get("status") or {}).get("containerStatuses") or ():
+        for state_key in ("lastState", "state"):
+            terminated = (status.get(state_key) or {}).get("terminated") or {}
+            if terminated.get("reason") == "OOMKilled":
+                yield str(status.get("name")), terminated
 
 
 def target_containers(pod: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
