@@ -214,13 +214,7 @@ def serve_cluster(args: Mapping[str, Any], ready: Any, stop: Any) -> None:
         started = time.perf_counter()
         count = await seed(
             sim,
-            cluster_objects(
-                workloads=args["workloads"],
-                pods=args["pods"],
-                nodes=args["nodes"],
-                policies=args["policies"],
-                namespaces=args["namespaces"],
-            ),
+            cluster_objects(**{key: args[key] for key in CLUSTER_ARGS}),
         )
         seeded_s = time.perf_counter() - started
         gc.collect()

@@ -69,15 +69,7 @@ def serve(args: dict[str, Any], ready: Any, stop: Any) -> None:
         sim = Simulator(auto_settle=False)  # only the kubelet acts, on its own beat
         count = await seed(
             sim,
-            from_templates(
-                cluster_objects(
-                    workloads=args["workloads"],
-                    pods=args["pods"],
-                    nodes=args["nodes"],
-                    policies=args["policies"],
-                    namespaces=args["namespaces"],
-                )
-            ),
+            from_templates(cluster_objects(**{key: args[key] for key in CLUSTER_ARGS})),
         )
         await sim.start()
         path = sim.write_kubeconfig(Path(args["directory"]) / "kubeconfig")
