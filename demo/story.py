@@ -37,7 +37,11 @@ STEP_TIMEOUT_S = 30.0
 #: The reconciler follows changes quickly so the story moves on without waiting.
 OPTIONS = Options(
     execution=ExecutionConfig(
-        eviction_rate=5.0, follow_s=0.1, refused_retry_s=0.5, lease_retry_s=0.5
+        eviction_rate=5.0,
+        follow_s=0.1,
+        refused_retry_s=0.5,
+        refused_retry_max_s=5.0,
+        lease_retry_s=0.5,
     ),
     service=ServiceConfig(workers=2, resync_s=3600.0),
     lease_duration_s=5.0,

@@ -20,6 +20,7 @@ class ReconcilerMetrics:
     evictions: Counter
     fallbacks: Counter
     api_calls: Counter
+    pass_failures: Counter
     pass_seconds: Histogram
     unchanged_passes: Counter
     queue_latency: Histogram
@@ -65,6 +66,12 @@ def reconciler_metrics(registry: CollectorRegistry | None = None) -> ReconcilerM
             "kerf_reconciler_api_requests_total",
             "API calls made by the reconciler, by verb, resource and HTTP code.",
             ["verb", "resource", "code"],
+            registry=registry,
+        ),
+        pass_failures=Counter(
+            "kerf_reconciler_pass_failures_total",
+            "Passes that failed (an API error or no answer) and were queued again with backoff.",
+            ["error"],
             registry=registry,
         ),
         unchanged_passes=Counter(

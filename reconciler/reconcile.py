@@ -84,8 +84,10 @@ class ExecutionConfig:
     eviction_rate: float = 1.0
     #: how soon a workload with a change under way is looked at again
     follow_s: float = 1.0
-    #: how soon an eviction a PDB refused (429) is tried again
+    #: how soon an eviction a PDB refused (429) is tried again; it doubles with each
+    #: refusal of the same pod in a row, up to `refused_retry_max_s`
     refused_retry_s: float = 10.0
+    refused_retry_max_s: float = 300.0
     #: how soon an eviction held for a stale webhook Lease is tried again
     lease_retry_s: float = 10.0
     #: a workload whose inputs did not change is decided again at least this often (times
@@ -145,6 +147,14 @@ def _pod_name(pod: Mapping[str, Any]) -> str:
     return str((pod.get("metadata") or {}).get("name") or "")
 
 
+def _proposal_key(pod: Mapping[str, Any], decision: PodDecision) -> tuple[str, Any, bytes]:
+    """What identifies one resize proposal for one pod: its uid, its spec's generation
+    and the values proposed."""
+    meta = pod.get("metadata") or {}
+    values = orjson.dumps(decision.values, option=orjson.OPT_SORT_KEYS)
+    return str(meta.get("uid")), meta.get("generation"), values
+
+
 def _restarts(pod: Mapping[str, Any], decision: PodDecision, current: Mapping[str, Any]) -> bool:
     """The in-place resize would restart a container (its resizePolicy says so for a
     resource the decision changes)."""
@@ -190,6 +200,11 @@ class WorkloadReconciler:
         #: pod uid -> the resourceVersion it had when kerf acted on it (until the view
         #: shows the pod changed, it is not acted on again)
         self._sent: dict[str, str] = {}
+        #: (pod uid, pod generation, proposed values) -> the API's message for a resize it
+        #: rejected: that proposal is never sent again, it goes to the fallback at once
+        self._rejected: dict[tuple[str, Any, bytes], str] = {}
+        #: pod uid -> evictions of it refused in a row (429: a disruption budget)
+        self._refusals: dict[str, int] = {}
         #: ("workload" | "record", workload key) -> the resourceVersions this reconciler's
         #: writes left behind: the one it wrote over, and those between two writes of one
         #: pass (a record is created, then its status written). While the view shows one
@@ -367,10 +382,16 @@ class WorkloadReconciler:
             done.busy = True
             done.again_in(self.config.follow_s)
             return
-        if decision.method == "inPlace":
-            await self._resize(pod, decision, done)
-        else:
+        if decision.method != "inPlace":
             await self._evict(pod, decision, now, done)
+            return
+        rejected = self._rejected.get(_proposal_key(pod, decision))
+        if rejected is None:
+            rejected = await self._resize(pod, decision, done)
+        if rejected is not None:
+            await self._fall_back(
+                workload, pods, running, pod, "ResizeRejected", rejected, now, done
+            )
 
     def _behind(
         self, ref: WorkloadRef, obj: Mapping[str, Any], record: RightsizingRecommendation | None
@@ -523,7 +544,8 @@ class WorkloadReconciler:
         fields = dict(workload=_label(workload.ref), pod=_pod_name(pod), cause=cause, detail=detail)
         if decision.outcome != "apply":
             self.metrics.fallbacks.labels(cause, "blocked").inc()
-            done.blocked = (decision.reason or cause, decision.message)
+            message = f"{decision.message}: {detail}" if detail else decision.message
+            done.blocked = (decision.reason or cause, message)
             log_fields(logger, "resize fallback blocked", reason=decision.reason, **fields)
             done.again_in(self.config.refused_retry_s)
             return
@@ -553,20 +575,26 @@ class WorkloadReconciler:
         live = [p for p in pods if not is_terminating(p)]
         return workload.replicas is not None and len(live) < workload.replicas
 
-    async def _resize(self, pod: Mapping[str, Any], decision: PodDecision, done: _Pass) -> None:
+    async def _resize(
+        self, pod: Mapping[str, Any], decision: PodDecision, done: _Pass
+    ) -> str | None:
+        """Send the resize; returns the API's message when it rejected the proposal (a 4xx
+        but 409 and 429: sending it again would only be rejected again)."""
         containers = {c: decision.containers[c] for c in decision.changed}
         fields = dict(pod=_pod_name(pod), containers=containers)
         try:
             await self.writer.resize(pod, containers)
         except ApiStatusError as exc:
-            if exc.code == 409 or exc.code >= 500:
-                raise  # the queue tries the workload again with backoff
+            if exc.code in (409, 429) or exc.code >= 500:
+                raise  # not now: the queue tries the workload again with backoff
             self.metrics.resizes.labels("rejected").inc()
             log_fields(
                 logger, "resize rejected by the API", logging.WARNING, error=str(exc), **fields
             )
-            await self._fall_back_rejected(pod, str(exc), done)
-            return
+            if len(self._rejected) > 10_000:  # a proposal changes or its pod goes; bound anyway
+                self._rejected.clear()
+            self._rejected[_proposal_key(pod, decision)] = str(exc)
+            return str(exc)
         self.metrics.resizes.labels("requested").inc()
         self._mark_sent(pod)
         log_fields(logger, "resized in place", **fields)
@@ -574,22 +602,7 @@ class WorkloadReconciler:
         done.applied = _applied(decision, "inPlace")
         done.resized = _pod_name(pod)
         done.again_in(self.config.follow_s)
-
-    async def _fall_back_rejected(self, pod: Mapping[str, Any], message: str, done: _Pass) -> None:
-        decision = decide_fallback(self.view, pod, now=self._clock(), cause="ResizeRejected")
-        if decision.outcome != "apply":
-            self.metrics.fallbacks.labels("Rejected", "blocked").inc()
-            done.blocked = (decision.reason or "ResizeRejected", f"{decision.message}: {message}")
-            return
-        self.metrics.fallbacks.labels("Rejected", "evicted").inc()
-        if await self._evict(pod, decision, self._clock(), done):
-            done.events.append(
-                (
-                    "ResizeFallback",
-                    f"resize of pod {_pod_name(pod)} rejected ({message}): evicted",
-                    True,
-                )
-            )
+        return None
 
     async def _evict(
         self,
@@ -622,10 +635,18 @@ class WorkloadReconciler:
         if result == "evicted":
             self._mark_sent(pod)
         done.busy = True
+        uid = str((pod.get("metadata") or {}).get("uid"))
         if result == "refused":
-            log_fields(logger, "eviction refused (disruption budget); retrying later", pod=name)
-            done.again_in(self.config.refused_retry_s)
+            delay = self._refused_delay(uid)
+            log_fields(
+                logger,
+                "eviction refused (disruption budget); retrying later",
+                pod=name,
+                delay=delay,
+            )
+            done.again_in(delay)
             return False
+        self._refusals.pop(uid, None)
         if result == "evicted":
             if decision is not None:
                 done.applied = done.applied or _applied(decision, "evict")
@@ -634,6 +655,15 @@ class WorkloadReconciler:
             log_fields(logger, "evicted", pod=name, values=decision.values if decision else None)
         done.again_in(self.config.follow_s)
         return result == "evicted"
+
+    def _refused_delay(self, uid: str) -> float:
+        """How long to wait before asking again to evict a pod whose eviction was refused:
+        `refused_retry_s`, doubling with each refusal in a row, at most `refused_retry_max_s`."""
+        count = self._refusals.get(uid, 0)
+        if len(self._refusals) > 10_000:  # entries leave on an eviction; bound anyway
+            self._refusals.clear()
+        self._refusals[uid] = count + 1
+        return min(self.config.refused_retry_max_s, self.config.refused_retry_s * 2**count)
 
     async def _webhook_healthy(self, now: datetime) -> bool:
         if self._lease is None:  # no cluster (state dir): nothing to ask

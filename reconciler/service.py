@@ -192,6 +192,8 @@ class Reconciler:
             again = await self.reconciler.reconcile(ref)
         except Exception as exc:
             delay = self.queue.add_failed(ref)
+            code = getattr(exc, "code", None)
+            self.metrics.pass_failures.labels(str(code) if code else type(exc).__name__).inc()
             logger.warning(
                 "reconciling %s/%s/%s failed (%s: %s); again in %.2fs",
                 ref.kind,

@@ -14,6 +14,7 @@ from tests.reconciler.harness import (
     Kerf,
     create,
     deployment,
+    idle,
     requests_of,
     running_kerf,
     static_policy,
@@ -183,5 +184,35 @@ async def test_a_resize_the_api_rejects_is_counted_and_falls_back(tmp_path: Path
         await wait_for(kerf, replaced, "rejected resizes to fall back to eviction")
         metrics = replica.service.metrics
         assert metrics.resizes.labels("rejected")._value.get() == 2
-        assert metrics.fallbacks.labels("Rejected", "evicted")._value.get() == 2
+        assert metrics.fallbacks.labels("ResizeRejected", "evicted")._value.get() == 2
         assert metrics.api_calls.labels("patch", "pods/resize", "422")._value.get() == 2
+
+
+async def test_a_rejected_resize_is_never_sent_again_while_its_fallback_is_blocked(
+    tmp_path: Path,
+) -> None:
+    spec = {"inPlaceResize": {"enabled": True}, "podEviction": {"enabled": False}}
+    async with running_kerf(tmp_path, strategy_spec=spec) as kerf:
+        before = await start(kerf)
+        kerf.sim.faults.add(
+            FaultRule(status=422, verbs=frozenset({"patch"}), resource="pods", subresource="resize")
+        )
+        replica = await kerf.start_reconciler()
+        await create(kerf, "staticpolicies", static_policy("web", "web", TARGET))
+
+        async def blocked() -> dict[str, Any] | None:
+            status = await status_of(kerf)
+            return status if status.get("reason") == "ResizeRejected" else None
+
+        status = await wait_for(kerf, blocked, "the rejected resize's fallback to be blocked")
+        conditions = {c["type"]: c for c in status["conditions"]}
+        assert "eviction is not allowed" in conditions["Blocked"]["message"]
+        assert "422" in conditions["Blocked"]["message"]
+        for _ in range(3):  # more passes over the same proposal send nothing new
+            replica.service.enqueue_all()
+            await wait_for(kerf, idle(replica), "the passes to finish")
+        metrics = replica.service.metrics
+        assert metrics.api_calls.labels("patch", "pods/resize", "422")._value.get() == 1
+        assert metrics.evictions.labels("evicted")._value.get() == 0
+        pods = await kerf.pods("web")
+        assert [p["metadata"]["uid"] for p in pods] == [p["metadata"]["uid"] for p in before]

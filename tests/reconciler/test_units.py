@@ -17,7 +17,8 @@ from reconciler.podstate import resize_progress, resources_running
 from reconciler.publish import annotation_patch
 from reconciler.queue import QueueClosed, WorkQueue
 from reconciler.ratelimit import TokenBucket
-from reconciler.reconcile import WorkloadReconciler, _Pass
+from reconciler.metrics import reconciler_metrics
+from reconciler.reconcile import ExecutionConfig, WorkloadReconciler, _Pass
 from reconciler.status import Summary, build_status, phase_of, status_digest, status_patch
 
 NOW = datetime(2026, 11, 30, 12, tzinfo=UTC)
@@ -241,7 +242,8 @@ async def test_a_sealed_queue_hands_out_each_queued_key_once() -> None:
     queue.done(key)
     assert (await queue.get())[0] == "b"
     queue.done("b")
-    await asyncio.sleep(0.02)  # the timer set before sealing never fires
+    assert queue.scheduled == 0  # sealing cancelled the timer set before it
+    queue.add("c")  # and nothing new is taken
     assert queue.idle and len(queue) == 0
 
 
@@ -284,3 +286,43 @@ def test_a_workload_waits_until_the_view_shows_the_annotations_written() -> None
     assert reconciler._unseen_annotations(ref.key, {})
     assert not reconciler._unseen_annotations(ref.key, state)
     assert not reconciler._unseen_annotations(ref.key, {})  # seen once: forgotten
+
+
+class _RefusingWriter:
+    """Every eviction refused (429), as a PDB that allows no disruption."""
+
+    sends = True
+
+    def __init__(self) -> None:
+        self.evictions = 0
+
+    async def evict(self, pod: Any) -> str:
+        self.evictions += 1
+        return "refused"
+
+
+async def test_refused_evictions_of_a_pod_back_off_exponentially_to_a_cap() -> None:
+    config = ExecutionConfig(refused_retry_s=10.0, refused_retry_max_s=60.0)
+    writer = _RefusingWriter()
+    metrics = reconciler_metrics()
+    reconciler = WorkloadReconciler(
+        None,  # type: ignore[arg-type]
+        writer,  # type: ignore[arg-type]
+        metrics,
+        webhook_lease=None,
+        config=config,
+        eviction_bucket=TokenBucket(1.0, 100.0),  # the rate limit never holds one back here
+    )
+    pod = {"metadata": {"name": "web-1", "namespace": "shop", "uid": "u1"}}
+    delays = []
+    for _ in range(5):
+        done = _Pass()
+        assert not await reconciler._evict(pod, None, datetime.now(UTC), done)
+        delays.append(done.requeue)
+    assert delays == [10.0, 20.0, 40.0, 60.0, 60.0]
+    assert writer.evictions == 5
+    assert metrics.evictions.labels("refused")._value.get() == 5
+    other = {"metadata": {"name": "web-2", "namespace": "shop", "uid": "u2"}}
+    done = _Pass()
+    await reconciler._evict(other, None, datetime.now(UTC), done)
+    assert done.requeue == 10.0  # another pod starts over
