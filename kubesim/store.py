@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import bisect
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,6 +68,14 @@ class Store:
     def resource_version(self) -> int:
         """The latest resourceVersion handed out."""
         return self._rv
+
+    def last_version(self, excluding: Collection[str] = ()) -> int:
+        """The resourceVersion of the latest write to a resource whose plural is not in
+        `excluding` (e.g. Lease renewals), among the kept history."""
+        for event in reversed(self._history):
+            if event.key[1] not in excluding:
+                return event.rv
+        return self._compacted
 
     @property
     def compacted(self) -> int:

@@ -27,7 +27,7 @@ async def install_crds(api: client.ApiClient) -> None:
         await extensions.create_custom_resource_definition(yaml.safe_load(path.read_text()))
 
 
-async def eventually(check: Callable[[], T], what: str, timeout_s: float = 10.0) -> T:
+async def eventually(check: Callable[[], T], what: str, timeout_s: float = 60.0) -> T:
     """Poll `check` until it returns something truthy; fail naming `what` after the bound."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout_s
@@ -61,7 +61,7 @@ async def running_feed(
     feed = ClusterFeed(api, view, **options)
     task = asyncio.create_task(feed.run())
     try:
-        await asyncio.wait_for(feed.wait_synced(), 10)
+        await asyncio.wait_for(feed.wait_synced(), 60)
         yield feed
     finally:
         task.cancel()

@@ -62,7 +62,7 @@ def test_an_interrupted_demo_leaves_nothing_running() -> None:
     os.killpg(process.pid, signal.SIGINT)
     process.communicate(timeout=30)
     assert process.returncode in (130, -signal.SIGINT)
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 30
     while group_alive(process.pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not group_alive(process.pid)

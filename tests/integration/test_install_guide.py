@@ -124,7 +124,7 @@ async def webhook_where_its_pods_would_run(
         # What the readiness probe gates: a ready replica that renews its Lease.
         context = ssl.create_default_context(cafile=str(certs / "ca.crt"))
         async with httpx.AsyncClient(verify=context) as http:
-            for _ in range(300):
+            for _ in range(600):  # a bound, not a wait: up to a minute on a busy machine
                 try:
                     if (await http.get(f"https://localhost:{port}/readyz")).status_code == 200:
                         break
@@ -157,7 +157,7 @@ async def deployment_annotations(sim: Simulator) -> dict[str, str]:
 
 async def dry_run_until_sized(rehearsal: Rehearsal, code: str) -> str:
     """The webhook learns the policy by watch; the first pod may be decided before it."""
-    for _ in range(50):
+    for _ in range(300):
         out = await rehearsal.run(code)
         if '"cpu":"250m"' in out:
             return out

@@ -192,7 +192,7 @@ def lease_holder(api: client.ApiClient) -> Callable[[], Awaitable[str | None]]:
 
 
 async def poll(
-    fetch: Callable[[], Awaitable[T]], done: Callable[[T], object], timeout_s: float = 15.0
+    fetch: Callable[[], Awaitable[T]], done: Callable[[T], object], timeout_s: float = 60.0
 ) -> T:
     """Await `fetch()` until `done(result)`; bounded."""
     loop = asyncio.get_running_loop()

@@ -13,6 +13,7 @@ from typing import Any
 
 from kubernetes_asyncio import client
 
+from app.view import ClusterView
 from kubesim.sim import Simulator
 from kubesim.testing import running_sim
 from reconciler.main import Options, build_service
@@ -29,10 +30,15 @@ from tests.cluster import (
 from webhook.local import LocalWebhook, running_local_webhook, webhook_configuration
 
 MERGE_PATCH = "application/merge-patch+json"
+LEASES = ("coordination.k8s.io", "leases")
 #: Fast enough for tests: follow changes every 50 ms, retry refused evictions at once.
 FAST = Options(
     execution=ExecutionConfig(
-        eviction_rate=100.0, follow_s=0.05, refused_retry_s=0.1, lease_retry_s=0.1
+        eviction_rate=100.0,
+        follow_s=0.05,
+        refused_retry_s=0.1,
+        refused_retry_max_s=1.0,
+        lease_retry_s=0.1,
     ),
     service=ServiceConfig(workers=2, resync_s=3600.0),
     lease_duration_s=2.0,
@@ -226,6 +232,13 @@ async def running_kerf(
                 await client.AdmissionregistrationV1Api(api).create_mutating_webhook_configuration(
                     webhook_configuration(hook.url, hook.ca_bundle)
                 )
+                # The reconciler evicts only while this Lease is fresh, and keeps what it
+                # read for a few wall-clock seconds: a reconciler started before the first
+                # renewal would find the webhook unavailable for that long.
+                await eventually(
+                    lambda: sim.store.get(LEASES, "kerf-system", "kerf-webhook"),
+                    "the webhook's first Lease renewal",
+                )
             try:
                 yield kerf
             finally:
@@ -234,7 +247,7 @@ async def running_kerf(
                         await replica.kill()
 
 
-async def wait_for(kerf: Kerf, check: Any, what: str, timeout_s: float = 10.0) -> Any:
+async def wait_for(kerf: Kerf, check: Any, what: str, timeout_s: float = 60.0) -> Any:
     """Poll an async `check` until it returns something truthy."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout_s
@@ -247,6 +260,64 @@ async def wait_for(kerf: Kerf, check: Any, what: str, timeout_s: float = 10.0) -
         await asyncio.sleep(0.02)
 
 
+def _versions_in_sim(sim: Simulator) -> dict[tuple[str, str, str], str]:
+    """(kind, namespace, name) -> resourceVersion of what a view must show to be current."""
+    found: dict[tuple[str, str, str], str] = {}
+    for kind, key in _VIEWED:
+        for obj in sim.store.iter(key):
+            meta = obj["metadata"]
+            found[(kind, meta.get("namespace", ""), meta["name"])] = meta["resourceVersion"]
+    return found
+
+
+_VIEWED = (
+    ("Pod", ("", "pods")),
+    ("Deployment", ("apps", "deployments")),
+    ("ReplicaSet", ("apps", "replicasets")),
+    ("RightsizingRecommendation", (GROUP, "rightsizingrecommendations")),
+)
+
+
+def _view_version(view: ClusterView, kind: str, namespace: str, name: str) -> str | None:
+    if kind == "Pod":
+        obj = view.pod(namespace, name)
+    elif kind == "RightsizingRecommendation":
+        record = view.kerf_object(kind, namespace, name)
+        return record.metadata.resource_version if record is not None else None
+    else:
+        obj = view.get(kind, namespace, name)
+    return None if obj is None else (obj.get("metadata") or {}).get("resourceVersion")
+
+
+def view_is_current(view: ClusterView, sim: Simulator) -> bool:
+    """The view shows every pod, Deployment, ReplicaSet and record as the simulator has
+    them now, and none that it no longer has."""
+    wanted = _versions_in_sim(sim)
+    if any(_view_version(view, *key) != version for key, version in wanted.items()):
+        return False
+    pods = {("Pod", p["metadata"]["namespace"], p["metadata"]["name"]) for p in view.pods()}
+    return pods <= wanted.keys()
+
+
+async def quiet(kerf: Kerf, replica: RunningReconciler) -> None:
+    """Wait for a fixed point on the simulated clock: the cluster settled, the webhook's
+    and the reconciler's views current, and a pass over every workload that wrote nothing
+    (Lease renewals aside). What happens then is what the clock's time decides, however
+    slowly this machine runs."""
+    views = [replica.service.view] + ([kerf.webhook.view] if kerf.webhook else [])
+    for _ in range(200):
+        await kerf.settle()
+        before = kerf.sim.store.last_version(excluding=("leases",))
+        for view in views:
+            await eventually(lambda v=view: view_is_current(v, kerf.sim), "a current view", 60)
+        replica.service.enqueue_all()
+        await wait_for(kerf, idle(replica), "the reconciler's passes to finish")
+        await kerf.settle()
+        if kerf.sim.store.last_version(excluding=("leases",)) == before:
+            return
+    raise AssertionError("the cluster and kerf never stopped writing")
+
+
 def requests_of(pod: dict[str, Any]) -> dict[str, str]:
     """The requests of a pod's first container."""
     return pod["spec"]["containers"][0]["resources"]["requests"]
@@ -256,6 +327,17 @@ async def status_of(kerf: Kerf, name: str = "deployment-web") -> dict[str, Any]:
     """The status of a RightsizingRecommendation ({} until it has one)."""
     record = await kerf.recommendation(name)
     return (record or {}).get("status") or {}
+
+
+async def resync(kerf: Kerf, replica: RunningReconciler) -> None:
+    """Queue every workload and wait until each has had its pass and the queue is idle."""
+    passes = replica.service.passes + len(list(replica.service.view.workloads()))
+    replica.service.enqueue_all()
+
+    async def done() -> bool:
+        return replica.service.passes >= passes and replica.service.queue.idle
+
+    await wait_for(kerf, done, "a pass over every workload")
 
 
 def idle(replica: RunningReconciler) -> Any:

@@ -3,7 +3,6 @@ middle of a change, API faults, and a steady cluster that costs no write."""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +15,9 @@ from tests.reconciler.harness import (
     RunningReconciler,
     create,
     deployment,
-    idle,
+    quiet,
     requests_of,
+    resync,
     running_kerf,
     static_policy,
     wait_for,
@@ -60,14 +60,13 @@ async def start_web(kerf: Kerf) -> None:
     await kerf.settle()
 
 
-async def leader_of(replicas: list[RunningReconciler]) -> RunningReconciler:
-    for _ in range(500):
-        leading = [r for r in replicas if r.service.leading]
-        if leading:
-            assert len(leading) == 1
-            return leading[0]
-        await asyncio.sleep(0.01)
-    raise AssertionError("no leader")
+async def leader_of(kerf: Kerf, replicas: list[RunningReconciler]) -> RunningReconciler:
+    async def leading() -> list[RunningReconciler]:
+        return [r for r in replicas if r.service.leading]
+
+    found = await wait_for(kerf, leading, "a leader")
+    assert len(found) == 1
+    return found[0]
 
 
 async def test_a_follower_takes_over_when_the_leader_dies(tmp_path: Path) -> None:
@@ -75,7 +74,7 @@ async def test_a_follower_takes_over_when_the_leader_dies(tmp_path: Path) -> Non
         await start_web(kerf)
         a = await kerf.start_reconciler(identity="a")
         b = await kerf.start_reconciler(identity="b")
-        leader = await leader_of([a, b])
+        leader = await leader_of(kerf, [a, b])
         follower = b if leader is a else a
         await wait_for(kerf, _synced(follower), "the follower's view to be warm")
         await leader.kill()
@@ -91,7 +90,7 @@ async def test_a_graceful_stop_hands_over_at_once(tmp_path: Path) -> None:
         await start_web(kerf)
         a = await kerf.start_reconciler(identity="a")
         b = await kerf.start_reconciler(identity="b")
-        leader = await leader_of([a, b])
+        leader = await leader_of(kerf, [a, b])
         follower = b if leader is a else a
         assert await leader.shutdown() == 0
         lease = await client.CoordinationV1Api(kerf.api).read_namespaced_lease(
@@ -174,15 +173,12 @@ async def test_a_steady_cluster_makes_no_write_on_resync(tmp_path: Path) -> None
         replica = await kerf.start_reconciler()
         await create(kerf, "staticpolicies", static_policy("web", "web", TARGET))
         await wait_for(kerf, lambda: converged(kerf), "convergence")
-        await asyncio.sleep(0.3)  # follow-ups of the last change
-        await wait_for(kerf, idle(replica), "an idle queue")
+        await quiet(kerf, replica)  # follow-ups of the last change
         metrics = replica.service.metrics
         writes = count(metrics, verbs=WRITES)
         passes = replica.service.passes
         for _ in range(3):
-            replica.service.enqueue_all()
-            await asyncio.sleep(0.05)
-            await wait_for(kerf, idle(replica), "an idle queue")
+            await resync(kerf, replica)
         assert replica.service.passes >= passes + 3
         assert count(metrics, verbs=WRITES) == writes
         # Nothing changed: the resyncs did not decide again ...
@@ -195,9 +191,7 @@ async def test_a_steady_cluster_makes_no_write_on_resync(tmp_path: Path) -> None
         )
         # ... until the horizon passed: then a full pass decides, and still writes nothing.
         await kerf.sim.advance(11 * 60)
-        replica.service.enqueue_all()
-        await asyncio.sleep(0.05)
-        await wait_for(kerf, idle(replica), "an idle queue")
+        await resync(kerf, replica)
         after = sum(
             s.value
             for m in metrics.decisions.collect()

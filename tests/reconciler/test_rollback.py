@@ -5,7 +5,6 @@ replacement pods."""
 
 from __future__ import annotations
 
-import asyncio
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -23,7 +22,7 @@ from tests.reconciler.harness import (
     Kerf,
     RunningReconciler,
     create,
-    idle,
+    quiet,
     running_kerf,
     static_policy,
     status_of,
@@ -102,9 +101,7 @@ async def drive(
         if state.get("mode") == mode:
             return state
         await kerf.sim.advance(step_s)
-        replica.service.enqueue_all()
-        await asyncio.sleep(0.15)
-        await wait_for(kerf, idle(replica), "the reconciler to settle")
+        await quiet(kerf, replica)
     if mode == "never":
         return await state_of(kerf)
     raise AssertionError(f"rollback state never reached {mode}: {await state_of(kerf)}")
@@ -303,10 +300,7 @@ async def test_a_replacement_pod_reopens_a_succeeded_turn_only_when_enabled(
         await kerf.sim.advance(60)
         first = (await kerf.pods("web"))[0]["metadata"]["name"]
         await kerf.core.delete_namespaced_pod(first, "shop", grace_period_seconds=0)
-        await kerf.settle()
-        replica.service.enqueue_all()
-        await asyncio.sleep(0.2)
-        await wait_for(kerf, idle(replica), "the reconciler to settle")
+        await quiet(kerf, replica)
         state = await drive(kerf, replica, "never", step_s=1, steps=3)
         assert state["mode"] == mode
         if reopen:

@@ -13,10 +13,10 @@ from kubernetes_asyncio import client
 from tests.cluster import GROUP, VERSION, custom
 from tests.reconciler.harness import (
     MERGE_PATCH,
-    Kerf,
     create,
     deployment,
     requests_of,
+    resync,
     running_kerf,
     static_policy,
     status_of,
@@ -25,19 +25,6 @@ from tests.reconciler.harness import (
 from tests.webhook.test_manifests import kubectl
 
 TARGET = {"cpu": "250m", "memory": "256Mi"}
-
-
-async def idle(kerf: Kerf, replica: Any) -> None:
-    """Let the queue run dry (a full resync of every workload)."""
-    await asyncio.sleep(0.05)
-    await wait_for(kerf, _idle(replica), "the queue to drain")
-
-
-def _idle(replica: Any) -> Any:
-    async def check() -> bool:
-        return replica.service.queue.idle
-
-    return check
 
 
 async def test_a_blocked_change_shows_its_reason_and_one_event(tmp_path: Path) -> None:
@@ -68,8 +55,7 @@ async def test_a_blocked_change_shows_its_reason_and_one_event(tmp_path: Path) -
         condition = next(c for c in status["conditions"] if c["type"] == "Blocked")
         assert (condition["status"], condition["reason"]) == ("True", "SingleReplicaUnsafe")
         for _ in range(3):  # resyncs decide the same: no second event
-            replica.service.enqueue_all()
-            await idle(kerf, replica)
+            await resync(kerf, replica)
         events = [e for e in await kerf.events() if e["reason"] == "Blocked"]
         assert len(events) == 1
         assert events[0]["regarding"]["name"] == "web"

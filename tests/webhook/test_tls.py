@@ -109,7 +109,7 @@ async def test_watcher_picks_up_rewritten_files(cert_dir: Path) -> None:
         context = client_context(cert_dir / "ca.crt")
         expected = serial_of(cert_dir / "tls.crt")
         # Wait for the watcher (a condition, not a duration assertion).
-        for _ in range(500):
+        for _ in range(3000):
             try:
                 if await peer_serial(server.port, context, "localhost") == expected:
                     break
