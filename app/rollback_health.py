@@ -20,7 +20,7 @@ import orjson
 from app.annotations import DOMAIN, POD_INFO
 from app.guardrails import GuardrailSettings
 from app.quantities import parse_resource
-from app.workloads import ContainerResources, parse_time, target_containers
+from app.workloads import ContainerResources, parse_time, target_containers, target_statuses
 
 #: Pod annotation with each container's CPU throttling ratio, `{"app": "0.40"}`: the share
 #: of CPU periods in which the container was throttled, written by whatever measures it
@@ -150,7 +150,7 @@ def pod_health(
     fresh = since is None or (created is not None and created >= since)
     found: list[tuple[str, str]] = []
     throttling = _throttling(pod)
-    for entry in status.get("containerStatuses") or []:
+    for entry in target_statuses(pod):
         container = str(entry.get("name"))
         restarts = int(entry.get("restartCount") or 0)
         counted = fresh or _terminated_since(entry, since)
@@ -185,7 +185,7 @@ def running_resources(pod: Mapping[str, Any]) -> dict[str, ContainerResources]:
     spec's."""
     reported = {
         str(s.get("name")): s.get("resources")
-        for s in (pod.get("status") or {}).get("containerStatuses") or []
+        for s in target_statuses(pod)
         if s.get("resources") is not None
     }
     result: dict[str, ContainerResources] = {}

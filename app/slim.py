@@ -164,11 +164,16 @@ def pod(obj: Mapping[str, Any]) -> dict[str, Any]:
     ]
     if conditions:
         kept_status["conditions"] = conditions
-    if "containerStatuses" in status:
-        asked = {c.get("name"): c.get("resources") for c in kept_spec.get("containers") or ()}
-        kept_status["containerStatuses"] = [
-            container_status(s, asked.get(s.get("name"))) for s in status["containerStatuses"] or ()
-        ]
+    asked = {
+        c.get("name"): c.get("resources")
+        for group in ("containers", "initContainers")
+        for c in kept_spec.get(group) or ()
+    }
+    for group in ("containerStatuses", "initContainerStatuses"):
+        if group in status:
+            kept_status[group] = [
+                container_status(s, asked.get(s.get("name"))) for s in status[group] or ()
+            ]
     return {
         **_head(obj),
         "metadata": metadata(obj.get("metadata")),

@@ -117,10 +117,25 @@ class Workload:
         )
 
 
+def target_statuses(pod: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
+    """The kubelet's statuses of the containers kerf sizes: `containerStatuses`, and the
+    sidecars' entries of `initContainerStatuses` (a sidecar reports there)."""
+    status = pod.get("status") or {}
+    yield from status.get("containerStatuses") or ()
+    init = status.get("initContainerStatuses")
+    if init:
+        sidecars = {
+            c.get("name")
+            for c in (pod.get("spec") or {}).get("initContainers") or ()
+            if c.get("restartPolicy") == "Always"
+        }
+        yield from (s for s in init if s.get("name") in sidecars)
+
+
 def oom_terminations(pod: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]]:
     """(container name, its `terminated` state) for every OOM kill a pod's container
     statuses record, in the current state or the last one."""
-    for status in (pod.get("status") or {}).get("containerStatuses") or ():
+    for status in target_statuses(pod):
         for state_key in ("lastState", "state"):
             terminated = (status.get(state_key) or {}).get("terminated") or {}
             if terminated.get("reason") == "OOMKilled":

@@ -40,6 +40,20 @@ def object_path(api_version: str, kind: str, namespace: str, name: str) -> str:
     return f"{_api_path(api_version)}/namespaces/{namespace}/{plural(kind)}/{name}"
 
 
+def resize_body(pod: Mapping[str, Any], containers: Mapping[str, Any]) -> dict[str, Any]:
+    """The `pods/resize` patch for the given containers' resources: each under the list
+    the pod has it in. Kubernetes (1.33+) resizes a sidecar (an init container with
+    `restartPolicy: Always`) under `spec.initContainers`; named under `spec.containers` it
+    would be a new app container, which a resize may not add."""
+    spec = pod.get("spec") or {}
+    init = {c.get("name") for c in spec.get("initContainers") or ()}
+    lists: dict[str, list[dict[str, Any]]] = {}
+    for name, resources in sorted(containers.items()):
+        field = "initContainers" if name in init else "containers"
+        lists.setdefault(field, []).append({"name": name, "resources": resources})
+    return {"spec": lists}
+
+
 class Transport:
     """One HTTP call to the API server: raw body, orjson, errors as ApiStatusError."""
 
@@ -139,14 +153,7 @@ class ApiWriter:
         """Patch `pods/resize` (strategic merge) with the changed containers' resources."""
         meta = pod["metadata"]
         path = object_path("v1", "Pod", meta["namespace"], meta["name"]) + "/resize"
-        body = {
-            "spec": {
-                "containers": [
-                    {"name": name, "resources": resources}
-                    for name, resources in sorted(containers.items())
-                ]
-            }
-        }
+        body = resize_body(pod, containers)
         await self._t.request("patch", "pods/resize", "PATCH", path, body, STRATEGIC_MERGE_PATCH)
 
     async def evict(self, pod: Mapping[str, Any]) -> EvictResult:

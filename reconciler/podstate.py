@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from app.quantities import resource_amounts
-from app.workloads import parse_time
+from app.workloads import parse_time, target_containers, target_statuses
 
 ResizeStage = Literal["none", "inProgress", "deferred", "infeasible", "error"]
 
@@ -36,9 +36,9 @@ def _condition(pod: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
 def resources_running(pod: Mapping[str, Any]) -> bool:
     """Every container runs with the resources its spec asks, as far as the kubelet
     reports them (`containerStatuses[].resources`, compared as amounts, not spellings)."""
-    statuses = {s.get("name"): s for s in (pod.get("status") or {}).get("containerStatuses") or ()}
-    for container in (pod.get("spec") or {}).get("containers") or ():
-        status = statuses.get(container.get("name"))
+    statuses = {s.get("name"): s for s in target_statuses(pod)}
+    for name, container in target_containers(pod).items():
+        status = statuses.get(name)
         if status is None or "resources" not in status:
             # Not reported (a kubelet without in-place resize, or no status yet): nothing
             # says the spec is not what runs.

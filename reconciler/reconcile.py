@@ -46,7 +46,7 @@ from app.rollback_monitor import Step, monitor_inputs
 from app.rollback_monitor import step as rollback_step
 from app.sync import ROLLBACK_KINDS
 from app.view import ClusterView
-from app.workloads import Workload
+from app.workloads import Workload, target_containers
 from reconciler.api import Writer
 from reconciler.events import ACTION_REASONS, dedup_key, event_body, is_repeat
 from reconciler.logs import log_fields
@@ -158,8 +158,7 @@ def _proposal_key(pod: Mapping[str, Any], decision: PodDecision) -> tuple[str, A
 def _restarts(pod: Mapping[str, Any], decision: PodDecision, current: Mapping[str, Any]) -> bool:
     """The in-place resize would restart a container (its resizePolicy says so for a
     resource the decision changes)."""
-    for container in (pod.get("spec") or {}).get("containers") or ():
-        name = container.get("name")
+    for name, container in target_containers(pod).items():
         if name not in decision.changed:
             continue
         before = current.get(name) or {}

@@ -13,11 +13,11 @@ from app.annotations import ARGS_KEY, ROLLBACK_STATE, fixed_key
 from app.models import parse_object
 from app.owners import WorkloadRef
 from reconciler.events import dedup_key, event_body, is_repeat
+from reconciler.metrics import reconciler_metrics
 from reconciler.podstate import resize_progress, resources_running
 from reconciler.publish import annotation_patch
 from reconciler.queue import QueueClosed, WorkQueue
 from reconciler.ratelimit import TokenBucket
-from reconciler.metrics import reconciler_metrics
 from reconciler.reconcile import ExecutionConfig, WorkloadReconciler, _Pass
 from reconciler.status import Summary, build_status, phase_of, status_digest, status_patch
 
