@@ -28,7 +28,8 @@ inputs_hash() {
 report() {
   local line="cluster-tools:" b v
   for b in "${binaries[@]}"; do
-    v="$("$bin/$b" --version 2>&1 | head -n1)"
+    v="$("$bin/$b" --version 2>&1)" # whole, then the first line: a pipe to head can SIGPIPE it
+    v="${v%%$'\n'*}"
     line="$line $b=[$v]"
   done
   echo "$line"
