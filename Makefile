@@ -10,7 +10,7 @@ VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
 # The image the manifests name (tests/test_image.py checks they agree).
 IMAGE ?= kerf:$(VERSION)
 
-.PHONY: install test lint fmt run demo explain crds reference image image-name bench bench-webhook bench-reconciler bench-startup certs tools clean
+.PHONY: install test lint fmt run demo explain crds reference image image-name bench bench-webhook bench-reconciler bench-startup certs tools cluster-tools clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -25,6 +25,11 @@ $(KUBECTL) $(KUBECTL_OLDEST): scripts/get-kubectl.sh
 	bash scripts/get-kubectl.sh
 
 tools: $(KUBECTL) $(KUBECTL_OLDEST)
+
+# A real control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler) built
+# from the Kubernetes Go modules pinned in devcluster/go; cached by a stamp, see docs/devcluster.md.
+cluster-tools:
+	bash scripts/build-cluster-tools.sh
 
 test: $(STAMP) $(KUBECTL) $(KUBECTL_OLDEST)
 	KUBECTL=$(CURDIR)/$(KUBECTL) KUBECTL_OLDEST=$(CURDIR)/$(KUBECTL_OLDEST) $(BIN)/python -m pytest
