@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -179,8 +180,17 @@ async def _run_kubectl(story: Story, kubeconfig: Path, *args: str) -> None:
         story.say(f"  {line}")
 
 
-async def tell(out: IO[str]) -> int:
-    """The whole story; 0 when every step happened."""
+async def tell(out: IO[str], on_interrupt: Callable[[], object] = lambda: None) -> int:
+    """The whole story; 0 when every step happened. Ctrl-C calls `on_interrupt` and
+    cancels the story, which then stops everything it started."""
+    story_task = asyncio.current_task()
+    assert story_task is not None
+
+    def interrupt() -> None:
+        on_interrupt()
+        story_task.cancel()
+
+    asyncio.get_running_loop().add_signal_handler(signal.SIGINT, interrupt)
     start = datetime.now(UTC).replace(microsecond=0)
     clock = FakeClock(start)
     with tempfile.TemporaryDirectory(prefix="kerf-demo-") as tmp:
@@ -398,11 +408,17 @@ def main() -> int:
     """Run the demo; exit 0 when every step happened."""
     # The story is told on stdout; the services' own JSON logs only when something fails.
     configure_logging("warning")
+    interrupted: list[bool] = []
     try:
-        return asyncio.run(tell(sys.stdout))
-    except DemoFailed as exc:
-        print(f"demo: {exc}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print("demo: interrupted; everything it started is stopped", file=sys.stderr)
-        return 130
+        return asyncio.run(tell(sys.stdout, on_interrupt=lambda: interrupted.append(True)))
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        pass
+    except Exception as exc:
+        # An error while the story was being stopped is the interruption's doing.
+        if not interrupted:
+            if not isinstance(exc, DemoFailed):
+                raise
+            print(f"demo: {exc}", file=sys.stderr)
+            return 1
+    print("demo: interrupted; everything it started is stopped", file=sys.stderr)
+    return 130

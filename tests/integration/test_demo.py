@@ -60,8 +60,8 @@ def test_an_interrupted_demo_leaves_nothing_running() -> None:
         if "kerf installed" in line:
             break
     os.killpg(process.pid, signal.SIGINT)
-    process.communicate(timeout=30)
-    assert process.returncode in (130, -signal.SIGINT)
+    _, err = process.communicate(timeout=30)
+    assert process.returncode in (130, -signal.SIGINT), err
     deadline = time.monotonic() + 30
     while group_alive(process.pid) and time.monotonic() < deadline:
         time.sleep(0.05)
