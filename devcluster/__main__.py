@@ -48,8 +48,9 @@ async def _serve(options: Options) -> int:
         except StartError as exc:
             _fail(str(exc), exc.log_tail)
             return EXIT_START_FAILED
-        except OSError as exc:
-            _fail(f"could not start: {exc}")
+        except Exception as exc:  # noqa: BLE001 - one line, as for any failed start
+            logging.getLogger("devcluster").debug("start failed", exc_info=True)
+            _fail(f"start failed: {type(exc).__name__}: {exc} (-v shows where)")
             return EXIT_START_FAILED
         print(f"devcluster serving on {url}, kubeconfig {options.kubeconfig}", flush=True)
         exited = asyncio.ensure_future(cluster.wait_exit())

@@ -52,7 +52,8 @@ class Client:
         content_type: str = "application/json",
         timeout_s: float = 30,
     ) -> Obj:
-        """One call; the decoded JSON answer, or ApiError."""
+        """One call; the decoded JSON answer (`{"text": ...}` for a plain-text one such as
+        /readyz's), or ApiError."""
         data = json.dumps(body).encode() if body is not None else None
         headers = {"Content-Type": content_type, "Accept": "application/json"}
         async with self._session.request(
@@ -70,6 +71,8 @@ class Client:
                 except ValueError:
                     message = text
                 raise ApiError(response.status, message)
+            if response.content_type != "application/json":
+                return {"text": text}
             return json.loads(text) if text else {}
 
     async def get(self, path: str, params: dict[str, str] | None = None) -> Obj:

@@ -115,14 +115,18 @@ class DevCluster:
             f"--tls-private-key-file={pki.serving.key}",
             f"--client-ca-file={pki.ca.cert}",
             "--authorization-mode=Node,RBAC",
-            # Already in 1.35's default set; named because kerf depends on them.
-            "--enable-admission-plugins=ServiceAccount,MutatingAdmissionWebhook,ValidatingAdmissionWebhook",
+            # 1.35's defaults already include ServiceAccount, MutatingAdmissionWebhook and
+            # ValidatingAdmissionWebhook; NodeRestriction is what kubeadm adds.
+            "--enable-admission-plugins=NodeRestriction",
             f"--service-account-issuer={ISSUER}",
             f"--service-account-key-file={pki.service_account_pub}",
             f"--service-account-signing-key-file={pki.service_account_key}",
             f"--service-cluster-ip-range={SERVICE_CIDR}",
             "--allow-privileged=true",
             "--profiling=false",
+            # The `kubernetes` Service would get 127.0.0.1 as its endpoint, which Endpoints
+            # validation refuses (loopback) every 10 s; nothing in-cluster calls it anyway.
+            "--endpoint-reconciler-type=none",
         ]
 
     def _component_args(self, name: str, config: Path, pki: certs.Pki) -> list[str | Path]:
