@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from devcluster.cluster import DevCluster, Options
-from devcluster.processes import MissingBinary, StartError
+from devcluster.processes import ComponentError, MissingBinary
 
 EXIT_START_FAILED = 1
 EXIT_MISSING_BINARY = 2
@@ -40,12 +40,12 @@ async def _serve(options: Options) -> int:
         if not starting.done():
             # Asked to stop while starting: not a failure.
             starting.cancel()
-            with contextlib.suppress(asyncio.CancelledError, StartError):
+            with contextlib.suppress(asyncio.CancelledError, ComponentError):
                 await starting
             return 0
         try:
             url = starting.result()
-        except StartError as exc:
+        except ComponentError as exc:
             _fail(str(exc), exc.log_tail)
             return EXIT_START_FAILED
         except Exception as exc:  # noqa: BLE001 - one line, as for any failed start
@@ -56,11 +56,8 @@ async def _serve(options: Options) -> int:
         exited = asyncio.ensure_future(cluster.wait_exit())
         await asyncio.wait({exited, stopping}, return_when=asyncio.FIRST_COMPLETED)
         if exited.done():
-            component = exited.result()
-            _fail(
-                f"{component.name} exited with code {component.process.returncode}",
-                component.log_tail(),
-            )
+            failure = exited.result()
+            _fail(str(failure), failure.log_tail)
             return EXIT_START_FAILED
         exited.cancel()
         return 0

@@ -65,6 +65,7 @@ class NodeAgent:
         self._deleting: set[str] = set()
         self._next_ip = 2
         self._wake = asyncio.Event()
+        self._tasks: set[asyncio.Task[None]] = set()
         #: How many pod status writes the agent made (tests check a steady cluster adds none).
         self.status_writes = 0
 
@@ -138,7 +139,10 @@ class NodeAgent:
 
     def _node_changed(self, node: Obj | None) -> None:
         if node is not None and self._node_needs_status(node):
-            asyncio.get_running_loop().create_task(self._write_node_status(node))
+            # Off the watch loop; held here because the loop keeps only weak references.
+            task = asyncio.get_running_loop().create_task(self._write_node_status(node))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
         self._wake.set()
 
     def _node_needs_status(self, node: Obj) -> bool:
@@ -167,6 +171,9 @@ class NodeAgent:
         body = dict(node, status=status)
         try:
             written = await self.client.request("PUT", f"/api/v1/nodes/{name}/status", body)
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            log.warning("node %s status: %s", name, exc)
+            return
         except ApiError as exc:
             # A newer version is on its way through the watch; it gets its own turn.
             if exc.status not in (404, 409):

@@ -10,6 +10,7 @@ import tempfile
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 
@@ -17,7 +18,14 @@ from devcluster import certs, kubeconfig
 from devcluster.agent import NodeAgent
 from devcluster.apiclient import ApiError, Client
 from devcluster.nodes import NodeShape
-from devcluster.processes import Component, StartError, find_binaries, free_port, start, tools_dir
+from devcluster.processes import (
+    Component,
+    ComponentError,
+    find_binaries,
+    free_port,
+    start,
+    tools_dir,
+)
 
 SERVICE_CIDR = "10.96.0.0/16"
 ISSUER = "https://kubernetes.default.svc.cluster.local"
@@ -53,7 +61,7 @@ class DevCluster:
 
     async def start(self) -> str:
         """Bring the cluster up; returns the API server's URL once the kubeconfig is
-        written. StartError names the stage that failed."""
+        written. ComponentError names the stage that failed."""
         pki = certs.generate(self.data_dir / "pki")
         etcd_url = await self._start_etcd()
         port = free_port()
@@ -196,7 +204,7 @@ class DevCluster:
         what: str,
         check: Callable[[], Awaitable[bool]],
     ) -> None:
-        """Poll `check` until true; StartError if `bound_s` passes or any component (or
+        """Poll `check` until true; ComponentError if `bound_s` passes or any component (or
         the node agent) exits first."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + bound_s
@@ -204,28 +212,42 @@ class DevCluster:
         while True:
             for started in self.components:
                 if not started.running:
-                    raise StartError(
+                    raise ComponentError(
                         f"{started.name} exited with code {started.process.returncode}",
                         started.log_tail(),
                     )
             if self._agent_task is not None and self._agent_task.done():
                 error = self._agent_task.exception()
-                raise StartError(f"the node agent stopped: {error}")
+                raise ComponentError(f"the node agent stopped: {error}")
             with contextlib.suppress(aiohttp.ClientError, ApiError, OSError, TimeoutError):
                 if await check():
                     return
             if loop.time() > deadline:
                 tail = component.log_tail() if component else ""
-                raise StartError(f"{name} did not manage {what} within {bound_s:.0f} s", tail)
+                raise ComponentError(f"{name} did not manage {what} within {bound_s:.0f} s", tail)
             await asyncio.sleep(_POLL_S)
 
-    async def wait_exit(self) -> Component:
-        """Block until some component exits on its own; that component."""
-        waits = {asyncio.ensure_future(c.process.wait()): c for c in self.components}
+    async def wait_exit(self) -> ComponentError:
+        """Block until a component exits, or the node agent stops, on its own; what
+        happened, as the error to report."""
+        assert self._agent_task is not None
+        waits: dict[asyncio.Future[Any], Component | None] = {
+            asyncio.ensure_future(c.process.wait()): c for c in self.components
+        }
+        waits[self._agent_task] = None
         done, pending = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
         for future in pending:
-            future.cancel()
-        return waits[next(iter(done))]
+            if future is not self._agent_task:
+                future.cancel()
+        finished = next(iter(done))
+        component = waits[finished]
+        if component is None:
+            error = None if finished.cancelled() else finished.exception()
+            return ComponentError(f"the node agent stopped: {error!r}")
+        return ComponentError(
+            f"{component.name} exited with code {component.process.returncode}",
+            component.log_tail(),
+        )
 
     async def stop(self) -> None:
         """Stop the agent and every component (the scheduler and controller manager

@@ -19,8 +19,9 @@ STOP_GRACE_S = 10.0
 _PR_SET_PDEATHSIG = 1
 
 
-class StartError(Exception):
-    """A component did not start; the message names it (and `log_tail` says why)."""
+class ComponentError(Exception):
+    """A component failed to start or stopped on its own; the message names it (and
+    `log_tail` says why)."""
 
     def __init__(self, message: str, log_tail: str = "") -> None:
         super().__init__(message)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -322,3 +323,22 @@ def test_a_node_created_through_the_api_becomes_ready(cluster: Cluster) -> None:
 
 def test_kubeconfig_is_private(cluster: Cluster) -> None:
     assert os.stat(cluster.kubeconfig).st_mode & 0o077 == 0
+
+
+def test_a_component_dying_stops_the_cluster_naming_it(tmp_path: Path) -> None:
+    started = start_cluster(tmp_path)
+    children = started.children()
+    scheduler = next(
+        pid for pid in children if "kube-scheduler" in Path(f"/proc/{pid}/cmdline").read_text()
+    )
+    os.kill(scheduler, signal.SIGKILL)
+    try:
+        code = started.process.wait(60)
+    finally:
+        started.stop()
+    assert code == 1
+    errors = (tmp_path / "stderr.txt").read_text().splitlines()
+    assert errors[0] == "devcluster: kube-scheduler exited with code -9"
+    for pid in children:
+        assert not Path(f"/proc/{pid}").exists() or "zombie" in _state(pid)
+    assert list(started.tmpdir.iterdir()) == []
