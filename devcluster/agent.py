@@ -18,7 +18,7 @@ from typing import Any
 
 import aiohttp
 
-from devcluster import nodes, podstatus
+from devcluster import events, nodes, podstatus
 from devcluster.apiclient import ApiError, Client
 from devcluster.podstatus import PodMemory
 
@@ -291,6 +291,7 @@ class NodeAgent:
                 log.warning("pod %s/%s status: %s", meta["namespace"], meta["name"], exc)
             return pod
         self.status_writes += 1
+        await self._record(pod, status, node["metadata"]["name"])
         self._memory[uid] = memory
         self._written[uid] = (status, written.get("status") or {})
         if uid in self.pods and _rv(written) >= _rv(self.pods[uid]):
@@ -298,6 +299,21 @@ class NodeAgent:
         if meta.get("deletionTimestamp"):
             await self._delete(written)
         return written
+
+    async def _record(self, pod: Obj, status: Obj, node: str) -> None:
+        """The Events for what this status write did; a failed one is logged, not retried
+        (as the kubelet's recorder drops what it cannot write)."""
+        meta = pod["metadata"]
+        path = f"/api/v1/namespaces/{meta['namespace']}/events"
+        for event in events.pod_events(pod, status):
+            try:
+                await self.client.request(
+                    "POST", path, events.event_object(pod, event, node, _now())
+                )
+            except ApiError as exc:
+                log.warning(
+                    "event %s for %s/%s: %s", event.reason, meta["namespace"], meta["name"], exc
+                )
 
     async def _delete(self, pod: Obj) -> None:
         """Finish a graceful deletion: the containers have stopped, the object goes."""

@@ -137,10 +137,8 @@ def start_cluster(base: Path, *args: str) -> Cluster:
     if not line:
         process.kill()
         process.wait(STOP_S)
-        raise AssertionError(
-            f"devcluster did not start within {START_S} s (exit {process.returncode}): "
-            + errors.read_text()
-        )
+        how = "exited" if ready else f"did not start within {START_S} s"
+        raise AssertionError(f"devcluster {how} (code {process.returncode}): {errors.read_text()}")
     return Cluster(process, kubeconfig, tmpdir, line.strip())
 
 

@@ -70,6 +70,16 @@ def _pending(cluster: Cluster, namespace: str, name: str, reason: str) -> Obj:
     )
 
 
+def _event(cluster: Cluster, namespace: str, reason: str) -> Obj:
+    return wait_for(
+        lambda: next(
+            (e for e in cluster.get("events", "-n", namespace)["items"] if e["reason"] == reason),
+            None,
+        ),
+        f"a {reason} Event",
+    )
+
+
 def test_start_shows_ready_nodes_and_sigterm_leaves_nothing(tmp_path: Path) -> None:
     started = start_cluster(tmp_path, "--nodes", "2", "--node-cpu", "2", "--node-memory", "4Gi")
     try:
@@ -271,6 +281,8 @@ def test_the_oom_kill_annotation_kills_once_per_value(cluster: Cluster, namespac
         terminated = entry["lastState"]["terminated"]
         assert (terminated["reason"], terminated["exitCode"]) == ("OOMKilled", 137)
         assert terminated["finishedAt"]
+    event = _event(cluster, namespace, "OOMKilling")
+    assert event["involvedObject"]["fieldPath"] == "spec.containers{app}"
 
 
 def test_crash_loop_annotation_until_removed(cluster: Cluster, namespace: str) -> None:

@@ -240,3 +240,28 @@ def test_resize_verdict_ignores_the_pod_itself_among_others() -> None:
     pod = _pod()
     _run(pod)
     assert resize_verdict(pod, NODE, [pod]) is None
+
+
+def test_events_for_a_start_an_oom_kill_and_a_deferred_resize() -> None:
+    from devcluster.events import pod_events
+
+    pod = _pod()
+    status, memory = desired_status(pod, NODE, [], PodMemory(), NOW, "10.244.0.2")
+    assert [e.reason for e in pod_events(pod, status)] == ["Created", "Started"]
+    pod["status"] = status
+    pod["metadata"]["annotations"] = {podstatus.OOM_KILL: "app"}
+    status, memory = desired_status(pod, NODE, [], memory, NOW, "10.244.0.2")
+    assert [e.reason for e in pod_events(pod, status)] == ["OOMKilling", "Started"]
+    pod["status"] = status
+    pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "5"
+    pod["metadata"]["generation"] = 2
+    status, _ = desired_status(pod, NODE, [], memory, NOW, "10.244.0.2")
+    (event,) = pod_events(pod, status)
+    assert (event.type, event.reason) == ("Warning", "ResizeInfeasible")
+    assert event.message == (
+        'Pod resize Infeasible: {"containers":[{"name":"app","resources":{"limits":{"memory":"256Mi"},'
+        '"requests":{"cpu":"5","memory":"256Mi"}}}],"generation":2,"error":"Node didn\'t have enough '
+        'capacity: cpu, requested: 5000, capacity: 4000"}'
+    )
+    pod["status"] = status
+    assert pod_events(pod, status) == []
