@@ -1,0 +1,263 @@
+"""Start and stop the whole dev cluster: PKI, etcd, kube-apiserver, controller manager,
+scheduler and the node agent, all on 127.0.0.1, all data in one temp dir."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import shutil
+import tempfile
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from devcluster import certs, kubeconfig
+from devcluster.agent import NodeAgent
+from devcluster.apiclient import ApiError, Client
+from devcluster.nodes import NodeShape
+from devcluster.processes import (
+    Component,
+    ComponentError,
+    find_binaries,
+    free_port,
+    start,
+    tools_dir,
+)
+
+SERVICE_CIDR = "10.96.0.0/16"
+ISSUER = "https://kubernetes.default.svc.cluster.local"
+#: Bounds on each start-up stage (generous: a cold apiserver on a loaded 2-core machine).
+ETCD_READY_S = 30
+APISERVER_READY_S = 90
+CLUSTER_READY_S = 90
+_POLL_S = 0.2
+
+
+@dataclass(frozen=True)
+class Options:
+    """What `python -m devcluster` was asked for."""
+
+    kubeconfig: Path
+    nodes: int = 1
+    node_cpu: str = "4"
+    node_memory: str = "8Gi"
+
+
+class DevCluster:
+    """One running dev cluster; `start()` then `stop()` (always, even after a failure)."""
+
+    def __init__(self, options: Options) -> None:
+        self.options = options
+        self.binaries = find_binaries(tools_dir())
+        self.data_dir = Path(tempfile.mkdtemp(prefix="devcluster-"))
+        self.components: list[Component] = []
+        self.server = ""
+        self.client: Client | None = None
+        self.agent: NodeAgent | None = None
+        self._agent_task: asyncio.Task[None] | None = None
+
+    async def start(self) -> str:
+        """Bring the cluster up; returns the API server's URL once the kubeconfig is
+        written. ComponentError names the stage that failed."""
+        pki = certs.generate(self.data_dir / "pki")
+        etcd_url = await self._start_etcd()
+        port = free_port()
+        self.server = f"https://127.0.0.1:{port}"
+        apiserver = await self._launch("kube-apiserver", self._apiserver_args(pki, etcd_url, port))
+        self.client = Client(self.server, pki.ca.cert, pki.admin)
+        await self._wait(apiserver, APISERVER_READY_S, "to answer /readyz", self._readyz)
+        for name, pair in (
+            ("kube-controller-manager", pki.controller_manager),
+            ("kube-scheduler", pki.scheduler),
+        ):
+            path = self.data_dir / f"{name}.kubeconfig"
+            kubeconfig.write(path, kubeconfig.render(self.server, pki.ca.cert, pair, name))
+            await self._launch(name, self._component_args(name, path, pki))
+        shape = NodeShape(cpu=self.options.node_cpu, memory=self.options.node_memory)
+        self.agent = NodeAgent(self.client, shape, self.options.nodes)
+        self._agent_task = asyncio.create_task(self.agent.run())
+        await self._wait(None, CLUSTER_READY_S, "to have Ready nodes", self._cluster_ready)
+        text = kubeconfig.render(self.server, pki.ca.cert, pki.admin, "devcluster-admin")
+        kubeconfig.write(self.options.kubeconfig, text)
+        return self.server
+
+    async def _start_etcd(self) -> str:
+        client_port, peer_port = free_port(), free_port()
+        url, peer = f"http://127.0.0.1:{client_port}", f"http://127.0.0.1:{peer_port}"
+        etcd = await self._launch(
+            "etcd",
+            [
+                self.binaries["etcd"],
+                "--name=devcluster",
+                f"--data-dir={self.data_dir / 'etcd'}",
+                f"--listen-client-urls={url}",
+                f"--advertise-client-urls={url}",
+                f"--listen-peer-urls={peer}",
+                f"--initial-advertise-peer-urls={peer}",
+                f"--initial-cluster=devcluster={peer}",
+                # A throwaway store: durability costs start-up time and buys nothing.
+                "--unsafe-no-fsync",
+                "--log-level=warn",
+            ],
+        )
+
+        async def healthy() -> bool:
+            async with aiohttp.ClientSession() as session, session.get(f"{url}/health") as answer:
+                return answer.status == 200 and '"true"' in await answer.text()
+
+        await self._wait(etcd, ETCD_READY_S, "to become healthy", healthy)
+        return url
+
+    def _apiserver_args(self, pki: certs.Pki, etcd_url: str, port: int) -> list[str | Path]:
+        return [
+            self.binaries["kube-apiserver"],
+            f"--etcd-servers={etcd_url}",
+            "--bind-address=127.0.0.1",
+            "--advertise-address=127.0.0.1",
+            f"--secure-port={port}",
+            f"--cert-dir={self.data_dir / 'apiserver'}",
+            f"--tls-cert-file={pki.serving.cert}",
+            f"--tls-private-key-file={pki.serving.key}",
+            f"--client-ca-file={pki.ca.cert}",
+            "--authorization-mode=Node,RBAC",
+            # 1.35's defaults already include ServiceAccount, MutatingAdmissionWebhook and
+            # ValidatingAdmissionWebhook; NodeRestriction is what kubeadm adds.
+            "--enable-admission-plugins=NodeRestriction",
+            f"--service-account-issuer={ISSUER}",
+            f"--service-account-key-file={pki.service_account_pub}",
+            f"--service-account-signing-key-file={pki.service_account_key}",
+            f"--service-cluster-ip-range={SERVICE_CIDR}",
+            "--allow-privileged=true",
+            "--profiling=false",
+            # The `kubernetes` Service would get 127.0.0.1 as its endpoint, which Endpoints
+            # validation refuses (loopback) every 10 s; nothing in-cluster calls it anyway.
+            "--endpoint-reconciler-type=none",
+        ]
+
+    def _component_args(self, name: str, config: Path, pki: certs.Pki) -> list[str | Path]:
+        common: list[str | Path] = [
+            self.binaries[name],
+            f"--kubeconfig={config}",
+            "--leader-elect=false",
+            "--bind-address=127.0.0.1",
+            # No health or metrics endpoint: nothing here reads them, and no port to pick.
+            "--secure-port=0",
+        ]
+        if name == "kube-scheduler":
+            return common
+        return [
+            *common,
+            f"--service-account-private-key-file={pki.service_account_key}",
+            f"--root-ca-file={pki.ca.cert}",
+            "--use-service-account-credentials=true",
+            "--controllers=*",
+            f"--cluster-signing-cert-file={pki.ca.cert}",
+            f"--cluster-signing-key-file={pki.ca.key}",
+        ]
+
+    async def _launch(self, name: str, argv: list[str | Path]) -> Component:
+        component = await start(name, argv, self.data_dir / f"{name}.log")
+        self.components.append(component)
+        return component
+
+    async def _readyz(self) -> bool:
+        assert self.client is not None
+        try:
+            await self.client.request("GET", "/readyz", timeout_s=5)
+        except ApiError:
+            return False
+        return True
+
+    async def _cluster_ready(self) -> bool:
+        """Every node Ready and untainted (the controller manager lifts the not-ready
+        taint a new Node gets), and the `default` ServiceAccount made, so pods can be
+        created and scheduled as soon as the kubeconfig appears."""
+        assert self.client is not None
+        listed = await self.client.get("/api/v1/nodes")
+        ready = [
+            n
+            for n in listed.get("items") or []
+            if any(
+                c["type"] == "Ready" and c["status"] == "True"
+                for c in (n.get("status") or {}).get("conditions") or []
+            )
+            and not any(
+                t.get("key") == "node.kubernetes.io/not-ready"
+                for t in (n.get("spec") or {}).get("taints") or []
+            )
+        ]
+        if len(ready) < self.options.nodes:
+            return False
+        try:
+            await self.client.get("/api/v1/namespaces/default/serviceaccounts/default")
+        except ApiError:
+            return False
+        return True
+
+    async def _wait(
+        self,
+        component: Component | None,
+        bound_s: float,
+        what: str,
+        check: Callable[[], Awaitable[bool]],
+    ) -> None:
+        """Poll `check` until true; ComponentError if `bound_s` passes or any component (or
+        the node agent) exits first."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + bound_s
+        name = component.name if component else "the cluster"
+        while True:
+            for started in self.components:
+                if not started.running:
+                    raise ComponentError(
+                        f"{started.name} exited with code {started.process.returncode}",
+                        started.log_tail(),
+                    )
+            if self._agent_task is not None and self._agent_task.done():
+                error = self._agent_task.exception()
+                raise ComponentError(f"the node agent stopped: {error}")
+            with contextlib.suppress(aiohttp.ClientError, ApiError, OSError, TimeoutError):
+                if await check():
+                    return
+            if loop.time() > deadline:
+                tail = component.log_tail() if component else ""
+                raise ComponentError(f"{name} did not manage {what} within {bound_s:.0f} s", tail)
+            await asyncio.sleep(_POLL_S)
+
+    async def wait_exit(self) -> ComponentError:
+        """Block until a component exits, or the node agent stops, on its own; what
+        happened, as the error to report."""
+        assert self._agent_task is not None
+        waits: dict[asyncio.Future[Any], Component | None] = {
+            asyncio.ensure_future(c.process.wait()): c for c in self.components
+        }
+        waits[self._agent_task] = None
+        done, pending = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        for future in pending:
+            if future is not self._agent_task:
+                future.cancel()
+        finished = next(iter(done))
+        component = waits[finished]
+        if component is None:
+            error = None if finished.cancelled() else finished.exception()
+            return ComponentError(f"the node agent stopped: {error!r}")
+        return ComponentError(
+            f"{component.name} exited with code {component.process.returncode}",
+            component.log_tail(),
+        )
+
+    async def stop(self) -> None:
+        """Stop the agent and every component (the scheduler and controller manager
+        first, etcd last), then delete the data dir."""
+        if self._agent_task is not None:
+            self._agent_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._agent_task
+        if self.client is not None:
+            await self.client.close()
+        for component in reversed(self.components):
+            await component.stop()
+        shutil.rmtree(self.data_dir, ignore_errors=True)

@@ -1,0 +1,355 @@
+"""The status a node's kubelet reports for a pod: pure functions of (pod, node, the other
+pods on the node, what the node remembers, now).
+
+The same semantics as kubesim's kubelet (kubesim/kubelet.py), plus sidecars (init
+containers with restartPolicy Always, which run and resize like app containers) and the
+`sim.kerf.dev/*` fault annotations, which stand in for kubesim's test hooks:
+
+- `sim.kerf.dev/oom-kill=<container>`: that container is OOM-killed once for each new value
+  (`<container>/2`, `/3` kill it again): restartCount + 1, lastState.terminated
+  `OOMKilled` exit 137, restarted at once.
+- `sim.kerf.dev/crash-loop=<container>[,<container>]`: fails (lastState.terminated `Error`
+  exit 1) and waits in `CrashLoopBackOff`, failing again after each back-off (10 s doubling,
+  at most 5 min), until the annotation is removed; then it runs again.
+- `sim.kerf.dev/unready=<container>[,<container>]`: its readiness probe fails.
+- `sim.kerf.dev/resize=Deferred|Infeasible`: the node answers the pod's resizes so while the
+  annotation is there.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from fractions import Fraction
+from typing import Any
+
+from devcluster.fit import RESIZABLE, is_sidecar, resize_verdict
+from kubesim.clock import parse_rfc3339, rfc3339
+from kubesim.conditions import drop_condition, get_condition, set_condition
+from kubesim.quantity import parse
+
+Obj = dict[str, Any]
+
+OOM_KILL = "sim.kerf.dev/oom-kill"
+CRASH_LOOP = "sim.kerf.dev/crash-loop"
+UNREADY = "sim.kerf.dev/unready"
+RESIZE = "sim.kerf.dev/resize"
+_FORCED = {
+    "Deferred": "Node didn't have enough resource: the resize waits (annotation sim.kerf.dev/resize=Deferred)",
+    "Infeasible": "Node didn't have enough capacity: the resize can never fit (annotation sim.kerf.dev/resize=Infeasible)",
+}
+BACKOFF_BASE_S = 10
+BACKOFF_CAP_S = 300
+
+
+@dataclass
+class PodMemory:
+    """What a node keeps about a pod outside its status."""
+
+    #: The oom-kill annotation value already acted on (None: none, or it was removed).
+    oom_handled: str | None = None
+    #: Consecutive crash-loop failures per container, for the back-off.
+    crash_failures: dict[str, int] = field(default_factory=dict)
+
+
+def _digest(*parts: str) -> str:
+    return hashlib.sha256("/".join(parts).encode()).hexdigest()
+
+
+def backoff_s(failures: int) -> int:
+    """The kubelet's crash back-off after `failures` consecutive failures."""
+    return int(min(BACKOFF_BASE_S * 2 ** max(failures - 1, 0), BACKOFF_CAP_S))
+
+
+def applied_resources(container: Obj) -> Obj:
+    """The cpu and memory requests and limits a container runs with once actuated."""
+    res = container.get("resources") or {}
+    out = {}
+    for section in ("requests", "limits"):
+        values = {k: v for k, v in (res.get(section) or {}).items() if k in RESIZABLE}
+        if values:
+            out[section] = dict(values)
+    return out
+
+
+def _numbers(values: Obj | None) -> dict[str, Fraction]:
+    return {k: parse(v) for k, v in (values or {}).items()}
+
+
+def _resize_pending(container: Obj, entry: Obj) -> bool:
+    """The spec asks for other resources than the node allocated or runs (compared as
+    numbers: `1000m` is `1`)."""
+    requests = (container.get("resources") or {}).get("requests")
+    if _numbers(requests) != _numbers(entry.get("allocatedResources")):
+        return True
+    wanted, running = applied_resources(container), entry.get("resources") or {}
+    return any(_numbers(wanted.get(s)) != _numbers(running.get(s)) for s in ("requests", "limits"))
+
+
+def _new_entry(container: Obj, uid: str, stamp: str, runs: bool) -> Obj:
+    image = str(container.get("image", ""))
+    entry: Obj = {
+        "name": container["name"],
+        "image": image,
+        "imageID": f"docker.io/library/{image}@sha256:{_digest(image)}",
+        "containerID": f"containerd://{_digest(uid, container['name'], '0')}",
+        "restartCount": 0,
+        "allocatedResources": dict((container.get("resources") or {}).get("requests") or {}),
+        "resources": applied_resources(container),
+    }
+    if runs:
+        entry.update(started=True, ready=True, state={"running": {"startedAt": stamp}})
+    else:
+        # A regular init container: it ran to completion before the app started.
+        entry.update(
+            started=False,
+            ready=False,
+            state={
+                "terminated": {
+                    "exitCode": 0,
+                    "reason": "Completed",
+                    "startedAt": stamp,
+                    "finishedAt": stamp,
+                    "containerID": entry["containerID"],
+                }
+            },
+        )
+    return entry
+
+
+def _restart(entry: Obj, uid: str, stamp: str, reason: str, exit_code: int) -> None:
+    """The container ended (`reason`, `exit_code`) and a new one started."""
+    started = (entry.get("state") or {}).get("running", {}).get("startedAt", stamp)
+    entry["lastState"] = {
+        "terminated": {
+            "exitCode": exit_code,
+            "reason": reason,
+            "startedAt": started,
+            "finishedAt": stamp,
+            "containerID": entry.get("containerID", ""),
+        }
+    }
+    entry["restartCount"] = int(entry.get("restartCount", 0)) + 1
+    entry["containerID"] = f"containerd://{_digest(uid, entry['name'], str(entry['restartCount']))}"
+    entry["state"] = {"running": {"startedAt": stamp}}
+    entry["started"] = True
+
+
+def _needs_restart(container: Obj, before: Obj, after: Obj) -> bool:
+    policies = {
+        p.get("resourceName"): p.get("restartPolicy") for p in container.get("resizePolicy") or []
+    }
+    for resource in RESIZABLE:
+        changed = any(
+            (before.get(s) or {}).get(resource) != (after.get(s) or {}).get(resource)
+            for s in ("requests", "limits")
+        )
+        if changed and policies.get(resource) == "RestartContainer":
+            return True
+    return False
+
+
+def _resize(
+    pod: Obj,
+    node: Obj,
+    others: list[Obj],
+    running: list[tuple[Obj, Obj]],
+    status: Obj,
+    stamp: str,
+    generation: int,
+) -> None:
+    """Act out a pending in-place resize: applied in one step when it fits (a container
+    whose resizePolicy says RestartContainer for a changed resource restarts), else
+    PodResizePending Deferred or Infeasible."""
+    drop_condition(status, "PodResizeInProgress")
+    pending = [(c, e) for c, e in running if _resize_pending(c, e)]
+    if not pending:
+        drop_condition(status, "PodResizePending")
+        return
+    forced = ((pod["metadata"].get("annotations") or {}).get(RESIZE) or "").strip()
+    verdict = (forced, _FORCED[forced]) if forced in _FORCED else None
+    verdict = verdict or resize_verdict(pod, node, others)
+    if verdict is not None:
+        reason, message = verdict
+        set_condition(
+            status,
+            "PodResizePending",
+            "True",
+            stamp,
+            reason,
+            message,
+            probe=True,
+            observedGeneration=generation,
+        )
+        return
+    drop_condition(status, "PodResizePending")
+    uid = pod["metadata"]["uid"]
+    for container, entry in pending:
+        wanted = applied_resources(container)
+        if _needs_restart(container, entry.get("resources") or {}, wanted):
+            _restart(entry, uid, stamp, "Completed", 0)
+        entry["resources"] = wanted
+        entry["allocatedResources"] = dict((container.get("resources") or {}).get("requests") or {})
+
+
+def _names(value: str | None) -> set[str]:
+    return {n.strip() for n in (value or "").split(",") if n.strip()}
+
+
+def _faults(pod: Obj, running: dict[str, Obj], memory: PodMemory, now: datetime) -> set[str]:
+    """Act out the fault annotations on the running containers; the names of those that
+    are not ready."""
+    meta = pod["metadata"]
+    annotations = meta.get("annotations") or {}
+    uid, stamp = meta["uid"], rfc3339(now)
+    oom = annotations.get(OOM_KILL)
+    if oom and oom != memory.oom_handled:
+        entry = running.get(oom.split("/", 1)[0].strip())
+        if entry is not None and "running" in (entry.get("state") or {}):
+            _restart(entry, uid, stamp, "OOMKilled", 137)
+    memory.oom_handled = oom or None
+    crashing = _names(annotations.get(CRASH_LOOP)) & set(running)
+    for name, entry in running.items():
+        if name in crashing:
+            _crash_loop(pod, entry, memory, now)
+        elif memory.crash_failures.pop(name, None) is not None or "waiting" in entry["state"]:
+            entry["state"] = {"running": {"startedAt": stamp}}
+            entry["started"] = True
+    return crashing | (_names(annotations.get(UNREADY)) & set(running))
+
+
+def _crash_loop(pod: Obj, entry: Obj, memory: PodMemory, now: datetime) -> None:
+    """Fail now if running, or again once the back-off since the last failure is over."""
+    name, stamp = entry["name"], rfc3339(now)
+    failures = memory.crash_failures.get(name, 0)
+    if failures and "waiting" in entry["state"]:
+        last = (entry.get("lastState") or {}).get("terminated") or {}
+        finished = parse_rfc3339(last.get("finishedAt") or stamp)
+        if now < finished + timedelta(seconds=backoff_s(failures)):
+            return
+    meta = pod["metadata"]
+    _restart(entry, meta["uid"], stamp, "Error", 1)
+    failures += 1
+    memory.crash_failures[name] = failures
+    entry["started"] = False
+    entry["state"] = {
+        "waiting": {
+            "reason": "CrashLoopBackOff",
+            "message": f"back-off {backoff_s(failures)}s restarting failed container={name} "
+            f"pod={meta['name']}_{meta['namespace']}({meta['uid']})",
+        }
+    }
+
+
+def _terminated(status: Obj, stamp: str, generation: int) -> Obj:
+    """Every container stopped (graceful termination acted out): the pod is Succeeded."""
+    for key in ("initContainerStatuses", "containerStatuses"):
+        for entry in status.get(key) or []:
+            state = entry.get("state") or {}
+            if "terminated" not in state:
+                entry["state"] = {
+                    "terminated": {
+                        "exitCode": 0,
+                        "reason": "Completed",
+                        "startedAt": state.get("running", {}).get("startedAt", stamp),
+                        "finishedAt": stamp,
+                        "containerID": entry.get("containerID", ""),
+                    }
+                }
+            entry["ready"] = False
+            entry["started"] = False
+    status["phase"] = "Succeeded"
+    for ctype in ("Ready", "ContainersReady", "PodReadyToStartContainers"):
+        set_condition(
+            status,
+            ctype,
+            "False",
+            stamp,
+            "PodCompleted" if ctype != "PodReadyToStartContainers" else "",
+            probe=True,
+            observedGeneration=generation,
+        )
+    status["observedGeneration"] = generation
+    return status
+
+
+def desired_status(
+    pod: Obj, node: Obj, others: list[Obj], memory: PodMemory, now: datetime, pod_ip: str
+) -> tuple[Obj, PodMemory]:
+    """The status the node reports for `pod` now, and what it remembers about it after.
+
+    `others` are the other pods on the node (their allocated requests decide whether a
+    resize fits); `pod_ip` is the address the node gives the pod if it has none yet.
+    """
+    memory = copy.deepcopy(memory)
+    status = copy.deepcopy(pod.get("status") or {})
+    meta, spec = pod["metadata"], pod["spec"]
+    generation = int(meta.get("generation", 1))
+    stamp = rfc3339(now)
+    if meta.get("deletionTimestamp"):
+        return _terminated(status, stamp, generation), memory
+    uid = meta["uid"]
+    status["phase"] = "Running"
+    status.setdefault("startTime", stamp)
+    host_ip = next(
+        (
+            a["address"]
+            for a in (node.get("status") or {}).get("addresses") or []
+            if a.get("type") == "InternalIP"
+        ),
+        "10.0.0.1",
+    )
+    status["hostIP"], status["hostIPs"] = host_ip, [{"ip": host_ip}]
+    status.setdefault("podIP", pod_ip)
+    status["podIPs"] = [{"ip": status["podIP"]}]
+
+    known = {
+        s["name"]: s
+        for key in ("initContainerStatuses", "containerStatuses")
+        for s in status.get(key) or []
+    }
+    running: list[tuple[Obj, Obj]] = []
+    lists: dict[str, list[Obj]] = {}
+    for key, spec_key in (
+        ("initContainerStatuses", "initContainers"),
+        ("containerStatuses", "containers"),
+    ):
+        entries = []
+        for container in spec.get(spec_key) or []:
+            runs = spec_key == "containers" or is_sidecar(container)
+            entry = known.get(container["name"]) or _new_entry(container, uid, stamp, runs)
+            entry["image"] = container.get("image", "")
+            entries.append(entry)
+            if runs:
+                running.append((container, entry))
+        lists[key] = entries
+    if lists["initContainerStatuses"]:
+        status["initContainerStatuses"] = lists["initContainerStatuses"]
+    else:
+        status.pop("initContainerStatuses", None)
+    status["containerStatuses"] = lists["containerStatuses"]
+
+    _resize(pod, node, others, running, status, stamp, generation)
+    unready = _faults(pod, {e["name"]: e for _, e in running}, memory, now)
+    for _, entry in running:
+        entry["ready"] = entry["name"] not in unready and "running" in entry["state"]
+    not_ready = [e["name"] for _, e in running if not e["ready"]]
+    message = f"containers with unready status: [{' '.join(not_ready)}]" if not_ready else ""
+    for ctype in ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady"):
+        ok = ctype in ("PodReadyToStartContainers", "Initialized") or not not_ready
+        set_condition(
+            status,
+            ctype,
+            "True" if ok else "False",
+            stamp,
+            "" if ok else "ContainersNotReady",
+            "" if ok else message,
+            probe=True,
+            observedGeneration=generation,
+        )
+    if get_condition(status, "PodScheduled") is None:
+        set_condition(status, "PodScheduled", "True", stamp, probe=True)
+    status["observedGeneration"] = generation
+    return status, memory
