@@ -23,7 +23,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from app.annotations import MIRROR_POD
-from app.workloads import JAVA_OPTION_VARS, WORKLOAD_KINDS
+from app.workloads import JAVA_OPTION_VARS, WORKLOAD_KINDS, is_sidecar
 
 _INTERN = sys.intern
 
@@ -184,7 +184,11 @@ def pod(obj: Mapping[str, Any]) -> dict[str, Any]:
 
 def _template(template: Mapping[str, Any]) -> dict[str, Any]:
     spec = template.get("spec") or {}
-    return {"spec": {"containers": [container(c) for c in spec.get("containers") or ()]}}
+    kept = {"containers": [container(c) for c in spec.get("containers") or ()]}
+    sidecars = [container(c) for c in spec.get("initContainers") or () if is_sidecar(c)]
+    if sidecars:
+        kept["initContainers"] = sidecars
+    return {"spec": kept}
 
 
 def workload(obj: Mapping[str, Any]) -> dict[str, Any]:

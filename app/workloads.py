@@ -101,8 +101,8 @@ class Workload:
             replicas = None
         template_spec = pod_template(obj).get("spec") or {}
         containers = {
-            c["name"]: container_resources(c, owned=owned)
-            for c in template_spec.get("containers") or []
+            name: container_resources(c, owned=owned)
+            for name, c in target_containers({"spec": template_spec}).items()
         }
         labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
         return cls(
@@ -117,6 +117,12 @@ class Workload:
         )
 
 
+def is_sidecar(container: Mapping[str, Any]) -> bool:
+    """An init container that keeps running beside the app (`restartPolicy: Always`):
+    kerf sizes it like an app container, and Kubernetes resizes it in place."""
+    return container.get("restartPolicy") == "Always"
+
+
 def target_statuses(pod: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
     """The kubelet's statuses of the containers kerf sizes: `containerStatuses`, and the
     sidecars' entries of `initContainerStatuses` (a sidecar reports there)."""
@@ -127,7 +133,7 @@ def target_statuses(pod: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
         sidecars = {
             c.get("name")
             for c in (pod.get("spec") or {}).get("initContainers") or ()
-            if c.get("restartPolicy") == "Always"
+            if is_sidecar(c)
         }
         yield from (s for s in init if s.get("name") in sidecars)
 
@@ -148,7 +154,7 @@ def target_containers(pod: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
     spec = pod.get("spec") or {}
     found = {c["name"]: c for c in spec.get("containers") or [] if "name" in c}
     for init in spec.get("initContainers") or []:
-        if init.get("restartPolicy") == "Always" and "name" in init:
+        if is_sidecar(init) and "name" in init:
             found[init["name"]] = init
     return found
 

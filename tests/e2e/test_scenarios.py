@@ -1,0 +1,210 @@
+"""kerf's main jobs end to end, on the selected backend (kubesim in `make test`, the real
+control plane in `make e2e`): pods sized at admission by the real API server calling the
+webhook, running pods resized in place, fallbacks to eviction, blocked changes, a steady
+cluster that writes nothing."""
+
+from __future__ import annotations
+
+import json
+
+from tests.e2e.kerf import Kerf, wait_until
+from tests.e2e.scenario import (
+    FAULT,
+    Namespace,
+    container,
+    deployment,
+    make_namespace,
+    requests,
+    running_requests,
+    static_policy,
+    uids,
+)
+
+TARGET = {"cpu": "250m", "memory": "256Mi"}
+SIZED = {"requests": TARGET}
+
+
+def published(ns: Namespace, name: str = "web") -> bool:
+    """The reconciler has published a policy's values on the Deployment (so the webhook,
+    which watches the same policies, has them too)."""
+    annotations = ns.get("deployment", name)["metadata"].get("annotations") or {}
+    return any(k.endswith("rightsizing.kubex.ai/desired-resource-requests") for k in annotations)
+
+
+def test_admission_sizes_a_deployments_pods(ns: Namespace) -> None:
+    ns.apply(deployment(replicas=0))
+    ns.apply(static_policy({"app": SIZED}))
+    wait_until(lambda: published(ns), "the policy's values published on the Deployment")
+    ns.kerf.kubectl("-n", ns.name, "scale", "deployment/web", "--replicas=2")
+
+    def sized() -> list[dict] | None:
+        pods = ns.pods("web")
+        return pods if len(pods) == 2 and all(requests(p) == TARGET for p in pods) else None
+
+    pods = wait_until(sized, "both pods created with the policy's requests")
+    info = pods[0]["metadata"]["annotations"]["automation-webhook.kubex.ai/pod-rightsizing-info"]
+    assert json.loads(info)["containers"]["app"]["requests"] == TARGET
+
+
+def _resized_in_place(ns: Namespace, names: list[str], app: str = "web") -> None:
+    before = uids(ns.running(app, 2))
+
+    def done() -> bool:
+        pods = ns.pods(app)
+        return (
+            uids(pods) == before
+            and all(requests(p, n) == TARGET for p in pods for n in names)
+            and all(running_requests(p, n) == TARGET for p in pods for n in names)
+        )
+
+    wait_until(done, f"{', '.join(names)} resized in place on both pods")
+    wait_until(lambda: ns.status().get("phase") == "Applied", "the record to say Applied")
+    assert ns.status()["lastApplied"]["method"] == "inPlace"
+
+
+def test_an_in_place_resize_of_a_single_container(ns: Namespace) -> None:
+    ns.apply(deployment())
+    ns.running("web", 2)
+    ns.apply(static_policy({"app": SIZED}))
+    _resized_in_place(ns, ["app"])
+    wait_until(lambda: len(ns.events("Resized")) == 1, "one Resized event")
+
+
+def test_an_in_place_resize_of_two_containers(ns: Namespace) -> None:
+    ns.apply(deployment(containers=[container("app"), container("worker")]))
+    ns.running("web", 2)
+    ns.apply(static_policy({"app": SIZED, "worker": SIZED}))
+    _resized_in_place(ns, ["app", "worker"])
+
+
+def test_an_in_place_resize_of_a_sidecar(ns: Namespace) -> None:
+    sidecar = container("proxy", restartPolicy="Always")
+    ns.apply(deployment(init_containers=[sidecar]))
+    ns.running("web", 2)
+    ns.apply(static_policy({"app": SIZED, "proxy": SIZED}))
+    _resized_in_place(ns, ["app", "proxy"])
+
+
+def _evicted_and_replaced(ns: Namespace, before: set[str]) -> None:
+    def replaced() -> bool:
+        pods = ns.pods("web")
+        return len(pods) == 1 and not uids(pods) & before and requests(pods[0]) == TARGET
+
+    wait_until(replaced, "the pod evicted and its replacement sized at admission")
+
+
+def test_a_deferred_resize_falls_back_to_eviction_after_fallback_after(kerf: Kerf) -> None:
+    ns = make_namespace(kerf, "e2e-deferred")
+    ns.apply(deployment(replicas=1))
+    (pod,) = ns.running("web", 1)
+    ns.annotate_pod(pod["metadata"]["name"], f"{FAULT}/resize", "Deferred")
+    guardrails = {"allowSingleReplicaDisruption": True, "apply": {"fallbackAfter": "5s"}}
+    ns.apply(static_policy({"app": SIZED}, guardrails=guardrails))
+
+    def deferred() -> bool:
+        conditions = (ns.pods("web") or [{}])[0].get("status", {}).get("conditions") or []
+        return any(
+            c["type"] == "PodResizePending" and c.get("reason") == "Deferred" for c in conditions
+        )
+
+    wait_until(deferred, "the node to defer the resize")
+    _evicted_and_replaced(ns, uids([pod]))
+    wait_until(lambda: ns.events("ResizeFallback"), "a ResizeFallback event")
+
+
+def test_an_infeasible_resize_falls_back_to_eviction(kerf: Kerf) -> None:
+    ns = make_namespace(kerf, "e2e-infeasible")
+    ns.apply(deployment(replicas=1))
+    (pod,) = ns.running("web", 1)
+    ns.annotate_pod(pod["metadata"]["name"], f"{FAULT}/resize", "Infeasible")
+    ns.apply(static_policy({"app": SIZED}, guardrails={"allowSingleReplicaDisruption": True}))
+    _evicted_and_replaced(ns, uids([pod]))
+
+
+def test_a_blocked_change_shows_its_reason_and_one_event(kerf: Kerf) -> None:
+    evict_only = {"inPlaceResize": {"enabled": False}, "podEviction": {"enabled": True}}
+    ns = make_namespace(kerf, "e2e-blocked", evict_only)
+    ns.apply(deployment(replicas=1))
+    (pod,) = ns.running("web", 1)
+    ns.apply(static_policy({"app": SIZED}))
+    wait_until(lambda: ns.status().get("reason") == "SingleReplicaUnsafe", "SingleReplicaUnsafe")
+    status = ns.status()
+    assert status["phase"] == "Blocked"
+    blocked = {c["type"]: c for c in status["conditions"]}["Blocked"]
+    assert blocked["status"] == "True" and blocked["reason"] == "SingleReplicaUnsafe"
+    # Later passes (a resync every 30 s) decide the same: still exactly one event.
+    passes = _unchanged_passes(kerf)
+    wait_until(lambda: _unchanged_passes(kerf) > passes, "a later pass over the workload")
+    events = ns.events("Blocked")
+    assert len(events) == 1 and "SingleReplicaUnsafe" in events[0]["note"]
+    assert uids(ns.pods("web")) == uids([pod])
+
+
+def _metric(text: str, name: str, **labels: str) -> float:
+    total = 0.0
+    for line in text.splitlines():
+        if not line.startswith(name + "{") and not line.startswith(name + " "):
+            continue
+        if all(f'{k}="{v}"' in line for k, v in labels.items()):
+            total += float(line.rsplit(" ", 1)[1])
+    return total
+
+
+def _unchanged_passes(kerf: Kerf) -> float:
+    return _metric(kerf.metrics(kerf.reconcilers[0]), "kerf_reconciler_unchanged_passes_total")
+
+
+def _writes(kerf: Kerf) -> float:
+    """The reconciler's writes but its leader Lease renewals."""
+    text = kerf.metrics(kerf.reconcilers[0])
+    name = "kerf_reconciler_api_requests_total"
+    verbs = ("create", "patch", "update", "delete")
+    every = sum(_metric(text, name, verb=verb) for verb in verbs)
+    return every - sum(_metric(text, name, verb=verb, resource="leases") for verb in verbs)
+
+
+def test_a_steady_cluster_makes_no_writes(ns: Namespace) -> None:
+    ns.apply(deployment())
+    ns.running("web", 2)
+    ns.apply(static_policy({"app": SIZED}))
+    _resized_in_place(ns, ["app"])
+    kerf = ns.kerf
+    # Converged: the next resync passes over every workload write nothing.
+    passes = _unchanged_passes(kerf)
+    wait_until(lambda: _unchanged_passes(kerf) > passes, "a resync pass")
+    writes = _writes(kerf)
+    passes = _unchanged_passes(kerf)
+    wait_until(lambda: _unchanged_passes(kerf) > passes, "another resync pass")
+    assert _writes(kerf) == writes
+
+
+def test_server_side_dry_run_admission_sizes_the_pod_and_creates_nothing(ns: Namespace) -> None:
+    ns.apply(deployment(replicas=1))
+    ns.running("web", 1)
+    ns.apply(static_policy({"app": SIZED}))
+    wait_until(lambda: published(ns), "the policy's values published on the Deployment")
+    (replicaset,) = ns.get("replicasets", "-l", "app=web")["items"]
+    owner = {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "name": replicaset["metadata"]["name"],
+        "uid": replicaset["metadata"]["uid"],
+        "controller": True,
+    }
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "dry-run",
+            "namespace": ns.name,
+            "labels": {"app": "web"},
+            "ownerReferences": [owner],
+        },
+        "spec": {"containers": [container("app")]},
+    }
+    answer = ns.kerf.kubectl(
+        "create", "--dry-run=server", "-o", "json", "-f", "-", stdin=json.dumps(pod)
+    )
+    assert requests(json.loads(answer)) == TARGET
+    names = [p["metadata"]["name"] for p in ns.get("pods")["items"]]
+    assert "dry-run" not in names
