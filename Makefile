@@ -10,7 +10,7 @@ VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
 # The image the manifests name (tests/test_image.py checks they agree).
 IMAGE ?= kerf:$(VERSION)
 
-.PHONY: install test lint fmt run demo explain crds reference image image-name bench bench-webhook bench-reconciler bench-startup certs tools cluster-tools clean
+.PHONY: install test e2e lint fmt run demo demo-real explain crds reference image image-name bench bench-webhook bench-reconciler bench-startup certs tools cluster-tools clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -31,8 +31,15 @@ tools: $(KUBECTL) $(KUBECTL_OLDEST)
 cluster-tools:
 	bash scripts/build-cluster-tools.sh
 
+# The whole suite on kubesim (the end-to-end scenarios included); the tests that need the
+# real control plane are `make e2e`'s.
 test: $(STAMP) $(KUBECTL) $(KUBECTL_OLDEST)
-	KUBECTL=$(CURDIR)/$(KUBECTL) KUBECTL_OLDEST=$(CURDIR)/$(KUBECTL_OLDEST) $(BIN)/python -m pytest
+	KUBECTL=$(CURDIR)/$(KUBECTL) KUBECTL_OLDEST=$(CURDIR)/$(KUBECTL_OLDEST) $(BIN)/python -m pytest -m "not e2e"
+
+# The end-to-end scenarios and the devcluster tests on the real control plane (kube-apiserver,
+# etcd, controller manager and scheduler 1.35 built by `make cluster-tools`).
+e2e: $(STAMP) $(KUBECTL) cluster-tools
+	KUBECTL=$(CURDIR)/$(KUBECTL) KERF_E2E_BACKEND=real $(BIN)/python -m pytest tests/e2e tests/devcluster tests/conformance
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

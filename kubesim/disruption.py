@@ -164,6 +164,14 @@ async def evict(
     )
     if budgets and not exempt:
         pdb = budgets[0]
+        observed = (pdb.get("status") or {}).get("observedGeneration")
+        if observed is None or observed < pdb["metadata"].get("generation", 1):
+            # As the real server: a budget the disruption controller has not processed
+            # since its last change protects every pod.
+            cause = f"The disruption budget {pdb['metadata']['name']} is still being processed by the server."
+            raise too_many_requests(
+                EVICTION_REFUSED, {"causes": [{"reason": "DisruptionBudget", "message": cause}]}
+            )
         status = compute_status(api, pdb)
         unhealthy_ok = not pods.is_ready(pod) and (
             (pdb.get("spec") or {}).get("unhealthyPodEvictionPolicy") == "AlwaysAllow"

@@ -15,7 +15,7 @@ from kubesim.apiserver import ApiServer
 
 Obj = dict[str, Any]
 NORMAL, WARNING = "Normal", "Warning"
-# The API refuses longer notes; the real recorders cut them the same way.
+# The API refuses longer notes (in UTF-8 bytes); the real recorders cut them the same way.
 _NOTE_LIMIT = 1024
 
 
@@ -68,7 +68,7 @@ class EventRecorder:
             "reportingInstance": instance or self.controller,
             "action": action,
             "reason": reason,
-            "note": note[:_NOTE_LIMIT],
+            "note": note.encode()[:_NOTE_LIMIT].decode(errors="ignore"),
             "type": event_type,
             "regarding": ref,
         }

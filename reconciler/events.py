@@ -34,6 +34,18 @@ def is_repeat(last_event: Mapping[str, Any] | None, key: Mapping[str, str]) -> b
     return last_event is not None and dict(last_event) == dict(key)
 
 
+#: The API refuses an events.k8s.io/v1 note longer than this, counted in bytes (UTF-8).
+NOTE_LIMIT_BYTES = 1024
+
+
+def note_within(note: str, limit: int = NOTE_LIMIT_BYTES) -> str:
+    """`note` cut to at most `limit` UTF-8 bytes, never inside a character."""
+    encoded = note.encode()
+    if len(encoded) <= limit:
+        return note
+    return encoded[:limit].decode(errors="ignore")
+
+
 def event_body(
     ref: WorkloadRef,
     api_version: str,
@@ -65,6 +77,6 @@ def event_body(
         "action": action,
         "reason": reason,
         "regarding": regarding,
-        "note": note[:1024],
+        "note": note_within(note),
         "type": "Warning" if warning else "Normal",
     }

@@ -189,6 +189,33 @@ async def test_eviction_honours_pdb(sim, api: client.ApiClient, core: client.Cor
     await core.read_namespaced_pod("p1", "default")
 
 
+async def test_a_budget_not_processed_since_its_change_refuses_every_eviction(
+    sim, api: client.ApiClient, core: client.CoreV1Api
+) -> None:
+    """As the real server: while the disruption controller has not caught up with a PDB's
+    generation, it protects every pod (429 with "still being processed")."""
+    await _running_pods(sim, core, 2)
+    policy = client.PolicyV1Api(api)
+    body = {
+        "metadata": {"name": "web"},
+        "spec": {"maxUnavailable": 2, "selector": {"matchLabels": {"app": "web"}}},
+    }
+    sim.auto_settle = False
+    await policy.create_namespaced_pod_disruption_budget("default", body)
+    eviction = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "p0"}}
+    with pytest.raises(ApiException) as err:
+        await core.create_namespaced_pod_eviction("p0", "default", eviction)
+    assert err.value.status == 429
+    assert json.loads(err.value.body)["details"]["causes"] == [
+        {
+            "reason": "DisruptionBudget",
+            "message": "The disruption budget web is still being processed by the server.",
+        }
+    ]
+    await sim.settle()  # the controller catches up: now the budget allows it
+    await core.create_namespaced_pod_eviction("p0", "default", eviction)
+
+
 async def test_eviction_without_pdb_and_pending_pods(
     sim, core: client.CoreV1Api, api: client.ApiClient
 ) -> None:

@@ -12,7 +12,7 @@ import pytest
 from app.annotations import ARGS_KEY, ROLLBACK_STATE, fixed_key
 from app.models import parse_object
 from app.owners import WorkloadRef
-from reconciler.events import dedup_key, event_body, is_repeat
+from reconciler.events import dedup_key, event_body, is_repeat, note_within
 from reconciler.metrics import reconciler_metrics
 from reconciler.podstate import resize_progress, resources_running
 from reconciler.publish import annotation_patch
@@ -326,3 +326,10 @@ async def test_refused_evictions_of_a_pod_back_off_exponentially_to_a_cap() -> N
     done = _Pass()
     await reconciler._evict(other, None, datetime.now(UTC), done)
     assert done.requeue == 10.0  # another pod starts over
+
+
+def test_an_event_note_is_cut_to_1024_bytes_never_inside_a_character() -> None:
+    assert note_within("a" * 1024) == "a" * 1024
+    cut = note_within("é" * 600)  # 1,200 bytes: two bytes a character
+    assert len(cut.encode()) <= 1024 and cut == "é" * 512
+    assert len(note_within("x" + "é" * 600).encode()) == 1023  # the half character is dropped

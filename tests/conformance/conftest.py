@@ -1,0 +1,45 @@
+"""The conformance suite's backend: kubesim in `make test`, the real control plane in
+`make e2e` (`KERF_E2E_BACKEND`). Every test here passes on both: each one pins a behaviour
+of the real API server that kerf relies on and kubesim reproduces."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+
+import pytest
+
+from tests.e2e.backends import Backend, real_available, running_backend, selected
+from tests.e2e.kerf import Kubectl
+
+_NAMES = itertools.count(1)
+
+
+@pytest.fixture(scope="session")
+def backend(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Backend]:
+    """The selected backend, for the session."""
+    kind = selected()
+    if kind == "real" and not real_available():
+        pytest.skip("the real control plane is not built: run make cluster-tools")
+    with running_backend(kind, tmp_path_factory.mktemp(f"conformance-{kind}")) as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def kubectl(backend: Backend) -> Kubectl:
+    """kubectl as the cluster's admin, in a fresh namespace (`kubectl.namespace`)."""
+    admin = Kubectl(backend.kubeconfig)
+    name = f"conformance-{next(_NAMES)}"
+    admin("create", "namespace", name)
+    return NamespacedKubectl(backend.kubeconfig, name)
+
+
+class NamespacedKubectl(Kubectl):
+    """kubectl with `-n NAMESPACE` on every call."""
+
+    def __init__(self, kubeconfig: object, namespace: str) -> None:
+        super().__init__(kubeconfig)  # type: ignore[arg-type]
+        self.namespace = namespace
+
+    def __call__(self, *args: str, stdin: str | None = None, check: bool = True) -> str:
+        return super().__call__("-n", self.namespace, *args, stdin=stdin, check=check)

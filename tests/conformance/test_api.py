@@ -1,0 +1,104 @@
+"""Behaviours of the real kube-apiserver 1.35 that kerf depends on, checked on both
+backends (kubesim must agree with the real server; docs/kubesim.md lists what it does not
+model)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tests.conformance.conftest import NamespacedKubectl
+from tests.e2e.kerf import wait_until
+
+
+def pod(name: str, *, sidecar: bool = False, guaranteed: bool = False) -> dict[str, Any]:
+    resources: dict[str, Any] = {"requests": {"cpu": "100m", "memory": "128Mi"}}
+    if guaranteed:
+        resources["limits"] = {"cpu": "100m", "memory": "128Mi"}
+    spec: dict[str, Any] = {
+        "containers": [{"name": "app", "image": "web:1", "resources": resources}]
+    }
+    if sidecar:
+        spec["initContainers"] = [
+            {"name": "proxy", "image": "envoy:1", "restartPolicy": "Always", "resources": resources}
+        ]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec}
+
+
+def running(kubectl: NamespacedKubectl, body: dict[str, Any]) -> dict[str, Any]:
+    kubectl("create", "-f", "-", stdin=json.dumps(body))
+    name = body["metadata"]["name"]
+
+    def ready() -> dict[str, Any] | None:
+        found = json.loads(kubectl("get", "pod", name, "-o", "json"))
+        return found if (found.get("status") or {}).get("phase") == "Running" else None
+
+    return wait_until(ready, f"pod {name} running")
+
+
+def resize(kubectl: NamespacedKubectl, name: str, patch: dict[str, Any]) -> str:
+    """`kubectl patch --subresource resize` (strategic merge); its output or its error."""
+    return kubectl(
+        "patch",
+        "pod",
+        name,
+        "--subresource",
+        "resize",
+        "--type",
+        "strategic",
+        "-p",
+        json.dumps(patch),
+        check=False,
+    )
+
+
+def test_a_resize_that_changes_the_qos_class_is_refused(kubectl: NamespacedKubectl) -> None:
+    running(kubectl, pod("qos", guaranteed=True))
+    out = resize(
+        kubectl,
+        "qos",
+        {"spec": {"containers": [{"name": "app", "resources": {"requests": {"cpu": "50m"}}}]}},
+    )
+    assert "Pod QOS Class may not change as a result of resizing" in out
+
+
+def test_a_resize_may_not_remove_a_request(kubectl: NamespacedKubectl) -> None:
+    running(kubectl, pod("removal"))
+    patch = {"spec": {"containers": [{"name": "app", "resources": {"requests": {"cpu": None}}}]}}
+    assert "resource requests cannot be removed" in resize(kubectl, "removal", patch)
+
+
+def test_an_event_note_over_1024_bytes_is_refused(kubectl: NamespacedKubectl) -> None:
+    def event(name: str, note: str) -> str:
+        body = {
+            "apiVersion": "events.k8s.io/v1",
+            "kind": "Event",
+            "metadata": {"name": name},
+            "eventTime": "2026-12-01T10:00:00.000000Z",
+            "reportingController": "kerf.dev/conformance",
+            "reportingInstance": "test",
+            "action": "Resize",
+            "reason": "Resized",
+            "type": "Normal",
+            "regarding": {
+                "kind": "Pod",
+                "name": "p",
+                "namespace": kubectl.namespace,
+                "apiVersion": "v1",
+            },
+            "note": note,
+        }
+        return kubectl("create", "-f", "-", stdin=json.dumps(body), check=False)
+
+    assert "created" in event("fits", "a" * 1024)
+    assert "can have at most 1024 characters" in event("too-long", "a" * 1025)
+    # Counted in bytes: 600 two-byte characters are 1,200 bytes.
+    assert "can have at most 1024 characters" in event("wide", "é" * 600)
+
+
+def test_a_server_side_dry_run_create_stores_nothing(kubectl: NamespacedKubectl) -> None:
+    out = kubectl(
+        "create", "--dry-run=server", "-o", "json", "-f", "-", stdin=json.dumps(pod("dry"))
+    )
+    assert json.loads(out)["metadata"]["name"] == "dry"
+    assert "dry" not in kubectl("get", "pods", "-o", "name")
