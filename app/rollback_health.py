@@ -96,15 +96,22 @@ def is_live(pod: Mapping[str, Any]) -> bool:
     return not (status.get("phase") == "Failed" and status.get("reason") == "Evicted")
 
 
+def at_api_precision(moment: datetime) -> datetime:
+    """`moment` as the API writes container and pod times: whole seconds (`finishedAt`,
+    `startedAt` and `creationTimestamp` have no fraction)."""
+    return moment.replace(microsecond=0)
+
+
 def _terminated_since(entry: Mapping[str, Any], since: datetime | None) -> bool:
-    """Whether the container's last termination happened at or after `since` (its restart
-    count is evidence about the monitored change only then)."""
+    """Whether the container's last termination happened at or after `since`, compared at
+    the API's one-second precision (a kill in the very second the window opened counts;
+    its restart count is evidence about the monitored change only then)."""
     if since is None:
         return True
     finished = parse_time(
         ((entry.get("lastState") or {}).get("terminated") or {}).get("finishedAt")
     )
-    return finished is not None and finished >= since
+    return finished is not None and finished >= at_api_precision(since)
 
 
 def _throttling(pod: Mapping[str, Any]) -> dict[str, float]:
@@ -147,7 +154,7 @@ def pod_health(
     name = pod_name(pod)
     status = pod.get("status") or {}
     created = pod_created(pod)
-    fresh = since is None or (created is not None and created >= since)
+    fresh = since is None or (created is not None and created >= at_api_precision(since))
     found: list[tuple[str, str]] = []
     throttling = _throttling(pod)
     for entry in target_statuses(pod):

@@ -190,3 +190,21 @@ def test_live_pods(meta: dict[str, Any], status_extra: dict[str, Any], live: boo
     p["metadata"].update(meta)
     p["status"].update(status_extra)
     assert is_live(p) is live
+
+
+def test_an_oom_kill_in_the_second_the_window_opened_counts() -> None:
+    """finishedAt has whole seconds; the window's start has microseconds. A kill 0.3 s after
+    the change reads as 0.7 s before it, and was lost."""
+    opened = START.replace(microsecond=700_000)
+    killed_at = START.replace(microsecond=0)  # what the API writes for a kill at 0.9 s
+    old = pod(
+        status(restarts=1, lastState=terminated("OOMKilled", killed_at)),
+        created=START - timedelta(minutes=10),
+    )
+    health = pod_health(old, T, opened)
+    assert not health.healthy and health.reason == "oomKilled"
+    earlier = pod(
+        status(restarts=1, lastState=terminated("OOMKilled", killed_at - timedelta(seconds=1))),
+        created=START - timedelta(minutes=10),
+    )
+    assert pod_health(earlier, T, opened).healthy  # a kill a second before: not this change's

@@ -208,3 +208,142 @@ def test_server_side_dry_run_admission_sizes_the_pod_and_creates_nothing(ns: Nam
     assert requests(json.loads(answer)) == TARGET
     names = [p["metadata"]["name"] for p in ns.get("pods")["items"]]
     assert "dry-run" not in names
+
+
+def test_approve_once_applies_the_audited_proposal_once(ns: Namespace) -> None:
+    ns.apply(deployment())
+    before = uids(ns.running("web", 2))
+    ns.apply(static_policy({"app": SIZED}, mode="audit"))
+    proposed = wait_until(
+        lambda: ns.status() if ns.status().get("phase") == "Proposed" else None, "a proposal"
+    )
+    assert all(requests(p) == {"cpu": "100m", "memory": "128Mi"} for p in ns.pods("web"))
+    proposal = proposed["proposal"]["id"]
+    ns.kerf.kubectl(
+        "-n",
+        ns.name,
+        "annotate",
+        "rightsizingrecommendation",
+        "deployment-web",
+        f"rightsizing.kubex.ai/approve={proposal}",
+    )
+
+    def applied() -> bool:
+        pods = ns.pods("web")
+        return uids(pods) == before and all(requests(p) == TARGET for p in pods)
+
+    wait_until(applied, "the approved proposal applied in place")
+    wait_until(
+        lambda: ns.status().get("approvedProposal") == proposal, "the approval recorded as used"
+    )
+
+
+def test_a_pdb_refusal_is_retried_then_the_eviction_goes_through(kerf: Kerf) -> None:
+    evict_only = {"inPlaceResize": {"enabled": False}, "podEviction": {"enabled": True}}
+    ns = make_namespace(kerf, "e2e-pdb", evict_only)
+    ns.apply(deployment())
+    before = uids(ns.running("web", 2))
+    budget = {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": "web"},
+        "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "web"}}},
+    }
+    ns.apply(budget)
+    refused = _metric(
+        kerf.metrics(kerf.reconcilers[0]), "kerf_reconciler_evictions_total", result="refused"
+    )
+    ns.apply(static_policy({"app": SIZED}))
+
+    def refused_again() -> bool:
+        text = kerf.metrics(kerf.reconcilers[0])
+        return _metric(text, "kerf_reconciler_evictions_total", result="refused") > refused
+
+    wait_until(refused_again, "the API server to refuse an eviction (429, the PDB)")
+    assert uids(ns.pods("web")) == before
+    budget["spec"] = {"maxUnavailable": 1, "selector": {"matchLabels": {"app": "web"}}}
+    ns.kerf.kubectl("-n", ns.name, "delete", "pdb", "web")
+    ns.apply(budget)
+
+    def replaced() -> bool:
+        pods = ns.pods("web")
+        return (
+            len(pods) == 2 and not uids(pods) & before and all(requests(p) == TARGET for p in pods)
+        )
+
+    wait_until(replaced, "both pods evicted one at a time and replaced sized")
+
+
+def _rollback_state(ns: Namespace) -> dict:
+    annotations = ns.get("deployment", "web")["metadata"].get("annotations") or {}
+    text = annotations.get("rightsizing.kubex.ai/rollback-state")
+    return json.loads(text) if text else {}
+
+
+def test_oom_kills_after_a_downsize_roll_it_back_then_fail_permanently(ns: Namespace) -> None:
+    ns.apply(deployment())
+    before = uids(ns.running("web", 2))
+    ns.apply(
+        {
+            "apiVersion": "rightsizing.kubex.ai/v1alpha1",
+            "kind": "RollbackPolicy",
+            "metadata": {"name": "web"},
+            "spec": {
+                "monitoringPeriod": "20s",
+                "rollbackTarget": "manifest",
+                "adoptionThresholdPercent": 50,
+                "backoff": {"timePeriod": "5s", "multiplyByTurn": 1, "maxAttempts": 1},
+            },
+        }
+    )
+    small = {"requests": {"cpu": "100m", "memory": "64Mi"}}
+    ns.apply(static_policy({"app": small}, guardrails={"cooldown": "1s"}))
+
+    def downsized() -> list[dict] | None:
+        pods = ns.pods("web")
+        ok = uids(pods) == before and all(running_requests(p)["memory"] == "64Mi" for p in pods)
+        return pods if ok else None
+
+    pods = wait_until(downsized, "the downsize applied in place")
+    wait_until(lambda: _rollback_state(ns).get("mode") == "monitoring", "monitoring")
+    for pod in pods:
+        ns.annotate_pod(pod["metadata"]["name"], f"{FAULT}/oom-kill", "app")
+
+    def restored() -> bool:
+        return all(running_requests(p)["memory"] == "128Mi" for p in ns.pods("web"))
+
+    wait_until(restored, "the manifest's values restored")
+    state = wait_until(
+        lambda: (
+            _rollback_state(ns) if _rollback_state(ns).get("mode") == "failedPermanent" else None
+        ),
+        "failedPermanent after the one attempt",
+    )
+    assert state["failureReason"] == "oomKilled"
+    reasons = {e["reason"] for e in ns.events()}
+    assert {"RollbackMonitoringStarted", "RollbackRollingBackStarted"} <= reasons
+
+
+def test_a_follower_takes_over_when_the_leader_is_killed(kerf: Kerf) -> None:
+    from tests.e2e.kerf import start_reconciler
+
+    follower = start_reconciler(kerf, "reconciler-1")
+    leader = kerf.reconcilers[0]
+    leader.process.kill()
+    leader.process.wait()
+    try:
+        wait_until(
+            lambda: _metric(kerf.metrics(follower), "kerf_reconciler_leader") == 1,
+            "the follower to take the Lease",
+        )
+        ns = make_namespace(kerf, "e2e-failover")
+        ns.apply(deployment())
+        ns.running("web", 2)
+        ns.apply(static_policy({"app": SIZED}))
+        wait_until(
+            lambda: all(running_requests(p) == TARGET for p in ns.pods("web")),
+            "the new leader to resize the pods",
+        )
+    finally:
+        # The session's later tests read the first replica's metrics: the follower is it now.
+        kerf.reconcilers.remove(leader)
