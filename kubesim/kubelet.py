@@ -1,17 +1,21 @@
 """The kubelet step: runs bound pods (app containers, and init containers: plain ones run
 to completion, sidecars run beside the app), acts out in-place resizes of app containers
-and sidecars, and gives tests hooks to OOM-kill a container, make it crash-loop, fail its readiness, or
+and sidecars, acts out the `sim.kerf.dev/*` fault annotations (kubesim/fault_annotations.py),
+and gives tests hooks to OOM-kill a container, make it crash-loop, fail its readiness, or
 end the pod."""
 
 from __future__ import annotations
 
 import hashlib
+from datetime import datetime
 from fractions import Fraction
 
 import orjson
 
+from kubesim import fault_annotations as fa
 from kubesim import pods
 from kubesim.apiserver import ApiServer
+from kubesim.clock import parse_rfc3339
 from kubesim.conditions import drop_condition, get_condition, set_condition
 from kubesim.errors import not_found
 from kubesim.nodes import allocatable, usage
@@ -49,6 +53,10 @@ class Kubelet:
         #: (namespace, pod) -> (Deferred|Infeasible, message): the node's verdict on that
         #: pod's resizes, forced (a node whose real usage the simulator does not model)
         self.resize_verdicts: dict[tuple[str, str], tuple[str, str]] = {}
+        #: pod uid -> the `oom-kill` annotation value already acted on
+        self._oom_handled: dict[str, str] = {}
+        #: (pod uid, container) -> consecutive failures under the `crash-loop` annotation
+        self._crash_failures: dict[tuple[str, str], int] = {}
         self.events = EventRecorder(api, "kubelet")
 
     # ----------------------------------------------------------------- step
@@ -66,6 +74,11 @@ class Kubelet:
         # update made a step quadratic in the number of pods.
         by_uid = {p["metadata"]["uid"]: p for p in self.api.store.list(("", "pods"))}
         nodes = {n["metadata"]["name"]: n for n in self.api.store.list(("", "nodes"))}
+        # What the annotations' faults remember is per pod uid: forget deleted pods.
+        if self._oom_handled:
+            self._oom_handled = {u: v for u, v in self._oom_handled.items() if u in by_uid}
+        if self._crash_failures:
+            self._crash_failures = {k: v for k, v in self._crash_failures.items() if k[0] in by_uid}
         for uid, pod in list(by_uid.items()):
             node = nodes.get(pod["spec"].get("nodeName", ""))
             if node is None or pods.is_terminal(pod):
@@ -86,6 +99,8 @@ class Kubelet:
         status["hostIPs"] = [{"ip": status["hostIP"]}]
         status["podIP"] = self._pod_ip(uid)
         status["podIPs"] = [{"ip": status["podIP"]}]
+        annotations = pod["metadata"].get("annotations") or {}
+        looping = fa.names(annotations.get(fa.CRASH_LOOP))
         known = {s["name"]: s for key, _ in _LISTS for s in status.get(key) or []}
         started: list[str] = []
         #: (spec, status) of the containers that run: app containers and sidecars
@@ -113,7 +128,7 @@ class Kubelet:
                         }
                     }
                     current["started"] = False
-                elif "running" not in current.get("state", {}):
+                elif "running" not in current.get("state", {}) and name not in looping:
                     current["state"] = {"running": {"startedAt": now}}
                     current["started"] = True
                 current["ready"] = hooked not in self._unready and hooked not in self._crashing
@@ -121,9 +136,13 @@ class Kubelet:
                 status[key] = out
             else:
                 status.pop(key, None)
+        unready = self._act_out_faults(pod, dict((c["name"], e) for c, e in running))
+        for _, entry in running:
+            if entry["name"] in unready:
+                entry["ready"] = False
         resize_before = clone(get_condition(status, "PodResizePending") or {})
         restarted = self._resize(pod, node, all_pods, actuate, now, running)
-        crashing = {n for u, n in self._crashing if u == uid}
+        crashing = {n for u, n in self._crashing if u == uid} | looping
         act_out(pod, self.api.clock.now(), skip=crashing)
         not_ready = [e["name"] for _, e in running if not e["ready"]]
         for ctype in _POD_CONDITIONS:
@@ -150,6 +169,57 @@ class Kubelet:
         self._resize_events(written, host, resize_before, restarted)
         self._lifecycle_events(written, host, before, set(started) | set(restarted or ()))
         return written
+
+    def _act_out_faults(self, pod: Obj, running: dict[str, Obj]) -> set[str]:
+        """Apply the pod's `oom-kill` and `crash-loop` annotations to its running
+        containers' statuses; the names the annotations make unready."""
+        annotations = pod["metadata"].get("annotations") or {}
+        uid = pod["metadata"]["uid"]
+        now = self.api.clock.now()
+        oom = annotations.get(fa.OOM_KILL)
+        if not oom:
+            self._oom_handled.pop(uid, None)
+        elif oom != self._oom_handled.get(uid):
+            entry = running.get(fa.oom_target(oom))
+            if entry is not None and "running" in (entry.get("state") or {}):
+                _terminate_and_restart(pod, entry, "OOMKilled", 137, self.api.clock.stamp())
+            # Acted on, or naming nothing that runs: either way this value is spent.
+            self._oom_handled[uid] = oom
+        looping = fa.names(annotations.get(fa.CRASH_LOOP)) & set(running)
+        for name, entry in running.items():
+            if name in looping:
+                self._crash_loop_step(pod, entry, now)
+            elif self._crash_failures.pop((uid, name), None) is not None:
+                # The annotation no longer names it: it starts again.
+                entry["state"] = {"running": {"startedAt": self.api.clock.stamp()}}
+                entry["started"] = True
+        return looping | (fa.names(annotations.get(fa.UNREADY)) & set(running))
+
+    def _crash_loop_step(self, pod: Obj, entry: Obj, now: datetime) -> None:
+        """A container the `crash-loop` annotation names: it fails now if it runs, or
+        again once the back-off since its last failure is over; else it keeps waiting."""
+        meta = pod["metadata"]
+        key = (meta["uid"], entry["name"])
+        failures = self._crash_failures.get(key, 0)
+        if failures and "waiting" in (entry.get("state") or {}):
+            last = (entry.get("lastState") or {}).get("terminated") or {}
+            finished = parse_rfc3339(last["finishedAt"]) if last.get("finishedAt") else now
+            if now < finished + fa.crash_backoff(failures):
+                entry["ready"] = False
+                return
+        _terminate_and_restart(pod, entry, "Error", 1, self.api.clock.stamp())
+        failures += 1
+        self._crash_failures[key] = failures
+        entry["started"] = False
+        entry["ready"] = False
+        entry["state"] = {
+            "waiting": {
+                "reason": "CrashLoopBackOff",
+                "message": f"back-off {int(fa.crash_backoff(failures).total_seconds())}s "
+                f"restarting failed container={entry['name']} "
+                f"pod={meta['name']}_{meta['namespace']}({meta['uid']})",
+            }
+        }
 
     def _lifecycle_events(
         self, pod: Obj, host: str, before: dict[str, tuple[int, str]], reported: set[str]
@@ -323,6 +393,9 @@ class Kubelet:
         forced = self.resize_verdicts.get((pod["metadata"]["namespace"], pod["metadata"]["name"]))
         if forced is not None:
             return forced
+        annotated = ((pod["metadata"].get("annotations") or {}).get(fa.RESIZE) or "").strip()
+        if annotated in fa.FORCED_RESIZE:
+            return annotated, fa.FORCED_RESIZE[annotated]
         capacity = allocatable(node)
         wanted = pods.pod_requests(pod, "spec")
         for resource in ("cpu", "memory"):
