@@ -1,15 +1,21 @@
-"""The kubelet step: runs bound pods, acts out in-place resizes, and gives tests hooks to
-OOM-kill a container, make it crash-loop, fail its readiness, or end the pod."""
+"""The kubelet step: runs bound pods (app containers, and init containers: plain ones run
+to completion, sidecars run beside the app), acts out in-place resizes of app containers
+and sidecars, acts out the `sim.kerf.dev/*` fault annotations (kubesim/fault_annotations.py),
+and gives tests hooks to OOM-kill a container, make it crash-loop, fail its readiness, or
+end the pod."""
 
 from __future__ import annotations
 
 import hashlib
+from datetime import datetime
 from fractions import Fraction
 
 import orjson
 
+from kubesim import fault_annotations as fa
 from kubesim import pods
 from kubesim.apiserver import ApiServer
+from kubesim.clock import parse_rfc3339
 from kubesim.conditions import drop_condition, get_condition, set_condition
 from kubesim.errors import not_found
 from kubesim.nodes import allocatable, usage
@@ -18,6 +24,8 @@ from kubesim.store import Obj, clone
 from kubesim.usage import act_out
 
 _POD_CONDITIONS = ("PodReadyToStartContainers", "Initialized", "ContainersReady", "Ready")
+#: (status list, spec list), init containers first as the kubelet runs them.
+_LISTS = (("initContainerStatuses", "initContainers"), ("containerStatuses", "containers"))
 
 
 def _digest(*parts: str) -> str:
@@ -45,6 +53,10 @@ class Kubelet:
         #: (namespace, pod) -> (Deferred|Infeasible, message): the node's verdict on that
         #: pod's resizes, forced (a node whose real usage the simulator does not model)
         self.resize_verdicts: dict[tuple[str, str], tuple[str, str]] = {}
+        #: pod uid -> the `oom-kill` annotation value already acted on
+        self._oom_handled: dict[str, str] = {}
+        #: (pod uid, container) -> consecutive failures under the `crash-loop` annotation
+        self._crash_failures: dict[tuple[str, str], int] = {}
         self.events = EventRecorder(api, "kubelet")
 
     # ----------------------------------------------------------------- step
@@ -62,6 +74,11 @@ class Kubelet:
         # update made a step quadratic in the number of pods.
         by_uid = {p["metadata"]["uid"]: p for p in self.api.store.list(("", "pods"))}
         nodes = {n["metadata"]["name"]: n for n in self.api.store.list(("", "nodes"))}
+        # What the annotations' faults remember is per pod uid: forget deleted pods.
+        if self._oom_handled:
+            self._oom_handled = {u: v for u, v in self._oom_handled.items() if u in by_uid}
+        if self._crash_failures:
+            self._crash_failures = {k: v for k, v in self._crash_failures.items() if k[0] in by_uid}
         for uid, pod in list(by_uid.items()):
             node = nodes.get(pod["spec"].get("nodeName", ""))
             if node is None or pods.is_terminal(pod):
@@ -74,7 +91,7 @@ class Kubelet:
         status = pod.setdefault("status", {})
         now = self.api.clock.stamp()
         uid = pod["metadata"]["uid"]
-        before = {s["name"]: _run_state(s) for s in status.get("containerStatuses") or []}
+        before = {s["name"]: _run_state(s) for key, _ in _LISTS for s in status.get(key) or []}
         if status.get("phase") == "Pending":
             status["phase"] = "Running"
             status["startTime"] = now
@@ -82,57 +99,63 @@ class Kubelet:
         status["hostIPs"] = [{"ip": status["hostIP"]}]
         status["podIP"] = self._pod_ip(uid)
         status["podIPs"] = [{"ip": status["podIP"]}]
-        statuses = {s["name"]: s for s in status.get("containerStatuses") or []}
+        annotations = pod["metadata"].get("annotations") or {}
+        looping = fa.names(annotations.get(fa.CRASH_LOOP))
+        known = {s["name"]: s for key, _ in _LISTS for s in status.get(key) or []}
         started: list[str] = []
-        out = []
-        for container in pod["spec"].get("containers") or []:
-            name = container["name"]
-            current = statuses.get(name)
-            if current is None:
-                requests = clone((container.get("resources") or {}).get("requests") or {})
-                current = {
-                    "name": name,
-                    "image": container.get("image", ""),
-                    "imageID": f"docker.io/library/{container.get('image', '')}@sha256:{_digest(container.get('image', ''))}",
-                    "containerID": f"containerd://{_digest(uid, name, '0')}",
-                    "restartCount": 0,
-                    "started": True,
-                    "state": {"running": {"startedAt": now}},
-                    "allocatedResources": requests,
-                    "resources": _resources(container),
-                }
-                started.append(name)
-            current["image"] = container.get("image", "")
-            key = (uid, name)
-            if key in self._crashing:
-                current["state"] = {
-                    "waiting": {
-                        "reason": "CrashLoopBackOff",
-                        "message": f"back-off restarting failed container={name} pod={pod['metadata']['name']}_{pod['metadata']['namespace']}({uid})",
+        #: (spec, status) of the containers that run: app containers and sidecars
+        running: list[tuple[Obj, Obj]] = []
+        for key, spec_key in _LISTS:
+            out = []
+            for container in pod["spec"].get(spec_key) or []:
+                name = container["name"]
+                runs = spec_key == "containers" or pods.is_sidecar(container)
+                current = known.get(name)
+                if current is None:
+                    current = _new_entry(container, uid, now, runs)
+                    started.append(name)
+                current["image"] = container.get("image", "")
+                out.append(current)
+                if not runs:
+                    continue
+                running.append((container, current))
+                hooked = (uid, name)
+                if hooked in self._crashing:
+                    current["state"] = {
+                        "waiting": {
+                            "reason": "CrashLoopBackOff",
+                            "message": f"back-off restarting failed container={name} pod={pod['metadata']['name']}_{pod['metadata']['namespace']}({uid})",
+                        }
                     }
-                }
-                current["started"] = False
-            elif "running" not in current.get("state", {}):
-                current["state"] = {"running": {"startedAt": now}}
-                current["started"] = True
-            current["ready"] = key not in self._unready and key not in self._crashing
-            out.append(current)
-        status["containerStatuses"] = out
+                    current["started"] = False
+                elif "running" not in current.get("state", {}) and name not in looping:
+                    current["state"] = {"running": {"startedAt": now}}
+                    current["started"] = True
+                current["ready"] = hooked not in self._unready and hooked not in self._crashing
+            if out:
+                status[key] = out
+            else:
+                status.pop(key, None)
+        unready = self._act_out_faults(pod, dict((c["name"], e) for c, e in running))
+        for _, entry in running:
+            if entry["name"] in unready:
+                entry["ready"] = False
         resize_before = clone(get_condition(status, "PodResizePending") or {})
-        restarted = self._resize(pod, node, all_pods, actuate, now)
-        act_out(pod, self.api.clock.now())
-        ready = all(s["ready"] for s in out)
+        restarted = self._resize(pod, node, all_pods, actuate, now, running)
+        crashing = {n for u, n in self._crashing if u == uid} | looping
+        act_out(pod, self.api.clock.now(), skip=crashing)
+        not_ready = [e["name"] for _, e in running if not e["ready"]]
         for ctype in _POD_CONDITIONS:
             value = (
                 "True"
-                if ctype in ("PodReadyToStartContainers", "Initialized") or ready
+                if ctype in ("PodReadyToStartContainers", "Initialized") or not not_ready
                 else "False"
             )
             reason = "" if value == "True" else "ContainersNotReady"
             message = (
                 ""
                 if value == "True"
-                else f"containers with unready status: [{' '.join(s['name'] for s in out if not s['ready'])}]"
+                else f"containers with unready status: [{' '.join(not_ready)}]"
             )
             set_condition(status, ctype, value, now, reason, message, probe=True)
         set_condition(status, "PodScheduled", "True", now, probe=True)
@@ -147,12 +170,63 @@ class Kubelet:
         self._lifecycle_events(written, host, before, set(started) | set(restarted or ()))
         return written
 
+    def _act_out_faults(self, pod: Obj, running: dict[str, Obj]) -> set[str]:
+        """Apply the pod's `oom-kill` and `crash-loop` annotations to its running
+        containers' statuses; the names the annotations make unready."""
+        annotations = pod["metadata"].get("annotations") or {}
+        uid = pod["metadata"]["uid"]
+        now = self.api.clock.now()
+        oom = annotations.get(fa.OOM_KILL)
+        if not oom:
+            self._oom_handled.pop(uid, None)
+        elif oom != self._oom_handled.get(uid):
+            entry = running.get(fa.oom_target(oom))
+            if entry is not None and "running" in (entry.get("state") or {}):
+                _terminate_and_restart(pod, entry, "OOMKilled", 137, self.api.clock.stamp())
+            # Acted on, or naming nothing that runs: either way this value is spent.
+            self._oom_handled[uid] = oom
+        looping = fa.names(annotations.get(fa.CRASH_LOOP)) & set(running)
+        for name, entry in running.items():
+            if name in looping:
+                self._crash_loop_step(pod, entry, now)
+            elif self._crash_failures.pop((uid, name), None) is not None:
+                # The annotation no longer names it: it starts again.
+                entry["state"] = {"running": {"startedAt": self.api.clock.stamp()}}
+                entry["started"] = True
+        return looping | (fa.names(annotations.get(fa.UNREADY)) & set(running))
+
+    def _crash_loop_step(self, pod: Obj, entry: Obj, now: datetime) -> None:
+        """A container the `crash-loop` annotation names: it fails now if it runs, or
+        again once the back-off since its last failure is over; else it keeps waiting."""
+        meta = pod["metadata"]
+        key = (meta["uid"], entry["name"])
+        failures = self._crash_failures.get(key, 0)
+        if failures and "waiting" in (entry.get("state") or {}):
+            last = (entry.get("lastState") or {}).get("terminated") or {}
+            finished = parse_rfc3339(last["finishedAt"]) if last.get("finishedAt") else now
+            if now < finished + fa.crash_backoff(failures):
+                entry["ready"] = False
+                return
+        _terminate_and_restart(pod, entry, "Error", 1, self.api.clock.stamp())
+        failures += 1
+        self._crash_failures[key] = failures
+        entry["started"] = False
+        entry["ready"] = False
+        entry["state"] = {
+            "waiting": {
+                "reason": "CrashLoopBackOff",
+                "message": f"back-off {int(fa.crash_backoff(failures).total_seconds())}s "
+                f"restarting failed container={entry['name']} "
+                f"pod={meta['name']}_{meta['namespace']}({meta['uid']})",
+            }
+        }
+
     def _lifecycle_events(
         self, pod: Obj, host: str, before: dict[str, tuple[int, str]], reported: set[str]
     ) -> None:
         """OOMKilling, BackOff and Started for what this sync did to a container (the
         usage model's kills and back-off, the crash-loop hook), against its stored state."""
-        for entry in pod["status"].get("containerStatuses") or []:
+        for entry in _entries(pod["status"]):
             name = entry["name"]
             if name in reported or name not in before:
                 continue
@@ -190,7 +264,7 @@ class Kubelet:
             reason,
             note,
             reason,
-            field_path=f"spec.containers{{{container}}}",
+            field_path=f"spec.{_spec_list(pod, container)}{{{container}}}",
             instance=host,
         )
 
@@ -218,11 +292,16 @@ class Kubelet:
                 pod, host, name, "Killing", f"Container {name} resize requires a restart"
             )
             self._container_event(pod, host, name, "Started", f"Started container {name}")
-        resources = [
-            {"name": c["name"], "resources": c.get("resources") or {}}
-            for c in pod["spec"]["containers"]
-        ]
-        note = orjson.dumps({"containers": resources}, option=orjson.OPT_SORT_KEYS).decode()
+        # Init containers too when the pod has any, as the 1.35 kubelet's note does.
+        summary = {
+            spec_key: [
+                {"name": c["name"], "resources": c.get("resources") or {}}
+                for c in pod["spec"][spec_key]
+            ]
+            for _, spec_key in _LISTS
+            if pod["spec"].get(spec_key)
+        }
+        note = orjson.dumps(summary, option=orjson.OPT_SORT_KEYS).decode()
         self.events.record(
             pod, NORMAL, "ResizeCompleted", f"Pod resize completed: {note}", "Resize", instance=host
         )
@@ -230,18 +309,24 @@ class Kubelet:
     # ----------------------------------------------------------------- resize
 
     def _resize(
-        self, pod: Obj, node: Obj, all_pods: dict[str, Obj], actuate: bool, now: str
+        self,
+        pod: Obj,
+        node: Obj,
+        all_pods: dict[str, Obj],
+        actuate: bool,
+        now: str,
+        running: list[tuple[Obj, Obj]],
     ) -> list[str] | None:
-        """Advance a pending resize; the containers it restarted when it was actuated now,
-        else None."""
+        """Advance a pending resize of the running containers (app containers and
+        sidecars, as (spec, status) pairs); the containers it restarted when it was
+        actuated now, else None."""
         status = pod["status"]
-        statuses = {s["name"]: s for s in status["containerStatuses"]}
+        statuses = {c["name"]: e for c, e in running}
         pending = [
             c
-            for c in pod["spec"]["containers"]
-            if (c.get("resources") or {}).get("requests", {})
-            != statuses[c["name"]].get("allocatedResources", {})
-            or _resources(c) != statuses[c["name"]].get("resources", {})
+            for c, entry in running
+            if (c.get("resources") or {}).get("requests", {}) != entry.get("allocatedResources", {})
+            or _resources(c) != entry.get("resources", {})
         ]
         if pending:
             verdict = self._fit(pod, node, all_pods)
@@ -277,8 +362,7 @@ class Kubelet:
         if not (actuate and (in_progress or pending)):
             return None
         restarted: list[str] = []
-        for container in pod["spec"]["containers"]:
-            entry = statuses[container["name"]]
+        for container, entry in running:
             wanted = _resources(container)
             if entry.get("resources") == wanted:
                 continue
@@ -309,6 +393,9 @@ class Kubelet:
         forced = self.resize_verdicts.get((pod["metadata"]["namespace"], pod["metadata"]["name"]))
         if forced is not None:
             return forced
+        annotated = ((pod["metadata"].get("annotations") or {}).get(fa.RESIZE) or "").strip()
+        if annotated in fa.FORCED_RESIZE:
+            return annotated, fa.FORCED_RESIZE[annotated]
         capacity = allocatable(node)
         wanted = pods.pod_requests(pod, "spec")
         for resource in ("cpu", "memory"):
@@ -349,23 +436,13 @@ class Kubelet:
     ) -> Obj:
         pod = self._pod(namespace, name)
         now = self.api.clock.stamp()
-        for entry in (pod.get("status") or {}).get("containerStatuses") or []:
-            if entry["name"] == container:
-                started = entry.get("state", {}).get("running", {}).get("startedAt", now)
-                entry["lastState"] = {
-                    "terminated": {
-                        "exitCode": exit_code,
-                        "reason": reason,
-                        "startedAt": started,
-                        "finishedAt": now,
-                        "containerID": entry.get("containerID", ""),
-                    }
-                }
-                entry["restartCount"] = int(entry.get("restartCount", 0)) + 1
-                entry["containerID"] = (
-                    f"containerd://{_digest(pod['metadata']['uid'], container, str(entry['restartCount']))}"
-                )
-                entry["state"] = {"running": {"startedAt": now}}
+        spec = pod["spec"]
+        runs = {c["name"] for c in spec.get("containers") or []} | {
+            c["name"] for c in spec.get("initContainers") or [] if pods.is_sidecar(c)
+        }
+        for entry in _entries(pod.get("status") or {}):
+            if entry["name"] == container and container in runs:
+                _terminate_and_restart(pod, entry, reason, exit_code, now)
                 written = self.api.write_status(self._rt, pod)
                 host = pod["spec"].get("nodeName", "")
                 if reason == "OOMKilled":
@@ -420,7 +497,9 @@ class Kubelet:
         now = self.api.clock.stamp()
         status = pod.setdefault("status", {})
         status["phase"] = "Succeeded" if succeeded else "Failed"
-        for entry in status.get("containerStatuses") or []:
+        for entry in _entries(status):
+            if "terminated" in (entry.get("state") or {}):
+                continue  # a plain init container ended long ago
             started = entry.get("state", {}).get("running", {}).get("startedAt", now)
             entry["state"] = {
                 "terminated": {
@@ -460,6 +539,69 @@ class Kubelet:
             n = len(self._ips) + 2
             self._ips[uid] = f"10.244.{n // 250}.{n % 250}"
         return self._ips[uid]
+
+
+def _new_entry(container: Obj, uid: str, now: str, runs: bool) -> Obj:
+    """A container's first status: running (app containers and sidecars), or, for a plain
+    init container, terminated Completed (it ran to completion before the app started)."""
+    image = container.get("image", "")
+    entry: Obj = {
+        "name": container["name"],
+        "image": image,
+        "imageID": f"docker.io/library/{image}@sha256:{_digest(image)}",
+        "containerID": f"containerd://{_digest(uid, container['name'], '0')}",
+        "restartCount": 0,
+        "started": runs,
+        "allocatedResources": clone((container.get("resources") or {}).get("requests") or {}),
+        "resources": _resources(container),
+    }
+    if runs:
+        entry["state"] = {"running": {"startedAt": now}}
+    else:
+        entry["ready"] = False
+        entry["state"] = {
+            "terminated": {
+                "exitCode": 0,
+                "reason": "Completed",
+                "startedAt": now,
+                "finishedAt": now,
+                "containerID": entry["containerID"],
+            }
+        }
+    return entry
+
+
+def _terminate_and_restart(pod: Obj, entry: Obj, reason: str, exit_code: int, now: str) -> None:
+    """The container ended (`reason`, `exit_code`) and a new one started at once."""
+    started = (entry.get("state") or {}).get("running", {}).get("startedAt", now)
+    entry["lastState"] = {
+        "terminated": {
+            "exitCode": exit_code,
+            "reason": reason,
+            "startedAt": started,
+            "finishedAt": now,
+            "containerID": entry.get("containerID", ""),
+        }
+    }
+    entry["restartCount"] = int(entry.get("restartCount", 0)) + 1
+    entry["containerID"] = (
+        f"containerd://{_digest(pod['metadata']['uid'], entry['name'], str(entry['restartCount']))}"
+    )
+    entry["state"] = {"running": {"startedAt": now}}
+    entry["started"] = True
+
+
+def _entries(status: Obj) -> list[Obj]:
+    """Every container status of a pod: init containers', then app containers'."""
+    return [e for key, _ in _LISTS for e in status.get(key) or []]
+
+
+def _spec_list(pod: Obj, container: str) -> str:
+    """`initContainers` or `containers`: where the pod's spec names `container`."""
+    for c in pod["spec"].get("initContainers") or []:
+        if c.get("name") == container:
+            return "initContainers"
+    return "containers"
 
 
 def _resources(container: Obj) -> Obj:

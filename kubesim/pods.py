@@ -85,13 +85,17 @@ def qos_class(pod: Obj) -> str:
 
 
 def validate_pod(pod: Obj) -> list[Cause]:
-    """Field errors for a pod spec, with the real server's field paths and wording."""
+    """Field errors for a pod spec, with the real server's field paths and wording.
+
+    App containers are checked first, then init containers, whose names must differ from
+    the app containers' (the real `ValidatePodSpec` order: a sidecar and an app container
+    both named "proxy" is a duplicate at `spec.initContainers[i].name`)."""
     spec = pod.get("spec") or {}
     causes: list[Cause] = []
     if not spec.get("containers"):
         causes.append(Cause("FieldValueRequired", "Required value", "spec.containers"))
     seen: set[str] = set()
-    for list_name in _CONTAINER_LISTS:
+    for list_name in ("containers", "initContainers"):
         for i, container in enumerate(spec.get(list_name) or []):
             path = f"spec.{list_name}[{i}]"
             name = container.get("name")
@@ -198,35 +202,122 @@ def validate_pod_update(old: Obj, new: Obj) -> list[Cause]:
     return causes
 
 
+def is_sidecar(container: Obj) -> bool:
+    """An init container that keeps running beside the app containers (`restartPolicy:
+    Always`): since Kubernetes 1.33 it is resized in place like an app container, and its
+    requests count with theirs."""
+    return container.get("restartPolicy") == "Always"
+
+
+def _resize_merge(old: Obj, written: Obj) -> Obj:
+    """The pod the real resize strategy makes of a write: the stored pod, with `resources`
+    and `resizePolicy` taken from the written app containers and sidecars that it has by
+    name. A plain init container's resources are not taken (the strategy copies only
+    restartable init containers'). A written container the stored pod does not have is
+    kept as written, so validation sees it as the real server does."""
+    from kubesim.store import clone
+
+    new = clone(old)
+    written_spec = written.get("spec") or {}
+    for list_name in _CONTAINER_LISTS:
+        stored = {c.get("name"): c for c in old["spec"].get(list_name) or []}
+        if list_name not in written_spec and not stored:
+            continue
+        merged: list[Obj] = []
+        for target in written_spec.get(list_name) or []:
+            current = stored.get(target.get("name"))
+            if current is None:
+                merged.append(clone(target))
+                continue
+            current = clone(current)
+            if list_name == "containers" or is_sidecar(current):
+                for key in ("resources", "resizePolicy"):
+                    if key in target:
+                        current[key] = clone(target[key])
+                    else:
+                        current.pop(key, None)
+            merged.append(current)
+        new["spec"][list_name] = merged
+    return new
+
+
+def _resize_ordering(old: Obj, new: Obj) -> list[Cause]:
+    """Containers added, removed, renamed or reordered by a resize (the real server checks
+    this before anything that compares containers by position)."""
+    causes: list[Cause] = []
+    for list_name in _CONTAINER_LISTS:
+        before = [c.get("name") for c in old["spec"].get(list_name) or []]
+        after = [c.get("name") for c in new["spec"].get(list_name) or []]
+        if len(before) != len(after):
+            causes.append(
+                Cause(
+                    "FieldValueForbidden",
+                    f"Forbidden: {list_name} may not be added or removed on resize",
+                    f"spec.{list_name}",
+                )
+            )
+        elif before != after:
+            causes.append(
+                Cause(
+                    "FieldValueForbidden",
+                    f"Forbidden: {list_name} may not be renamed or reordered on resize",
+                    f"spec.{list_name}",
+                )
+            )
+    return causes
+
+
 def resize_target(old: Obj, written: Obj) -> tuple[Obj, list[Cause]]:
     """The pod a resize write produces, and the real `ValidatePodResize` errors.
 
-    As the real resize strategy does, only container `resources` and `resizePolicy` are
-    taken from the written object; everything else stays as stored.
+    Only `resources` and `resizePolicy` of app containers and sidecars (`is_sidecar`) are
+    taken from the written object; everything else stays as stored (`_resize_merge`). A
+    written container the stored pod lacks (a sidecar named under `spec.containers` by a
+    strategic merge patch becomes a new app container without an image) makes the real
+    server's 422: the pod's own field errors, then "containers may not be added or removed
+    on resize". The same rules apply to sidecars as to app containers: only cpu and memory
+    change, none is removed, `resizePolicy` is fixed, and the pod's QoS class (over app
+    and init containers) may not change.
     """
     from kubesim.store import clone
 
-    old_containers = old["spec"].get("containers") or []
-    written_containers = (written.get("spec") or {}).get("containers") or []
-    if [c.get("name") for c in old_containers] != [c.get("name") for c in written_containers]:
-        return old, [
-            Cause(
-                "FieldValueForbidden",
-                "Forbidden: containers may not be renamed or reordered on resize",
-                "spec.containers",
-            )
-        ]
-    new = clone(old)
+    new = _resize_merge(old, written)
+    ordering = _resize_ordering(old, new)
+    if ordering:
+        return old, [*validate_pod(new), *ordering]
     causes: list[Cause] = []
-    for i, (current, target) in enumerate(
-        zip(new["spec"]["containers"], written_containers, strict=True)
-    ):
-        path = f"spec.containers[{i}].resources"
-        before, after = current.get("resources") or {}, target.get("resources") or {}
-        for section in ("requests", "limits"):
-            b_sec, a_sec = before.get(section) or {}, after.get(section) or {}
-            changed = {k for k in set(b_sec) | set(a_sec) if b_sec.get(k) != a_sec.get(k)}
-            if changed - set(RESIZABLE):
+    for list_name in _CONTAINER_LISTS:
+        for i, (stored, current) in enumerate(
+            zip(old["spec"].get(list_name) or [], new["spec"].get(list_name) or [], strict=True)
+        ):
+            if list_name == "initContainers" and not is_sidecar(stored):
+                continue
+            path = f"spec.{list_name}[{i}].resources"
+            before, after = stored.get("resources") or {}, current.get("resources") or {}
+            for section in ("requests", "limits"):
+                b_sec, a_sec = before.get(section) or {}, after.get(section) or {}
+                changed = {k for k in set(b_sec) | set(a_sec) if b_sec.get(k) != a_sec.get(k)}
+                if changed - set(RESIZABLE):
+                    causes.append(
+                        Cause(
+                            "FieldValueForbidden",
+                            "Forbidden: only cpu and memory resources are mutable",
+                            "spec",
+                        )
+                    )
+                    return old, causes
+                if any(k in b_sec and k not in a_sec for k in RESIZABLE):
+                    # The real field is the section, not the resource (seen on 1.35.4).
+                    causes.append(
+                        Cause(
+                            "FieldValueForbidden",
+                            f"Forbidden: resource {section} cannot be removed",
+                            f"{path}.{section}",
+                        )
+                    )
+            # resizePolicy is fixed at creation; the real server reports a change of it
+            # with the same wording as any other non-resource change.
+            if stored.get("resizePolicy") != current.get("resizePolicy"):
                 causes.append(
                     Cause(
                         "FieldValueForbidden",
@@ -234,28 +325,8 @@ def resize_target(old: Obj, written: Obj) -> tuple[Obj, list[Cause]]:
                         "spec",
                     )
                 )
-                return old, causes
-            removed = [k for k in RESIZABLE if k in b_sec and k not in a_sec]
-            if removed:
-                causes.append(
-                    Cause(
-                        "FieldValueForbidden",
-                        f"Forbidden: resource {section} cannot be removed",
-                        f"{path}.{section}[{removed[0]}]",
-                    )
-                )
-        # resizePolicy is fixed at creation; the real server reports a change of it
-        # with the same wording as any other non-resource change.
-        if current.get("resizePolicy") != target.get("resizePolicy"):
-            causes.append(
-                Cause(
-                    "FieldValueForbidden",
-                    "Forbidden: only cpu and memory resources are mutable",
-                    "spec",
-                )
-            )
-        causes.extend(validate_resources(after, path))
-        current["resources"] = clone(after)
+            causes.extend(validate_resources(after, path))
+            current["resources"] = clone(after)
     if causes:
         return old, causes
     old_qos = (old.get("status") or {}).get("qosClass") or qos_class(old)
@@ -295,18 +366,41 @@ def container_requests(
 
 
 def pod_requests(pod: Obj, source: str = "max") -> dict[str, Fraction]:
-    """What a pod takes from a node: the sum over containers, at least the largest init
-    container, plus one `pods` slot (see `container_requests` for `source`)."""
+    """What a pod takes from a node, as the kubelet and scheduler count it: app containers
+    and sidecars summed, or a plain init container with the sidecars started before it,
+    whichever is larger; plus one `pods` slot (see `container_requests` for `source`; a
+    sidecar's allocation is read from `initContainerStatuses`)."""
     spec = pod.get("spec") or {}
-    statuses = {s.get("name"): s for s in (pod.get("status") or {}).get("containerStatuses") or []}
-    total: dict[str, Fraction] = {"pods": Fraction(1)}
-    for container in spec.get("containers") or []:
+    status = pod.get("status") or {}
+    statuses = {
+        s.get("name"): s
+        for key in ("initContainerStatuses", "containerStatuses")
+        for s in status.get(key) or []
+    }
+    running: dict[str, Fraction] = {}
+    peak: dict[str, Fraction] = {}
+
+    def add(total: dict[str, Fraction], container: Obj, use: str) -> None:
         alloc = (statuses.get(container.get("name")) or {}).get("allocatedResources")
-        for k, v in container_requests(container, alloc, source).items():
+        for k, v in container_requests(container, alloc, use).items():
             total[k] = total.get(k, Fraction(0)) + v
+
     for container in spec.get("initContainers") or []:
-        for k, v in container_requests(container, None, "spec").items():
-            total[k] = max(total.get(k, Fraction(0)), v)
+        if is_sidecar(container):
+            add(running, container, source)
+            continue
+        # A plain init container runs to completion beside the sidecars before it.
+        during = dict(running)
+        add(during, container, "spec")
+        for k, v in during.items():
+            peak[k] = max(peak.get(k, Fraction(0)), v)
+    for container in spec.get("containers") or []:
+        add(running, container, source)
+    total = {
+        k: max(running.get(k, Fraction(0)), peak.get(k, Fraction(0)))
+        for k in set(running) | set(peak)
+    }
+    total["pods"] = Fraction(1)
     return total
 
 

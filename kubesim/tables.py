@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from kubesim.clock import parse_rfc3339
+from kubesim.pods import is_sidecar
 from kubesim.resources import ResourceType
 
 Obj = dict[str, Any]
@@ -75,12 +76,27 @@ def _age(obj: Obj, now: datetime) -> str:
 
 
 def _pod_cells(pod: Obj) -> list[Any]:
+    """READY, STATUS and RESTARTS as kubectl's pod printer shows them: sidecars count
+    with the app containers (READY 2/2), and a sidecar that is not started shows as
+    `Init:<waiting reason>`, as the printer walks init containers first."""
     status = pod.get("status") or {}
+    spec = pod.get("spec") or {}
     statuses = status.get("containerStatuses") or []
-    total = len((pod.get("spec") or {}).get("containers") or [])
+    sidecars = {c.get("name") for c in spec.get("initContainers") or [] if is_sidecar(c)}
+    total = len(spec.get("containers") or []) + len(sidecars)
     ready = sum(1 for s in statuses if s.get("ready"))
     restarts = sum(int(s.get("restartCount", 0)) for s in statuses)
     reason = status.get("phase", "Pending")
+    for s in status.get("initContainerStatuses") or []:
+        if s.get("name") not in sidecars:
+            continue
+        restarts += int(s.get("restartCount", 0))
+        if s.get("started"):
+            ready += 1 if s.get("ready") else 0
+            continue
+        waiting = (s.get("state") or {}).get("waiting") or {}
+        if waiting.get("reason"):
+            reason = f"Init:{waiting['reason']}"
     for s in statuses:
         waiting = (s.get("state") or {}).get("waiting")
         if waiting and waiting.get("reason"):

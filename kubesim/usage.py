@@ -87,19 +87,30 @@ def _limit(entry: Obj, container: Obj, resource: str) -> Fraction | None:
     return parse(value) if value is not None else None
 
 
-def act_out(pod: Obj, now: datetime) -> None:
-    """Apply the pod's usage to its container statuses and throttling annotation, up to
-    `now` (mutates `pod`; the kubelet writes it)."""
+def act_out(pod: Obj, now: datetime, skip: set[str] | frozenset[str] = frozenset()) -> None:
+    """Apply the pod's usage to its app containers' and sidecars' statuses and to the
+    throttling annotation, up to `now` (mutates `pod`; the kubelet writes it). Containers
+    in `skip` (crash-looping by a hook or annotation, so not running) keep their state."""
     usage = read_usage(pod)
     if not usage:
         return
-    statuses = {s["name"]: s for s in (pod.get("status") or {}).get("containerStatuses") or []}
+    status = pod.get("status") or {}
+    statuses = {
+        s["name"]: s
+        for key in ("initContainerStatuses", "containerStatuses")
+        for s in status.get(key) or []
+    }
+    spec = pod["spec"]
+    running = [
+        *(c for c in spec.get("initContainers") or [] if c.get("restartPolicy") == "Always"),
+        *(spec.get("containers") or []),
+    ]
     throttled: dict[str, str] = {}
-    for container in pod["spec"].get("containers") or []:
+    for container in running:
         name = container["name"]
         entry = statuses.get(name)
         used = usage.get(name)
-        if entry is None or used is None:
+        if entry is None or used is None or name in skip:
             continue
         memory_limit = _limit(entry, container, "memory")
         over = memory_limit is not None and used.get("memory", Fraction(0)) > memory_limit

@@ -9,6 +9,7 @@ these tests fail, never skip, when one is missing.
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import os
 from pathlib import Path
@@ -403,6 +404,60 @@ async def test_patch_resize_subresource(sim, kubectl: Kubectl) -> None:
         'The Pod "web" is invalid: spec.containers[0].resources.requests: Invalid value: "1": must be less than or equal to cpu limit of 500m'
         in err
     )
+
+
+async def test_sidecar_resize_and_fault_annotations_with_kubectl(sim, kubectl: Kubectl) -> None:
+    """What docs/devcluster.md's e2e test does on the real control plane, on kubesim."""
+    pod = copy.deepcopy(POD)
+    pod["spec"]["initContainers"] = [
+        {
+            "name": "proxy",
+            "image": "envoy:1.31",
+            "restartPolicy": "Always",
+            "resources": {"requests": {"cpu": "50m", "memory": "32Mi"}},
+        }
+    ]
+    await kubectl.run("create", "-f", kubectl.file("pod.yaml", pod))
+    await sim.settle()
+
+    async def row() -> list[str]:
+        _, out, _ = await kubectl.run("get", "pod", "web", "--no-headers")
+        return out.split()[:4]
+
+    assert await row() == ["web", "2/2", "Running", "0"]
+    code, _, err = await kubectl.run(
+        "patch",
+        "pod",
+        "web",
+        "--subresource",
+        "resize",
+        "-p",
+        '{"spec":{"containers":[{"name":"proxy","resources":{"requests":{"cpu":"60m"}}}]}}',
+        ok=False,
+    )
+    assert code == 1 and "containers may not be added or removed on resize" in err
+    await kubectl.run(
+        "patch",
+        "pod",
+        "web",
+        "--subresource",
+        "resize",
+        "-p",
+        '{"spec":{"initContainers":[{"name":"proxy","resources":{"requests":{"cpu":"60m"}}}]}}',
+    )
+    await sim.settle()
+    stored = sim.store.get(("", "pods"), "default", "web")
+    assert stored["status"]["initContainerStatuses"][0]["resources"]["requests"]["cpu"] == "60m"
+    await kubectl.run("annotate", "pod", "web", "sim.kerf.dev/unready=proxy")
+    await sim.settle()
+    assert await row() == ["web", "1/2", "Running", "0"]
+    await kubectl.run("annotate", "pod", "web", "sim.kerf.dev/crash-loop=proxy")
+    await sim.settle()
+    assert await row() == ["web", "1/2", "Init:CrashLoopBackOff", "1"]
+    await kubectl.run("annotate", "pod", "web", "sim.kerf.dev/crash-loop-", "sim.kerf.dev/unready-")
+    await kubectl.run("annotate", "pod", "web", "sim.kerf.dev/oom-kill=app")
+    await sim.settle()
+    assert await row() == ["web", "2/2", "Running", "2"]
 
 
 async def test_typed_create_commands_send_protobuf(sim, each_kubectl: Kubectl) -> None:

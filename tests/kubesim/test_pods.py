@@ -84,9 +84,11 @@ async def test_resize_ignores_other_fields(core: client.CoreV1Api) -> None:
             'spec: Invalid value: "Guaranteed": Pod QOS Class may not change as a result of resizing',
         ),
         (
+            # A strategic merge patch naming an unknown container adds one (merge key
+            # `name`): the real server's answer for that shape, recorded on 1.35.4.
             None,
             {"spec": {"containers": [{"name": "other", "resources": {}}]}},
-            "containers may not be renamed or reordered on resize",
+            "spec.containers: Forbidden: containers may not be added or removed on resize",
         ),
     ],
 )
@@ -97,6 +99,19 @@ async def test_resize_rejections(core: client.CoreV1Api, limits, patch, expected
     assert err.value.status == 422
     assert expected in message(err.value)
     assert message(err.value).startswith('Pod "p" is invalid: ')
+
+
+async def test_resize_renaming_a_container_is_refused(core: client.CoreV1Api) -> None:
+    await core.create_namespaced_pod("default", pod_body("p"))
+    with pytest.raises(ApiException) as err:
+        await core.patch_namespaced_pod_resize(
+            "p",
+            "default",
+            [{"op": "replace", "path": "/spec/containers/0/name", "value": "other"}],
+            _content_type="application/json-patch+json",
+        )
+    assert err.value.status == 422
+    assert "containers may not be renamed or reordered on resize" in message(err.value)
 
 
 async def test_resize_json_merge_patch_replacing_containers_is_refused(
