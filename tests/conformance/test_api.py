@@ -102,3 +102,28 @@ def test_a_server_side_dry_run_create_stores_nothing(kubectl: NamespacedKubectl)
     )
     assert json.loads(out)["metadata"]["name"] == "dry"
     assert "dry" not in kubectl("get", "pods", "-o", "name")
+
+
+def test_a_sidecar_is_resized_under_init_containers(kubectl: NamespacedKubectl) -> None:
+    running(kubectl, pod("sidecar", sidecar=True))
+    wanted = {"requests": {"cpu": "200m", "memory": "128Mi"}}
+    out = resize(
+        kubectl, "sidecar", {"spec": {"initContainers": [{"name": "proxy", "resources": wanted}]}}
+    )
+    assert "patched" in out, out
+    found = json.loads(kubectl("get", "pod", "sidecar", "-o", "json"))
+    assert found["spec"]["initContainers"][0]["resources"]["requests"]["cpu"] == "200m"
+    assert found["metadata"]["generation"] == 2
+
+
+def test_a_sidecar_named_under_containers_is_a_container_a_resize_may_not_add(
+    kubectl: NamespacedKubectl,
+) -> None:
+    running(kubectl, pod("misnamed", sidecar=True))
+    wanted = {"requests": {"cpu": "200m"}}
+    out = resize(
+        kubectl, "misnamed", {"spec": {"containers": [{"name": "proxy", "resources": wanted}]}}
+    )
+    assert "containers may not be added or removed on resize" in out
+    found = json.loads(kubectl("get", "pod", "misnamed", "-o", "json"))
+    assert found["spec"]["initContainers"][0]["resources"]["requests"]["cpu"] == "100m"

@@ -347,3 +347,13 @@ def test_a_follower_takes_over_when_the_leader_is_killed(kerf: Kerf) -> None:
     finally:
         # The session's later tests read the first replica's metrics: the follower is it now.
         kerf.reconcilers.remove(leader)
+
+
+def test_no_call_kerf_made_was_forbidden(kerf: Kerf) -> None:
+    """Runs last: every call of the scenarios above passed the real server's RBAC with
+    kerf's own ServiceAccounts (a 403 is a bug in manifests/)."""
+    for replica in kerf.reconcilers:
+        text = kerf.metrics(replica)
+        assert _metric(text, "kerf_reconciler_api_requests_total", code="403") == 0
+        assert "is forbidden: User" not in replica.text()
+    assert "is forbidden: User" not in kerf.webhook.text()
