@@ -160,6 +160,11 @@ def _merge_list(original: list[Any], patch: list[Any], path: tuple[str, ...]) ->
         return _strip(patch)
     result = list(original)
     for item in patch:
+        if key not in item:
+            # The real server's words (an error with no reason: kubectl shows it plain).
+            raise ApiError(
+                500, "", f"map: {_go_map(item)} does not contain declared merge key: {key}"
+            )
         idx = next(
             (
                 n
@@ -181,6 +186,11 @@ def _merge_list(original: list[Any], patch: list[Any], path: tuple[str, ...]) ->
             else:
                 result[idx] = merged
     return result
+
+
+def _go_map(item: dict[str, Any]) -> str:
+    """A map as Go's fmt prints it (`map[k:v ...]`, keys sorted)."""
+    return "map[" + " ".join(f"{k}:{item[k]}" for k in sorted(item)) + "]"
 
 
 def _reorder(items: list[Any], order: list[Any], key: str | None) -> list[Any]:

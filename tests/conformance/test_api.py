@@ -127,3 +127,16 @@ def test_a_sidecar_named_under_containers_is_a_container_a_resize_may_not_add(
     assert "containers may not be added or removed on resize" in out
     found = json.loads(kubectl("get", "pod", "misnamed", "-o", "json"))
     assert found["spec"]["initContainers"][0]["resources"]["requests"]["cpu"] == "100m"
+
+
+def test_a_strategic_merge_patch_of_a_list_item_without_its_merge_key_is_refused(
+    kubectl: NamespacedKubectl,
+) -> None:
+    running(kubectl, pod("smp"))
+    patch = {"spec": {"containers": [{"image": "web:2"}]}}
+    out = kubectl(
+        "patch", "pod", "smp", "--type", "strategic", "-p", json.dumps(patch), check=False
+    )
+    assert (
+        "Error from server: map: map[image:web:2] does not contain declared merge key: name" in out
+    )
