@@ -48,15 +48,21 @@ def add_certs_arguments(parser: argparse.ArgumentParser) -> None:
         "--ca-cert",
         type=Path,
         metavar="FILE",
-        help="sign with this existing CA (PEM) instead of creating one, so the caBundle "
-        "stays the same; needs --ca-key (default: a new CA, written to OUT/ca.crt and "
-        "OUT/ca.key)",
+        help="sign with this existing CA (PEM), so the caBundle stays the same; needs "
+        "--ca-key (default: the CA in OUT/ca.crt and OUT/ca.key when both are there, else a "
+        "new CA written there)",
     )
     parser.add_argument(
         "--ca-key",
         type=Path,
         metavar="FILE",
         help="the CA's private key (PEM; no default: it goes with --ca-cert)",
+    )
+    parser.add_argument(
+        "--new-ca",
+        action="store_true",
+        help="replace the CA in OUT with a new one (the cluster's caBundle must then be "
+        "updated: see docs/install.md)",
     )
     parser.add_argument(
         "--renew-if-expiring-within",
@@ -88,14 +94,27 @@ def _renewal_window(text: str) -> timedelta:
 
 
 def _certificate_authority(args: argparse.Namespace) -> CertificateAuthority | None:
-    """The CA to sign with: the one given, OUT's own when renewing, else None (a new one)."""
+    """The CA to sign with: the one given, else OUT's own (re-running the install step or
+    renewing keeps the caBundle the cluster trusts), else None (a new one: none in OUT, or
+    `--new-ca`)."""
     if (args.ca_cert is None) != (args.ca_key is None):
         raise CertificateError("--ca-cert and --ca-key go together")
+    if args.new_ca and args.ca_cert is not None:
+        raise CertificateError("--new-ca and --ca-cert exclude each other")
     if args.ca_cert is not None:
         return load_certificate_authority(args.ca_cert, args.ca_key)
-    if args.renew_if_expiring_within is None:
+    if args.new_ca:
         return None
     cert, key = args.out / "ca.crt", args.out / "ca.key"
+    if cert.is_file() and key.is_file():
+        return load_certificate_authority(cert, key)
+    if cert.is_file() or key.is_file():
+        raise CertificateError(
+            f"{args.out} holds only one of ca.crt and ca.key: restore the other, or replace "
+            "the CA with --new-ca (a new CA would break the caBundle the cluster trusts)"
+        )
+    if args.renew_if_expiring_within is None:
+        return None
     if not (cert.is_file() and key.is_file()):
         raise CertificateError(
             f"renewing needs the CA that the caBundle trusts: give --ca-cert and --ca-key, "
@@ -133,6 +152,12 @@ def certs_command(args: argparse.Namespace) -> int:
     write_certificates(issued, args.out)
     if args.kustomize_patch is not None:
         write_atomic(args.kustomize_patch, kustomize_ca_bundle_patch(issued.ca_bundle).encode())
+    if ca is None and args.new_ca:
+        print(
+            f"kerf certs: replaced the CA in {args.out} with a new one: the cluster's caBundle "
+            "still names the old CA until you update it (docs/install.md, step 4)",
+            file=sys.stderr,
+        )
     signer = (
         "a new CA (ca.key written)" if ca is None else f"the CA {ca.cert.subject.rfc4514_string()}"
     )

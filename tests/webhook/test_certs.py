@@ -238,3 +238,40 @@ def test_a_bad_renewal_window_is_a_usage_error(
         run_certs(["--out", str(tmp_path), f"--renew-if-expiring-within={window}"])
     assert exc.value.code == 2
     assert "is not a duration" in capsys.readouterr().err
+
+
+def test_running_it_again_keeps_the_ca_and_so_the_ca_bundle(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run_certs(["--out", str(tmp_path)]) == 0
+    bundle = capsys.readouterr().out.strip()
+    ca_key, tls_key = (tmp_path / "ca.key").read_bytes(), (tmp_path / "tls.key").read_bytes()
+    assert run_certs(["--out", str(tmp_path)]) == 0
+    assert capsys.readouterr().out.strip() == bundle
+    assert (tmp_path / "ca.key").read_bytes() == ca_key
+    assert (tmp_path / "tls.key").read_bytes() != tls_key  # a fresh serving certificate
+    root = x509.load_pem_x509_certificate((tmp_path / "ca.crt").read_bytes())
+    serving(tmp_path).verify_directly_issued_by(root)
+
+
+def test_new_ca_replaces_the_ca_and_says_the_ca_bundle_must_follow(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run_certs(["--out", str(tmp_path)]) == 0
+    bundle = capsys.readouterr().out.strip()
+    assert run_certs(["--out", str(tmp_path), "--new-ca"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.strip() != bundle
+    assert "replaced the CA" in captured.err and "caBundle" in captured.err
+    assert base64.b64decode(captured.out.strip()) == (tmp_path / "ca.crt").read_bytes()
+
+
+def test_new_ca_and_a_given_ca_exclude_each_other(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run_certs(["--out", str(tmp_path / "a")]) == 0
+    ca = ["--ca-cert", str(tmp_path / "a" / "ca.crt"), "--ca-key", str(tmp_path / "a" / "ca.key")]
+    capsys.readouterr()
+    assert run_certs(["--out", str(tmp_path / "b"), "--new-ca", *ca]) == 2
+    assert "exclude each other" in capsys.readouterr().err
+    assert not (tmp_path / "b").exists()
