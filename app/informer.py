@@ -30,6 +30,7 @@ from typing import Any
 
 import aiohttp
 import orjson
+import yaml
 from kubernetes_asyncio import client, config
 
 from app.clock import Clock, utc_now
@@ -497,6 +498,19 @@ async def api_client_from_config(kubeconfig: str | Path | None = None) -> client
     if path is None and os.environ.get("KUBERNETES_SERVICE_HOST"):
         config.load_incluster_config(client_configuration=configuration)
     else:
+        default = path is None
         path = str(path or Path.home() / ".kube" / "config")
-        await config.load_kube_config(config_file=path, client_configuration=configuration)
+        if default and not Path(path).is_file():
+            # One line for the user, not the client library's traceback.
+            raise config.ConfigException(
+                f"no cluster to talk to: no --kubeconfig, $KUBECONFIG is unset, this is not a "
+                f"pod (no KUBERNETES_SERVICE_HOST) and {path} does not exist"
+            )
+        try:
+            await config.load_kube_config(config_file=path, client_configuration=configuration)
+        except yaml.YAMLError as exc:
+            reason = " ".join(str(exc).split())
+            raise config.ConfigException(
+                f"{path} is not a kubeconfig (not YAML): {reason}"
+            ) from None
     return client.ApiClient(configuration)

@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import errno
 import logging
 import signal
+import sys
 
 from kubesim.clock import Clock
 from kubesim.sim import Simulator
@@ -63,7 +65,13 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING)
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(_serve(args))
+        try:
+            asyncio.run(_serve(args))
+        except OSError as exc:
+            if exc.errno != errno.EADDRINUSE:
+                raise
+            print(f"kubesim: --port {args.port} on {args.host} is in use", file=sys.stderr)
+            raise SystemExit(2) from None
 
 
 if __name__ == "__main__":

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import sys
 from pathlib import Path
+
+from kubernetes_asyncio.config import ConfigException
 
 from reconciler.leader import LEASE_DURATION_S
 from reconciler.logs import configure_logging
@@ -99,4 +102,17 @@ def reconciler_command(args: argparse.Namespace) -> int:
         service=ServiceConfig(workers=args.workers, resync_s=args.resync_interval),
         lease_duration_s=args.lease_duration,
     )
-    return run_reconciler(options)
+    try:
+        return run_reconciler(options)
+    except ConfigException as exc:
+        print(f"kerf reconciler: cannot connect to the cluster: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        if exc.errno != errno.EADDRINUSE:
+            raise
+        print(
+            f"kerf reconciler: --metrics-port {args.metrics_port} on {args.metrics_host} is "
+            "in use: pick another with --metrics-port",
+            file=sys.stderr,
+        )
+        return 2

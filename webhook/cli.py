@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import errno
 import re
+import socket
 import ssl
 import sys
 from datetime import UTC, datetime, timedelta
@@ -288,6 +290,9 @@ def webhook_command(args: argparse.Namespace) -> int:
     if isinstance(limits, str):
         print(f"kerf webhook: {limits}", file=sys.stderr)
         return 2
+    if (busy := _port_in_use(args.host, args.port)) is not None:
+        print(f"kerf webhook: --port {args.port} on {args.host}: {busy}", file=sys.stderr)
+        return 2
     try:
         run_webhook(
             args.state_dir,
@@ -315,6 +320,21 @@ def webhook_command(args: argparse.Namespace) -> int:
         )
         return 2
     return 0
+
+
+def _port_in_use(host: str, port: int) -> str | None:
+    """Why `host:port` cannot be listened on (in use, or not an address here), else None:
+    said in one line before the server starts, rather than after its start-up logs."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                return "in use: pick another with --port"
+            return exc.strerror or str(exc)
+    return None
 
 
 def add_review_arguments(parser: argparse.ArgumentParser) -> None:
