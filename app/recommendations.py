@@ -64,11 +64,22 @@ def _resources(value: Any, field: str) -> dict[str, str]:
         raise ValueError(f"{field} must be a mapping of resource to quantity")
     for resource, quantity in value.items():
         try:
-            parse_resource(resource, quantity)
+            amount = parse_resource(resource, quantity)
         except QuantityError as exc:
             raise ValueError(f"{field}.{resource}: {exc}") from None
+        if amount <= 0:
+            raise ValueError(f"{field}.{resource} {quantity!r} is not positive")
     # Interned: resource names and quantities repeat across thousands of rows.
     return {sys.intern(str(r)): sys.intern(str(q)) for r, q in value.items()}
+
+
+def _number(raw: Mapping[str, Any], field: str) -> float:
+    value = raw[field]
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"{field} {value!r} is not a number")
+    if value != value or value in (float("inf"), float("-inf")):
+        raise ValueError(f"{field} {value!r} is not a finite number")
+    return float(value)
 
 
 def _row(raw: Any) -> RecommendationRow:
@@ -83,22 +94,37 @@ def _row(raw: Any) -> RecommendationRow:
         raise ValueError(f"analyzedAt {raw['analyzedAt']!r} is not an RFC3339 time") from None
     if analyzed_at.tzinfo is None:
         raise ValueError(f"analyzedAt {raw['analyzedAt']!r} has no time zone")
-    confidence = float(raw["confidence"])
+    confidence = _number(raw, "confidence")
     if not 0 <= confidence <= 1:
         raise ValueError(f"confidence {confidence} is outside 0..1")
-    throttling = raw.get("cpuThrottlingRatio")
+    throttling = (
+        None if raw.get("cpuThrottlingRatio") is None else _number(raw, "cpuThrottlingRatio")
+    )
+    if throttling is not None and not 0 <= throttling <= 1:
+        raise ValueError(f"cpuThrottlingRatio {throttling} is outside 0..1")
+    for field in ("coverageHours", "samples"):
+        if _number(raw, field) < 0:
+            raise ValueError(f"{field} {raw[field]} is negative")
+    requests = _resources(raw["requests"], "requests")
+    limits = _resources(raw.get("limits") or {}, "limits")
+    for resource, limit in limits.items():
+        request = requests.get(resource)
+        if request is not None and parse_resource(resource, request) > parse_resource(
+            resource, limit
+        ):
+            raise ValueError(f"requests.{resource} {request} is above limits.{resource} {limit}")
     return RecommendationRow(
         namespace=sys.intern(str(raw["namespace"])),
         owner_kind=sys.intern(str(raw["ownerKind"])),
         owner_name=str(raw["ownerName"]),
         container=sys.intern(str(raw["container"])),
-        requests=_resources(raw["requests"], "requests"),
-        limits=_resources(raw.get("limits") or {}, "limits"),
+        requests=requests,
+        limits=limits,
         analyzed_at=analyzed_at,
-        coverage_hours=float(raw["coverageHours"]),
-        samples=int(raw["samples"]),
+        coverage_hours=_number(raw, "coverageHours"),
+        samples=int(_number(raw, "samples")),
         confidence=confidence,
-        cpu_throttling_ratio=None if throttling is None else float(throttling),
+        cpu_throttling_ratio=throttling,
     )
 
 

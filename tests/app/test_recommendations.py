@@ -6,7 +6,10 @@ from datetime import timedelta
 
 import orjson
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from app.quantities import parse_resource
 from app.recommendations import (
     index_rows,
     is_recommendation_configmap,
@@ -54,6 +57,20 @@ def test_limits_and_throttling_are_optional() -> None:
         ({"analyzedAt": "yesterday"}, "analyzedAt"),
         ({"analyzedAt": "2026-11-28T10:00:00"}, "time zone"),
         ({"confidence": 1.5}, "outside 0..1"),
+        (
+            {"requests": {"cpu": "250m", "memory": "-384Mi"}},
+            "requests.memory '-384Mi' is not positive",
+        ),
+        ({"requests": {"cpu": "0"}}, "requests.cpu '0' is not positive"),
+        ({"limits": {"memory": "0"}}, "limits.memory '0' is not positive"),
+        ({"coverageHours": -5}, "coverageHours -5 is negative"),
+        ({"samples": -1}, "samples -1 is negative"),
+        ({"cpuThrottlingRatio": 7}, "cpuThrottlingRatio 7.0 is outside 0..1"),
+        ({"confidence": "high"}, "confidence 'high' is not a number"),
+        (
+            {"requests": {"memory": "512Mi"}, "limits": {"memory": "256Mi"}},
+            "requests.memory 512Mi is above limits.memory 256Mi",
+        ),
     ],
 )
 def test_bad_row_is_skipped_with_a_warning_naming_it(broken: dict, words: str) -> None:
@@ -86,3 +103,43 @@ def test_configmap_label_and_missing_key() -> None:
     assert not is_recommendation_configmap({**cm, "metadata": {"name": "x", "labels": {}}})
     rows, warnings = rows_from_configmap({**cm, "data": {}})
     assert rows == [] and "no recommendations.json" in warnings[0]
+
+
+@given(
+    row=st.fixed_dictionaries(
+        {
+            "cpu": st.integers(-2000, 4000).map(lambda m: f"{m}m"),
+            "memory": st.integers(-1024, 4096).map(lambda m: f"{m}Mi"),
+            "limit": st.one_of(st.none(), st.integers(-1024, 4096).map(lambda m: f"{m}Mi")),
+            "coverageHours": st.floats(-100, 1000),
+            "samples": st.integers(-10, 100_000),
+            "confidence": st.floats(-1, 2),
+            "throttling": st.one_of(st.none(), st.floats(-1, 8)),
+        }
+    )
+)
+def test_a_row_is_rejected_with_a_reason_or_every_value_is_sound(row: dict) -> None:
+    raw = {
+        **b.row(),
+        "requests": {"cpu": row["cpu"], "memory": row["memory"]},
+        "coverageHours": row["coverageHours"],
+        "samples": row["samples"],
+        "confidence": row["confidence"],
+        "cpuThrottlingRatio": row["throttling"],
+    }
+    if row["limit"] is not None:
+        raw["limits"] = {"memory": row["limit"]}
+    rows, warnings = parse_rows(doc(raw), "src")
+    if warnings:
+        assert not rows and "skipped: " in warnings[0]
+        return
+    (parsed,) = rows
+    assert all(parse_resource(r, q) > 0 for r, q in {**parsed.requests, **parsed.limits}.items())
+    limit = parsed.limits.get("memory")
+    if limit is not None:
+        assert parse_resource("memory", parsed.requests["memory"]) <= parse_resource(
+            "memory", limit
+        )
+    assert parsed.coverage_hours >= 0 and parsed.samples >= 0
+    assert 0 <= parsed.confidence <= 1
+    assert parsed.cpu_throttling_ratio is None or 0 <= parsed.cpu_throttling_ratio <= 1
