@@ -150,7 +150,12 @@ async def test_a_rollout_that_takes_time_shows_pending_once(tmp_path: Path) -> N
         await wait_for(kerf, pending, "phase Pending once the rollout has taken 10 s")
         status = await status_of(kerf)
         assert status["lastApplied"]["method"] == "inPlace"
-        notes = [e["note"] for e in await kerf.events() if e["reason"] == "Resized"]
+
+        async def resized_notes() -> list[str]:
+            # The event is created after the status write the check above saw.
+            return [e["note"] for e in await kerf.events() if e["reason"] == "Resized"]
+
+        notes = await wait_for(kerf, resized_notes, "the change's Resized event")
         assert notes == [
             "resized in place: app requests cpu=250m,memory=256Mi (1 of 2 pods, the others follow)"
         ]

@@ -63,8 +63,13 @@ async def test_running_pods_are_resized_in_place(tmp_path: Path) -> None:
         assert (owner["kind"], owner["name"]) == ("Deployment", "web")
         web = await apps.read_namespaced_deployment("web", "shop")
         assert fixed_key("StaticPolicy", "requests") in web.metadata.annotations
+
         # One event for the change, naming its values and both pods.
-        resized = [e for e in await kerf.events() if e["reason"] == "Resized"]
+        async def resized_events() -> list[dict[str, Any]]:
+            # Created after the status write the check above saw.
+            return [e for e in await kerf.events() if e["reason"] == "Resized"]
+
+        resized = await wait_for(kerf, resized_events, "the change's Resized event")
         assert len(resized) == 1
         assert resized[0]["note"] == (
             "resized in place: app requests cpu=250m,memory=256Mi (2 of 2 pods)"
