@@ -1,9 +1,11 @@
 """The status a node's kubelet reports for a pod: pure functions of (pod, node, the other
 pods on the node, what the node remembers, now).
 
-The same semantics as kubesim's kubelet (kubesim/kubelet.py), plus sidecars (init
-containers with restartPolicy Always, which run and resize like app containers) and the
-`sim.kerf.dev/*` fault annotations, which stand in for kubesim's test hooks:
+The same semantics as kubesim's kubelet (kubesim/kubelet.py), sidecars (init containers
+with restartPolicy Always, which run and resize like app containers) and the
+`sim.kerf.dev/*` fault annotations included; the annotations' keys, forced resize
+messages and crash back-off are kubesim's own (`kubesim/fault_annotations.py`), so both
+backends read the same contract:
 
 - `sim.kerf.dev/oom-kill=<container>`: that container is OOM-killed once for each new value
   (`<container>/2`, `/3` kill it again): restartCount + 1, lastState.terminated
@@ -28,20 +30,18 @@ from typing import Any
 from devcluster.fit import RESIZABLE, is_sidecar, resize_verdict
 from kubesim.clock import parse_rfc3339, rfc3339
 from kubesim.conditions import drop_condition, get_condition, set_condition
+from kubesim.fault_annotations import (
+    CRASH_BACKOFF_BASE,
+    CRASH_BACKOFF_CAP,
+    CRASH_LOOP,
+    FORCED_RESIZE,
+    OOM_KILL,
+    RESIZE,
+    UNREADY,
+)
 from kubesim.quantity import parse
 
 Obj = dict[str, Any]
-
-OOM_KILL = "sim.kerf.dev/oom-kill"
-CRASH_LOOP = "sim.kerf.dev/crash-loop"
-UNREADY = "sim.kerf.dev/unready"
-RESIZE = "sim.kerf.dev/resize"
-_FORCED = {
-    "Deferred": "Node didn't have enough resource: the resize waits (annotation sim.kerf.dev/resize=Deferred)",
-    "Infeasible": "Node didn't have enough capacity: the resize can never fit (annotation sim.kerf.dev/resize=Infeasible)",
-}
-BACKOFF_BASE_S = 10
-BACKOFF_CAP_S = 300
 
 
 @dataclass
@@ -60,7 +60,8 @@ def _digest(*parts: str) -> str:
 
 def backoff_s(failures: int) -> int:
     """The kubelet's crash back-off after `failures` consecutive failures."""
-    return int(min(BACKOFF_BASE_S * 2 ** max(failures - 1, 0), BACKOFF_CAP_S))
+    delay = min(CRASH_BACKOFF_BASE * 2 ** max(failures - 1, 0), CRASH_BACKOFF_CAP)
+    return int(delay.total_seconds())
 
 
 def applied_resources(container: Obj) -> Obj:
@@ -169,7 +170,7 @@ def _resize(
         drop_condition(status, "PodResizePending")
         return
     forced = ((pod["metadata"].get("annotations") or {}).get(RESIZE) or "").strip()
-    verdict = (forced, _FORCED[forced]) if forced in _FORCED else None
+    verdict = (forced, FORCED_RESIZE[forced]) if forced in FORCED_RESIZE else None
     verdict = verdict or resize_verdict(pod, node, others)
     if verdict is not None:
         reason, message = verdict
