@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.e2e.backends import Backend, real_available, running_backend, selected
+from tests.e2e.backends import Backend, selected_backend
 from tests.e2e.kerf import Kubectl
 
 _NAMES = itertools.count(1)
@@ -18,10 +18,7 @@ _NAMES = itertools.count(1)
 @pytest.fixture(scope="session")
 def backend(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Backend]:
     """The selected backend, for the session."""
-    kind = selected()
-    if kind == "real" and not real_available():
-        pytest.skip("the real control plane is not built: run make cluster-tools")
-    with running_backend(kind, tmp_path_factory.mktemp(f"conformance-{kind}")) as cluster:
+    with selected_backend(tmp_path_factory, "conformance") as cluster:
         yield cluster
 
 

@@ -23,6 +23,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 BACKENDS = ("kubesim", "real")
 #: how long a backend may take to start (a bound, not an expectation)
@@ -109,3 +111,14 @@ def running_backend(
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait()
         reader.join(timeout=10)
+
+
+@contextlib.contextmanager
+def selected_backend(tmp_path_factory: pytest.TempPathFactory, purpose: str) -> Iterator[Backend]:
+    """The backend `KERF_E2E_BACKEND` selects, for a session fixture: skipped, naming
+    `make cluster-tools`, when the real one is selected but not built."""
+    kind = selected()
+    if kind == "real" and not real_available():
+        pytest.skip("the real control plane is not built: run make cluster-tools")
+    with running_backend(kind, tmp_path_factory.mktemp(f"{purpose}-{kind}")) as cluster:
+        yield cluster

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.e2e.backends import real_available, running_backend, selected
+from tests.e2e.backends import selected, selected_backend
 from tests.e2e.kerf import Kerf, running_kerf
 from tests.e2e.scenario import Namespace, make_namespace
 
@@ -20,11 +20,10 @@ _COUNTER = itertools.count(1)
 @pytest.fixture(scope="session")
 def kerf(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kerf]:
     """kerf on the selected backend."""
-    backend = selected()
-    if backend == "real" and not real_available():
-        pytest.skip("the real control plane is not built: run make cluster-tools")
-    workdir = tmp_path_factory.mktemp(f"e2e-{backend}")
-    with running_backend(backend, workdir) as cluster, running_kerf(cluster, workdir) as running:
+    with (
+        selected_backend(tmp_path_factory, "e2e") as cluster,
+        running_kerf(cluster, cluster.kubeconfig.parent) as running,
+    ):
         yield running
 
 
