@@ -18,7 +18,7 @@ from typing import Any
 
 import aiohttp
 
-from devcluster import events, nodes, podstatus
+from devcluster import events, network, nodes, podstatus
 from devcluster.apiclient import ApiError, Client
 from devcluster.podstatus import PodMemory
 
@@ -63,7 +63,7 @@ class NodeAgent:
         self._node_written: dict[str, tuple[Obj, Obj]] = {}
         self._leases: dict[str, Obj] = {}
         self._deleting: set[str] = set()
-        self._next_ip = 2
+        self._addresses = network.PodAddresses(network.machine_address())
         self._wake = asyncio.Event()
         self._tasks: set[asyncio.Task[None]] = set()
         #: How many pod status writes the agent made (tests check a steady cluster adds none).
@@ -249,11 +249,6 @@ class NodeAgent:
                 # What this pass wrote counts for the next pods' resize verdicts.
                 on_node[i] = await self._sync_pod(pod, node, on_node)
 
-    def _pod_ip(self) -> str:
-        n = self._next_ip
-        self._next_ip += 1
-        return f"10.244.{n // 250}.{n % 250 + 1}"
-
     async def _sync_pod(self, pod: Obj, node: Obj, on_node: list[Obj], retry: bool = True) -> Obj:
         """Write the pod's status if it changed; the pod as it now stands."""
         uid = pod["metadata"]["uid"]
@@ -265,7 +260,7 @@ class NodeAgent:
             [p for p in on_node if p["metadata"]["uid"] != uid],
             memory,
             _now(),
-            ip or self._pod_ip(),
+            ip or self._addresses.next(),
         )
         current = pod.get("status") or {}
         if status == current or self._written.get(uid) == (status, current):

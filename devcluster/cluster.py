@@ -135,6 +135,10 @@ class DevCluster:
             # The `kubernetes` Service would get 127.0.0.1 as its endpoint, which Endpoints
             # validation refuses (loopback) every 10 s; nothing in-cluster calls it anyway.
             "--endpoint-reconciler-type=none",
+            # Webhook calls through `clientConfig.service` go to an endpoint (a pod's IP,
+            # this machine's address: devcluster/network.py), not to the cluster IP that
+            # nothing routes.
+            "--enable-aggregator-routing=true",
         ]
 
     def _component_args(self, name: str, config: Path, pki: certs.Pki) -> list[str | Path]:

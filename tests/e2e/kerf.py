@@ -178,7 +178,8 @@ def webhook_configuration(url: str, ca_bundle: str) -> dict[str, Any]:
     return dict(config)
 
 
-def _spawn(name: str, argv: list[str], workdir: Path, port: int) -> Service:
+def spawn(name: str, argv: list[str], workdir: Path, port: int) -> Service:
+    """Start a kerf process in its own session, logging to `workdir/name.log`."""
     log = workdir / f"{name}.log"
     env = {**os.environ, "POD_NAMESPACE": NAMESPACE, "POD_NAME": f"kerf-{name}"}
     with open(log, "wb") as out:
@@ -213,7 +214,7 @@ def start_reconciler(kerf: Kerf, identity: str) -> Service:
     )
     argv = [KERF, "reconciler", "--kubeconfig", str(config), "--metrics-host", "127.0.0.1"]
     argv += ["--metrics-port", str(port), "--resync-interval", "30", "--lease-duration", "6"]
-    service = _spawn(identity, argv, kerf.workdir, port)
+    service = spawn(identity, argv, kerf.workdir, port)
     kerf.reconcilers.append(service)
     wait_until(lambda: _ready(service, None), f"{identity} to be ready")
     return service
@@ -232,7 +233,7 @@ def running_kerf(backend: Backend, workdir: Path) -> Iterator[Kerf]:
     argv = [KERF, "webhook", "--kubeconfig", str(config), "--host", "127.0.0.1"]
     argv += ["--port", str(port), "--tls-cert", str(certs / "tls.crt")]
     argv += ["--tls-key", str(certs / "tls.key")]
-    webhook = _spawn("webhook", argv, workdir, port)
+    webhook = spawn("webhook", argv, workdir, port)
     kerf = Kerf(backend, kubectl, workdir, webhook, ca_bundle=ca_bundle)
     try:
         context = ssl.create_default_context(cafile=str(certs / "ca.crt"))

@@ -12,11 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
-import shutil
 import socket
 import ssl
-import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -28,65 +25,21 @@ from kubernetes_asyncio import client
 
 from kubesim.sim import Simulator
 from kubesim.testing import running_sim
-from tests.kubesim.test_kubectl import kubectl_binary
+from tests.integration.guide import (
+    FENCE,
+    GUIDE,
+    PAUSE,
+    Rehearsal,
+    assert_sized,
+    blocks,
+    dry_run_until_sized,
+    kubectl_lines,
+)
 
-ROOT = Path(__file__).resolve().parents[2]
-GUIDE = ROOT / "docs" / "install.md"
-FENCE = re.compile(r"^```(\S*)[ \t]*(\S*)\n(.*?)^```$", re.MULTILINE | re.DOTALL)
 KERF_KEYS = {
     "static.rightsizing.kubex.ai/desired-resource-requests": '{"app":{"cpu":"250m"}}',
     "rightsizing.kubex.ai/rollback-state": '{"mode":"idle"}',
 }
-PAUSE = {"rightsizing.kubex.ai/pause-until": "infinite"}
-
-
-def blocks(marker: str) -> list[str]:
-    """The code of the fenced blocks whose info string carries `marker`, in order."""
-    return [code for _, tag, code in FENCE.findall(GUIDE.read_text()) if tag == marker]
-
-
-def kubectl_lines(code: str) -> list[str]:
-    return [line.strip() for line in code.splitlines() if re.search(r"(^|\|\s*)kubectl ", line)]
-
-
-class Rehearsal:
-    """A copy of the repository's user-facing files, and bash with kubectl and kerf."""
-
-    def __init__(self, sim: Simulator, tmp_path: Path) -> None:
-        self.sim = sim
-        self.cwd = tmp_path / "repo"
-        for part in ("manifests", "examples"):
-            shutil.copytree(ROOT / part, self.cwd / part)
-        venv_bin = self.cwd / ".venv" / "bin"
-        venv_bin.mkdir(parents=True)
-        (venv_bin / "kerf").symlink_to(Path(sys.executable).parent / "kerf")
-        tools = tmp_path / "bin"
-        tools.mkdir()
-        (tools / "kubectl").symlink_to(kubectl_binary())
-        (tmp_path / "home").mkdir()
-        self.env = {
-            "PATH": f"{tools}:{os.environ['PATH']}",
-            "KUBECONFIG": str(sim.kubeconfig_path),
-            "HOME": str(tmp_path / "home"),
-        }
-        self.ran: list[str] = []
-
-    async def run(self, code: str) -> str:
-        proc = await asyncio.create_subprocess_exec(
-            "bash",
-            "-euo",
-            "pipefail",
-            "-c",
-            code,
-            cwd=self.cwd,
-            env=self.env,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-        )
-        out, err = await asyncio.wait_for(proc.communicate(), 180)
-        assert proc.returncode == 0, f"{code}\nexit {proc.returncode}\n{out.decode()}{err.decode()}"
-        self.ran.append(code)
-        return out.decode()
 
 
 def free_port() -> int:
@@ -97,7 +50,7 @@ def free_port() -> int:
 
 @asynccontextmanager
 async def webhook_where_its_pods_would_run(
-    rehearsal: Rehearsal,
+    sim: Simulator, rehearsal: Rehearsal
 ) -> AsyncIterator[None]:
     """`kerf webhook` on the cluster, with the guide's certificates, serving the Service."""
     port = free_port()
@@ -106,7 +59,7 @@ async def webhook_where_its_pods_would_run(
         str(rehearsal.cwd / ".venv" / "bin" / "kerf"),
         "webhook",
         "--kubeconfig",
-        str(rehearsal.sim.kubeconfig_path),
+        str(sim.kubeconfig_path),
         "--tls-cert",
         str(certs / "tls.crt"),
         "--tls-key",
@@ -120,7 +73,7 @@ async def webhook_where_its_pods_would_run(
         stderr=asyncio.subprocess.DEVNULL,
     )
     try:
-        rehearsal.sim.service_addresses[("kerf-system", "kerf-webhook")] = f"127.0.0.1:{port}"
+        sim.service_addresses[("kerf-system", "kerf-webhook")] = f"127.0.0.1:{port}"
         # What the readiness probe gates: a ready replica that renews its Lease.
         context = ssl.create_default_context(cafile=str(certs / "ca.crt"))
         async with httpx.AsyncClient(verify=context) as http:
@@ -155,16 +108,6 @@ async def deployment_annotations(sim: Simulator) -> dict[str, str]:
     return dict(web.metadata.annotations or {})
 
 
-async def dry_run_until_sized(rehearsal: Rehearsal, code: str) -> str:
-    """The webhook learns the policy by watch; the first pod may be decided before it."""
-    for _ in range(300):
-        out = await rehearsal.run(code)
-        if '"cpu":"250m"' in out:
-            return out
-        await asyncio.sleep(0.2)
-    return out
-
-
 def test_the_guide_shows_no_kubectl_step_it_does_not_rehearse() -> None:
     fences = FENCE.findall(GUIDE.read_text())
     unrehearsed = [
@@ -181,19 +124,18 @@ async def test_the_install_guide_works_when_pasted(tmp_path: Path) -> None:
     async with running_sim(tmp_path) as sim:
         for name in ("node-1", "node-2"):
             await sim.add_node(name, cpu="8", memory="16Gi")
-        rehearsal = Rehearsal(sim, tmp_path)
+        rehearsal = Rehearsal(sim.kubeconfig_path, tmp_path)
         webhook = None
         try:
             for code in blocks("rehearse"):
                 if "kubectl apply -k overlay/" in code and webhook is None:
-                    webhook = webhook_where_its_pods_would_run(rehearsal)
+                    webhook = webhook_where_its_pods_would_run(sim, rehearsal)
                     await webhook.__aenter__()
                 if "kerf cleanup | sh" in code:
                     await annotate_like_the_reconciler(sim, {**KERF_KEYS, **PAUSE})
                 if "--dry-run=server" in code:
                     out = await dry_run_until_sized(rehearsal, code)
-                    assert '"requests":{"cpu":"250m","memory":"256Mi"}' in out, out
-                    assert '"limits":{"cpu":"500m","memory":"512Mi"}' in out, out
+                    assert_sized(out)
                     continue
                 out = await rehearsal.run(code)
                 if "proxy/metrics" in code:
@@ -237,7 +179,7 @@ spec:
 
 async def test_the_cert_manager_variant_works_when_pasted(tmp_path: Path) -> None:
     async with running_sim(tmp_path) as sim:
-        rehearsal = Rehearsal(sim, tmp_path)
+        rehearsal = Rehearsal(sim.kubeconfig_path, tmp_path)
         # cert-manager installed: its CRDs (a stand-in schema; kubesim runs no controller).
         for kind in ("Certificate", "Issuer"):
             singular = kind.lower()
