@@ -615,6 +615,9 @@ class LastApplied(BaseModel):
     proposal: str | None = None
     #: the recommendation fingerprint these values came from (rollback monitoring)
     fingerprint: str | None = None
+    #: each live pod's restart count per container when the change was sent (pod uid →
+    #: container → count): rollback monitoring counts the failures beyond it
+    baseline: dict[str, dict[str, int]] | None = None
 
 
 class LastRollback(BaseModel):

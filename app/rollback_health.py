@@ -11,7 +11,7 @@ admission, or the reconciler's last applied values after an in-place resize). A 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -141,15 +141,32 @@ def is_unschedulable(pod: Mapping[str, Any]) -> bool:
     return _unschedulable(pod.get("status") or {}) is not None
 
 
+def restart_counts(pods: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, int]]:
+    """Each pod's restart count per container (pod uid → container → count): the baseline
+    taken when a change is sent."""
+    counts: dict[str, dict[str, int]] = {}
+    for pod in pods:
+        uid = (pod.get("metadata") or {}).get("uid")
+        if uid:
+            counts[str(uid)] = {
+                str(s.get("name")): int(s.get("restartCount") or 0) for s in target_statuses(pod)
+            }
+    return counts
+
+
 def pod_health(
-    pod: Mapping[str, Any], thresholds: HealthThresholds, since: datetime | None
+    pod: Mapping[str, Any],
+    thresholds: HealthThresholds,
+    since: datetime | None,
+    baseline: Mapping[str, int] | None = None,
 ) -> PodHealth:
     """Judge one pod against the thresholds.
 
-    `since` is the start of the monitoring window: restarts and OOM kills of a pod created
-    before it count only when the container's last termination happened inside the window
-    (a running pod resized in place keeps its old restart count, which says nothing about
-    the change). A pod created inside the window counts all of them.
+    `baseline` is the pod's restart count per container when the change was sent: only
+    restarts and OOM kills beyond it count (a running pod resized in place keeps its old
+    count, which says nothing about the change). A pod without one counts them when it was
+    created inside the window that opened at `since`, or when the container's last
+    termination happened inside it (times compared at the API's one-second precision).
     """
     name = pod_name(pod)
     status = pod.get("status") or {}
@@ -160,7 +177,12 @@ def pod_health(
     for entry in target_statuses(pod):
         container = str(entry.get("name"))
         restarts = int(entry.get("restartCount") or 0)
-        counted = fresh or _terminated_since(entry, since)
+        before = None if baseline is None else baseline.get(container)
+        if before is not None:
+            restarts = max(0, restarts - before)
+            counted = restarts > 0
+        else:
+            counted = fresh or _terminated_since(entry, since)
         last = (entry.get("lastState") or {}).get("terminated") or {}
         state = entry.get("state") or {}
         kills = restarts if last.get("reason") == "OOMKilled" and counted else 0
@@ -249,6 +271,8 @@ class Applied:
     fingerprint: str | None
     at: datetime
     containers: Mapping[str, ContainerResources]
+    #: pod uid → container → restart count when the change was sent
+    baseline: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
 
 
 def carries(pod: Mapping[str, Any], fingerprint: str, applied: Applied | None) -> bool:

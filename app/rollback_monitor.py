@@ -181,7 +181,9 @@ def applied_from_status(last_applied: LastApplied | None) -> Applied | None:
         }
         for name, values in last_applied.containers.items()
     }
-    return Applied(last_applied.fingerprint, last_applied.at, containers)
+    return Applied(
+        last_applied.fingerprint, last_applied.at, containers, last_applied.baseline or {}
+    )
 
 
 # ---------------------------------------------------------------------- the step
@@ -288,6 +290,7 @@ def _start_monitoring(
     events: list[RollbackEvent],
     why: str,
 ) -> RollbackState:
+    """Open the window at `now`: the moment the change was sent (SPEC §8)."""
     expiry = now + _period(policy)
     cohort = _cohort(inputs)
     events.append(
@@ -325,8 +328,11 @@ def _start_when_applied(
         and (current.started_at is None or applied.at >= current.started_at)
     )
     if by_reconciler or any(carries(p, fingerprint, applied) for p in _live(inputs)):
+        # The reconciler's change opened the window when it was sent, a pass before this
+        # one: a pod killed in between is this change's failure.
+        opened = min(now, applied.at) if by_reconciler and applied is not None else now
         return _start_monitoring(
-            current, policy, inputs, now, events, f"recommendation {fingerprint} applied"
+            current, policy, inputs, opened, events, f"recommendation {fingerprint} applied"
         )
     return current
 
@@ -391,7 +397,11 @@ def adoption(state: RollbackState, policy: AnyRollbackPolicy, inputs: MonitorInp
     fingerprint = state.active_recommendation_fingerprint or ""
     live = _live(inputs)
     carrying = tuple(p for p in live if carries(p, fingerprint, inputs.applied))
-    health = [pod_health(p, inputs.thresholds, state.started_at) for p in carrying]
+    applied = inputs.applied
+    baseline = applied.baseline if applied and applied.fingerprint == fingerprint else {}
+    health = [
+        pod_health(p, inputs.thresholds, state.started_at, baseline.get(_uid(p))) for p in carrying
+    ]
     cohort = state.cohort if state.cohort is not None else _cohort(inputs)
     required = max(1, math.ceil(policy.spec.adoption_threshold_percent * cohort / 100))
     return Verdict(
@@ -403,6 +413,10 @@ def adoption(state: RollbackState, policy: AnyRollbackPolicy, inputs: MonitorInp
         adopted_pods=tuple(p for p, h in zip(carrying, health, strict=True) if h.healthy),
         any_pod=bool(live),
     )
+
+
+def _uid(pod: Mapping[str, Any]) -> str:
+    return str((pod.get("metadata") or {}).get("uid") or "")
 
 
 def _verdict_message(verdict: Verdict, policy: AnyRollbackPolicy) -> str:

@@ -42,6 +42,7 @@ from app.models import RightsizingRecommendation
 from app.owners import WorkloadRef
 from app.quantities import resource_amounts
 from app.records import record_name
+from app.rollback_health import restart_counts
 from app.rollback_monitor import Step, monitor_inputs
 from app.rollback_monitor import step as rollback_step
 from app.sync import ROLLBACK_KINDS
@@ -924,7 +925,9 @@ def _last_applied(
             # recommendation for rollback monitoring, applied already.
             return {**previous, "fingerprint": fingerprint}
         return previous
-    return {"at": stamp(now), **found}
+    # The restart counts as they were when the change was sent: rollback monitoring
+    # counts the failures beyond them, whatever second the API stamps them with.
+    return {"at": stamp(now), **found, "baseline": restart_counts(running)}
 
 
 def _unrecorded(

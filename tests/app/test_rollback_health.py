@@ -18,6 +18,7 @@ from app.rollback_health import (
     carries,
     is_live,
     pod_health,
+    restart_counts,
     running_resources,
     thresholds_for,
 )
@@ -208,3 +209,23 @@ def test_an_oom_kill_in_the_second_the_window_opened_counts() -> None:
         created=START - timedelta(minutes=10),
     )
     assert pod_health(earlier, T, opened).healthy  # a kill a second before: not this change's
+
+
+def test_a_baseline_counts_only_the_restarts_after_the_change() -> None:
+    """The restart count when the change was sent decides, not the termination's time."""
+    old = pod(
+        status(restarts=4, lastState=terminated("OOMKilled", START - timedelta(seconds=1))),
+        created=START - timedelta(minutes=10),
+    )
+    assert not pod_health(old, T, START, {"app": 3}).healthy  # one kill since: this change's
+    assert pod_health(old, T, START, {"app": 4}).healthy  # none since
+    restarts = HealthThresholds(restarts=2)
+    crashing = pod(status(restarts=7), created=START - timedelta(minutes=10))
+    assert pod_health(crashing, restarts, START, {"app": 6}).healthy  # 1 restart since
+    assert pod_health(crashing, restarts, START, {"app": 5}).reason == "restarts"
+
+
+def test_restart_counts_are_the_baseline_taken_when_a_change_is_sent() -> None:
+    p = pod(status(restarts=2), status("sidecar", restarts=1))
+    p["metadata"]["uid"] = "u1"
+    assert restart_counts([p, {"metadata": {}}]) == {"u1": {"app": 2, "sidecar": 1}}

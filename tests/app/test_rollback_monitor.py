@@ -703,3 +703,51 @@ def test_the_last_rollback_a_step_returns_blocks_decreases_until_the_cooldown() 
         assert decision.outcome == outcome, decision.message
         if outcome == "blocked":
             assert decision.reason == "Cooldown"
+
+
+# ------------------------------------------------- a kill as the change is sent (SPEC §8)
+
+
+def _resized_in_place(name: str, uid: str, **kw: Any) -> dict[str, Any]:
+    """A pod that ran before the change (created ten minutes before it) and was resized."""
+    p = pod(name, fingerprint=None, created=T0 - timedelta(minutes=10), **kw)
+    p["metadata"]["uid"] = uid
+    return p
+
+
+@pytest.mark.parametrize("method", ["inPlace", "evict"])
+def test_a_kill_between_the_change_and_the_pass_that_sees_it_counts(method: str) -> None:
+    """The change is sent at 0.9 s; a pod is OOM-killed at 0.95 s (the API writes 0 s); the
+    pass that opens monitoring runs at 1.4 s. The window opened when the change was sent,
+    and the pod's restarts beyond its count at that moment are the change's."""
+    sent = T0.replace(microsecond=900_000)
+    killed = T0.replace(microsecond=0)
+    if method == "inPlace":
+        pods = [_resized_in_place(f"web-{i}", f"u{i}", restarts=2 + (i == 0)) for i in range(3)]
+        pods[0] = _resized_in_place("web-0", "u0", restarts=3, last="OOMKilled", last_at=killed)
+    else:  # replacements admitted in the second the change was sent
+        pods = [pod(f"web-{i}", fingerprint=None, created=killed) for i in range(3)]
+        pods[0] = pod("web-0", fingerprint=None, created=killed, restarts=1, last="OOMKilled")
+    baseline = {f"u{i}": {"app": 2} for i in range(3)} if method == "inPlace" else {}
+    applied = Applied(FP, sent.replace(microsecond=0), {"app": LOW}, baseline)
+    opened = step(None, inputs(pods, applied=applied), sent + timedelta(seconds=0.5))
+    assert opened.state is not None and opened.state.mode == "monitoring"
+    assert opened.state.started_at == applied.at  # when the change was sent
+    ended = step(opened.state, inputs(pods, applied=applied), applied.at + timedelta(minutes=5))
+    assert ended.state is not None and ended.state.mode == "rollingBack"
+    assert ended.state.failure_reason == "oomKilled"
+
+
+def test_restarts_up_to_the_baseline_are_not_the_changes() -> None:
+    """A pod that had restarted (and been OOM-killed) before the change was sent, and not
+    since, is healthy, whatever second its last termination was stamped with."""
+    before = T0.replace(microsecond=0)
+    pods = [
+        _resized_in_place(f"web-{i}", f"u{i}", restarts=5, last="OOMKilled", last_at=before)
+        for i in range(3)
+    ]
+    applied = Applied(FP, T0, {"app": LOW}, {f"u{i}": {"app": 5} for i in range(3)})
+    opened = step(None, inputs(pods, applied=applied), T0)
+    assert opened.state is not None
+    ended = step(opened.state, inputs(pods, applied=applied), T0 + timedelta(minutes=5))
+    assert ended.state is not None and ended.state.mode == "monitoringSucceeded"
