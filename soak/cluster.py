@@ -53,13 +53,16 @@ def free_port() -> int:
 
 async def run_tool(argv: list[str], stdin: str | None = None) -> str:
     """Run a command without blocking the simulator's loop; its stdout, or SoakError."""
-    process = await asyncio.create_subprocess_exec(
-        *argv,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        cwd=ROOT,
-    )
+    try:
+        process = await asyncio.create_subprocess_exec(
+            *argv,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            cwd=ROOT,
+        )
+    except FileNotFoundError:
+        raise SoakError(f"{argv[0]} not found (make tools installs kubectl)") from None
     out, err = await process.communicate(stdin.encode() if stdin is not None else None)
     if process.returncode != 0:
         command = " ".join(Path(argv[0]).name if i == 0 else a for i, a in enumerate(argv))
