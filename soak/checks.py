@@ -49,11 +49,23 @@ def at_values(pod: Obj, expected: Values) -> bool:
     return all(name in named and _matches(named[name], want) for name, want in expected.items())
 
 
+def why_not(status: Mapping[str, Any]) -> str | None:
+    """The reason a workload's status gives for not being at its policy's values: a
+    `Blocked` condition that is True (whatever the phase: an earlier change may still be
+    live, so `Applied`), or an explaining phase with a reason."""
+    for condition in status.get("conditions") or []:
+        if condition.get("type") == "Blocked" and condition.get("status") == "True":
+            return str(condition.get("reason") or "") or None
+    if status.get("phase") in EXPLAINING_PHASES and status.get("reason"):
+        return str(status["reason"])
+    return None
+
+
 def policed_pods(
     pods: Iterable[Obj], expected: Mapping[str, Values], statuses: Mapping[str, Obj]
 ) -> Check:
     """Every policed pod ends at its policy's values, or its workload's status says why
-    not (a phase that explains, with a reason)."""
+    not (`why_not`)."""
     total = at = explained = 0
     problems = []
     for pod in pods:
@@ -66,7 +78,7 @@ def policed_pods(
             at += 1
             continue
         status = statuses.get(workload) or {}
-        if status.get("phase") in EXPLAINING_PHASES and status.get("reason"):
+        if why_not(status) is not None:
             explained += 1
             continue
         problems.append(

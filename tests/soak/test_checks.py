@@ -39,6 +39,12 @@ def test_a_pod_off_its_values_needs_a_status_that_says_why() -> None:
     assert not checks.policed_pods([off], expected, {"web": {"phase": "Applied"}}).ok
     blocked = {"web": {"phase": "Blocked", "reason": "SingleReplicaUnsafe"}}
     assert checks.policed_pods([off], expected, blocked).ok
+    # An earlier change still live keeps the phase Applied; the condition says why.
+    condition = {"type": "Blocked", "status": "True", "reason": "SingleReplicaUnsafe"}
+    live = {"web": {"phase": "Applied", "conditions": [condition]}}
+    assert checks.policed_pods([off], expected, live).ok
+    cleared = {"web": {"phase": "Applied", "conditions": [{**condition, "status": "False"}]}}
+    assert not checks.policed_pods([off], expected, cleared).ok
 
 
 def test_no_policed_pod_at_all_fails() -> None:
