@@ -10,7 +10,7 @@ VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
 # The image the manifests name (tests/test_image.py checks they agree).
 IMAGE ?= kerf:$(VERSION)
 
-.PHONY: install test e2e lint fmt run demo demo-real explain crds reference image image-name bench bench-webhook bench-reconciler bench-startup certs tools cluster-tools clean
+.PHONY: install test e2e soak lint fmt run demo demo-real explain crds reference image image-name bench bench-webhook bench-reconciler bench-startup certs tools cluster-tools clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -40,6 +40,12 @@ test: $(STAMP) $(KUBECTL) $(KUBECTL_OLDEST)
 # etcd, controller manager and scheduler 1.35 built by `make cluster-tools`).
 e2e: $(STAMP) $(KUBECTL) cluster-tools
 	KUBECTL=$(CURDIR)/$(KUBECTL) KERF_E2E_BACKEND=real $(BIN)/python -m pytest tests/e2e tests/devcluster tests/conformance
+
+# The chaos soak (docs/soak.md): kubesim, the webhook and two reconciler replicas under
+# leader kills and stops, API faults and pod churn for about three minutes, then its checks;
+# SEED=N replays a schedule.
+soak: $(STAMP) $(KUBECTL)
+	KUBECTL=$(CURDIR)/$(KUBECTL) $(BIN)/python -m soak $(if $(SEED),--seed $(SEED))
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -23,6 +23,7 @@ from kubesim.proxy import parse_proxy_path, proxy
 from kubesim.resources import ResourceType
 from kubesim.selectors import parse_field_selector, parse_label_selector
 from kubesim.store import WatchEvent
+from kubesim.writes import WriteLog
 
 JSON = "application/json"
 log = logging.getLogger(__name__)
@@ -61,6 +62,7 @@ class HttpApi:
         #: Service (namespace, name) -> "host:port", shared with admission: the proxy's upstreams.
         self.service_addresses = {} if service_addresses is None else service_addresses
         self.faults = faults
+        self.writes = WriteLog(api.store)
         self._on_write = on_write
         self.bookmark_interval = bookmark_interval
         self.server_address = "127.0.0.1:0"
@@ -175,12 +177,35 @@ class HttpApi:
             status, body = await self._call(request, route, verb, dry_run)
         if verb not in ("get", "list"):
             self._on_write()
+            lost = self.faults.pick_after_commit(verb, rt, ns, name, sub)
+            if not dry_run:
+                self._record(request, route, verb, status, body, lost is not None)
+            if lost is not None:
+                await self.faults.act(lost, rt, name)
         headers = {"Warning": ", ".join(f'299 - "{w}"' for w in warnings)} if warnings else None
         if verb in ("get", "list") and tables.wants_table(request.headers.get("Accept", "")):
             body = tables.to_table(
                 rt, body, self.api.clock.now(), q.get("includeObject", "Metadata")
             )
         return _json(body, status, headers)
+
+    def _record(
+        self, request: web.Request, route: Route, verb: str, status: int, body: Any, lost: bool
+    ) -> None:
+        name = route.name
+        if not name and verb == "create" and isinstance(body, dict):
+            name = str((body.get("metadata") or {}).get("name") or "")  # generateName
+        token = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
+        self.writes.record(
+            verb,
+            route.rt,
+            route.namespace,
+            name,
+            route.subresource,
+            user=token,
+            status=status,
+            answer_lost=lost,
+        )
 
     async def _call(
         self, request: web.Request, route: Route, verb: str, dry_run: bool

@@ -2,7 +2,8 @@
 
 Rules match requests by verb, resource, namespace and name; each fires with a given
 probability (from a seeded generator, so runs are repeatable) and optionally only a
-given number of times.
+given number of times. A rule marked `after_commit` lets the write happen and then
+answers with its error, as when the API server commits to etcd but the answer is lost.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ VERBS = frozenset(
 
 @dataclass
 class FaultRule:
-    """One injected fault. `status` 0 means "only delay"; `times` None means forever."""
+    """One injected fault. `status` 0 means "only delay"; `times` None means forever;
+    `after_commit` answers with `status` only once the request has been carried out."""
 
     status: int = 500
     fraction: float = 1.0
@@ -33,6 +35,7 @@ class FaultRule:
     namespace: str | None = None
     name: str | None = None
     subresource: str | None = None
+    after_commit: bool = False
 
     def matches(
         self, verb: str, rt: ResourceType, namespace: str, name: str, subresource: str
@@ -133,22 +136,68 @@ class Faults:
         """Close every open watch stream now; returns how many were closed."""
         return self._store.close_watches()
 
+    def after_commit(
+        self,
+        fraction: float,
+        status: int = 500,
+        verbs: set[str] | None = None,
+        resource: str | None = None,
+    ) -> FaultRule:
+        """Carry out `fraction` of matching writes, then answer them with `status` (the
+        change is stored and seen by watches; the client is told it failed)."""
+        return self.add(
+            FaultRule(
+                status=status,
+                fraction=fraction,
+                verbs=frozenset(verbs or VERBS - {"get", "list", "watch"}),
+                resource=resource,
+                after_commit=True,
+            )
+        )
+
     async def apply(
         self, verb: str, rt: ResourceType, namespace: str, name: str, subresource: str = ""
     ) -> None:
-        """Run the first matching rule: sleep and/or raise its error."""
+        """Run the first matching rule that acts before the request: sleep and/or raise
+        its error."""
+        rule = self._pick(False, verb, rt, namespace, name, subresource)
+        if rule is not None:
+            await self.act(rule, rt, name)
+
+    def pick_after_commit(
+        self, verb: str, rt: ResourceType, namespace: str, name: str, subresource: str = ""
+    ) -> FaultRule | None:
+        """The `after_commit` rule that fires for a request just carried out, if any (it
+        is counted as fired; `act` plays it)."""
+        return self._pick(True, verb, rt, namespace, name, subresource)
+
+    async def act(self, rule: FaultRule, rt: ResourceType, name: str) -> None:
+        """Sleep the rule's delay, then raise its error (when it has a status)."""
+        if rule.delay:
+            await asyncio.sleep(rule.delay)
+        if rule.status:
+            raise _error(rule.status, rt, name)
+
+    def _pick(
+        self,
+        after_commit: bool,
+        verb: str,
+        rt: ResourceType,
+        namespace: str,
+        name: str,
+        subresource: str,
+    ) -> FaultRule | None:
         for rule in self.rules:
+            if rule.after_commit != after_commit:
+                continue
             if not rule.matches(verb, rt, namespace, name, subresource):
                 continue
             if rule.fraction < 1.0 and self._rng.random() >= rule.fraction:
                 continue
             if rule.times is not None:
                 rule.times -= 1
-            if rule.delay:
-                await asyncio.sleep(rule.delay)
-            if rule.status:
-                raise _error(rule.status, rt, name)
-            return
+            return rule
+        return None
 
 
 def _error(status: int, rt: ResourceType, name: str) -> ApiError:
@@ -166,6 +215,15 @@ def _error(status: int, rt: ResourceType, name: str) -> ApiError:
         )
     if status == 500:
         return internal("injected fault")
+    if status == 504:
+        # The real server's answer when etcd did not confirm in time: the write may have
+        # been carried out all the same.
+        return ApiError(
+            504,
+            "Timeout",
+            "injected fault: the server was unable to return a response in the time "
+            "allotted, but may still be processing the request",
+        )
     if status == 503:
         return ApiError(
             503,

@@ -62,6 +62,8 @@ class Simulator:
             bookmark_interval,
             service_addresses=self.admission.service_addresses,
         )
+        #: every carried-out client write, once enabled (`sim.writes.enabled = True`)
+        self.writes = self.http.writes
         self.auto_settle = auto_settle
         self.url = ""
         self.kubeconfig_path: Path | None = None

@@ -6,7 +6,7 @@ import asyncio
 import json
 
 import pytest
-from kubernetes_asyncio import client, watch
+from kubernetes_asyncio import client, config, watch
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from kubesim.faults import FaultRule
@@ -88,3 +88,50 @@ async def test_dropped_watch_ends_stream(sim, core: client.CoreV1Api) -> None:
     assert sim.faults.drop_watches() == 1
     await asyncio.wait_for(task, 5)
     assert events == ["ADDED"]
+
+
+async def test_after_commit_fault_applies_the_write_and_loses_the_answer(
+    sim, core: client.CoreV1Api
+) -> None:
+    sim.faults.after_commit(1.0, status=504, verbs={"create"}, resource="configmaps")
+    with pytest.raises(ApiException) as err:
+        await core.create_namespaced_config_map("default", {"metadata": {"name": "c"}})
+    assert err.value.status == 504 and json.loads(err.value.body)["reason"] == "Timeout"
+    assert (await core.read_namespaced_config_map("c", "default")).metadata.name == "c"
+    with pytest.raises(ApiException) as again:
+        await core.create_namespaced_config_map("default", {"metadata": {"name": "c"}})
+    assert again.value.status == 409  # the retry finds what the lost answer created
+
+
+async def test_after_commit_rules_do_not_act_before_the_write(sim, core: client.CoreV1Api) -> None:
+    sim.faults.after_commit(1.0, status=500, verbs={"patch"})
+    await core.create_namespaced_config_map("default", {"metadata": {"name": "c"}})
+    with pytest.raises(ApiException):
+        await core.patch_namespaced_config_map("c", "default", {"data": {"a": "1"}})
+    assert (await core.read_namespaced_config_map("c", "default")).data == {"a": "1"}
+
+
+async def test_write_log_names_the_client_and_the_lease_holders(sim) -> None:
+    sim.writes.enabled = True
+    # The kubeconfig's user sends its token, the client identity the log records.
+    api = await config.new_client_from_config(config_file=str(sim.kubeconfig_path))
+    async with api:
+        leases = client.CoordinationV1Api(api)
+        lease = {"metadata": {"name": "l"}, "spec": {"holderIdentity": "replica-a"}}
+        await leases.create_namespaced_lease("default", lease)
+        sim.faults.after_commit(1.0, verbs={"create"}, resource="configmaps")
+        with pytest.raises(ApiException):
+            await client.CoreV1Api(api).create_namespaced_config_map(
+                "default", {"metadata": {"generateName": "c-"}}
+            )
+        await client.CoreV1Api(api).list_namespaced_config_map("default")
+    created_lease, created_map = sim.writes.entries
+    assert (created_lease.resource, created_lease.user) == ("leases", "kubesim")
+    assert created_lease.lease_holders == {"default/l": "replica-a"}
+    assert created_map.name.startswith("c-") and created_map.answer_lost
+    assert (created_map.verb, created_map.status, created_map.seq) == ("create", 201, 1)
+
+
+async def test_write_log_is_off_by_default(sim, core: client.CoreV1Api) -> None:
+    await core.create_namespaced_config_map("default", {"metadata": {"name": "c"}})
+    assert sim.writes.entries == []
