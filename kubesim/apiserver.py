@@ -37,6 +37,7 @@ from kubesim.selectors import (
     parse_label_selector,
     selector_string,
 )
+from kubesim.status import status_write
 from kubesim.store import Obj, Store, WatchEvent, clone
 
 # Called for mutating admission: (operation, rt, object, old object, dry_run, subresource)
@@ -403,15 +404,7 @@ class ApiServer:
         name = old["metadata"]["name"]
         obj = views.to_storage(rt, obj)
         if subresource == "status":
-            new = clone(old)
-            if "status" in obj:
-                new["status"] = obj["status"]
-            else:
-                new.pop("status", None)
-            # The status endpoint ignores spec but keeps metadata edits other than identity.
-            for key in ("labels", "annotations"):
-                if key in (obj.get("metadata") or {}):
-                    new["metadata"][key] = obj["metadata"][key]
+            new = status_write(rt, old, obj)
         elif subresource == "resize":
             new, causes = pods.resize_target(old, obj)
             if causes:
