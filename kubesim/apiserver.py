@@ -39,6 +39,8 @@ from kubesim.selectors import (
 )
 from kubesim.status import status_write
 from kubesim.store import Obj, Store, WatchEvent, clone
+from kubesim.webhookconfig import KINDS as WEBHOOK_CONFIGURATIONS
+from kubesim.webhookconfig import validate_webhook_configuration
 
 # Called for mutating admission: (operation, rt, object, old object, dry_run, subresource)
 # -> the possibly mutated object. Set by the simulator when admission is wired.
@@ -592,6 +594,8 @@ class ApiServer:
             )
         elif rt.key == ("apiextensions.k8s.io", "customresourcedefinitions"):
             causes = validate_crd(obj)
+        elif rt.group == "admissionregistration.k8s.io" and rt.plural in WEBHOOK_CONFIGURATIONS:
+            causes = validate_webhook_configuration(obj)
         else:
             causes = defaults.validate_object(rt.plural, rt.group, obj)
         if causes:
