@@ -286,7 +286,7 @@ class HttpApi:
                     since = int(rv_text)
                 except ValueError as exc:
                     raise bad_request(f"invalid resource version: {rv_text}") from exc
-                backlog, sub = self.api.store.subscribe(since)
+                backlog, sub = self.api.store.subscribe(since, rt.key)
                 snapshot = []
         except ApiError as exc:
             await send("ERROR", exc.status())

@@ -604,6 +604,9 @@ class ApiServer:
     def _after_write(self, rt: ResourceType, obj: Obj) -> None:
         if rt.key == ("apiextensions.k8s.io", "customresourcedefinitions"):
             register(self.registry, obj)
+            spec = obj.get("spec") or {}
+            plural = (spec.get("names") or {}).get("plural", "")
+            self.store.start_watch_cache((spec.get("group", ""), plural))
 
     def _tracks_generation(self, rt: ResourceType, obj: Obj) -> bool:
         return rt.is_custom or "spec" in obj or rt.key == ("", "pods")
