@@ -46,7 +46,8 @@ def collect_warnings() -> Iterator[list[str]]:
         _WARNINGS.reset(token)
 
 
-def _warn(message: str) -> None:
+def warn(message: str) -> None:
+    """Send `message` back as a `Warning` header of the request being handled."""
     bucket = _WARNINGS.get()
     if bucket is not None:
         bucket.append(message)
@@ -210,7 +211,7 @@ class Admission:
                 return obj
             raise internal(f'failed calling webhook "{name}": {exc}') from exc
         for warning in response.get("warnings") or []:
-            _warn(str(warning))
+            warn(str(warning))
         if not response.get("allowed"):
             result = response.get("status") or {}
             message = f'admission webhook "{name}" denied the request'

@@ -5,13 +5,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 import yaml
 from aiohttp import web
+from multidict import CIMultiDict
 
 from kubesim import discovery, openapi, patch, protoschema, protowire, tables
 from kubesim.admission import collect_warnings
@@ -28,7 +29,7 @@ JSON = "application/json"
 log = logging.getLogger(__name__)
 
 
-def _json(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
+def _json(body: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> web.Response:
     return web.Response(body=orjson.dumps(body), status=status, content_type=JSON, headers=headers)
 
 
@@ -175,7 +176,7 @@ class HttpApi:
             status, body = await self._call(request, route, verb, dry_run)
         if verb not in ("get", "list"):
             self._on_write()
-        headers = {"Warning": ", ".join(f'299 - "{w}"' for w in warnings)} if warnings else None
+        headers = CIMultiDict(("Warning", _warning(w)) for w in warnings)
         if verb in ("get", "list") and tables.wants_table(request.headers.get("Accept", "")):
             body = tables.to_table(
                 rt, body, self.api.clock.now(), q.get("includeObject", "Metadata")
@@ -215,10 +216,18 @@ class HttpApi:
                 return 201, await self.api.bind(ns, name, body)
             if sub:
                 raise method_not_allowed()
-            return 201, await self.api.create(rt, ns, body, dry_run=dry_run)
+            return 201, await self.api.create(
+                rt, ns, body, dry_run=dry_run, field_validation=q.get("fieldValidation")
+            )
         if verb == "update":
             return 200, await self.api.update(
-                rt, ns, name, await _body(request), subresource=sub, dry_run=dry_run
+                rt,
+                ns,
+                name,
+                await _body(request),
+                subresource=sub,
+                dry_run=dry_run,
+                field_validation=q.get("fieldValidation"),
             )
         if verb == "patch":
             ctype = request.content_type
@@ -229,7 +238,14 @@ class HttpApi:
                     "server-side apply is not supported by kubesim; use client-side apply",
                 )
             return 200, await self.api.patch(
-                rt, ns, name, ctype, await _body(request), subresource=sub, dry_run=dry_run
+                rt,
+                ns,
+                name,
+                ctype,
+                await _body(request),
+                subresource=sub,
+                dry_run=dry_run,
+                field_validation=q.get("fieldValidation"),
             )
         if verb == "delete":
             options = await _body(request, optional=True) or {}
@@ -350,6 +366,12 @@ class HttpApi:
         if annotations:
             meta["annotations"] = annotations
         return {"kind": rt.kind, "apiVersion": rt.api_version, "metadata": meta}
+
+
+def _warning(text: str) -> str:
+    """One `Warning` header value (RFC 7234 warn-code 299, the text quoted and escaped)."""
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+    return f'299 - "{escaped}"'
 
 
 def _flag(value: str | None) -> bool:
