@@ -21,10 +21,12 @@ import aiohttp
 import jsonpatch
 import orjson
 
-from kubesim.errors import ApiError, internal
+from kubesim.cel import CelEvalError, CelSyntaxError, compile_expression, evaluate_condition
+from kubesim.errors import ApiError, bad_request, internal
 from kubesim.resources import ResourceType
 from kubesim.selectors import from_label_selector
 from kubesim.store import Obj, Store, clone
+from kubesim.webhookconfig import SIDE_EFFECTS
 
 MWC = ("admissionregistration.k8s.io", "mutatingwebhookconfigurations")
 _WARNINGS: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar(
@@ -44,7 +46,8 @@ def collect_warnings() -> Iterator[list[str]]:
         _WARNINGS.reset(token)
 
 
-def _warn(message: str) -> None:
+def warn(message: str) -> None:
+    """Send `message` back as a `Warning` header of the request being handled."""
     bucket = _WARNINGS.get()
     if bucket is not None:
         bucket.append(message)
@@ -101,8 +104,16 @@ class Admission:
         if rt.group in _SKIPPED_GROUPS:
             return obj
         hooks = [
-            h for h in self._webhooks() if self._matches(h, operation, rt, obj, old, subresource)
+            h
+            for h in self._webhooks()
+            if self._matches(h, operation, rt, obj, old, subresource)
+            and _conditions_hold(h, operation, rt, obj, old, dry_run)
         ]
+        for hook in hooks:
+            if dry_run and hook.get("sideEffects") not in SIDE_EFFECTS:
+                raise bad_request(
+                    f'admission webhook "{hook.get("name", "")}" does not support dry run'
+                )
         seen: list[Obj] = []
         for hook in hooks:
             obj = await self._call(hook, operation, rt, obj, old, dry_run, subresource)
@@ -200,7 +211,7 @@ class Admission:
                 return obj
             raise internal(f'failed calling webhook "{name}": {exc}') from exc
         for warning in response.get("warnings") or []:
-            _warn(str(warning))
+            warn(str(warning))
         if not response.get("allowed"):
             result = response.get("status") or {}
             message = f'admission webhook "{name}" denied the request'
@@ -303,6 +314,45 @@ class Admission:
             context.minimum_version = ssl.TLSVersion.TLSv1_2
             self._contexts[ca_bundle] = context
         return context
+
+
+def _conditions_hold(
+    hook: dict[str, Any],
+    operation: str,
+    rt: ResourceType,
+    obj: Obj,
+    old: Obj | None,
+    dry_run: bool,
+) -> bool:
+    """Whether every `matchCondition` is true. Any false one skips the webhook; otherwise
+    an error skips it under `failurePolicy: Ignore` and refuses the request (403) under
+    `Fail`, as the real dispatcher does."""
+    meta = obj.get("metadata") or {}
+    request = {
+        "operation": operation,
+        "namespace": meta.get("namespace", ""),
+        "name": meta.get("name", ""),
+        "dryRun": dry_run,
+        "kind": {"group": rt.group, "version": rt.version, "kind": rt.kind},
+        "resource": {"group": rt.group, "version": rt.version, "resource": rt.plural},
+        "userInfo": {"username": "kubesim-admin", "groups": ["system:masters"]},
+    }
+    env = {"object": obj, "oldObject": old, "request": request}
+    errors: list[str] = []
+    for condition in hook.get("matchConditions") or []:
+        expression = str(condition.get("expression", ""))
+        try:
+            if not evaluate_condition(compile_expression(expression), env):
+                return False
+        except (CelEvalError, CelSyntaxError) as exc:
+            errors.append(f"expression '{expression}' resulted in error: {exc}")
+    if not errors:
+        return True
+    if hook.get("failurePolicy", "Fail") == "Ignore":
+        return False
+    resource = f"{rt.plural}.{rt.group}" if rt.group else rt.plural
+    joined = errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]"
+    raise ApiError(403, "Forbidden", f'{resource} "{meta.get("name", "")}" is forbidden: {joined}')
 
 
 def _rule_matches(rule: dict[str, Any], operation: str, rt: ResourceType, subresource: str) -> bool:

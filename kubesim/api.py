@@ -5,13 +5,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 import yaml
 from aiohttp import web
+from multidict import CIMultiDict
 
 from kubesim import discovery, openapi, patch, protoschema, protowire, tables
 from kubesim.admission import collect_warnings
@@ -29,7 +30,7 @@ JSON = "application/json"
 log = logging.getLogger(__name__)
 
 
-def _json(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
+def _json(body: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> web.Response:
     return web.Response(body=orjson.dumps(body), status=status, content_type=JSON, headers=headers)
 
 
@@ -182,7 +183,7 @@ class HttpApi:
                 self._record(request, route, verb, status, body, lost is not None)
             if lost is not None:
                 await self.faults.act(lost, rt, name)
-        headers = {"Warning": ", ".join(f'299 - "{w}"' for w in warnings)} if warnings else None
+        headers = CIMultiDict(("Warning", _warning(w)) for w in warnings)
         if verb in ("get", "list") and tables.wants_table(request.headers.get("Accept", "")):
             body = tables.to_table(
                 rt, body, self.api.clock.now(), q.get("includeObject", "Metadata")
@@ -240,10 +241,18 @@ class HttpApi:
                 return 201, await self.api.bind(ns, name, body)
             if sub:
                 raise method_not_allowed()
-            return 201, await self.api.create(rt, ns, body, dry_run=dry_run)
+            return 201, await self.api.create(
+                rt, ns, body, dry_run=dry_run, field_validation=q.get("fieldValidation")
+            )
         if verb == "update":
             return 200, await self.api.update(
-                rt, ns, name, await _body(request), subresource=sub, dry_run=dry_run
+                rt,
+                ns,
+                name,
+                await _body(request),
+                subresource=sub,
+                dry_run=dry_run,
+                field_validation=q.get("fieldValidation"),
             )
         if verb == "patch":
             ctype = request.content_type
@@ -254,7 +263,14 @@ class HttpApi:
                     "server-side apply is not supported by kubesim; use client-side apply",
                 )
             return 200, await self.api.patch(
-                rt, ns, name, ctype, await _body(request), subresource=sub, dry_run=dry_run
+                rt,
+                ns,
+                name,
+                ctype,
+                await _body(request),
+                subresource=sub,
+                dry_run=dry_run,
+                field_validation=q.get("fieldValidation"),
             )
         if verb == "delete":
             options = await _body(request, optional=True) or {}
@@ -311,7 +327,7 @@ class HttpApi:
                     since = int(rv_text)
                 except ValueError as exc:
                     raise bad_request(f"invalid resource version: {rv_text}") from exc
-                backlog, sub = self.api.store.subscribe(since)
+                backlog, sub = self.api.store.subscribe(since, rt.key)
                 snapshot = []
         except ApiError as exc:
             await send("ERROR", exc.status())
@@ -375,6 +391,12 @@ class HttpApi:
         if annotations:
             meta["annotations"] = annotations
         return {"kind": rt.kind, "apiVersion": rt.api_version, "metadata": meta}
+
+
+def _warning(text: str) -> str:
+    """One `Warning` header value (RFC 7234 warn-code 299, the text quoted and escaped)."""
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+    return f'299 - "{escaped}"'
 
 
 def _flag(value: str | None) -> bool:

@@ -29,6 +29,7 @@ from kubesim.errors import (
     namespace_not_found,
     not_found,
 )
+from kubesim.fieldvalidation import check_unknown_fields
 from kubesim.resources import Registry, ResourceType, split_api_version
 from kubesim.selectors import (
     FieldPredicate,
@@ -37,7 +38,10 @@ from kubesim.selectors import (
     parse_label_selector,
     selector_string,
 )
+from kubesim.status import status_write
 from kubesim.store import Obj, Store, WatchEvent, clone
+from kubesim.webhookconfig import KINDS as WEBHOOK_CONFIGURATIONS
+from kubesim.webhookconfig import validate_webhook_configuration
 
 # Called for mutating admission: (operation, rt, object, old object, dry_run, subresource)
 # -> the possibly mutated object. Set by the simulator when admission is wired.
@@ -178,10 +182,17 @@ class ApiServer:
     # ----------------------------------------------------------------- writes
 
     async def create(
-        self, rt: ResourceType, namespace: str, body: Obj, *, dry_run: bool = False
+        self,
+        rt: ResourceType,
+        namespace: str,
+        body: Obj,
+        *,
+        dry_run: bool = False,
+        field_validation: str | None = None,
     ) -> Obj:
-        """Create an object: defaulting, admission, validation, then storage."""
-        obj = self._check_body(rt, namespace, body)
+        """Create an object: unknown fields, defaulting, admission, validation, then
+        storage."""
+        obj = self._check_body(rt, namespace, _known_fields(rt, body, field_validation))
         meta = obj["metadata"]
         ns = self._ns(rt, namespace or meta.get("namespace", ""))
         if rt.namespaced:
@@ -283,6 +294,7 @@ class ApiServer:
         *,
         subresource: str = "",
         dry_run: bool = False,
+        field_validation: str | None = None,
     ) -> Obj:
         """Replace an object (PUT), honouring resourceVersion preconditions and the
         split between the main resource and its `status`/`resize` subresources."""
@@ -290,7 +302,7 @@ class ApiServer:
         old = self.store.get(rt.key, ns, name)
         if old is None:
             raise not_found(rt, name)
-        obj = self._check_body(rt, namespace, body)
+        obj = self._check_body(rt, namespace, _known_fields(rt, body, field_validation))
         meta = obj["metadata"]
         if meta.get("name") and meta["name"] != name:
             raise bad_request(
@@ -311,13 +323,16 @@ class ApiServer:
         *,
         subresource: str = "",
         dry_run: bool = False,
+        field_validation: str | None = None,
     ) -> Obj:
-        """Apply a JSON, merge or strategic merge patch (PATCH)."""
+        """Apply a JSON, merge or strategic merge patch (PATCH); the patched object's
+        unknown fields are handled as `field_validation` says."""
         ns = self._ns(rt, namespace)
         old = self.store.get(rt.key, ns, name)
         if old is None:
             raise not_found(rt, name)
         patched = self._apply_patch(rt, self._present(rt, clone(old)), patch_type, body)
+        check_unknown_fields(rt, patched, field_validation)
         wanted_rv = (patched.get("metadata") or {}).get("resourceVersion")
         if wanted_rv and wanted_rv != old["metadata"]["resourceVersion"]:
             raise conflict(rt, name)
@@ -403,15 +418,7 @@ class ApiServer:
         name = old["metadata"]["name"]
         obj = views.to_storage(rt, obj)
         if subresource == "status":
-            new = clone(old)
-            if "status" in obj:
-                new["status"] = obj["status"]
-            else:
-                new.pop("status", None)
-            # The status endpoint ignores spec but keeps metadata edits other than identity.
-            for key in ("labels", "annotations"):
-                if key in (obj.get("metadata") or {}):
-                    new["metadata"][key] = obj["metadata"][key]
+            new = status_write(rt, old, obj)
         elif subresource == "resize":
             new, causes = pods.resize_target(old, obj)
             if causes:
@@ -599,6 +606,8 @@ class ApiServer:
             )
         elif rt.key == ("apiextensions.k8s.io", "customresourcedefinitions"):
             causes = validate_crd(obj)
+        elif rt.group == "admissionregistration.k8s.io" and rt.plural in WEBHOOK_CONFIGURATIONS:
+            causes = validate_webhook_configuration(obj)
         else:
             causes = defaults.validate_object(rt.plural, rt.group, obj)
         if causes:
@@ -607,6 +616,9 @@ class ApiServer:
     def _after_write(self, rt: ResourceType, obj: Obj) -> None:
         if rt.key == ("apiextensions.k8s.io", "customresourcedefinitions"):
             register(self.registry, obj)
+            spec = obj.get("spec") or {}
+            plural = (spec.get("names") or {}).get("plural", "")
+            self.store.start_watch_cache((spec.get("group", ""), plural))
 
     def _tracks_generation(self, rt: ResourceType, obj: Obj) -> bool:
         return rt.is_custom or "spec" in obj or rt.key == ("", "pods")
@@ -693,6 +705,15 @@ class ApiServer:
             "status": {"phase": "Active"},
         }
         self.store.put(("", "namespaces"), obj, "ADDED")
+
+
+def _known_fields(rt: ResourceType, body: Any, field_validation: str | None) -> Any:
+    """A copy of a written body without its unknown fields (warned or refused)."""
+    if not isinstance(body, dict):
+        return body
+    body = clone(body)
+    check_unknown_fields(rt, body, field_validation)
+    return body
 
 
 def _encode_continue(rv: int, position: tuple[str, str]) -> str:

@@ -60,8 +60,12 @@ class Store:
         self._order: dict[Key, list[tuple[str, str]]] = {}
         self._history: deque[WatchEvent] = deque(maxlen=history)
         self._rv = first_rv
-        # Events with rv <= _compacted are no longer available to watches.
-        self._compacted = first_rv
+        # Events with rv <= _compacted are no longer available to watches. Nothing is
+        # lost yet: a version from before the first one replays the whole history.
+        self._compacted = 0
+        # Per resource, the version its watch cache started at: a custom resource's
+        # starts when its CRD is served, and older versions are 410 for it alone.
+        self._watch_start: dict[Key, int] = {}
         self._subscribers: set[Subscription] = set()
 
     @property
@@ -176,7 +180,13 @@ class Store:
             obj = self.remove(key, ns, name)
             if obj is not None:
                 removed.append(obj)
+        self._watch_start.pop(key, None)
         return removed
+
+    def start_watch_cache(self, key: Key) -> None:
+        """A resource starts being served now (a CRD was established): as the real
+        server's watch cache for it, watches from an earlier version get 410."""
+        self._watch_start.setdefault(key, self._rv)
 
     def _emit(self, event: WatchEvent) -> None:
         self._history.append(event)
@@ -185,15 +195,19 @@ class Store:
         for sub in list(self._subscribers):
             sub.queue.put_nowait(event)
 
-    def subscribe(self, since: int | None) -> tuple[list[WatchEvent], Subscription]:
+    def subscribe(
+        self, since: int | None, key: Key | None = None
+    ) -> tuple[list[WatchEvent], Subscription]:
         """Events after `since` from history plus a live subscription, atomically.
 
-        Raises 410 Gone when `since` is older than the kept history.
+        Raises 410 Gone when `since` is older than the kept history or than the start of
+        `key`'s watch cache, with the real server's message.
         """
         backlog: list[WatchEvent] = []
         if since is not None:
-            if since < self._compacted:
-                raise gone(f"too old resource version: {since} ({self._compacted + 1})")
+            oldest = max(self._compacted, self._watch_start.get(key, 0) if key else 0)
+            if since < oldest:
+                raise gone(f"too old resource version: {since} ({oldest})")
             backlog = [e for e in self._history if e.rv > since]
         sub = Subscription(self)
         self._subscribers.add(sub)

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.e2e.backends import Backend, selected_backend
-from tests.e2e.kerf import Kubectl
+from tests.e2e.backends import ROOT, Backend, selected_backend
+from tests.e2e.kerf import Kubectl, wait_until
 
 _NAMES = itertools.count(1)
 
@@ -20,6 +20,25 @@ def backend(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Backend]:
     """The selected backend, for the session."""
     with selected_backend(tmp_path_factory, "conformance") as cluster:
         yield cluster
+
+
+@pytest.fixture(scope="session")
+def kerf_crds(backend: Backend) -> None:
+    """kerf's CRDs, installed from manifests/crds/ and Established."""
+    admin = Kubectl(backend.kubeconfig)
+    admin("apply", "-k", str(ROOT / "manifests" / "crds"))
+
+    def established() -> bool:
+        listed = admin.json("crd", "-l", "app.kubernetes.io/part-of=kerf")["items"]
+        return bool(listed) and all(
+            any(
+                c.get("type") == "Established" and c.get("status") == "True"
+                for c in (crd.get("status") or {}).get("conditions") or ()
+            )
+            for crd in listed
+        )
+
+    wait_until(established, "kerf's CRDs established")
 
 
 @pytest.fixture
