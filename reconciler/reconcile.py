@@ -412,8 +412,6 @@ class WorkloadReconciler:
 
     def _remember_annotations(self, key: Any, patch: Mapping[str, str | None]) -> None:
         """Remember what a write of workload annotations set (see `_unseen_annotations`)."""
-        if not self.writer.sends:
-            return
         before = self._annotations_sent.get(key)
         merged = {**(before[0] if before else {}), **patch}
         if len(self._annotations_sent) > 100_000:  # entries leave once seen; bound anyway
@@ -440,8 +438,6 @@ class WorkloadReconciler:
     ) -> None:
         """Remember the versions a write left behind: the one the pass read (or the one an
         earlier write of this pass answered with) is stale; the answer's is not."""
-        if not self.writer.sends:  # a dry run changes nothing to wait for
-            return
         if len(self._written) > 100_000:  # entries leave when the view catches up; bound anyway
             self._written.clear()
         stale = self._written.setdefault(key, set())
@@ -790,7 +786,7 @@ class WorkloadReconciler:
         is reported when it is done, or once it has taken `pending_after` (as Pending,
         written once). Anything else (a block, an eviction, a fallback, rollback, another
         change waiting to be decided) is reported at once."""
-        if not self.writer.sends or done.report or done.events:
+        if done.report or done.events:
             return False
         if status["phase"] != "Pending" or not done.busy:
             return False
