@@ -35,7 +35,13 @@ import orjson
 
 from app.annotations import APPROVE, POD_INFO, ROLLBACK_STATE
 from app.clock import Clock, utc_now
-from app.decide import PodDecision, decide_fallback, decide_pod, format_resources
+from app.decide import (
+    PodDecision,
+    decide_fallback,
+    decide_pod,
+    describe_resources,
+    format_resources,
+)
 from app.durations import parse_duration
 from app.informer import ApiStatusError
 from app.models import RightsizingRecommendation
@@ -56,6 +62,7 @@ from reconciler.publish import annotation_patch
 from reconciler.ratelimit import TokenBucket
 from reconciler.restore import unschedulable_to_replace
 from reconciler.status import (
+    ShownProposal,
     Summary,
     build_status,
     recommendation_object,
@@ -703,7 +710,8 @@ class WorkloadReconciler:
         # A skip while the applied values run everywhere is nothing to report.
         quiet = summary.outcome == "skipped" and summary.live
         if summary.outcome in ("blocked", "skipped") and summary.reason and not quiet:
-            key = dedup_key(summary.reason, summary.proposal or summary.selected)
+            shown = summary.proposal
+            key = dedup_key(summary.reason, shown.id if shown else summary.selected)
             if not is_repeat(last_event, key):
                 events.append(
                     (
@@ -836,7 +844,7 @@ def _resized_note(
     count = f"{len(names)} of {len(running)} pods"
     if len(names) < len(running):
         count += ", the others follow"
-    return f"resized in place: {_describe(values)} ({count})"
+    return f"resized in place: {describe_resources(values)} ({count})"
 
 
 def _version(obj: Mapping[str, Any]) -> str:
@@ -874,18 +882,6 @@ def format_resources_of(view: ClusterView, pod: Mapping[str, Any]) -> Values:
 
 def _label(ref: WorkloadRef) -> str:
     return f"{ref.kind}/{ref.namespace}/{ref.name}"
-
-
-def _describe(containers: Mapping[str, Mapping[str, Mapping[str, str]]]) -> str:
-    parts = []
-    for name, resources in sorted(containers.items()):
-        for fld in ("requests", "limits"):
-            values = resources.get(fld) or {}
-            if values:
-                parts.append(
-                    f"{name} {fld} " + ",".join(f"{r}={q}" for r, q in sorted(values.items()))
-                )
-    return "; ".join(parts)
 
 
 def _applied(decision: PodDecision, method: str) -> dict[str, Any]:
@@ -987,7 +983,11 @@ def _summary(
     )
     audit = next((d for d in decisions if d.reason == "Audit" and d.proposal_id), None)
     proposal = (
-        (audit.proposal_id, {c: format_resources(r) for c, r in audit.proposal.items()})
+        ShownProposal(
+            audit.proposal_id,
+            {c: format_resources(r) for c, r in audit.proposal.items()},
+            {c: format_resources(r) for c, r in audit.proposal_target.items()},
+        )
         if audit is not None and audit.proposal_id
         else None
     )
