@@ -111,7 +111,7 @@ class Tally:
         reasons = ", ".join(f"{r} {n}" for r, n in sorted(self.blocked.items()))
         return (
             f"dry run: {self.in_place} would resize in place, {self.evict} would evict, "
-            f"{blocked} blocked" + (f" ({reasons})" if reasons else "") + f", "
+            f"{blocked} blocked" + (f" ({reasons})" if reasons else "") + ", "
             f"{self.skipped} left as they are; {self.pods} running pods of "
             f"{self.workloads} workloads, nothing written"
         )

@@ -4,6 +4,7 @@ as a dry run, and its health and metrics endpoints."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import subprocess
 import sys
@@ -16,10 +17,19 @@ from kubernetes_asyncio import client
 
 from app.annotations import PAUSE_UNTIL
 from app.cli import main
+from app.informer import ClusterFeed
+from app.view import ClusterView
+from reconciler.dryrun import run_dry
 from reconciler.metrics import reconciler_metrics
-from reconciler.service import health_app, serving
+from reconciler.service import RECONCILER_RESOURCES, health_app, serving
 from tests.cluster import strategy
-from tests.reconciler.harness import create, deployment, running_kerf, static_policy
+from tests.reconciler.harness import (
+    create,
+    deployment,
+    running_kerf,
+    static_policy,
+    wait_for,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 TARGET = {"cpu": "250m", "memory": "256Mi"}
@@ -167,3 +177,50 @@ async def test_health_and_metrics_endpoints() -> None:
         ready[0] = True
         assert (await http.get(f"{base}/readyz")).status_code == 200
         assert "kerf_reconciler_queue_depth" in (await http.get(f"{base}/metrics")).text
+
+
+class Records(logging.Handler):
+    """Keeps the records a logger emits (whatever `kerf`'s logging was configured to)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+async def test_a_dry_run_without_once_passes_again_each_interval(tmp_path: Path) -> None:
+    async with running_kerf(tmp_path, webhook=False) as kerf:
+        await client.AppsV1Api(kerf.api).create_namespaced_deployment(
+            "shop", deployment("web", replicas=2)
+        )
+        await create(kerf, "staticpolicies", static_policy("web", "web", TARGET))
+        await kerf.settle()
+        view = ClusterView(own_namespace="kerf-system")
+        feed = ClusterFeed(kerf.api, view, RECONCILER_RESOURCES)
+        stop = asyncio.Event()
+        records = Records()
+        logger = logging.getLogger("kerf.reconciler")
+        logger.addHandler(records)
+        level = logger.level
+        logger.setLevel(logging.INFO)
+        run = asyncio.create_task(
+            run_dry(feed, view, stop=stop, once=False, interval_s=0.05, clock=kerf.sim.clock.now)
+        )
+
+        def summaries() -> list[dict[str, Any]]:
+            found = [getattr(r, "fields", {}) for r in records.records]
+            return [f["summary"] for f in found if "summary" in f]
+
+        async def two_passes() -> bool:
+            return len(summaries()) >= 2
+
+        try:
+            await wait_for(kerf, two_passes, "a second dry-run pass")
+        finally:
+            stop.set()
+            logger.removeHandler(records)
+            logger.setLevel(level)
+        assert await asyncio.wait_for(run, 10) == 0
+        assert all(s["wouldResizeInPlace"] == 2 for s in summaries())
