@@ -139,7 +139,7 @@ async def test_approve_once_shows_and_applies_the_guarded_step(tmp_path: Path) -
         proposal = (await wait_for(kerf, proposed, "an audited proposal"))["proposal"]
         assert proposal["containers"]["app"]["requests"] == step
         assert proposal["target"]["app"]["requests"] == asked
-        notes = [e["note"] for e in await kerf.events() if e["reason"] == "Skipped"]
+        notes = await wait_for(kerf, lambda: notes_of(kerf, "Skipped"), "the Skipped event")
         assert len(notes) == 1
         assert f"proposal {proposal['id']} would set app requests cpu=500m,memory=512Mi" in notes[0]
         assert "target app requests cpu=300m,memory=384Mi" in notes[0]
@@ -174,9 +174,15 @@ async def test_approve_once_shows_and_applies_the_guarded_step(tmp_path: Path) -
         status = await wait_for(kerf, cooling, "the next step held by the cooldown")
         blocked = next(c for c in status["conditions"] if c["type"] == "Blocked")
         assert f"of the change approved as proposal {proposal['id']}," in blocked["message"]
-        notes = [e["note"] for e in await kerf.events() if e["reason"] == "Blocked"]
+        notes = await wait_for(kerf, lambda: notes_of(kerf, "Blocked"), "the Blocked event")
         assert any(f"approved as proposal {proposal['id']}" in n for n in notes), notes
         assert all(requests_of(p) == step for p in await kerf.pods("web"))
+
+
+async def notes_of(kerf: Any, reason: str) -> list[str]:
+    """The notes of the workload's events of one reason (an event is created after the
+    status write that a test waits for, so tests wait for it too)."""
+    return [e["note"] for e in await kerf.events() if e["reason"] == reason]
 
 
 async def approve(kerf: Any, proposal: str) -> None:
