@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from app.annotations import PAUSE_UNTIL, SKIP_CONTAINERS, dumps
+from app.annotations import APPROVE, PAUSE_UNTIL, SKIP_CONTAINERS, dumps
 from app.durations import format_duration
 from app.enablement import GPU, Switches, apply_switches, resolve_switches
 from app.guardrails import (
@@ -106,9 +106,12 @@ class PodDecision:
     next_allowed_at: datetime | None = None
     fingerprint: str | None = None
     plan: WorkloadPlan | None = None
-    #: audit mode: the id an approval names, and the values it proposes (before guardrails)
+    #: audit mode: the id an approval names (an approved change carries it too)
     proposal_id: str | None = None
+    #: audit mode: the containers' resources an approval would set now, the guardrails'
+    #: step (maxChangePercent, the minimums, …), and those the policies ask in the end
     proposal: Mapping[str, Resources] = field(default_factory=dict)
+    proposal_target: Mapping[str, Resources] = field(default_factory=dict)
 
     @property
     def containers(self) -> dict[str, dict[str, dict[str, str]]]:
@@ -259,6 +262,8 @@ class _PlanFacts:
     last_applied_at: datetime | None
     #: `lastApplied.containers` parsed: (container, field, resource) → amount
     applied: Mapping[tuple[str, str, str], int]
+    #: `lastApplied.proposal`: the approved proposal the last change carried out
+    last_proposal: str | None
     #: `lastRollback`: when, and the resources it rolled back (all when it names none)
     last_rollback: tuple[datetime, frozenset[str]] | None
     any_proactive: bool
@@ -312,6 +317,7 @@ class _Context:
         "_strategies",
         "_audit",
         "approved_id",
+        "proposal",
     )
 
     def __init__(
@@ -349,6 +355,8 @@ class _Context:
         self._audit = False
         #: the proposal an approval let through audit mode (None otherwise)
         self.approved_id: str | None = None
+        #: audit mode: the proposal as it waits for approval (None when there is none)
+        self.proposal: AuditProposal | None = None
 
     def settings(self, policy: KerfResource | None) -> GuardrailSettings:
         return self.view.guardrails(policy)
@@ -498,7 +506,7 @@ def _decide_pod(
         # blocked or skipped gets the live (last applied) values, not its manifest's —
         # unless the pod is not to be touched at all.
         kept = ctx.baseline if path == "admission" and stop.reason not in UNTOUCHED else current
-        proposal = _proposal(ctx) if stop.reason == "Audit" else (None, {})
+        proposal = ctx.proposal if stop.reason == "Audit" else None
         return PodDecision(
             namespace,
             name,
@@ -514,8 +522,9 @@ def _decide_pod(
             next_allowed_at=stop.next_allowed_at,
             fingerprint=fp,
             plan=plan,
-            proposal_id=proposal[0],
-            proposal=proposal[1],
+            proposal_id=proposal.id if proposal else None,
+            proposal=proposal.step if proposal else {},
+            proposal_target=proposal.target if proposal else {},
         )
     final = _final_resources(current, ctx.actions)
     changed = {a.target.container for a in ctx.actions}
@@ -539,11 +548,85 @@ def _decide_pod(
     )
 
 
-def _proposal(ctx: _Context) -> tuple[str, dict[str, Resources]]:
-    """The audit proposal: its id and the containers' resources it would set."""
+@dataclass(frozen=True, slots=True)
+class AuditProposal:
+    """A change waiting for approval in audit mode: what an approval applies now (the
+    guardrails' step) and what the policies ask in the end."""
+
+    id: str
+    step: dict[str, Resources]
+    target: dict[str, Resources]
+
+
+def _audit_proposal(ctx: _Context) -> AuditProposal | None:
+    """The proposal of an audited pod: the regular actions through the per-value rules
+    (the decrease step of maxChangePercent, the minimums, the refusals, the tolerance) on
+    copies, since guardrails apply to an approved change as to any other. None when those
+    rules leave nothing to change."""
     regular = ctx.regular()
-    final = _final_resources(ctx.current, regular)
-    return proposal_id(ctx), {c: final[c] for c in sorted({a.target.container for a in regular})}
+    target = _final_resources(ctx.current, regular)
+    trial = _Context(
+        ctx.view,
+        ctx.pod,
+        ctx.workload,
+        ctx.plan,
+        ctx.facts,
+        ctx.clock,
+        ctx.path,
+        ctx.containers,
+        ctx.current,
+    )
+    trial.actions = _copied(regular)
+    try:
+        _apply_value_rules(trial)
+    except _Stop:
+        return None
+    step = _final_resources(ctx.current, trial.actions)
+    changed = sorted({a.target.container for a in trial.actions})
+    body = sorted(
+        (a.target.container, a.target.field, a.target.resource, a.desired) for a in trial.actions
+    )
+    goal = sorted(
+        (a.target.container, a.target.field, a.target.resource, a.desired) for a in regular
+    )
+    return AuditProposal(
+        hashlib.sha256(dumps([body, goal]).encode()).hexdigest()[:12],
+        {c: step[c] for c in changed},
+        {c: target[c] for c in changed},
+    )
+
+
+def _copied(actions: list[_Action]) -> list[_Action]:
+    """Copies of actions (the value rules change them), Guaranteed pairs kept paired."""
+    copies = {id(a): _Action(a.item, a.current, a.desired) for a in actions}
+    for action in actions:
+        if action.partner is not None and id(action.partner) in copies:
+            copies[id(action)].partner = copies[id(action.partner)]
+    return list(copies.values())
+
+
+def describe_resources(containers: Mapping[str, Mapping[str, Mapping[str, str]]]) -> str:
+    """Containers' resources in one line: `app requests cpu=250m,memory=256Mi; …`."""
+    parts = []
+    for name, resources in sorted(containers.items()):
+        for fld in ("requests", "limits"):
+            values = resources.get(fld) or {}
+            if values:
+                parts.append(
+                    f"{name} {fld} " + ",".join(f"{r}={q}" for r, q in sorted(values.items()))
+                )
+    return "; ".join(parts)
+
+
+def _audit_message(proposal: AuditProposal | None) -> str:
+    if proposal is None:
+        return "audit mode: the guardrails leave nothing to propose, nothing changes"
+    step = {c: format_resources(r) for c, r in proposal.step.items()}
+    target = {c: format_resources(r) for c, r in proposal.target.items()}
+    text = f"audit mode: proposal {proposal.id} would set {describe_resources(step)}"
+    if step != target:
+        text += f" (a guardrail step; target {describe_resources(target)})"
+    return text + f"; approve it with {APPROVE}={proposal.id}, nothing changes until then"
 
 
 def workload_for(
@@ -673,6 +756,7 @@ def _build_plan_facts(
         lowest_confidence=min(row.confidence for row in rows.values()) if rows else None,
         last_applied_at=last_applied.at if last_applied else None,
         applied=_applied_amounts(last_applied),
+        last_proposal=last_applied.proposal if last_applied else None,
         last_rollback=(
             (rollback.at, frozenset(rollback.resources or ("cpu", "memory")))
             if status and (rollback := status.last_rollback)
@@ -933,16 +1017,11 @@ def _run_checks(ctx: _Context) -> str | None:
     config = view.global_config
     # Audit (mode)
     if ctx.regular() and ctx.audit():
-        if _approved(ctx):
-            ctx.approved_id = proposal_id(ctx)
+        ctx.proposal = _audit_proposal(ctx)
+        if ctx.proposal is not None and _approved(ctx, ctx.proposal.id):
+            ctx.approved_id = ctx.proposal.id
         else:
-            _block_regular(
-                ctx,
-                "Audit",
-                "audit mode: the proposal is recorded, nothing changes",
-                None,
-                "skipped",
-            )
+            _block_regular(ctx, "Audit", _audit_message(ctx.proposal), None, "skipped")
     # AutomationDisabled and ProtectedNamespace are configured exclusions: kerf was told to
     # leave the pod alone and nothing intervened, so they are skipped, not blocked.
     if ctx.regular() and not config.automation_enabled:
@@ -1002,22 +1081,14 @@ def _run_checks(ctx: _Context) -> str | None:
     return method
 
 
-def _approved(ctx: _Context) -> bool:
+def _approved(ctx: _Context, proposal: str) -> bool:
     """`approve=<proposal id>` on the RightsizingRecommendation applies that proposal once."""
     record = ctx.record
     if record is None:
         return False
-    approved = record.metadata.annotations.get("rightsizing.kubex.ai/approve")
+    approved = record.metadata.annotations.get(APPROVE)
     done = record.status.approved_proposal if record.status else None
-    return approved is not None and approved == proposal_id(ctx) and approved != done
-
-
-def proposal_id(ctx: _Context) -> str:
-    """A stable id of what the selection proposes (before guardrails)."""
-    body = sorted(
-        (a.target.container, a.target.field, a.target.resource, a.desired) for a in ctx.regular()
-    )
-    return hashlib.sha256(dumps(body).encode()).hexdigest()[:12]
+    return approved is not None and approved == proposal and approved != done
 
 
 def paused_by(
@@ -1382,10 +1453,12 @@ def _check_cooldown(ctx: _Context) -> None:
         max(ctx.settings(p).cooldown for p in ctx.policies()) if ctx.policies() else timedelta(0)
     )
     if ctx.clock.before(last_at + cooldown):
+        approved = ctx.facts.last_proposal
+        change = f"the change approved as proposal {approved}" if approved else "the last change"
         _block_regular(
             ctx,
             COOLDOWN,
-            f"last change at {last_at.isoformat()}, cooldown {format_duration(cooldown)}",
+            f"cooldown {format_duration(cooldown)} of {change}, made at {last_at.isoformat()}",
             last_at + cooldown,
         )
 

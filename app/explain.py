@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, Literal
 
-from app.decide import PodDecision, decide_pod
+from app.decide import PodDecision, decide_pod, describe_resources, format_resources
 from app.rollback_monitor import rollback_policy_for, summary
 from app.view import ClusterView
 
@@ -37,6 +37,13 @@ def decision_json(decision: PodDecision) -> dict[str, Any]:
     }
     if decision.next_allowed_at is not None:
         body["nextAllowedAt"] = decision.next_allowed_at.isoformat()
+    if decision.reason == "Audit" and decision.proposal_id:
+        # What an approval applies now (the guardrails' step), beside the final target.
+        body["proposal"] = {
+            "id": decision.proposal_id,
+            "containers": {c: format_resources(r) for c, r in decision.proposal.items()},
+            "target": {c: format_resources(r) for c, r in decision.proposal_target.items()},
+        }
     return body
 
 
@@ -116,6 +123,12 @@ def render_text(result: Mapping[str, Any]) -> str:
         lines.append(f"  {pod['message']}")
         if pod.get("nextAllowedAt"):
             lines.append(f"  next allowed at: {pod['nextAllowedAt']}")
+        proposal = pod.get("proposal")
+        if proposal:
+            lines.append(
+                f"  proposal {proposal['id']}: {describe_resources(proposal['containers'])}"
+            )
+            lines.append(f"    target: {describe_resources(proposal['target'])}")
         for name, resources in sorted(pod["containers"].items()):
             parts = [
                 f"{fld} " + ",".join(f"{r}={q}" for r, q in values.items())

@@ -634,7 +634,10 @@ class Proposal(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow")
 
     id: str
+    #: what an approval applies now: the step the guardrails allow (maxChangePercent, …)
     containers: dict[str, ResourceValues] = Field(default_factory=dict)
+    #: what the policies ask in the end; later steps are proposed again, one at a time
+    target: dict[str, ResourceValues] = Field(default_factory=dict)
 
 
 class SelectedPolicy(BaseModel):

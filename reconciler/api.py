@@ -1,15 +1,13 @@
 """The reconciler's API calls, one function per verb and object (kopf's split of clients
 by verb), over one raw transport that parses with orjson and counts every call.
 
-Writes go through `Writer`; `--dry-run` and `--state-dir` use `RecordingWriter`, which
-logs and counts the same calls and sends none.
+Writes go through `Writer` (`--dry-run` and `--state-dir` make none: `reconciler.dryrun`).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, Protocol
 
@@ -110,9 +108,6 @@ def _message(raw: bytes) -> str:
 class Writer(Protocol):
     """Every write the reconciler makes."""
 
-    #: whether the writes reach the cluster (False: a dry run)
-    sends: bool
-
     async def patch_annotations(
         self, obj: Mapping[str, Any], patch: Mapping[str, str | None]
     ) -> Mapping[str, Any]: ...
@@ -132,8 +127,6 @@ class Writer(Protocol):
 
 class ApiWriter:
     """The writes, sent to the API server."""
-
-    sends = True
 
     def __init__(self, transport: Transport) -> None:
         self._t = transport
@@ -207,58 +200,6 @@ class ApiWriter:
         """Create an events.k8s.io/v1 Event."""
         path = f"/apis/events.k8s.io/v1/namespaces/{body['metadata']['namespace']}/events"
         await self._t.request("create", "events", "POST", path, body)
-
-
-@dataclass
-class RecordingWriter:
-    """Writes nothing: logs and keeps every write it would have sent (dry run)."""
-
-    calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
-    sends = False
-
-    def _record(self, verb: str, **details: Any) -> None:
-        self.calls.append((verb, details))
-        logger.info("dry run: would %s", verb, extra={"fields": {"dryRun": True, **details}})
-
-    async def patch_annotations(
-        self, obj: Mapping[str, Any], patch: Mapping[str, str | None]
-    ) -> Mapping[str, Any]:
-        meta = obj.get("metadata") or {}
-        self._record(
-            "patch annotations",
-            workload=f"{obj.get('kind')}/{meta.get('namespace')}/{meta.get('name')}",
-            keys=sorted(patch),
-        )
-        return {}
-
-    async def resize(self, pod: Mapping[str, Any], containers: Mapping[str, Any]) -> None:
-        meta = pod["metadata"]
-        self._record(
-            "resize", pod=f"{meta['namespace']}/{meta['name']}", containers=dict(containers)
-        )
-
-    async def evict(self, pod: Mapping[str, Any]) -> EvictResult:
-        meta = pod["metadata"]
-        self._record("evict", pod=f"{meta['namespace']}/{meta['name']}")
-        return "evicted"
-
-    async def create_recommendation(self, body: Mapping[str, Any]) -> Mapping[str, Any]:
-        meta = body["metadata"]
-        self._record("create recommendation", name=f"{meta['namespace']}/{meta['name']}")
-        return {}
-
-    async def patch_status(
-        self,
-        namespace: str,
-        name: str,
-        patch: Mapping[str, Any],
-        kind: str = "RightsizingRecommendation",
-    ) -> Mapping[str, Any]:
-        self._record("write status", object=f"{kind} {namespace}/{name}", phase=patch.get("phase"))
-        return {}
-
-    async def create_event(self, body: Mapping[str, Any]) -> None:
-        self._record("record event", reason=body.get("reason"), note=body.get("note"))
 
 
 class LeaseReader:

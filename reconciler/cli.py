@@ -28,13 +28,14 @@ def add_reconciler_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--state-dir",
         type=Path,
-        help="decide over the YAML files in DIR and print what would be done; changes "
-        "nothing (default: watch the cluster)",
+        help="decide every running pod of the YAML files in DIR and print what would be "
+        "done, one JSON line each, then a summary; changes nothing (default: watch the cluster)",
     )
     parser.add_argument(
         "--dry-run",
         action="store_true",
-        help="watch the cluster, log and count every action, write nothing",
+        help="watch the cluster and log what would be done for every running pod, then a "
+        "summary, at start and every --resync-interval (with --once: one pass); write nothing",
     )
     parser.add_argument("--once", action="store_true", help="one full pass, then exit")
     parser.add_argument(

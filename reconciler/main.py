@@ -21,7 +21,9 @@ from app.clock import Clock, utc_now
 from app.heap import freeze_page
 from app.informer import ClusterFeed, api_client_from_config
 from app.statedir import load_view
-from reconciler.api import ApiWriter, LeaseReader, RecordingWriter, Transport
+from app.view import ClusterView
+from reconciler.api import ApiWriter, LeaseReader, Transport
+from reconciler.dryrun import dry_pass, run_dry
 from reconciler.leader import LEASE_DURATION_S, LeaderElector
 from reconciler.metrics import reconciler_metrics
 from reconciler.reconcile import ExecutionConfig, LeaseAge, WorkloadReconciler
@@ -33,7 +35,6 @@ from reconciler.service import (
     health_app,
     run_cluster,
     serving,
-    workloads_of,
 )
 from webhook.lease import LEASE_NAME as WEBHOOK_LEASE
 from webhook.lease import holder_identity, own_namespace
@@ -60,20 +61,15 @@ class Options:
     lease_duration_s: float = LEASE_DURATION_S
 
 
-async def plan_state_dir(state_dir: Path, out: IO[str], now: datetime | None = None) -> int:
-    """One pass over the YAML files of `state_dir`: print every write the reconciler would
-    make (one JSON line each), change nothing."""
+async def plan_state_dir(state_dir: Path, out: IO[str]) -> int:
+    """One dry-run pass over the YAML files of `state_dir`: print what the reconciler would
+    do (one JSON line each, then the summary), change nothing."""
     view = load_view([state_dir])
-    writer = RecordingWriter()
-    metrics = reconciler_metrics()
-    clock: Clock = (lambda: now) if now is not None else utc_now
-    reconciler = WorkloadReconciler(view, writer, metrics, webhook_lease=None, clock=clock)
-    for ref in workloads_of(view):
-        await reconciler.reconcile(ref)
-    for verb, details in writer.calls:
-        out.write(orjson.dumps({"action": verb, **details}, default=str).decode() + "\n")
-    if not writer.calls:
-        out.write('{"action": "none", "message": "nothing to do"}\n')
+    actions, tally = dry_pass(view, utc_now())
+    for action in actions:
+        out.write(orjson.dumps(action.fields(), default=str).decode() + "\n")
+    summary = {"action": "summary", "message": tally.sentence(), **tally.fields()}
+    out.write(orjson.dumps(summary).decode() + "\n")
     for warning in view.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     return 0
@@ -106,7 +102,7 @@ def build_service(
     """The feed and the service over one API client, wired as in production."""
     metrics = reconciler_metrics()
     transport = Transport(api_client, metrics)
-    writer = RecordingWriter() if options.dry_run else ApiWriter(transport)
+    writer = ApiWriter(transport)
     holder: list[Reconciler] = []
     view = WatchedView(lambda ref: holder[0].on_change(ref), own_namespace=namespace)
     execution = options.execution
@@ -122,17 +118,13 @@ def build_service(
         clock=clock,
         config=execution,
     )
-    leader = (
-        None
-        if options.dry_run
-        else LeaderElector(
-            transport,
-            namespace,
-            identity,
-            duration_s=options.lease_duration_s,
-            retry_s=min(2.0, options.lease_duration_s / 5),
-            on_change=lambda leading: holder[0].on_leadership(leading),
-        )
+    leader = LeaderElector(
+        transport,
+        namespace,
+        identity,
+        duration_s=options.lease_duration_s,
+        retry_s=min(2.0, options.lease_duration_s / 5),
+        on_change=lambda leading: holder[0].on_leadership(leading),
     )
     service = Reconciler(view, reconciler, metrics, config=options.service, leader=leader)
     holder.append(service)
@@ -146,6 +138,8 @@ async def serve_cluster(options: Options, stop: asyncio.Event) -> int:
     """The service over the cluster until `stop` (or one pass with `once`), with its
     health and metrics endpoint."""
     async with await api_client_from_config(options.kubeconfig) as api_client:
+        if options.dry_run:
+            return await _serve_dry_run(api_client, options, stop)
         feed, service = build_service(
             api_client, options, namespace=own_namespace(), identity=holder_identity()
         )
@@ -154,6 +148,25 @@ async def serve_cluster(options: Options, stop: asyncio.Event) -> int:
         )
         async with serving(app, options.metrics_host, options.metrics_port):
             return await run_cluster(feed, service, stop=stop, once=options.once)
+
+
+async def _serve_dry_run(api_client: Any, options: Options, stop: asyncio.Event) -> int:
+    """A dry run: the view, its health and metrics endpoint, and a pass that writes nothing
+    once synced, then every resync interval (no leader election: it never writes)."""
+    metrics = reconciler_metrics()
+    view = ClusterView(own_namespace=own_namespace())
+    feed = ClusterFeed(api_client, view, RECONCILER_RESOURCES, on_initial_page=freeze_page)
+    app = health_app(metrics, ready=lambda: view.synced, alive=lambda: not stop.is_set())
+    async with serving(app, options.metrics_host, options.metrics_port):
+        return await run_dry(
+            feed,
+            view,
+            stop=stop,
+            once=options.once,
+            interval_s=options.service.resync_s,
+            clock=utc_now,
+            metrics=metrics,
+        )
 
 
 def run_reconciler(options: Options) -> int:

@@ -35,7 +35,13 @@ import orjson
 
 from app.annotations import APPROVE, POD_INFO, ROLLBACK_STATE
 from app.clock import Clock, utc_now
-from app.decide import PodDecision, decide_fallback, decide_pod, format_resources
+from app.decide import (
+    PodDecision,
+    decide_fallback,
+    decide_pod,
+    describe_resources,
+    format_resources,
+)
 from app.durations import parse_duration
 from app.informer import ApiStatusError
 from app.models import RightsizingRecommendation
@@ -57,6 +63,7 @@ from reconciler.publish import annotation_patch
 from reconciler.ratelimit import TokenBucket
 from reconciler.restore import unschedulable_to_replace
 from reconciler.status import (
+    ShownProposal,
     Summary,
     build_status,
     recommendation_object,
@@ -413,8 +420,6 @@ class WorkloadReconciler:
 
     def _remember_annotations(self, key: Any, patch: Mapping[str, str | None]) -> None:
         """Remember what a write of workload annotations set (see `_unseen_annotations`)."""
-        if not self.writer.sends:
-            return
         before = self._annotations_sent.get(key)
         merged = {**(before[0] if before else {}), **patch}
         if len(self._annotations_sent) > 100_000:  # entries leave once seen; bound anyway
@@ -441,8 +446,6 @@ class WorkloadReconciler:
     ) -> None:
         """Remember the versions a write left behind: the one the pass read (or the one an
         earlier write of this pass answered with) is stale; the answer's is not."""
-        if not self.writer.sends:  # a dry run changes nothing to wait for
-            return
         if len(self._written) > 100_000:  # entries leave when the view catches up; bound anyway
             self._written.clear()
         stale = self._written.setdefault(key, set())
@@ -708,7 +711,8 @@ class WorkloadReconciler:
         # A skip while the applied values run everywhere is nothing to report.
         quiet = summary.outcome == "skipped" and summary.live
         if summary.outcome in ("blocked", "skipped") and summary.reason and not quiet:
-            key = dedup_key(summary.reason, summary.proposal or summary.selected)
+            shown = summary.proposal
+            key = dedup_key(summary.reason, shown.id if shown else summary.selected)
             if not is_repeat(last_event, key):
                 events.append(
                     (
@@ -791,7 +795,7 @@ class WorkloadReconciler:
         is reported when it is done, or once it has taken `pending_after` (as Pending,
         written once). Anything else (a block, an eviction, a fallback, rollback, another
         change waiting to be decided) is reported at once."""
-        if not self.writer.sends or done.report or done.events:
+        if done.report or done.events:
             return False
         if status["phase"] != "Pending" or not done.busy:
             return False
@@ -841,7 +845,7 @@ def _resized_note(
     count = f"{len(names)} of {len(running)} pods"
     if len(names) < len(running):
         count += ", the others follow"
-    return f"resized in place: {_describe(values)} ({count})"
+    return f"resized in place: {describe_resources(values)} ({count})"
 
 
 def _version(obj: Mapping[str, Any]) -> str:
@@ -879,18 +883,6 @@ def format_resources_of(view: ClusterView, pod: Mapping[str, Any]) -> Values:
 
 def _label(ref: WorkloadRef) -> str:
     return f"{ref.kind}/{ref.namespace}/{ref.name}"
-
-
-def _describe(containers: Mapping[str, Mapping[str, Mapping[str, str]]]) -> str:
-    parts = []
-    for name, resources in sorted(containers.items()):
-        for fld in ("requests", "limits"):
-            values = resources.get(fld) or {}
-            if values:
-                parts.append(
-                    f"{name} {fld} " + ",".join(f"{r}={q}" for r, q in sorted(values.items()))
-                )
-    return "; ".join(parts)
 
 
 def _applied(decision: PodDecision, method: str) -> dict[str, Any]:
@@ -994,7 +986,11 @@ def _summary(
     )
     audit = next((d for d in decisions if d.reason == "Audit" and d.proposal_id), None)
     proposal = (
-        (audit.proposal_id, {c: format_resources(r) for c, r in audit.proposal.items()})
+        ShownProposal(
+            audit.proposal_id,
+            {c: format_resources(r) for c, r in audit.proposal.items()},
+            {c: format_resources(r) for c, r in audit.proposal_target.items()},
+        )
         if audit is not None and audit.proposal_id
         else None
     )

@@ -26,6 +26,17 @@ Values = dict[str, dict[str, dict[str, str]]]
 
 
 @dataclass(frozen=True, slots=True)
+class ShownProposal:
+    """An audit proposal as the status shows it for approval."""
+
+    id: str
+    #: what an approval applies now: the guardrails' step
+    containers: Values
+    #: what the policies ask in the end (equal to `containers` when no guardrail steps)
+    target: Values
+
+
+@dataclass(frozen=True, slots=True)
 class Summary:
     """What one pass over a workload found and did."""
 
@@ -37,7 +48,7 @@ class Summary:
     current: Values = field(default_factory=dict)
     selected: Sequence[Mapping[str, str]] = ()
     next_allowed_at: datetime | None = None
-    proposal: tuple[str, Values] | None = None
+    proposal: ShownProposal | None = None
     #: the last applied values run on every running pod
     live: bool = False
 
@@ -190,7 +201,12 @@ def build_status(
     if summary.next_allowed_at is not None:
         status["nextAllowedAt"] = stamp(summary.next_allowed_at)
     if summary.proposal is not None:
-        status["proposal"] = {"id": summary.proposal[0], "containers": summary.proposal[1]}
+        shown = summary.proposal
+        status["proposal"] = {
+            "id": shown.id,
+            "containers": shown.containers,
+            "target": shown.target,
+        }
     if last_applied is not None:
         status["lastApplied"] = dict(last_applied)
     if rollback is not None and rollback.last_rollback is not None:

@@ -198,8 +198,10 @@ def recommendation(
     rollback_at: datetime | None = None,
     rollback_resources: Iterable[str] = ("cpu",),
     annotations: Mapping[str, str] | None = None,
+    proposal: str | None = None,
 ) -> KerfResource:
-    """A RightsizingRecommendation with lastApplied / lastRollback status."""
+    """A RightsizingRecommendation with lastApplied / lastRollback status; `proposal`: the
+    last change carried out that approved proposal, its approval used up."""
     status: dict[str, Any] = {}
     if last_applied is not None or applied_at is not None:
         status["lastApplied"] = {
@@ -207,6 +209,9 @@ def recommendation(
             "method": "inPlace",
             "containers": {c: dict(v) for c, v in (last_applied or {}).items()},
         }
+    if proposal is not None:
+        status["lastApplied"]["proposal"] = proposal
+        status["approvedProposal"] = proposal
     if rollback_at is not None:
         status["lastRollback"] = {"at": ts(rollback_at), "resources": list(rollback_resources)}
     doc = {

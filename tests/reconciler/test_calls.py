@@ -16,7 +16,6 @@ from app.models import parse_object
 from app.owners import WorkloadRef
 from app.startup_bench import cluster_objects
 from app.view import ClusterView
-from reconciler.api import RecordingWriter
 from reconciler.bench import from_templates
 from reconciler.metrics import reconciler_metrics
 from reconciler.reconcile import WorkloadReconciler, _admitted_with, _Pass, _Unreported
@@ -39,10 +38,8 @@ TARGET = {"cpu": "250m", "memory": "256Mi"}
 REF = WorkloadRef("Deployment", "shop", "web")
 
 
-class SendingWriter(RecordingWriter):
-    """Writes that reach a cluster, as far as the reconciler can tell."""
-
-    sends = True
+class NoWriter:
+    """A writer these tests never call (they drive the reconciler's bookkeeping)."""
 
 
 def record_at(version: str) -> Any:
@@ -61,7 +58,10 @@ def test_a_record_created_then_written_waits_for_the_written_version() -> None:
     # status write 8. A view that has the record at 7 would decide without the status
     # just written and write it (and its events) again.
     reconciler = WorkloadReconciler(
-        ClusterView(), SendingWriter(), reconciler_metrics(), webhook_lease=None
+        ClusterView(),
+        NoWriter(),
+        reconciler_metrics(),
+        webhook_lease=None,  # type: ignore[arg-type]
     )
     done = _Pass()
     reconciler._wrote(("record", REF.key), "", {"metadata": {"resourceVersion": "7"}}, done)
@@ -271,7 +271,12 @@ def test_a_change_of_leader_forgets_the_rollouts_not_reported() -> None:
     # Another leader may have finished and reported the rollout meanwhile: a replica that
     # leads again must not report its old memory of it over the record.
     metrics = reconciler_metrics()
-    reconciler = WorkloadReconciler(ClusterView(), SendingWriter(), metrics, webhook_lease=None)
+    reconciler = WorkloadReconciler(
+        ClusterView(),
+        NoWriter(),  # type: ignore[arg-type]
+        metrics,
+        webhook_lease=None,
+    )
     service = Reconciler(ClusterView(), reconciler, metrics)  # type: ignore[arg-type]
     reconciler._unreported[REF.key] = _Unreported(
         datetime(2026, 11, 30, tzinfo=UTC), {"method": "inPlace", "containers": {}}

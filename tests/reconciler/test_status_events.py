@@ -120,6 +120,84 @@ async def test_approve_once_applies_the_audited_proposal_once(tmp_path: Path) ->
         assert all(requests_of(p)["cpu"] == "250m" for p in await kerf.pods("web"))
 
 
+async def test_approve_once_shows_and_applies_the_guarded_step(tmp_path: Path) -> None:
+    # 1 CPU / 1Gi down to 300m / 384Mi: maxChangePercent (50) allows 500m / 512Mi first.
+    asked = {"cpu": "300m", "memory": "384Mi"}
+    step = {"cpu": "500m", "memory": "512Mi"}
+    async with running_kerf(tmp_path) as kerf:
+        await client.AppsV1Api(kerf.api).create_namespaced_deployment(
+            "shop", deployment("web", replicas=2, cpu="1", memory="1Gi")
+        )
+        await kerf.settle()
+        await kerf.start_reconciler()
+        await create(kerf, "staticpolicies", static_policy("web", "web", asked, mode="audit"))
+
+        async def proposed() -> dict[str, Any] | None:
+            status = await status_of(kerf)
+            return status if status.get("phase") == "Proposed" else None
+
+        proposal = (await wait_for(kerf, proposed, "an audited proposal"))["proposal"]
+        assert proposal["containers"]["app"]["requests"] == step
+        assert proposal["target"]["app"]["requests"] == asked
+        notes = await wait_for(kerf, lambda: notes_of(kerf, "Skipped"), "the Skipped event")
+        assert len(notes) == 1
+        assert f"proposal {proposal['id']} would set app requests cpu=500m,memory=512Mi" in notes[0]
+        assert "target app requests cpu=300m,memory=384Mi" in notes[0]
+
+        await approve(kerf, proposal["id"])
+
+        async def used() -> dict[str, Any] | None:
+            status = await status_of(kerf)
+            return status if status.get("approvedProposal") == proposal["id"] else None
+
+        status = await wait_for(kerf, used, "the approval to be applied and used up")
+        assert status["lastApplied"]["proposal"] == proposal["id"]
+        assert all(requests_of(p) == step for p in await kerf.pods("web"))
+
+        async def next_step() -> dict[str, Any] | None:
+            status = await status_of(kerf)
+            new = (status.get("proposal") or {}).get("id") not in (None, proposal["id"])
+            return status if status.get("reason") == "Audit" and new else None
+
+        following = (await wait_for(kerf, next_step, "the next step proposed"))["proposal"]
+        assert (
+            following["containers"]["app"]["requests"]
+            == asked
+            == (following["target"]["app"]["requests"])
+        )
+        await approve(kerf, following["id"])
+
+        async def cooling() -> dict[str, Any] | None:
+            status = await status_of(kerf)
+            return status if status.get("reason") == "Cooldown" else None
+
+        status = await wait_for(kerf, cooling, "the next step held by the cooldown")
+        blocked = next(c for c in status["conditions"] if c["type"] == "Blocked")
+        assert f"of the change approved as proposal {proposal['id']}," in blocked["message"]
+        notes = await wait_for(kerf, lambda: notes_of(kerf, "Blocked"), "the Blocked event")
+        assert any(f"approved as proposal {proposal['id']}" in n for n in notes), notes
+        assert all(requests_of(p) == step for p in await kerf.pods("web"))
+
+
+async def notes_of(kerf: Any, reason: str) -> list[str]:
+    """The notes of the workload's events of one reason (an event is created after the
+    status write that a test waits for, so tests wait for it too)."""
+    return [e["note"] for e in await kerf.events() if e["reason"] == reason]
+
+
+async def approve(kerf: Any, proposal: str) -> None:
+    """Annotate the record with `approve=<proposal>`, as a person would."""
+    await custom(kerf.api).patch_namespaced_custom_object(
+        GROUP,
+        VERSION,
+        "shop",
+        "rightsizingrecommendations",
+        "deployment-web",
+        {"metadata": {"annotations": {"rightsizing.kubex.ai/approve": proposal}}},
+        _content_type=MERGE_PATCH,
+    )
+
+
 async def test_kubectl_get_shows_the_columns(tmp_path: Path) -> None:
     async with running_kerf(tmp_path, node_cpu="1") as kerf:
         await client.AppsV1Api(kerf.api).create_namespaced_deployment(

@@ -267,14 +267,8 @@ def test_token_bucket() -> None:
         TokenBucket(0)
 
 
-class _Sends:
-    """A writer that sends (what the reconciler waits for after its writes)."""
-
-    sends = True
-
-
 def test_a_workload_waits_until_the_view_shows_the_annotations_written() -> None:
-    reconciler = WorkloadReconciler(None, _Sends(), None, webhook_lease=None)  # type: ignore[arg-type]
+    reconciler = WorkloadReconciler(None, None, None, webhook_lease=None)  # type: ignore[arg-type]
     ref = WorkloadRef("Deployment", "shop", "web")
     state = {ROLLBACK_STATE: '{"mode": "monitoring"}'}
     # The pass read version 10 and its annotation patch was answered with version 12.
@@ -290,8 +284,6 @@ def test_a_workload_waits_until_the_view_shows_the_annotations_written() -> None
 
 class _RefusingWriter:
     """Every eviction refused (429), as a PDB that allows no disruption."""
-
-    sends = True
 
     def __init__(self) -> None:
         self.evictions = 0
