@@ -49,11 +49,21 @@ NAMED_PATTERNS = {
 REASONS: tuple[tuple[str, str, str], ...] = (
     ("Unmanaged", "skipped", "the pod has no controller owner"),
     ("NoMatchingPolicy", "skipped", "no policy publishes values for the pod's workload"),
+    (
+        "InvalidRecommendation",
+        "blocked",
+        "every recommendation row of the workload is invalid (each named in the message)",
+    ),
+    ("NoSuchContainer", "skipped", "the values name only containers the pod does not have"),
     ("StrategyNotFound", "blocked", "a policy's automationStrategyRef names no strategy"),
     ("NotEnabled", "skipped", "the strategies enable none of the selected values"),
     ("Audit", "skipped", "the policy's mode is audit (until a proposal is approved once)"),
     ("AutomationDisabled", "skipped", "GlobalConfiguration.automationEnabled is false"),
-    ("HubUnreachable", "blocked", "proactive values: the recommendation source did not load"),
+    (
+        "HubUnreachable",
+        "blocked",
+        "proactive values: a recommendation ConfigMap that feeds the workload did not load",
+    ),
     ("Paused", "blocked", "a pause-until annotation on the pod, workload or namespace"),
     ("ProtectedNamespace", "skipped", "kerf's namespace or a protectedNamespacePatterns match"),
     ("StaleRecommendation", "blocked", "older than maxAnalysisAgeDays, or an older generation"),
