@@ -31,6 +31,7 @@ from reconciler.metrics import ReconcilerMetrics
 from reconciler.policystatus import write_policy_status
 from reconciler.queue import QueueClosed, WorkQueue
 from reconciler.reconcile import WorkloadReconciler
+from reconciler.sources import SourceReporter
 
 logger = logging.getLogger("kerf.reconciler")
 
@@ -125,6 +126,11 @@ class Reconciler:
         self._all_pending = False
         self._accepting = False
         self.passes = 0
+        self.sources = SourceReporter(
+            reconciler.writer, instance=reconciler.config.instance, clock=reconciler.clock
+        )
+        #: set when a ConfigMap or kerf object changed: the bad ConfigMaps are told
+        self._sources_due = asyncio.Event()
 
     # ----------------------------------------------------------------- queueing
 
@@ -134,7 +140,9 @@ class Reconciler:
             return
         if ref is not None:
             self.queue.add(ref)
-        elif not self._all_pending:
+            return
+        self._sources_due.set()
+        if not self._all_pending:
             self._all_pending = True
             asyncio.get_running_loop().call_soon(self.enqueue_all)
 
@@ -152,6 +160,7 @@ class Reconciler:
         # reported yet: the cluster says what was applied, not this replica's memory.
         self.reconciler.forget_unreported()
         if leading and self._accepting:
+            self._sources_due.set()
             self.enqueue_all()
 
     @property
@@ -166,6 +175,7 @@ class Reconciler:
         self._accepting = True
         self.metrics.synced.set(1)
         freeze_loaded_state()  # the loaded view stays: full collections need not walk it
+        self._sources_due.set()
         self.enqueue_all()
 
     async def work(self) -> None:
@@ -215,6 +225,7 @@ class Reconciler:
         """Queue every workload every `resync_s`."""
         while True:
             await asyncio.sleep(self.config.resync_s)
+            self._sources_due.set()
             self.enqueue_all()
 
     async def report_policies(self) -> None:
@@ -232,6 +243,25 @@ class Reconciler:
         except Exception as exc:  # the next round tries again
             logger.warning("writing rollback policy status failed: %s: %s", type(exc).__name__, exc)
 
+    async def report_sources(self) -> None:
+        """Whenever a ConfigMap or kerf object changed, the leader tells what is wrong with
+        each recommendation ConfigMap's new version (once per version)."""
+        while True:
+            await self._sources_due.wait()
+            self._sources_due.clear()
+            await self.write_source_reports()
+
+    async def write_source_reports(self) -> None:
+        """Log and record an Event for each bad recommendation ConfigMap not told yet."""
+        if not self.leading:
+            return
+        try:
+            await self.sources.report(self.view)
+        except Exception as exc:  # the next change or leadership tries again
+            logger.warning(
+                "reporting recommendation ConfigMaps failed: %s: %s", type(exc).__name__, exc
+            )
+
     async def drain(self) -> None:
         """Work the queue until nothing is queued or in progress (`--once`): one pass per
         workload, so a rollout started here is not followed to its end."""
@@ -244,6 +274,7 @@ class Reconciler:
             self.queue.close()
             await asyncio.gather(*workers, return_exceptions=True)
         await self.write_policy_status()
+        await self.write_source_reports()
 
 
 def health_app(
@@ -314,6 +345,7 @@ async def run_cluster(
         periodic = [
             asyncio.create_task(service.resync()),
             asyncio.create_task(service.report_policies()),
+            asyncio.create_task(service.report_sources()),
         ]
         await stop.wait()
         service.queue.close()
