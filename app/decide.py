@@ -17,6 +17,7 @@ from typing import Any, Literal
 from app.annotations import PAUSE_UNTIL, SKIP_CONTAINERS, dumps
 from app.durations import format_duration
 from app.enablement import GPU, Switches, apply_switches, resolve_switches
+from app.feasibility import describe_largest, too_large
 from app.guardrails import (
     COOLDOWN,
     NO_FACTS,
@@ -50,6 +51,8 @@ PARTNER_FIELD = {"requests": "limits", "limits": "requests"}
 #: A change dropped because it would leave a Guaranteed container's request ≠ its limit.
 GUARANTEED_QOS = "GuaranteedQoS"
 HUB_UNREACHABLE = "HubUnreachable"
+#: A value to set is more than any node's allocatable.
+INFEASIBLE = "Infeasible"
 #: Every row of the workload's recommendation was invalid (SPEC §4).
 INVALID_RECOMMENDATION = "InvalidRecommendation"
 #: The values name only containers the pod does not have.
@@ -963,10 +966,34 @@ def _strategy_facts(ctx: _Context, strategies: list[AutomationStrategySpec]) -> 
     return found
 
 
+def _check_feasible(ctx: _Context) -> None:
+    """Block the plan when a value to set is more CPU or memory than any node's allocatable
+    (a pod with it could never be scheduled or resized: Infeasible by definition). Not
+    judged while the view holds no node."""
+    largest = ctx.view.largest_allocatable()
+    if largest is None:
+        return
+    over = [
+        f"{a.target.container}.{a.target.field}.{a.target.resource} "
+        f"{format_resource(a.target.resource, a.desired)}"
+        for a in ctx.regular()
+        if too_large(a.target.resource, a.desired, largest)
+    ]
+    if over:
+        _block_regular(
+            ctx,
+            INFEASIBLE,
+            f"{', '.join(over)} is more than any node's allocatable (the largest: "
+            f"{describe_largest(largest)})",
+        )
+
+
 def _run_checks(ctx: _Context) -> str | None:
     """The checks in the order of SPEC §6; returns the method."""
     view, clock, running = ctx.view, ctx.clock, ctx.running
     config = view.global_config
+    # Infeasible: a value no node can hold is wrong whatever the mode, so it comes first
+    _check_feasible(ctx)
     # Audit (mode)
     if ctx.regular() and ctx.audit():
         if _approved(ctx):

@@ -30,6 +30,7 @@ from app.models import (
     DURATION_PATTERN,
     END_TIME_PATTERN,
     KINDS,
+    POSITIVE_QUANTITY_PATTERN,
     RATIO_PATTERN,
     TIME_PATTERN,
     plural,
@@ -43,6 +44,7 @@ NAMED_PATTERNS = {
     TIME_PATTERN: "time `HH:MM`",
     END_TIME_PATTERN: "time `HH:MM` or `24:00`",
     ARG_NAME_PATTERN: "argument name (`--flag` or `-f`)",
+    POSITIVE_QUANTITY_PATTERN: "quantity > 0",
 }
 
 #: Every decision reason: outcome, and when it applies (SPEC §5-§7, in check order).
@@ -57,6 +59,11 @@ REASONS: tuple[tuple[str, str, str], ...] = (
     ("NoSuchContainer", "skipped", "the values name only containers the pod does not have"),
     ("StrategyNotFound", "blocked", "a policy's automationStrategyRef names no strategy"),
     ("NotEnabled", "skipped", "the strategies enable none of the selected values"),
+    (
+        "Infeasible",
+        "blocked",
+        "a value to set is more CPU or memory than any node's allocatable (checked first)",
+    ),
     ("Audit", "skipped", "the policy's mode is audit (until a proposal is approved once)"),
     ("AutomationDisabled", "skipped", "GlobalConfiguration.automationEnabled is false"),
     (

@@ -206,6 +206,9 @@ class ClusterView:
             tuple[str, str], tuple[dict[str, Mapping[str, Any]], dict[str, Resources]]
         ] = OrderedDict()
         self._allocatable: dict[str, tuple[Mapping[str, Any], tuple[int, int]]] = {}
+        #: the largest CPU and memory any node offers, worked out again after a Node
+        #: changes (None: not known yet)
+        self._largest: tuple[int, int] | None = None
         self._hpas: dict[str, dict[str, Mapping[str, Any]]] = {}
         self._sources = RecommendationSources()
         self._plans: dict[ObjectKey, WorkloadPlan] = {}
@@ -294,6 +297,8 @@ class ClusterView:
             self._drop_plans()
         else:
             self._objects[key] = obj
+            if kind == "Node":
+                self._largest = None
             if kind == "Namespace":
                 self._cluster_for_ns.pop(name, None)
                 self._touch(("ns", name))
@@ -314,7 +319,8 @@ class ClusterView:
                 self._drop_plans()
         else:
             self._workloads.pop(key, None)
-            self._objects.pop(key, None)
+            if self._objects.pop(key, None) is not None and kind == "Node":
+                self._largest = None
             self._drop_plan(key)
             if kind == "Namespace":
                 self._touch(("ns", name))
@@ -552,15 +558,17 @@ class ClusterView:
             self._parsed_pods.popitem(last=False)
         return parsed[0], parsed[1], self._pod_owner.get(key)
 
-    def admission_inputs(self, workload: Workload) -> tuple[int, int]:
+    def admission_inputs(self, workload: Workload) -> tuple[int, int, tuple[int, int] | None]:
         """Versions of what an admission decision for a workload's pod reads beyond its
         plan (which the view drops whenever the workload, a kerf object or a
         recommendation ConfigMap changes): the Namespace object and the namespace's HPAs,
-        the OOM evidence among the workload's pods. Equal versions mean equal inputs."""
+        the OOM evidence among the workload's pods, and the largest node (`Infeasible`).
+        Equal versions mean equal inputs."""
         stamps = self._stamps
         return (
             stamps.get(("ns", workload.namespace), 0),
             stamps.get(("oom", workload.ref.key), 0),
+            self.largest_allocatable(),
         )
 
     def recall(self, plan: WorkloadPlan, key: Any) -> Any:
@@ -614,6 +622,17 @@ class ClusterView:
                 amounts = (0, 0)
             cached = self._allocatable[name] = (node, amounts)
         return cached[1]
+
+    def largest_allocatable(self) -> tuple[int, int] | None:
+        """The largest (cpu millicores, memory bytes) any node offers (each the largest
+        over the nodes), or None when the view holds no node."""
+        if self._largest is None:
+            nodes = [n for (k, _, n) in self._objects if k == "Node"]
+            amounts = [a for a in map(self.node_allocatable, nodes) if a is not None]
+            if not amounts:
+                return None
+            self._largest = (max(a[0] for a in amounts), max(a[1] for a in amounts))
+        return self._largest
 
     def node_requests(self, node: str) -> tuple[int, int]:
         """Sum of (cpu millicores, memory bytes) requested by non-terminal pods on a node."""

@@ -93,7 +93,7 @@ async def test_a_bad_configmap_is_named_once_per_version_and_blocks_only_what_it
         assert not await events_about(kerf, "recs")
         for _ in range(2):  # resyncs and passes tell nothing new
             await resync(kerf, replica)
-            await replica.service.write_source_reports()
+            await replica.service.write_input_reports()
         assert len(await events_about(kerf, "broken")) == 1
         lines = [r for r in caplog.records if getattr(r, "fields", {}).get("configmap")]
         assert [r.fields["reason"] for r in lines] == ["RecommendationsNotLoaded"]
