@@ -124,11 +124,11 @@ class _Memo:
     inside the span over which its comparisons with the clock keep their answers."""
 
     result: AdmissionResult
-    inputs: tuple[int, int, bool]
+    inputs: tuple[int, int, tuple[int, int] | None]
     start: datetime | None
     end: datetime | None
 
-    def holds(self, inputs: tuple[int, int, bool], now: datetime) -> bool:
+    def holds(self, inputs: tuple[int, int, tuple[int, int] | None], now: datetime) -> bool:
         return (
             self.inputs == inputs
             and (self.start is None or now >= self.start)

@@ -17,6 +17,7 @@ from typing import Any, Literal
 from app.annotations import APPROVE, PAUSE_UNTIL, SKIP_CONTAINERS, dumps
 from app.durations import format_duration
 from app.enablement import GPU, Switches, apply_switches, resolve_switches
+from app.feasibility import describe_largest, too_large
 from app.guardrails import (
     COOLDOWN,
     NO_FACTS,
@@ -37,19 +38,25 @@ from app.owners import WorkloadRef
 from app.quantities import MIB, QuantityError, format_resource, parse_resource
 from app.recommendations import RecommendationRow
 from app.selection import Candidate, Target
-from app.sync import ROLLBACK_KINDS
+from app.sync import PROACTIVE_KINDS, ROLLBACK_KINDS
 from app.view import ClusterView, WorkloadPlan
 from app.windows import freeze_verdict, maintenance_verdict
 from app.workloads import JAVA_OPTION_VARS, Resources, Workload, oom_terminations, parse_time
 
 Path = Literal["admission", "running"]
-PROACTIVE_KINDS = frozenset({"ProactivePolicy", "ClusterProactivePolicy"})
 IN_PLACE_RESOURCES = frozenset({"cpu", "memory"})
 #: The resources whose requests and limits make a pod's QoS class (Guaranteed when equal).
 QOS_RESOURCES = ("cpu", "memory")
 PARTNER_FIELD = {"requests": "limits", "limits": "requests"}
 #: A change dropped because it would leave a Guaranteed container's request ≠ its limit.
 GUARANTEED_QOS = "GuaranteedQoS"
+HUB_UNREACHABLE = "HubUnreachable"
+#: A value to set is more than any node's allocatable.
+INFEASIBLE = "Infeasible"
+#: Every row of the workload's recommendation was invalid (SPEC §4).
+INVALID_RECOMMENDATION = "InvalidRecommendation"
+#: The values name only containers the pod does not have.
+NO_SUCH_CONTAINER = "NoSuchContainer"
 #: Reasons under which a new pod keeps its manifest as it is (not even the baseline).
 UNTOUCHED = frozenset({"Paused", "ProtectedNamespace", "AutomationDisabled", "Audit"})
 CPU_HEADROOM_PERCENT = 10
@@ -481,21 +488,29 @@ def _decide_pod(
         )
     plan = view.plan_for(workload)
     if not plan.candidates:
+        outcome, reason, message = _why_no_values(plan)
         return PodDecision(
-            namespace,
-            name,
-            owner,
-            "skipped",
-            "NoMatchingPolicy",
-            "no policy publishes values for this workload",
-            final=current,
-            plan=plan,
+            namespace, name, owner, outcome, reason, message, final=current, plan=plan
         )
 
     skip = skipped_containers(pod, workload)
     names = tuple(c for c in containers if c not in skip)
     facts = _plan_facts(view, workload, plan, names)
     selected = facts.selected
+    if not selected:
+        absent = _absent_containers(plan, containers)
+        if absent:
+            return PodDecision(
+                namespace,
+                name,
+                owner,
+                "skipped",
+                NO_SUCH_CONTAINER,
+                f"the values are for container(s) {', '.join(absent)}, which the pod does "
+                f"not have (it has {', '.join(containers) or 'none'})",
+                final=current,
+                plan=plan,
+            )
     ctx = _Context(view, pod, workload, plan, facts, clock, path, containers, current)
     fp = plan.fingerprint
     try:
@@ -528,7 +543,10 @@ def _decide_pod(
         )
     final = _final_resources(current, ctx.actions)
     changed = {a.target.container for a in ctx.actions}
-    notes = "; ".join(f"{t.container}.{t.field}.{t.resource}: {r}" for t, r in ctx.dropped)
+    notes = "; ".join(
+        [f"{t.container}.{t.field}.{t.resource}: {r}" for t, r in ctx.dropped]
+        + [f"{INVALID_RECOMMENDATION}: {w}" for w in plan.sources.invalid]
+    )
     return PodDecision(
         namespace,
         name,
@@ -546,6 +564,27 @@ def _decide_pod(
         plan=plan,
         proposal_id=ctx.approved_id,
     )
+
+
+def _why_no_values(plan: WorkloadPlan) -> tuple[Literal["blocked", "skipped"], str, str]:
+    """Outcome, reason and message of a workload no policy publishes values for: the
+    proactive values wait for a ConfigMap that did not load, its rows were all invalid,
+    or no policy matches it."""
+    news = plan.sources
+    if news.unreachable:
+        return "blocked", HUB_UNREACHABLE, "; ".join(news.unreachable)
+    if news.invalid:
+        return "blocked", INVALID_RECOMMENDATION, "; ".join(news.invalid)
+    return "skipped", "NoMatchingPolicy", "no policy publishes values for this workload"
+
+
+def _absent_containers(plan: WorkloadPlan, containers: Mapping[str, Any]) -> list[str]:
+    """The containers the plan has values for that the pod does not have, when the plan
+    names none the pod has (the values were written for another pod template)."""
+    named = {c.container for c in plan.candidates}
+    if "*" in named or any(name in containers for name in named):
+        return []
+    return sorted(named)
 
 
 @dataclass(frozen=True, slots=True)
@@ -1011,10 +1050,34 @@ def _strategy_facts(ctx: _Context, strategies: list[AutomationStrategySpec]) -> 
     return found
 
 
+def _check_feasible(ctx: _Context) -> None:
+    """Block the plan when a value to set is more CPU or memory than any node's allocatable
+    (a pod with it could never be scheduled or resized: Infeasible by definition). Not
+    judged while the view holds no node."""
+    largest = ctx.view.largest_allocatable()
+    if largest is None:
+        return
+    over = [
+        f"{a.target.container}.{a.target.field}.{a.target.resource} "
+        f"{format_resource(a.target.resource, a.desired)}"
+        for a in ctx.regular()
+        if too_large(a.target.resource, a.desired, largest)
+    ]
+    if over:
+        _block_regular(
+            ctx,
+            INFEASIBLE,
+            f"{', '.join(over)} is more than any node's allocatable (the largest: "
+            f"{describe_largest(largest)})",
+        )
+
+
 def _run_checks(ctx: _Context) -> str | None:
     """The checks in the order of SPEC §6; returns the method."""
     view, clock, running = ctx.view, ctx.clock, ctx.running
     config = view.global_config
+    # Infeasible: a value no node can hold is wrong whatever the mode, so it comes first
+    _check_feasible(ctx)
     # Audit (mode)
     if ctx.regular() and ctx.audit():
         ctx.proposal = _audit_proposal(ctx)
@@ -1032,9 +1095,10 @@ def _run_checks(ctx: _Context) -> str | None:
             None,
             "skipped",
         )
-    # HubUnreachable (proactive only)
-    if not view.recommendations_reachable and any(a.item.proactive for a in ctx.regular()):
-        _block_regular(ctx, "HubUnreachable", "the recommendation source did not load")
+    # HubUnreachable (proactive only): a ConfigMap that feeds this workload did not load
+    unreachable = ctx.plan.sources.unreachable
+    if unreachable and any(a.item.proactive for a in ctx.regular()):
+        _block_regular(ctx, HUB_UNREACHABLE, "; ".join(unreachable))
     # Paused (applies to restores too)
     paused = paused_by(view, ctx.pod, ctx.workload, clock)
     if paused:

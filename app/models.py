@@ -70,6 +70,15 @@ DEFAULT_PRECEDENCE: tuple[tuple[str, int], ...] = (
 # with an integer exponent, exactly what app.quantities parses. The CRD carries the same
 # pattern, so the API server and the model accept the same texts.
 QUANTITY_PATTERN = r"^\+?([0-9]+(\.[0-9]*)?|\.[0-9]+)([KMGTPE]i|[numkMGTPE]|[eE][+-]?[0-9]+)?$"
+# Positive quantities (the values a policy sets): the same grammar with a mantissa that has
+# a non-zero digit. A pattern, not CEL, so every API server that validates patterns refuses
+# a zero: a memory limit of 0 would be lowered step by step to the minimum.
+POSITIVE_QUANTITY_PATTERN = (
+    r"^\+?([0-9]*[1-9][0-9]*(\.[0-9]*)?|[0-9]*\.[0-9]*[1-9][0-9]*)"
+    r"([KMGTPE]i|[numkMGTPE]|[eE][+-]?[0-9]+)?$"
+)
+# Policy weights order policies; far beyond any useful order, a weight like 1e30 is a typo.
+MAX_WEIGHT = 1_000_000
 # Non-negative Go durations (time.ParseDuration without a sign): a negative wait is a typo.
 # The micro signs are literal characters: RE2 (the API server's regex engine) has no \u escape.
 DURATION_PATTERN = (
@@ -105,6 +114,16 @@ def _check_quantity(value: str) -> str:
     return value
 
 
+def _check_positive_quantity(value: str) -> str:
+    _check_quantity(value)
+    if not re.fullmatch(POSITIVE_QUANTITY_PATTERN, value) or parse_quantity(value) <= 0:
+        raise ValueError(
+            f"invalid quantity {value!r}: a request or limit must be more than zero, such "
+            "as 250m, 1.5Gi or 2"
+        )
+    return value
+
+
 def _check_duration(value: str) -> str:
     if len(value) > MAX_DURATION_LENGTH or not re.fullmatch(DURATION_PATTERN, value):
         raise ValueError(
@@ -135,6 +154,20 @@ Quantity = Annotated[
             "x-kubernetes-int-or-string": True,
             "pattern": QUANTITY_PATTERN,
             "maxLength": MAX_QUANTITY_LENGTH,
+        }
+    ),
+]
+PositiveQuantity = Annotated[
+    str,
+    BeforeValidator(_int_to_text),
+    AfterValidator(_check_positive_quantity),
+    WithJsonSchema(
+        {
+            "x-kubernetes-int-or-string": True,
+            "pattern": POSITIVE_QUANTITY_PATTERN,
+            "maxLength": MAX_QUANTITY_LENGTH,
+            # The pattern checks strings only: `memory: 0` arrives as an integer.
+            "minimum": 1,
         }
     ),
 ]
@@ -420,8 +453,16 @@ class ResourceValues(KerfModel):
     limits: dict[str, Quantity] = Field(default_factory=dict)
 
 
+class PolicyValues(KerfModel):
+    """The values a policy sets: each more than zero (a pod's own values, recorded in a
+    status, may be zero)."""
+
+    requests: dict[str, PositiveQuantity] = Field(default_factory=dict)
+    limits: dict[str, PositiveQuantity] = Field(default_factory=dict)
+
+
 class StaticResources(KerfModel):
-    containers: dict[str, ResourceValues] = Field(min_length=1)
+    containers: dict[str, PolicyValues] = Field(min_length=1)
 
 
 class SafetyChecks(KerfModel):
@@ -432,7 +473,7 @@ class StaticPolicySpec(KerfModel):
     automation_strategy_ref: ObjectRef
     resources: StaticResources
     scope: Scope = Field(default_factory=Scope)
-    weight: int = Field(default=0, ge=0)
+    weight: int = Field(default=0, ge=0, le=MAX_WEIGHT)
     mode: Mode = "auto"
     guardrails: Guardrails = Field(default_factory=Guardrails)
 
@@ -441,7 +482,7 @@ class ProactivePolicySpec(KerfModel):
     automation_strategy_ref: ObjectRef
     safety_checks: SafetyChecks = Field(default_factory=SafetyChecks)
     scope: Scope = Field(default_factory=Scope)
-    weight: int = Field(default=0, ge=0)
+    weight: int = Field(default=0, ge=0, le=MAX_WEIGHT)
     mode: Mode = "auto"
     guardrails: Guardrails = Field(default_factory=Guardrails)
 
@@ -481,7 +522,7 @@ class GpuReactivePolicySpec(KerfModel):
     upsize: GpuUpsize = Field(default_factory=GpuUpsize)
     scale_back: GpuScaleBack = Field(default_factory=GpuScaleBack)
     scope: Scope = Field(default_factory=Scope)
-    weight: int = Field(default=0, ge=0)
+    weight: int = Field(default=0, ge=0, le=MAX_WEIGHT)
     mode: Mode = "auto"
 
     @model_validator(mode="after")
@@ -522,7 +563,7 @@ class ContainerArgs(KerfModel):
 class ContainerArgsPolicySpec(KerfModel):
     containers: dict[str, ContainerArgs] = Field(min_length=1)
     scope: Scope
-    weight: int = Field(default=0, ge=0)
+    weight: int = Field(default=0, ge=0, le=MAX_WEIGHT)
     replace_existing_pods: bool = False
 
 
@@ -538,7 +579,7 @@ class RollbackPolicySpec(KerfModel):
     rollback_target: Literal["manifest", "lastSuccessful"]
     adoption_threshold_percent: int = Field(ge=1, le=100)
     backoff: Backoff
-    weight: int = Field(default=0, ge=0)
+    weight: int = Field(default=0, ge=0, le=MAX_WEIGHT)
     enable_monitoring_reopen: bool = True
 
 

@@ -1,7 +1,7 @@
 """The recommendation source (SPEC §4): ConfigMap rows in, typed rows out.
 
-The interface is deliberately small — `parse_rows` turns a document into rows and
-warnings — so a Prometheus-backed recommender can produce the same rows later.
+The interface is deliberately small — `parse_rows` turns a document into rows and the
+rows it skipped — so a Prometheus-backed recommender can produce the same rows later.
 """
 
 from __future__ import annotations
@@ -51,6 +51,17 @@ class RecommendationRow:
     def owner_key(self) -> tuple[str, str, str]:
         """(kind, namespace, name) of the workload the row is for."""
         return (self.owner_kind, self.namespace, self.owner_name)
+
+
+@dataclass(frozen=True, slots=True)
+class InvalidRow:
+    """A row that is never acted on, and why (SPEC §4: `InvalidRecommendation`)."""
+
+    #: (kind, namespace, name) of the workload the row names, when it names one
+    owner_key: tuple[str, str, str] | None
+    container: str | None
+    #: the warning that names the row: source, index, workload and container, the reason
+    warning: str
 
 
 def is_recommendation_configmap(obj: Mapping[str, Any]) -> bool:
@@ -128,11 +139,12 @@ def _row(raw: Any) -> RecommendationRow:
     )
 
 
-def parse_rows(text: str | bytes, source: str) -> tuple[list[RecommendationRow], list[str]]:
-    """Rows of a `recommendations.json` document and one warning per skipped row.
+def parse_rows(text: str | bytes, source: str) -> tuple[list[RecommendationRow], list[InvalidRow]]:
+    """Rows of a `recommendations.json` document and the rows it skipped.
 
     A bad row is skipped with a warning naming it; the rest load. A document that is not
-    JSON at all raises ValueError (the source is then unreachable, not empty).
+    JSON, or not an object with a list `recommendations`, raises ValueError (the source is
+    then unreachable, not empty).
     """
     try:
         document = orjson.loads(text)
@@ -142,28 +154,38 @@ def parse_rows(text: str | bytes, source: str) -> tuple[list[RecommendationRow],
     if not isinstance(raw_rows, list):
         raise ValueError(f"{source}: {DATA_KEY} needs a list 'recommendations'")
     rows: list[RecommendationRow] = []
-    warnings: list[str] = []
+    invalid: list[InvalidRow] = []
     for index, raw in enumerate(raw_rows):
         try:
             rows.append(_row(raw))
         except (ValueError, TypeError) as exc:
-            who = (
-                f"{raw.get('namespace')}/{raw.get('ownerKind')}/{raw.get('ownerName')}"
-                f"/{raw.get('container')}"
-                if isinstance(raw, dict)
-                else "?"
-            )
-            warnings.append(f"{source}: recommendations[{index}] ({who}) skipped: {exc}")
-    return rows, warnings
+            invalid.append(_invalid(raw, f"{source}: recommendations[{index}]", exc))
+    return rows, invalid
 
 
-def rows_from_configmap(obj: Mapping[str, Any]) -> tuple[list[RecommendationRow], list[str]]:
-    """Rows of a recommendation ConfigMap (empty with a warning when the key is missing)."""
+def _invalid(raw: Any, where: str, exc: Exception) -> InvalidRow:
+    """The skipped row, keyed by the workload it names when its names are strings."""
+    if not isinstance(raw, dict):
+        return InvalidRow(None, None, f"{where} (?) skipped: {exc}")
+    names = [raw.get(f) for f in ("namespace", "ownerKind", "ownerName", "container")]
+    who = "/".join(str(n) for n in names)
+    namespace, kind, name, container = names
+    named = all(isinstance(n, str) and n for n in (namespace, kind, name))
+    return InvalidRow(
+        (str(kind), str(namespace), str(name)) if named else None,
+        container if isinstance(container, str) else None,
+        f"{where} ({who}) skipped: {exc}",
+    )
+
+
+def rows_from_configmap(obj: Mapping[str, Any]) -> tuple[list[RecommendationRow], list[InvalidRow]]:
+    """Rows of a recommendation ConfigMap and the rows it skipped; ValueError when the
+    ConfigMap does not load (no `recommendations.json` key, not JSON, the wrong shape)."""
     meta = obj.get("metadata") or {}
     source = f"ConfigMap {meta.get('namespace')}/{meta.get('name')}"
     data = obj.get("data") or {}
     if DATA_KEY not in data:
-        return [], [f"{source}: no {DATA_KEY} key"]
+        raise ValueError(f"{source}: no {DATA_KEY} key")
     return parse_rows(data[DATA_KEY], source)
 
 

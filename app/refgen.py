@@ -30,6 +30,7 @@ from app.models import (
     DURATION_PATTERN,
     END_TIME_PATTERN,
     KINDS,
+    POSITIVE_QUANTITY_PATTERN,
     RATIO_PATTERN,
     TIME_PATTERN,
     plural,
@@ -43,17 +44,33 @@ NAMED_PATTERNS = {
     TIME_PATTERN: "time `HH:MM`",
     END_TIME_PATTERN: "time `HH:MM` or `24:00`",
     ARG_NAME_PATTERN: "argument name (`--flag` or `-f`)",
+    POSITIVE_QUANTITY_PATTERN: "quantity > 0",
 }
 
 #: Every decision reason: outcome, and when it applies (SPEC §5-§7, in check order).
 REASONS: tuple[tuple[str, str, str], ...] = (
     ("Unmanaged", "skipped", "the pod has no controller owner"),
     ("NoMatchingPolicy", "skipped", "no policy publishes values for the pod's workload"),
+    (
+        "InvalidRecommendation",
+        "blocked",
+        "every recommendation row of the workload is invalid (each named in the message)",
+    ),
+    ("NoSuchContainer", "skipped", "the values name only containers the pod does not have"),
     ("StrategyNotFound", "blocked", "a policy's automationStrategyRef names no strategy"),
     ("NotEnabled", "skipped", "the strategies enable none of the selected values"),
+    (
+        "Infeasible",
+        "blocked",
+        "a value to set is more CPU or memory than any node's allocatable (checked first)",
+    ),
     ("Audit", "skipped", "the policy's mode is audit (until a proposal is approved once)"),
     ("AutomationDisabled", "skipped", "GlobalConfiguration.automationEnabled is false"),
-    ("HubUnreachable", "blocked", "proactive values: the recommendation source did not load"),
+    (
+        "HubUnreachable",
+        "blocked",
+        "proactive values: a recommendation ConfigMap that feeds the workload did not load",
+    ),
     ("Paused", "blocked", "a pause-until annotation on the pod, workload or namespace"),
     ("ProtectedNamespace", "skipped", "kerf's namespace or a protectedNamespacePatterns match"),
     ("StaleRecommendation", "blocked", "older than maxAnalysisAgeDays, or an older generation"),

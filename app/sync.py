@@ -46,6 +46,8 @@ RESOURCE_POLICY_KINDS: tuple[str, ...] = (
     "ClusterGpuReactivePolicy",
 )
 ROLLBACK_KINDS: tuple[str, ...] = ("RollbackPolicy", "ClusterRollbackPolicy")
+#: Kinds whose values come from the recommendation source (SPEC §4).
+PROACTIVE_KINDS = frozenset({"ProactivePolicy", "ClusterProactivePolicy"})
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,7 +31,7 @@ from app.models import (
 )
 from app.owners import WorkloadRef, controller_ref, resolve_owner
 from app.quantities import QuantityError, parse_resource
-from app.recommendations import RecommendationRow, index_rows, rows_from_configmap
+from app.recommendations import RecommendationRow
 from app.records import record_name, record_targets, stored
 from app.rollback import RollbackState, RollbackStateError, decode_state
 from app.scope import match_namespace, matches_any_pattern
@@ -45,7 +45,8 @@ from app.selection import (
     select_args,
 )
 from app.slim import project, reference, share_field_sets
-from app.sync import SyncResult, sync_workload
+from app.sources import NO_NEWS, RecommendationSources, SourceState, WorkloadSources
+from app.sync import PROACTIVE_KINDS, SyncResult, policy_matches, sync_workload
 from app.workloads import (
     WORKLOAD_KINDS,
     Resources,
@@ -81,6 +82,9 @@ class WorkloadPlan:
     args: ArgsSelection | None
     fingerprint: str = ""
     warnings: list[str] = field(default_factory=list)
+    #: failed recommendation ConfigMaps that feed the workload and its skipped rows (only
+    #: while a proactive policy matches it: other workloads take no values from them)
+    sources: WorkloadSources = NO_NEWS
     #: selections by the tuple of container names (pods of a workload share them)
     selections: dict[tuple[str, ...], dict[Target, Candidate]] = field(default_factory=dict)
     #: what decisions derive from this plan alone (valid as long as the plan is)
@@ -201,11 +205,12 @@ class ClusterView:
         self._parsed_pods: OrderedDict[
             tuple[str, str], tuple[dict[str, Mapping[str, Any]], dict[str, Resources]]
         ] = OrderedDict()
-        self._failed_sources: set[tuple[str, str]] = set()
         self._allocatable: dict[str, tuple[Mapping[str, Any], tuple[int, int]]] = {}
+        #: the largest CPU and memory any node offers, worked out again after a Node
+        #: changes (None: not known yet)
+        self._largest: tuple[int, int] | None = None
         self._hpas: dict[str, dict[str, Mapping[str, Any]]] = {}
-        self._configmap_rows: dict[tuple[str, str], list[RecommendationRow]] = {}
-        self._rows: dict[ObjectKey, dict[str, RecommendationRow]] = {}
+        self._sources = RecommendationSources()
         self._plans: dict[ObjectKey, WorkloadPlan] = {}
         #: the plans whose decision caches are kept, least recently used first
         self._cached_plans: OrderedDict[ObjectKey, WorkloadPlan] = OrderedDict()
@@ -284,20 +289,16 @@ class ClusterView:
             self._hpas.setdefault(namespace, {})[name] = obj
             self._touch(("ns", namespace))
         elif kind == "ConfigMap":
-            try:
-                rows, warnings = rows_from_configmap(obj)
-            except ValueError as exc:
-                # The source failed to load: keep the rows it had and mark it unreachable,
-                # so proactive changes stop (HubUnreachable) rather than act on nothing.
-                self.warnings.append(str(exc))
-                self._failed_sources.add((namespace, name))
-            else:
-                self.warnings.extend(warnings)
-                self._failed_sources.discard((namespace, name))
-                self._configmap_rows[(namespace, name)] = rows
-                self._reindex_rows()
+            # Each ConfigMap on its own (app/sources.py): one that does not load keeps its
+            # rows and stops only the workloads it feeds (HubUnreachable).
+            state = self._sources.apply(obj)
+            self.warnings.extend([state.failure] if state.failure else [])
+            self.warnings.extend(bad.warning for bad in state.invalid)
+            self._drop_plans()
         else:
             self._objects[key] = obj
+            if kind == "Node":
+                self._largest = None
             if kind == "Namespace":
                 self._cluster_for_ns.pop(name, None)
                 self._touch(("ns", name))
@@ -314,12 +315,12 @@ class ClusterView:
             self._hpas.get(namespace, {}).pop(name, None)
             self._touch(("ns", namespace))
         elif kind == "ConfigMap":
-            self._failed_sources.discard((namespace, name))
-            if self._configmap_rows.pop((namespace, name), None) is not None:
-                self._reindex_rows()
+            if self._sources.delete(namespace, name):
+                self._drop_plans()
         else:
             self._workloads.pop(key, None)
-            self._objects.pop(key, None)
+            if self._objects.pop(key, None) is not None and kind == "Node":
+                self._largest = None
             self._drop_plan(key)
             if kind == "Namespace":
                 self._touch(("ns", name))
@@ -437,11 +438,6 @@ class ClusterView:
             self._unindex_owner(pod_key)
             self._index_owner(pod_key, self._pods[pod_key])
 
-    def _reindex_rows(self) -> None:
-        rows = [row for group in self._configmap_rows.values() for row in group]
-        self._rows = index_rows(rows)
-        self._drop_plans()
-
     # ------------------------------------------------------------------ queries
 
     def get(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
@@ -458,8 +454,12 @@ class ClusterView:
 
     @property
     def recommendations_reachable(self) -> bool:
-        """The recommendation source is reachable while every source ConfigMap loaded."""
-        return not self._failed_sources
+        """Every recommendation ConfigMap's last version loaded."""
+        return self._sources.all_loaded
+
+    def recommendation_sources(self) -> list[SourceState]:
+        """The state of every recommendation ConfigMap, ordered by namespace and name."""
+        return sorted(self._sources.states(), key=lambda s: s.key)
 
     @property
     def global_config(self) -> GlobalConfigurationSpec:
@@ -558,17 +558,17 @@ class ClusterView:
             self._parsed_pods.popitem(last=False)
         return parsed[0], parsed[1], self._pod_owner.get(key)
 
-    def admission_inputs(self, workload: Workload) -> tuple[int, int, bool]:
+    def admission_inputs(self, workload: Workload) -> tuple[int, int, tuple[int, int] | None]:
         """Versions of what an admission decision for a workload's pod reads beyond its
-        plan (which the view drops whenever the workload, a kerf object or the
-        recommendation rows change): the Namespace object and the namespace's HPAs, the
-        OOM evidence among the workload's pods, whether the recommendation source is
-        reachable. Equal versions mean equal inputs."""
+        plan (which the view drops whenever the workload, a kerf object or a
+        recommendation ConfigMap changes): the Namespace object and the namespace's HPAs,
+        the OOM evidence among the workload's pods, and the largest node (`Infeasible`).
+        Equal versions mean equal inputs."""
         stamps = self._stamps
         return (
             stamps.get(("ns", workload.namespace), 0),
             stamps.get(("oom", workload.ref.key), 0),
-            not self._failed_sources,
+            self.largest_allocatable(),
         )
 
     def recall(self, plan: WorkloadPlan, key: Any) -> Any:
@@ -623,6 +623,17 @@ class ClusterView:
             cached = self._allocatable[name] = (node, amounts)
         return cached[1]
 
+    def largest_allocatable(self) -> tuple[int, int] | None:
+        """The largest (cpu millicores, memory bytes) any node offers (each the largest
+        over the nodes), or None when the view holds no node."""
+        if self._largest is None:
+            nodes = [n for (k, _, n) in self._objects if k == "Node"]
+            amounts = [a for a in map(self.node_allocatable, nodes) if a is not None]
+            if not amounts:
+                return None
+            self._largest = (max(a[0] for a in amounts), max(a[1] for a in amounts))
+        return self._largest
+
     def node_requests(self, node: str) -> tuple[int, int]:
         """Sum of (cpu millicores, memory bytes) requested by non-terminal pods on a node."""
         cpu, memory = self._node_totals.get(node, (0, 0))
@@ -639,7 +650,7 @@ class ClusterView:
 
     def rows_for(self, ref: WorkloadRef) -> Mapping[str, RecommendationRow]:
         """The recommendation rows of a workload, by container."""
-        return self._rows.get(ref.key, {})
+        return self._sources.rows_for(ref.key)
 
     def recommendation_for(self, ref: WorkloadRef) -> RightsizingRecommendation | None:
         """The RightsizingRecommendation kerf keeps for a workload."""
@@ -689,11 +700,23 @@ class ClusterView:
             args,
             recommendation_fingerprint(sync.annotations),
             [*warnings, *args_warnings],
+            self._sources_about(workload),
         )
         if key in self._workloads:
             self._plans[key] = plan
             self._keep_caches(key, plan)
         return plan
+
+    def _sources_about(self, workload: Workload) -> WorkloadSources:
+        """What the recommendation ConfigMaps say about a workload that a proactive policy
+        matches (the others take no values from them)."""
+        news = self._sources.about(workload.ref.key)
+        if news is NO_NEWS:
+            return news
+        for policy in self.policies_for_namespace(workload.namespace):
+            if policy.kind in PROACTIVE_KINDS and policy_matches(policy, workload):
+                return news
+        return NO_NEWS
 
     def _keep_caches(self, key: ObjectKey, plan: WorkloadPlan) -> None:
         """Mark `plan` most recently used; empty the caches of the least recently used

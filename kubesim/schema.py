@@ -88,7 +88,9 @@ def _type_name(value: Any) -> str:
     if isinstance(value, int):
         return "integer"
     if isinstance(value, float):
-        return "integer" if value.is_integer() else "number"
+        # As the real server (go-openapi): a whole float counts as an integer only below
+        # 2^53, where a float64 still holds every integer; 1e+30 is a number.
+        return "integer" if value.is_integer() and abs(value) < 2**53 else "number"
     if isinstance(value, str):
         return "string"
     if isinstance(value, list):
@@ -151,6 +153,14 @@ def _validate(value: Any, schema: Schema, path: str, causes: list[Cause]) -> Non
     _validate_combinators(value, schema, path, causes)
 
 
+def _bound(bound: float, value: float) -> str:
+    """A minimum or maximum as the real server writes it: in the value's own type (Go's
+    %v of a float64: `1e+06`)."""
+    if isinstance(value, float):
+        return f"{float(bound):g}"
+    return str(int(bound)) if float(bound).is_integer() else str(bound)
+
+
 def _validate_scalar(value: Any, schema: Schema, path: str, causes: list[Cause]) -> None:
     if isinstance(value, int | float) and not isinstance(value, bool):
         if "minimum" in schema:
@@ -162,7 +172,7 @@ def _validate_scalar(value: Any, schema: Schema, path: str, causes: list[Cause])
                 causes.append(
                     Cause(
                         "FieldValueInvalid",
-                        f"Invalid value: {_show(value)}: {path} in body should be {word} {low}",
+                        f"Invalid value: {_show(value)}: {path} in body should be {word} {_bound(low, value)}",
                         path,
                     )
                 )
@@ -173,7 +183,7 @@ def _validate_scalar(value: Any, schema: Schema, path: str, causes: list[Cause])
                 causes.append(
                     Cause(
                         "FieldValueInvalid",
-                        f"Invalid value: {_show(value)}: {path} in body should be {word} {high}",
+                        f"Invalid value: {_show(value)}: {path} in body should be {word} {_bound(high, value)}",
                         path,
                     )
                 )

@@ -229,6 +229,11 @@ class WorkloadReconciler:
         #: objects before `until` would decide the same and write nothing
         self._steady: dict[Any, tuple[datetime, tuple[Any, ...]]] = {}
 
+    @property
+    def clock(self) -> Clock:
+        """The clock decisions read."""
+        return self._clock
+
     def forget_unreported(self) -> None:
         """Drop the rollouts not reported yet (a change of leader: the next pass reads
         what was applied from the pods and the record)."""
@@ -271,7 +276,13 @@ class WorkloadReconciler:
             self._remember_annotations(ref.key, patch)
             done.wrote = True
             log_fields(logger, "published policy values", workload=_label(ref), keys=sorted(patch))
-        if not plan.candidates and record is None and ref.key not in self._unreported:
+        news = plan.sources
+        if (
+            not plan.candidates
+            and not (news.unreachable or news.invalid)
+            and record is None
+            and ref.key not in self._unreported
+        ):
             return None
         running = [p for p in pods if is_running(p)]
         decisions = [decide_pod(view, p, now=now, path="running") for p in running]

@@ -28,9 +28,11 @@ from app.view import ClusterView, object_key
 from app.workloads import WORKLOAD_KINDS
 from reconciler.leader import LeaderElector
 from reconciler.metrics import ReconcilerMetrics
+from reconciler.policyevents import PolicyEvents
 from reconciler.policystatus import write_policy_status
 from reconciler.queue import QueueClosed, WorkQueue
 from reconciler.reconcile import WorkloadReconciler
+from reconciler.sources import SourceReporter
 
 logger = logging.getLogger("kerf.reconciler")
 
@@ -125,6 +127,12 @@ class Reconciler:
         self._all_pending = False
         self._accepting = False
         self.passes = 0
+        told = {"instance": reconciler.config.instance, "clock": reconciler.clock}
+        self.sources = SourceReporter(reconciler.writer, **told)
+        self.policy_events = PolicyEvents(reconciler.writer, **told)
+        #: set when a ConfigMap or kerf object changed, at leadership and resync: the bad
+        #: recommendation ConfigMaps and the static policies no node can hold are told
+        self._inputs_due = asyncio.Event()
 
     # ----------------------------------------------------------------- queueing
 
@@ -134,7 +142,9 @@ class Reconciler:
             return
         if ref is not None:
             self.queue.add(ref)
-        elif not self._all_pending:
+            return
+        self._inputs_due.set()
+        if not self._all_pending:
             self._all_pending = True
             asyncio.get_running_loop().call_soon(self.enqueue_all)
 
@@ -152,6 +162,7 @@ class Reconciler:
         # reported yet: the cluster says what was applied, not this replica's memory.
         self.reconciler.forget_unreported()
         if leading and self._accepting:
+            self._inputs_due.set()
             self.enqueue_all()
 
     @property
@@ -166,6 +177,7 @@ class Reconciler:
         self._accepting = True
         self.metrics.synced.set(1)
         freeze_loaded_state()  # the loaded view stays: full collections need not walk it
+        self._inputs_due.set()
         self.enqueue_all()
 
     async def work(self) -> None:
@@ -215,6 +227,7 @@ class Reconciler:
         """Queue every workload every `resync_s`."""
         while True:
             await asyncio.sleep(self.config.resync_s)
+            self._inputs_due.set()
             self.enqueue_all()
 
     async def report_policies(self) -> None:
@@ -232,6 +245,25 @@ class Reconciler:
         except Exception as exc:  # the next round tries again
             logger.warning("writing rollback policy status failed: %s: %s", type(exc).__name__, exc)
 
+    async def report_inputs(self) -> None:
+        """Whenever a ConfigMap or kerf object changed, the leader tells what is wrong with
+        each recommendation ConfigMap's new version and each static policy's values."""
+        while True:
+            await self._inputs_due.wait()
+            self._inputs_due.clear()
+            await self.write_input_reports()
+
+    async def write_input_reports(self) -> None:
+        """Log and record an Event for each bad recommendation ConfigMap and each static
+        policy with a value no node can hold, not told yet."""
+        if not self.leading:
+            return
+        try:
+            await self.sources.report(self.view)
+            await self.policy_events.report(self.view)
+        except Exception as exc:  # the next change, leadership or resync tries again
+            logger.warning("reporting bad inputs failed: %s: %s", type(exc).__name__, exc)
+
     async def drain(self) -> None:
         """Work the queue until nothing is queued or in progress (`--once`): one pass per
         workload, so a rollout started here is not followed to its end."""
@@ -244,6 +276,7 @@ class Reconciler:
             self.queue.close()
             await asyncio.gather(*workers, return_exceptions=True)
         await self.write_policy_status()
+        await self.write_input_reports()
 
 
 def health_app(
@@ -314,6 +347,7 @@ async def run_cluster(
         periodic = [
             asyncio.create_task(service.resync()),
             asyncio.create_task(service.report_policies()),
+            asyncio.create_task(service.report_inputs()),
         ]
         await stop.wait()
         service.queue.close()

@@ -356,6 +356,7 @@ def test_node_capacity_filters_increases_never_decreases() -> None:
             {"app": {"requests": {"cpu": "1", "memory": "256Mi"}, "limits": {"cpu": "2"}}}
         ),
         b.node("node-a", cpu="1", memory="16Gi"),
+        b.node("node-b", cpu="4"),  # a node that can hold the 2-CPU limit: not Infeasible
     ]
     p = b.pod(node="node-a")
     d = b.decide(b.view(*objs, p), p)
@@ -601,6 +602,7 @@ def test_admission_never_evaluates_windows_cooldown_single_replica_or_capacity()
         ),
         cooling(),
         b.node(cpu="1"),
+        b.node("node-b", cpu="4"),  # the 2-CPU limit fits a node: not Infeasible
         b.recommendation(
             applied_at=NOW - timedelta(minutes=1), rollback_at=NOW - timedelta(minutes=1)
         ),

@@ -122,7 +122,12 @@ def test_a_refusal_of_one_field_refuses_the_pair() -> None:
 
 
 def test_node_capacity_drops_the_limit_with_its_request() -> None:
-    objs = [*objects({"requests": {"cpu": "1500m", "memory": "768Mi"}}), b.node(cpu="500m")]
+    # node-b could hold the values (they are not Infeasible); node-a, the pod's, cannot.
+    objs = [
+        *objects({"requests": {"cpu": "1500m", "memory": "768Mi"}}),
+        b.node(cpu="500m"),
+        b.node("node-b", cpu="4"),
+    ]
     d = decide(objs, node="node-a")
     assert b.reasons(d) == {
         "app.requests.cpu": "InsufficientNodeCapacity",

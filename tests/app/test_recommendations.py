@@ -77,9 +77,11 @@ def test_bad_row_is_skipped_with_a_warning_naming_it(broken: dict, words: str) -
     bad = {**b.row(workload="api"), **broken}
     rows, warnings = parse_rows(doc(b.row(), bad), "ConfigMap shop/recs")
     assert [r.owner_name for r in rows] == ["web"]
-    (warning,) = warnings
+    (skipped,) = warnings
+    warning = skipped.warning
     assert "ConfigMap shop/recs" in warning and "recommendations[1]" in warning
     assert "shop/Deployment/api/app" in warning and words in warning
+    assert (skipped.owner_key, skipped.container) == (("Deployment", b.NS, "api"), "app")
 
 
 def test_not_json_is_an_error() -> None:
@@ -101,8 +103,8 @@ def test_configmap_label_and_missing_key() -> None:
     cm = b.configmap(b.row())
     assert is_recommendation_configmap(cm)
     assert not is_recommendation_configmap({**cm, "metadata": {"name": "x", "labels": {}}})
-    rows, warnings = rows_from_configmap({**cm, "data": {}})
-    assert rows == [] and "no recommendations.json" in warnings[0]
+    with pytest.raises(ValueError, match="no recommendations.json key"):
+        rows_from_configmap({**cm, "data": {}})
 
 
 @given(
@@ -131,7 +133,7 @@ def test_a_row_is_rejected_with_a_reason_or_every_value_is_sound(row: dict) -> N
         raw["limits"] = {"memory": row["limit"]}
     rows, warnings = parse_rows(doc(raw), "src")
     if warnings:
-        assert not rows and "skipped: " in warnings[0]
+        assert not rows and "skipped: " in warnings[0].warning
         return
     (parsed,) = rows
     assert all(parse_resource(r, q) > 0 for r, q in {**parsed.requests, **parsed.limits}.items())

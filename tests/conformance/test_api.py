@@ -5,10 +5,15 @@ model)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 from tests.conformance.conftest import NamespacedKubectl
 from tests.e2e.kerf import wait_until
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def pod(name: str, *, sidecar: bool = False, guaranteed: bool = False) -> dict[str, Any]:
@@ -139,4 +144,49 @@ def test_a_strategic_merge_patch_of_a_list_item_without_its_merge_key_is_refused
     )
     assert (
         "Error from server: map: map[image:web:2] does not contain declared merge key: name" in out
+    )
+
+
+def static_policy(name: str, values: dict[str, Any], weight: Any = 0) -> str:
+    """A StaticPolicy as kubectl sends it (YAML: `0` is an integer, `1e+30` a float)."""
+    return (
+        "apiVersion: rightsizing.kubex.ai/v1alpha1\n"
+        "kind: StaticPolicy\n"
+        f"metadata: {{name: {name}}}\n"
+        "spec:\n"
+        "  automationStrategyRef: {name: default}\n"
+        f"  weight: {weight}\n"
+        f"  resources: {{containers: {{app: {{limits: {json.dumps(values)}}}}}}}\n"
+    )
+
+
+def install_crds(kubectl: NamespacedKubectl) -> None:
+    kubectl("apply", "-k", str(ROOT / "manifests" / "crds"))
+    kubectl("wait", "--for", "condition=Established", "crd/staticpolicies.rightsizing.kubex.ai")
+
+
+@pytest.mark.parametrize(
+    ("values", "weight", "words"),
+    [
+        ({"memory": 0}, 0, "should be greater than or equal to 1"),
+        ({"memory": "0"}, 0, "should match"),
+        ({"memory": "0Mi"}, 0, "should match"),
+        ({"cpu": "0.000"}, 0, "should match"),
+        ({"memory": "-384Mi"}, 0, "should match"),
+        ({"memory": "256Mi"}, "1e+30", "spec.weight in body must be of type integer"),
+        (
+            {"memory": "256Mi"},
+            2000000,
+            "spec.weight in body should be less than or equal to 1000000",
+        ),
+    ],
+)
+def test_kerfs_schema_refuses_a_zero_quantity_and_an_unbounded_weight(
+    kubectl: NamespacedKubectl, values: dict[str, Any], weight: Any, words: str
+) -> None:
+    install_crds(kubectl)
+    out = kubectl("create", "-f", "-", stdin=static_policy("bad", values, weight), check=False)
+    assert "is invalid" in out and words in out, out
+    assert "created" in kubectl(
+        "create", "-f", "-", stdin=static_policy("good", {"memory": "1Gi", "cpu": 200000})
     )

@@ -345,13 +345,14 @@ async def test_an_unschedulable_change_rolls_back_to_the_last_successful_state(
 ) -> None:
     async with running_kerf(tmp_path, strategy_spec=strategy) as kerf:
         replica, _ = await a_change_that_succeeds(kerf)
-        # The second change asks more CPU than any node has: the running pods keep their
+        # The second change asks more CPU than the node has left (within its allocatable,
+        # else it would be Infeasible and never applied): the running pods keep their
         # values (node capacity), the pod a scale-up adds is sized with it and stays Pending.
-        more_cpu = {"resources": {"containers": {"app": {"requests": {"cpu": "64"}}}}}
+        more_cpu = {"resources": {"containers": {"app": {"requests": {"cpu": "3900m"}}}}}
         await update_policy(kerf, "staticpolicies", "web", more_cpu)
         await scale(kerf, 3)
         pending = [p for p in await kerf.pods("web") if p["status"].get("phase") == "Pending"]
-        assert [resources_of(p)["requests"]["cpu"] for p in pending] == ["64"]
+        assert [resources_of(p)["requests"]["cpu"] for p in pending] == ["3900m"]
         await drive(kerf, replica, "monitoring", step_s=1)
         # The Pending pod cannot be resized: it is replaced, and its replacement admitted
         # with the restored values runs; the rollback ends as soon as every pod has them,

@@ -1,0 +1,137 @@
+"""The recommendation ConfigMaps, each judged on its own (SPEC §4).
+
+One ConfigMap that does not load (not JSON, the wrong shape, no `recommendations.json`)
+stops only the workloads it feeds: those whose rows it held when it last loaded (its rows
+are kept, never acted on until it loads again) and, in its namespace, the workloads no
+other ConfigMap has rows for. Valid rows of every other ConfigMap keep working. A bad row
+is skipped and kept as an `InvalidRow`, so the decision of its workload can name it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.recommendations import InvalidRow, RecommendationRow, index_rows, rows_from_configmap
+
+SourceKey = tuple[str, str]  # (namespace, name) of a ConfigMap
+OwnerKey = tuple[str, str, str]  # (kind, namespace, name) of a workload
+
+
+@dataclass(frozen=True, slots=True)
+class SourceState:
+    """What one recommendation ConfigMap yielded at its last version."""
+
+    namespace: str
+    name: str
+    uid: str
+    resource_version: str
+    #: its rows: those of this version, or those it had when it last loaded
+    rows: list[RecommendationRow] = field(default_factory=list)
+    invalid: list[InvalidRow] = field(default_factory=list)
+    #: why this version did not load (None: it loaded)
+    failure: str | None = None
+
+    @property
+    def key(self) -> SourceKey:
+        """(namespace, name) of the ConfigMap."""
+        return (self.namespace, self.name)
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadSources:
+    """What the sources say about one workload beyond its rows."""
+
+    #: why the ConfigMaps that feed it did not load (its proactive values wait)
+    unreachable: tuple[str, ...] = ()
+    #: the warnings of its rows that were skipped
+    invalid: tuple[str, ...] = ()
+
+
+NO_NEWS = WorkloadSources()
+
+
+def load_source(obj: Mapping[str, Any], previous: SourceState | None) -> SourceState:
+    """The state of a ConfigMap's new version; a version that does not load keeps the rows
+    of the last one that did."""
+    meta = obj.get("metadata") or {}
+    identity = {
+        "namespace": str(meta.get("namespace") or ""),
+        "name": str(meta.get("name") or ""),
+        "uid": str(meta.get("uid") or ""),
+        "resource_version": str(meta.get("resourceVersion") or ""),
+    }
+    try:
+        rows, invalid = rows_from_configmap(obj)
+    except ValueError as exc:
+        kept = previous.rows if previous is not None else []
+        return SourceState(**identity, rows=kept, failure=str(exc))
+    return SourceState(**identity, rows=rows, invalid=invalid)
+
+
+class RecommendationSources:
+    """Every recommendation ConfigMap's state, and its rows indexed by workload."""
+
+    def __init__(self) -> None:
+        self._states: dict[SourceKey, SourceState] = {}
+        self._rows: dict[OwnerKey, dict[str, RecommendationRow]] = {}
+        self._invalid: dict[OwnerKey, list[str]] = {}
+        #: failed ConfigMaps by the workloads their kept rows name
+        self._failed_for: dict[OwnerKey, list[str]] = {}
+        #: failed ConfigMaps by namespace
+        self._failed_in: dict[str, list[str]] = {}
+
+    def apply(self, obj: Mapping[str, Any]) -> SourceState:
+        """Take a ConfigMap's new version; returns its state."""
+        meta = obj.get("metadata") or {}
+        key = (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+        state = load_source(obj, self._states.get(key))
+        self._states[key] = state
+        self._reindex()
+        return state
+
+    def delete(self, namespace: str, name: str) -> bool:
+        """Forget a ConfigMap; whether it was known."""
+        if self._states.pop((namespace, name), None) is None:
+            return False
+        self._reindex()
+        return True
+
+    def states(self) -> Iterable[SourceState]:
+        """The state of every ConfigMap."""
+        return self._states.values()
+
+    @property
+    def all_loaded(self) -> bool:
+        """Every ConfigMap's last version loaded."""
+        return not any(s.failure for s in self._states.values())
+
+    def rows_for(self, owner: OwnerKey) -> Mapping[str, RecommendationRow]:
+        """A workload's rows by container (the newest analysis wins)."""
+        return self._rows.get(owner, {})
+
+    def about(self, owner: OwnerKey) -> WorkloadSources:
+        """The failed ConfigMaps that feed a workload and its skipped rows."""
+        if not (self._failed_for or self._failed_in or self._invalid):
+            return NO_NEWS  # the common case: every ConfigMap loaded, every row was sound
+        unreachable = self._failed_for.get(owner, [])
+        if not unreachable and owner not in self._rows:
+            unreachable = self._failed_in.get(owner[1], [])
+        return WorkloadSources(tuple(unreachable), tuple(self._invalid.get(owner, ())))
+
+    def _reindex(self) -> None:
+        states = sorted(self._states.values(), key=lambda s: s.key)
+        self._rows = index_rows(row for s in states for row in s.rows)
+        self._invalid = {}
+        self._failed_for = {}
+        self._failed_in = {}
+        for state in states:
+            for bad in state.invalid:
+                if bad.owner_key is not None:
+                    self._invalid.setdefault(bad.owner_key, []).append(bad.warning)
+            if state.failure is None:
+                continue
+            self._failed_in.setdefault(state.namespace, []).append(state.failure)
+            for owner in dict.fromkeys(row.owner_key for row in state.rows):
+                self._failed_for.setdefault(owner, []).append(state.failure)

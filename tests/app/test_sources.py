@@ -1,0 +1,147 @@
+"""Recommendation ConfigMaps judged one by one, and the reasons a bad row or a bad
+ConfigMap gives the decision (SPEC §4)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+import yaml
+
+from app.cli import main
+from app.explain import explain
+from tests.app import builders as b
+
+NEGATIVE = b.row(requests={"cpu": "250m", "memory": "-384Mi"})
+
+
+def not_json(name: str = "other", namespace: str = b.NS) -> dict:
+    cm = b.configmap(name=name, namespace=namespace)
+    return {**cm, "data": {"recommendations.json": "{not json"}}
+
+
+def test_an_invalid_row_blocks_its_workload_with_invalid_recommendation() -> None:
+    v = b.view(*b.base_objects(), b.proactive(), b.configmap(NEGATIVE))
+    d = b.decide(v, b.pod())
+    assert (d.outcome, d.reason) == ("blocked", "InvalidRecommendation")
+    assert "recommendations[0] (shop/Deployment/web/app)" in d.message
+    assert "requests.memory '-384Mi' is not positive" in d.message
+    assert b.final(d) == b.APP_RES  # never acted on
+
+
+def test_an_invalid_row_is_not_the_business_of_a_workload_no_proactive_policy_matches() -> None:
+    v = b.view(*b.base_objects(), b.configmap(NEGATIVE))
+    assert b.decide(v, b.pod()).reason == "NoMatchingPolicy"
+
+
+def test_an_invalid_row_of_one_container_is_named_while_the_others_apply() -> None:
+    res = {"app": b.APP_RES, "side": b.APP_RES}
+    v = b.view(
+        *b.base_objects(containers=res),
+        b.proactive(),
+        b.configmap(b.row("app"), {**NEGATIVE, "container": "side"}),
+    )
+    d = b.decide(v, b.pod(containers=res))
+    assert d.outcome == "apply" and d.changed == ("app",)
+    assert "InvalidRecommendation: ConfigMap shop/recs: recommendations[1]" in d.message
+
+
+def test_values_for_a_container_the_pod_lacks_say_no_such_container() -> None:
+    v = b.view(*b.base_objects(), b.proactive(), b.configmap(b.row("ghost")))
+    d = b.decide(v, b.pod())
+    assert (d.outcome, d.reason) == ("skipped", "NoSuchContainer")
+    assert "ghost" in d.message and "it has app" in d.message
+
+
+def test_a_bad_configmap_stops_only_the_workloads_it_feeds() -> None:
+    objects = [
+        *b.base_objects(),
+        b.deployment("api"),
+        b.namespace("cart"),
+        b.strategy(namespace="cart"),
+        b.deployment("web", namespace="cart"),
+        b.proactive(),
+        b.proactive(namespace="cart"),
+        b.configmap(b.row(requests={"cpu": "300m", "memory": "256Mi"})),
+        b.configmap(b.row(namespace="cart"), name="cart-recs", namespace="cart"),
+        not_json(),
+    ]
+    v = b.view(*objects)
+    # web's rows come from the good ConfigMap shop/recs: they keep working.
+    assert b.decide(v, b.pod()).outcome == "apply"
+    # api has no rows anywhere: shop/other, in its namespace, would have fed it.
+    api = b.decide(v, b.pod("api-7d4b9-aaaaa", workload="api"))
+    assert (api.outcome, api.reason) == ("blocked", "HubUnreachable")
+    assert "ConfigMap shop/other: recommendations.json is not JSON" in api.message
+    # Another namespace's workload with its own rows is not touched.
+    assert b.decide(v, b.pod(namespace="cart")).outcome == "apply"
+    assert v.recommendations_reachable is False
+    assert [s.failure is not None for s in v.recommendation_sources()] == [False, True, False]
+
+
+def test_a_configmap_that_breaks_keeps_its_rows_and_stops_their_workloads_only() -> None:
+    good = b.configmap(b.row(), name="other")
+    v = b.view(
+        *b.base_objects(),
+        b.deployment("api"),
+        b.proactive(),
+        good,
+        b.configmap(b.row(workload="api"), name="api-recs"),
+    )
+    v.apply(not_json())
+    d = b.decide(v, b.pod())
+    assert (d.outcome, d.reason) == ("blocked", "HubUnreachable")
+    assert "ConfigMap shop/other" in d.message
+    assert b.decide(v, b.pod("api-7d4b9-aaaaa", workload="api")).outcome == "apply"
+    v.apply(good)
+    assert b.decide(v, b.pod()).outcome == "apply"
+
+
+@pytest.mark.parametrize(
+    ("data", "words"),
+    [
+        ({}, "no recommendations.json key"),
+        ({"recommendations.json": "[]"}, "needs a list 'recommendations'"),
+        ({"recommendations.json": '{"recommendations": {}}'}, "needs a list"),
+    ],
+)
+def test_the_wrong_shape_is_a_configmap_that_did_not_load(data: dict, words: str) -> None:
+    cm = {**b.configmap(), "data": data}
+    v = b.view(*b.base_objects(), b.proactive(), cm)
+    d = b.decide(v, b.pod())
+    assert (d.outcome, d.reason) == ("blocked", "HubUnreachable") and words in d.message
+
+
+def test_explain_names_the_bad_row_and_the_bad_configmap(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    objects = [
+        *b.base_objects(),
+        b.deployment("api"),
+        b.proactive(),
+        b.configmap(NEGATIVE),
+        not_json(),
+        b.pod(),
+        b.pod("api-7d4b9-aaaaa", workload="api"),
+    ]
+    docs = [
+        o.model_dump(by_alias=True, mode="json") if hasattr(o, "model_dump") else o for o in objects
+    ]
+    (tmp_path / "state.yaml").write_text(yaml.safe_dump_all(docs))
+    assert main(["explain", "-f", str(tmp_path), "--now", b.ts(b.NOW), "-o", "json"]) == 0
+    out = capsys.readouterr()
+    pods = {p["name"]: p for p in orjson.loads(out.out)["pods"]}
+    # web's only row is invalid, but web is in the bad ConfigMap's namespace without
+    # rows: the ConfigMap that did not load comes first.
+    assert pods["web-7d4b9-aaaaa"]["reason"] == "HubUnreachable"
+    assert pods["api-7d4b9-aaaaa"]["reason"] == "HubUnreachable"
+    assert "ConfigMap shop/other: recommendations.json is not JSON" in out.err
+    assert "recommendations[0] (shop/Deployment/web/app) skipped" in out.err
+
+
+def test_explain_reports_invalid_recommendation() -> None:
+    v = b.view(*b.base_objects(), b.proactive(), b.configmap(NEGATIVE), b.pod())
+    (pod,) = explain(v, now=b.NOW)["pods"]
+    assert (pod["outcome"], pod["reason"]) == ("blocked", "InvalidRecommendation")
+    assert "-384Mi" in pod["message"]
