@@ -9,8 +9,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.e2e.backends import Backend, selected_backend
-from tests.e2e.kerf import Kubectl
+from harness.backend import Backend
+from harness.kubectl import Kubectl
+from tests.e2e.backends import selected_backend
 
 _NAMES = itertools.count(1)
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from harness.wait import wait_until
 from tests.conformance.conftest import NamespacedKubectl
-from tests.e2e.kerf import wait_until
 
 
 def pod(name: str, *, sidecar: bool = False, guaranteed: bool = False) -> dict[str, Any]:
