@@ -24,8 +24,7 @@ from harness.kubectl import Kubectl
 from harness.wait import wait_until
 
 KERF = str(Path(sys.executable).parent / "kerf")
-#: the reconciler's options in the end-to-end suite: a resync every 30 s, and a follower
-#: that takes over 6 s after the leader stops renewing
+#: a resync every 30 s, and a follower that takes over 6 s after the leader stops renewing
 RECONCILER_ARGS = ("--resync-interval", "30", "--lease-duration", "6")
 #: how long a service may take to stop after SIGTERM before it is killed
 STOP_S = 30.0
@@ -68,7 +67,6 @@ class Kerf:
     kubectl: Kubectl
     workdir: Path
     webhook: Service
-    reconciler_args: tuple[str, ...] = RECONCILER_ARGS
     reconcilers: list[Service] = field(default_factory=list)
     ca_bundle: str = ""
 
@@ -120,7 +118,7 @@ def start_reconciler(kerf: Kerf, identity: str) -> Service:
         kerf.backend, kerf.kubectl, "kerf-reconciler", kerf.workdir / f"{identity}.kubeconfig"
     )
     argv = [KERF, "reconciler", "--kubeconfig", str(config), "--metrics-host", "127.0.0.1"]
-    argv += ["--metrics-port", str(port), *kerf.reconciler_args]
+    argv += ["--metrics-port", str(port), *RECONCILER_ARGS]
     service = _spawn(identity, argv, kerf.workdir, port)
     kerf.reconcilers.append(service)
     wait_until(lambda: _ready(service, None), f"{identity} to be ready")
@@ -128,11 +126,9 @@ def start_reconciler(kerf: Kerf, identity: str) -> Service:
 
 
 @contextlib.contextmanager
-def running_kerf(
-    backend: Backend, workdir: Path, reconciler_args: tuple[str, ...] = RECONCILER_ARGS
-) -> Iterator[Kerf]:
-    """kerf installed and running on `backend` (one reconciler replica, started with
-    `reconciler_args`); both services stopped on exit."""
+def running_kerf(backend: Backend, workdir: Path) -> Iterator[Kerf]:
+    """kerf installed and running on `backend` (one reconciler replica); both services
+    stopped on exit."""
     kubectl = Kubectl(backend.kubeconfig)
     install(kubectl)
     certs = workdir / "certs"
@@ -144,7 +140,7 @@ def running_kerf(
     argv += ["--port", str(port), "--tls-cert", str(certs / "tls.crt")]
     argv += ["--tls-key", str(certs / "tls.key")]
     webhook = _spawn("webhook", argv, workdir, port)
-    kerf = Kerf(backend, kubectl, workdir, webhook, reconciler_args, ca_bundle=ca_bundle)
+    kerf = Kerf(backend, kubectl, workdir, webhook, ca_bundle=ca_bundle)
     try:
         context = ssl.create_default_context(cafile=str(certs / "ca.crt"))
         wait_until(lambda: _ready(webhook, context), "the webhook to be ready")
