@@ -36,10 +36,11 @@ cluster-tools:
 test: $(STAMP) $(KUBECTL) $(KUBECTL_OLDEST)
 	KUBECTL=$(CURDIR)/$(KUBECTL) KUBECTL_OLDEST=$(CURDIR)/$(KUBECTL_OLDEST) $(BIN)/python -m pytest -m "not e2e"
 
-# The end-to-end scenarios and the devcluster tests on the real control plane (kube-apiserver,
-# etcd, controller manager and scheduler 1.35 built by `make cluster-tools`).
+# The end-to-end scenarios, the devcluster tests, the conformance suite and make demo-real on
+# the real control plane (kube-apiserver, etcd, controller manager and scheduler 1.35 built by
+# `make cluster-tools`).
 e2e: $(STAMP) $(KUBECTL) cluster-tools
-	KUBECTL=$(CURDIR)/$(KUBECTL) KERF_E2E_BACKEND=real $(BIN)/python -m pytest tests/e2e tests/devcluster tests/conformance
+	KUBECTL=$(CURDIR)/$(KUBECTL) KERF_E2E_BACKEND=real $(BIN)/python -m pytest tests/e2e tests/devcluster tests/conformance tests/integration/test_demo_real.py
 
 # The chaos soak (docs/soak.md): kubesim, the webhook and two reconciler replicas under
 # leader kills and stops, API faults and pod churn for about three minutes, then its checks;
@@ -68,6 +69,12 @@ explain: $(STAMP)
 # process, a storefront rightsized and narrated; exits on its own, leaves nothing running.
 demo: $(STAMP) $(KUBECTL)
 	KUBECTL=$(CURDIR)/$(KUBECTL) $(BIN)/python -m demo
+
+# The same story on the real control plane (built once by cluster-tools, then cached):
+# devcluster, kerf installed from manifests/ with kubectl, the webhook and the reconciler
+# as local processes with their ServiceAccounts' tokens; exits on its own, leaves nothing running.
+demo-real: $(STAMP) $(KUBECTL) cluster-tools
+	KUBECTL=$(CURDIR)/$(KUBECTL) $(BIN)/python -m demo.real
 
 # The bundled examples: show the decisions, then serve the webhook.
 run: $(STAMP) certs/tls.crt

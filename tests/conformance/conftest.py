@@ -9,8 +9,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.e2e.backends import ROOT, Backend, selected_backend
-from tests.e2e.kerf import Kubectl, wait_until
+from harness.backend import ROOT, Backend
+from harness.kubectl import Kubectl
+from harness.wait import wait_until
+from tests.e2e.backends import selected_backend
 
 _NAMES = itertools.count(1)
 

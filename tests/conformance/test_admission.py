@@ -15,8 +15,11 @@ from typing import Any
 import pytest
 import yaml
 
+from harness.backend import ROOT
+from harness.kubectl import Kubectl
+from harness.services import free_port
+from harness.wait import wait_until
 from tests.conformance.conftest import NamespacedKubectl
-from tests.e2e.kerf import ROOT, Kubectl, free_port, wait_until
 
 CALLED = "failed calling webhook"
 KERF_WEBHOOK = ROOT / "manifests" / "webhook" / "mutatingwebhookconfiguration.yaml"

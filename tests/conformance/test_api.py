@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from harness.wait import wait_until
 from tests.conformance.conftest import NamespacedKubectl
-from tests.e2e.kerf import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -15,9 +15,9 @@ import pytest
 
 from app.informer import Informer, api_client_from_config, kerf_resources
 from app.view import ClusterView
+from harness.backend import Backend
+from harness.wait import WAIT_S
 from tests.conformance.conftest import NamespacedKubectl
-from tests.e2e.backends import Backend
-from tests.e2e.kerf import WAIT_S
 
 RECOMMENDATIONS = "/apis/rightsizing.kubex.ai/v1alpha1/rightsizingrecommendations"
 

@@ -1,4 +1,4 @@
-"""devcluster is tooling: the product's packages never import it."""
+"""devcluster and harness are tooling: the product's packages never import them."""
 
 from __future__ import annotations
 
@@ -8,7 +8,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_the_product_does_not_import_devcluster() -> None:
+TOOLING = {"devcluster", "harness", "demo"}
+
+
+def test_the_product_does_not_import_the_tooling() -> None:
     offenders = []
     for package in ("app", "webhook", "reconciler"):
         for path in sorted((ROOT / package).rglob("*.py")):
@@ -20,6 +23,6 @@ def test_the_product_does_not_import_devcluster() -> None:
                     if isinstance(node, ast.ImportFrom)
                     else []
                 )
-                if any(n.split(".")[0] == "devcluster" for n in names):
+                if any(n.split(".")[0] in TOOLING for n in names):
                     offenders.append(str(path.relative_to(ROOT)))
     assert offenders == []

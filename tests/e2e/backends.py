@@ -1,34 +1,16 @@
-"""The two clusters kerf's end-to-end tests run on, behind one interface.
-
-- `kubesim`: the project's API simulator (`python -m kubesim --real-clock`), its own
-  process, on the wall clock like a real cluster.
-- `real`: kube-apiserver, etcd, kube-controller-manager and kube-scheduler 1.35 with the
-  node agent (`python -m devcluster`; `make cluster-tools` builds them).
-
-`KERF_E2E_BACKEND` picks one (`kubesim` by default, `real` in `make e2e`). Both are
-started the same way and answer the same kubectl; what differs is said here and in
-`docs/devcluster.md`: kubesim accepts any bearer token and enforces no RBAC, the real
-server issues ServiceAccount tokens and enforces kerf's RBAC.
-"""
+"""The backend the end-to-end and conformance suites run on: `KERF_E2E_BACKEND` picks one
+of `harness.backend`'s two (`kubesim` by default, `real` in `make e2e`); what differs
+between them is said there and in `docs/devcluster.md`."""
 
 from __future__ import annotations
 
 import contextlib
 import os
-import signal
-import subprocess
-import sys
-import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-BACKENDS = ("kubesim", "real")
-#: how long a backend may take to start (a bound, not an expectation)
-START_TIMEOUT_S = 300.0
+from harness.backend import BACKENDS, Backend, real_available, running_backend
 
 
 def selected() -> str:
@@ -37,80 +19,6 @@ def selected() -> str:
     if backend not in BACKENDS:
         raise ValueError(f"KERF_E2E_BACKEND={backend!r}: one of {', '.join(BACKENDS)}")
     return backend
-
-
-def tools_dir() -> Path:
-    """Where the control-plane binaries are (`make cluster-tools` puts them there)."""
-    return Path(os.environ.get("KERF_CLUSTER_TOOLS") or ROOT / ".tools" / "bin")
-
-
-def real_available() -> bool:
-    """The control-plane binaries are built."""
-    names = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd")
-    return all((tools_dir() / name).exists() for name in names)
-
-
-@dataclass
-class Backend:
-    """A running cluster: its kind, kubeconfig, and the process that serves it."""
-
-    kind: str
-    kubeconfig: Path
-    process: subprocess.Popen[str]
-    log: list[str]
-
-    @property
-    def real(self) -> bool:
-        return self.kind == "real"
-
-
-def _command(kind: str, kubeconfig: Path, nodes: int, cpu: str, memory: str) -> list[str]:
-    module = "devcluster" if kind == "real" else "kubesim"
-    argv = [sys.executable, "-m", module, "--kubeconfig", str(kubeconfig), "--nodes", str(nodes)]
-    argv += ["--node-cpu", cpu, "--node-memory", memory]
-    return argv + (["--real-clock"] if kind == "kubesim" else [])
-
-
-@contextlib.contextmanager
-def running_backend(
-    kind: str, workdir: Path, *, nodes: int = 2, cpu: str = "4", memory: str = "8Gi"
-) -> Iterator[Backend]:
-    """Start a backend, wait until it says it serves, stop it (SIGTERM) on exit."""
-    kubeconfig = workdir / f"{kind}.kubeconfig"
-    process = subprocess.Popen(
-        _command(kind, kubeconfig, nodes, cpu, memory),
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    )
-    log: list[str] = []
-    serving = threading.Event()
-
-    def read() -> None:
-        assert process.stdout is not None
-        for line in process.stdout:
-            log.append(line.rstrip("\n"))
-            if "serving on" in line:
-                serving.set()
-        serving.set()  # the process ended: stop waiting
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
-    try:
-        if not serving.wait(START_TIMEOUT_S) or process.poll() is not None:
-            raise RuntimeError(f"{kind} did not start:\n" + "\n".join(log[-30:]))
-        yield Backend(kind, kubeconfig, process, log)
-    finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGTERM)
-            try:
-                process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
-        reader.join(timeout=10)
 
 
 @contextlib.contextmanager

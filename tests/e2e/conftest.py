@@ -9,8 +9,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from harness.services import Kerf, running_kerf
 from tests.e2e.backends import selected, selected_backend
-from tests.e2e.kerf import Kerf, running_kerf
 from tests.e2e.scenario import Namespace, make_namespace
 
 _RESULTS: list[tuple[str, str, str]] = []

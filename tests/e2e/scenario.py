@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from tests.e2e.kerf import Kerf, wait_until
+from harness.services import Kerf
+from harness.wait import wait_until
 
 GROUP_VERSION = "rightsizing.kubex.ai/v1alpha1"
 FAULT = "sim.kerf.dev"

@@ -20,17 +20,12 @@ from pathlib import Path
 import pytest
 
 from devcluster.network import machine_address
-from tests.e2e.backends import Backend, real_available, running_backend, selected
-from tests.e2e.kerf import (
-    KERF,
-    NAMESPACE,
-    Kubectl,
-    Service,
-    free_port,
-    service_kubeconfig,
-    spawn,
-    wait_until,
-)
+from harness.backend import Backend, real_available, running_backend
+from harness.install import NAMESPACE, service_kubeconfig
+from harness.kubectl import Kubectl
+from harness.services import KERF, Service, free_port, spawn
+from harness.wait import wait_until
+from tests.e2e.backends import selected
 from tests.integration.guide import (
     PAUSE,
     Rehearsal,

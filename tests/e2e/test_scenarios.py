@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import json
 
-from tests.e2e.kerf import Kerf, wait_until
+from harness.services import Kerf
+from harness.wait import wait_until
 from tests.e2e.scenario import (
     FAULT,
     Namespace,
@@ -325,7 +326,7 @@ def test_oom_kills_after_a_downsize_roll_it_back_then_fail_permanently(ns: Names
 
 
 def test_a_follower_takes_over_when_the_leader_is_killed(kerf: Kerf) -> None:
-    from tests.e2e.kerf import start_reconciler
+    from harness.services import start_reconciler
 
     follower = start_reconciler(kerf, "reconciler-1")
     leader = kerf.reconcilers[0]

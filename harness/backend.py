@@ -1,0 +1,116 @@
+"""The two clusters kerf runs on locally, started the same way and answering the same
+kubectl:
+
+- `kubesim`: the project's API simulator (`python -m kubesim --real-clock`), its own
+  process, on the wall clock like a real cluster; it accepts any bearer token and enforces
+  no RBAC.
+- `real`: kube-apiserver, etcd, kube-controller-manager and kube-scheduler 1.35 with the
+  node agent (`python -m devcluster`; `make cluster-tools` builds them); it issues
+  ServiceAccount tokens and enforces kerf's RBAC.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.errors import HarnessError
+
+ROOT = Path(__file__).resolve().parents[1]
+BACKENDS = ("kubesim", "real")
+#: how long a backend may take to start (a bound, not an expectation)
+START_TIMEOUT_S = 300.0
+#: how long a backend may take to stop after SIGTERM before it is killed
+STOP_TIMEOUT_S = 60.0
+
+
+class BackendFailed(HarnessError):
+    """The backend did not start; the message ends with the last lines it printed."""
+
+
+def tools_dir() -> Path:
+    """Where the control-plane binaries are (`make cluster-tools` puts them there)."""
+    return Path(os.environ.get("KERF_CLUSTER_TOOLS") or ROOT / ".tools" / "bin")
+
+
+def real_available() -> bool:
+    """The control-plane binaries are built."""
+    names = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd")
+    return all((tools_dir() / name).exists() for name in names)
+
+
+@dataclass
+class Backend:
+    """A running cluster: its kind, kubeconfig, and the process that serves it."""
+
+    kind: str
+    kubeconfig: Path
+    process: subprocess.Popen[str]
+    log: list[str]
+
+    @property
+    def real(self) -> bool:
+        return self.kind == "real"
+
+
+def _command(kind: str, kubeconfig: Path, nodes: int, cpu: str, memory: str) -> list[str]:
+    module = "devcluster" if kind == "real" else "kubesim"
+    argv = [sys.executable, "-m", module, "--kubeconfig", str(kubeconfig), "--nodes", str(nodes)]
+    argv += ["--node-cpu", cpu, "--node-memory", memory]
+    return argv + (["--real-clock"] if kind == "kubesim" else [])
+
+
+def stop_group(process: subprocess.Popen[str] | subprocess.Popen[bytes], timeout_s: float) -> None:
+    """SIGTERM the process's group (a graceful stop), SIGKILL past `timeout_s`."""
+    if process.poll() is not None:
+        return
+    os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
+@contextlib.contextmanager
+def running_backend(
+    kind: str, workdir: Path, *, nodes: int = 2, cpu: str = "4", memory: str = "8Gi"
+) -> Iterator[Backend]:
+    """Start a backend in a session of its own, wait until it says it serves, stop it
+    (SIGTERM) on exit."""
+    kubeconfig = workdir / f"{kind}.kubeconfig"
+    process = subprocess.Popen(
+        _command(kind, kubeconfig, nodes, cpu, memory),
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    log: list[str] = []
+    serving = threading.Event()
+
+    def read() -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            log.append(line.rstrip("\n"))
+            if "serving on" in line:
+                serving.set()
+        serving.set()  # the process ended: stop waiting
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        if not serving.wait(START_TIMEOUT_S) or process.poll() is not None:
+            raise BackendFailed(f"{kind} did not start:\n" + "\n".join(log[-30:]))
+        yield Backend(kind, kubeconfig, process, log)
+    finally:
+        stop_group(process, STOP_TIMEOUT_S)
+        reader.join(timeout=10)
