@@ -9,11 +9,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import shlex
+import signal
 import socket
 import sys
 from collections.abc import Coroutine, Sequence
 from functools import partial
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import uvicorn
@@ -74,7 +76,22 @@ def uvicorn_server(
         # and the middleware that reads them would run on every request.
         proxy_headers=False,
     )
-    return uvicorn.Server(config)
+    return _Server(config)
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server, except that SIGTERM (how Kubernetes stops a pod) ends in exit 0.
+
+    uvicorn shuts down gracefully, then re-raises the signal it caught, which kills the
+    process at once: what runs after serving (closing the API client, which deletes the
+    CA file it wrote under $TMPDIR) never ran, and every stop left a file behind.
+    """
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        if sig == signal.SIGTERM:
+            self.should_exit = True
+            return
+        super().handle_exit(sig, frame)
 
 
 async def serve(
