@@ -21,6 +21,7 @@ from app.recommender_rules import (
     Refusal,
     RuleSettings,
     Window,
+    coefficient_of_variation,
     confidence,
     quantile,
     recommend_container,
@@ -298,3 +299,22 @@ def test_rows_are_stored_only_when_they_change() -> None:
     # A workload refused this run keeps its stored row.
     kept = merged_rows(old, [], kept=[ref])
     assert kept == [old[0]]
+
+
+@pytest.mark.parametrize(
+    ("coverage", "samples", "cv", "expected"),
+    [
+        (168, 4034, 0.05, 0.95),
+        (48, 576, 0.05, 0.15),
+        (168, 2017, 0.65, 0.60),
+        (168, 2017, 0.1, 0.90),
+    ],
+)
+def test_the_worked_examples_of_docs_recommender(
+    coverage: float, samples: int, cv: float, expected: float
+) -> None:
+    assert confidence(coverage, samples, cv, RULES) == expected
+
+
+def test_an_idle_containers_noise_is_not_instability() -> None:
+    assert coefficient_of_variation([0.001, 0.003], RULES.min_cpu_cores) == pytest.approx(0.1)
