@@ -69,6 +69,8 @@ class Analysis:
     outcomes: Sequence[Outcome] = ()
     #: PrometheusUnreachable or QueryFailed: no workload got a row
     failure: str | None = None
+    #: what the failure was (Prometheus's error, the address that did not answer)
+    failure_message: str = ""
 
     @property
     def rows(self) -> list[Row]:
@@ -175,6 +177,7 @@ def _failed(now: datetime, refs: Sequence[WorkloadRef], refusal: Refusal) -> Ana
         analyzed_at=now,
         outcomes=[Outcome(ref, refusal=refusal) for ref in refs],
         failure=refusal.reason,
+        failure_message=refusal.message,
     )
 
 
@@ -191,10 +194,9 @@ def record(analysis: Analysis, metrics: RecommenderMetrics) -> None:
             metrics.workloads.labels("refused", outcome.refusal.reason).inc()
     metrics.rows.set(len(analysis.rows))
     if analysis.failure is not None:
-        message = analysis.outcomes[0].refusal.message if analysis.outcomes else ""
         logger.warning(
             "no recommendations this run",
-            extra={"fields": {"reason": analysis.failure, "detail": message}},
+            extra={"fields": {"reason": analysis.failure, "detail": analysis.failure_message}},
         )
         return
     for outcome in analysis.outcomes:

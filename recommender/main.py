@@ -64,8 +64,7 @@ def print_analysis(analysis: Analysis, output: str, out: IO[str]) -> int:
     """Print one run; 1 when Prometheus gave nothing to analyse (said on stderr too)."""
     (write_json if output == "json" else write_table)(analysis, out)
     if analysis.failure is not None:
-        message = analysis.outcomes[0].refusal.message if analysis.outcomes else ""
-        print(f"kerf recommend: {analysis.failure}: {message}", file=sys.stderr)
+        print(f"kerf recommend: {analysis.failure}: {analysis.failure_message}", file=sys.stderr)
         return 1
     return 0
 
