@@ -3,23 +3,26 @@
 from __future__ import annotations
 
 import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from app.cli import main
+
 ROOT = Path(__file__).resolve().parents[2]
-KERF = str(Path(sys.executable).parent / "kerf")
 STATE = str(ROOT / "examples" / "storefront")
 
 
-def one_line_exit_2(*argv: str) -> str:
-    done = subprocess.run([KERF, "recommend", *argv], capture_output=True, text=True, timeout=60)
-    assert done.returncode == 2, done.stderr
-    assert "Traceback" not in done.stderr
-    lines = [line for line in done.stderr.splitlines() if line.strip()]
-    return lines[-1]
+def one_line_exit_2(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    """Run `kerf recommend` in this process (as the console script does); its last line."""
+    try:
+        code = main(["recommend", *argv])
+    except SystemExit as exc:  # argparse's own refusals
+        code = exc.code
+    stderr = capsys.readouterr().err
+    assert code == 2, stderr
+    assert "Traceback" not in stderr
+    return [line for line in stderr.splitlines() if line.strip()][-1]
 
 
 @pytest.mark.parametrize(
@@ -43,11 +46,13 @@ def one_line_exit_2(*argv: str) -> str:
         ),
     ],
 )
-def test_bad_input_is_one_line(argv: list[str], says: str) -> None:
-    assert says in one_line_exit_2(*argv)
+def test_bad_input_is_one_line(
+    argv: list[str], says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert says in one_line_exit_2(capsys, *argv)
 
 
-def test_a_busy_metrics_port(tmp_path: Path) -> None:
+def test_a_busy_metrics_port(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text(
         "apiVersion: v1\nkind: Config\ncurrent-context: x\n"
@@ -60,6 +65,7 @@ def test_a_busy_metrics_port(tmp_path: Path) -> None:
         sock.listen()
         port = sock.getsockname()[1]
         line = one_line_exit_2(
+            capsys,
             "--prometheus",
             "http://p",
             "--kubeconfig",
