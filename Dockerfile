@@ -1,5 +1,5 @@
-# One image for both services: `kerf webhook` and `kerf reconciler` (the manifests pick
-# the command). Build with `make image` (docker or podman).
+# One image for the services: `kerf webhook`, `kerf reconciler` and `kerf recommend` (the
+# manifests pick the command). Build with `make image` (docker or podman).
 #
 # Stage 1 builds kerf's wheel and installs it with its runtime dependencies into a
 # virtualenv; stage 2 copies only that virtualenv onto the same slim base, so no build
@@ -14,6 +14,7 @@ COPY pyproject.toml README.md ./
 COPY app/ app/
 COPY webhook/ webhook/
 COPY reconciler/ reconciler/
+COPY recommender/ recommender/
 COPY kubesim/ kubesim/
 COPY scripts/image-install.sh /usr/local/bin/image-install.sh
 RUN sh /usr/local/bin/image-install.sh /src /opt/kerf

@@ -10,7 +10,7 @@ VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
 # The image the manifests name (tests/test_image.py checks they agree).
 IMAGE ?= kerf:$(VERSION)
 
-.PHONY: install test e2e soak lint fmt run demo demo-real explain crds reference image image-name bench bench-webhook bench-reconciler bench-startup certs tools cluster-tools clean
+.PHONY: install test e2e soak lint fmt run demo demo-real explain crds reference image image-name bench bench-webhook bench-reconciler bench-startup certs tools cluster-tools prometheus clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -25,6 +25,10 @@ $(KUBECTL) $(KUBECTL_OLDEST): scripts/get-kubectl.sh
 	bash scripts/get-kubectl.sh
 
 tools: $(KUBECTL) $(KUBECTL_OLDEST)
+
+# Prometheus and promtool (Debian's package, through apt-get) for the tests of `kerf recommend`.
+prometheus:
+	bash scripts/get-prometheus.sh
 
 # A real control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler) built
 # from the Kubernetes Go modules pinned in devcluster/go; cached by a stamp, see docs/devcluster.md.

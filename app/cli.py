@@ -122,8 +122,8 @@ def _subcommand_parser_class() -> type[argparse.ArgumentParser]:
 
 
 def _add_service_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    """`kerf certs`, `kerf webhook`, `kerf reconciler` and `kerf review`; their code lives with
-    the service packages."""
+    """`kerf certs`, `kerf webhook`, `kerf reconciler`, `kerf review` and `kerf recommend`;
+    their code lives with the service packages."""
     from webhook import cli as webhook_cli
 
     certs = sub.add_parser("certs", help="create a CA and a serving certificate")
@@ -144,6 +144,17 @@ def _add_service_commands(sub: argparse._SubParsersAction) -> None:  # type: ign
     )
     webhook_cli.add_review_arguments(review)
     review.set_defaults(handler=webhook_cli.review_command)
+    from recommender import cli as recommender_cli
+
+    recommend = sub.add_parser(
+        "recommend",
+        help="compute recommendation rows from Prometheus history and store them",
+        description="Reads usage history from Prometheus for every workload of the cluster "
+        "(or of --state-dir) and writes the rows kerf's ProactivePolicies apply into a "
+        "labelled ConfigMap per namespace (docs/recommender.md).",
+    )
+    recommender_cli.add_recommend_arguments(recommend)
+    recommend.set_defaults(handler=recommender_cli.recommend_command)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

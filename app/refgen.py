@@ -6,7 +6,7 @@ Every kind and field with its type, default and bounds comes from the CRD schema
 `app.crdgen` builds from `app/models.py`; the built-in guardrail defaults from
 `app.guardrails`; the policy priorities from `app.models`; the annotation keys from
 `app.annotations`; the metrics from the collectors the services register: each of
-`webhook.metrics` and `reconciler.metrics` that defines `reference_registry() ->
+`webhook.metrics`, `reconciler.metrics` and `recommender.metrics` that defines `reference_registry() ->
 CollectorRegistry` (every collector of that service on a fresh registry) is listed.
 `tests/app/test_reference.py` fails when the committed file differs from the output.
 """
@@ -37,7 +37,7 @@ from app.models import (
 )
 
 Schema = dict[str, Any]
-METRIC_MODULES = ("webhook.metrics", "reconciler.metrics")
+METRIC_MODULES = ("webhook.metrics", "reconciler.metrics", "recommender.metrics")
 NAMED_PATTERNS = {
     DURATION_PATTERN: "duration (Go: `30s`, `1h30m`)",
     RATIO_PATTERN: 'ratio (string, `"0"`–`"1"`)',
@@ -325,7 +325,8 @@ def metrics_section() -> list[str]:
     out = ["## Metrics", ""]
     out.append(
         "Prometheus text on `/metrics`: the webhook's on its HTTPS port (8443), the "
-        "reconciler's on its metrics port (8080)."
+        "reconciler's on its metrics port (8080), the recommender's (`kerf recommend`) on its "
+        "metrics port (8082)."
     )
     out += ["", "| metric | type | labels | meaning |", "|---|---|---|---|"]
     for module in METRIC_MODULES:

@@ -14,7 +14,7 @@ import yaml
 from aiohttp import web
 from multidict import CIMultiDict
 
-from kubesim import discovery, openapi, patch, protoschema, protowire, tables
+from kubesim import cadvisor, discovery, openapi, patch, protoschema, protowire, tables
 from kubesim.admission import collect_warnings
 from kubesim.apiserver import ApiServer
 from kubesim.disruption import evict
@@ -88,6 +88,8 @@ class HttpApi:
             return web.Response(text="ok")
         if path == "/version":
             return _json(discovery.KUBE_VERSION)
+        if path == "/metrics/cadvisor":
+            return self._cadvisor()
         if path == "/api":
             return _json(discovery.api_versions(self.server_address))
         if path == "/apis":
@@ -122,6 +124,12 @@ class HttpApi:
             watch_path = False
         route = self._route(group, version, rest)
         return await self._resource(request, route, watch_path)
+
+    def _cadvisor(self) -> web.Response:
+        pods = self.api.registry.get("", "v1", "pods")
+        assert pods is not None  # the core types are always registered
+        text = cadvisor.render(self.api.store.list(pods.key), self.api.clock.now())
+        return web.Response(text=text, headers={"Content-Type": cadvisor.CONTENT_TYPE})
 
     def _openapi(self, request: web.Request, path: str) -> web.Response:
         if path == "/openapi/v2":

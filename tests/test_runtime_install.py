@@ -53,7 +53,7 @@ def _run(code: str) -> subprocess.CompletedProcess[str]:
 
 def _runtime_modules() -> list[str]:
     names = []
-    for package in ("app", "webhook", "reconciler"):
+    for package in ("app", "webhook", "reconciler", "recommender"):
         for path in sorted((ROOT / package).glob("*.py")):
             name = f"{package}.{path.stem}".removesuffix(".__init__")
             if name not in DEV_ONLY and path.stem != "__main__":
@@ -79,6 +79,7 @@ def test_kerf_help_and_explain_run_without_the_test_extra() -> None:
         """
         from app.cli import main
         for argv in (["--help"], ["webhook", "--help"], ["reconciler", "--help"],
+                     ["recommend", "--help"],
                      ["explain", "-f", "examples/storefront", "-o", "text"]):
             try:
                 code = main(argv)

@@ -1,0 +1,1 @@
+"""`kerf recommend`: kerf's own recommendation source, computed from Prometheus history."""

@@ -1,0 +1,45 @@
+"""`/healthz`, `/readyz` and `/metrics` of the recommender service."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Callable
+
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from recommender.metrics import RecommenderMetrics
+
+
+def health_app(metrics: RecommenderMetrics, ready: Callable[[], bool]) -> web.Application:
+    """Liveness, readiness (the view is synced) and the metrics."""
+
+    async def healthz(_: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    async def readyz(_: web.Request) -> web.Response:
+        ok = ready()
+        return web.Response(text="ok" if ok else "view not synced", status=200 if ok else 503)
+
+    async def metrics_view(_: web.Request) -> web.Response:
+        body = generate_latest(metrics.registry)
+        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    app = web.Application()
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/readyz", readyz)
+    app.router.add_get("/metrics", metrics_view)
+    return app
+
+
+@contextlib.asynccontextmanager
+async def serving(app: web.Application, host: str, port: int) -> AsyncIterator[int]:
+    """Serve `app` on host:port for the length of the block; yields the bound port."""
+    runner = web.AppRunner(app, handle_signals=False, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port)
+    await site.start()
+    try:
+        yield runner.addresses[0][1]
+    finally:
+        await runner.cleanup()

@@ -1,0 +1,155 @@
+"""Running the recommender: once over YAML files (`--state-dir`), once over a cluster
+(`--once`), or as a service that analyses every `--interval` until stopped.
+
+The service runs without leader election: its writes are idempotent merge patches of the
+same computed document, so a second replica only repeats them. Run one replica.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import sys
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import IO
+
+import aiohttp
+from kubernetes_asyncio import client
+
+from app.clock import utc_now
+from app.informer import WEBHOOK_RESOURCES, ClusterFeed, Resource, api_client_from_config
+from app.statedir import load_view
+from app.view import ClusterView
+from recommender.analyze import Analysis, Settings, analyze, record
+from recommender.configmaps import store
+from recommender.health import health_app, serving
+from recommender.metrics import RecommenderMetrics, recommender_metrics
+from recommender.output import write_json, write_table
+from recommender.prometheus import PrometheusApi
+
+logger = logging.getLogger("kerf.recommender")
+
+DEFAULT_METRICS_PORT = 8082
+#: What the recommender reads from the cluster: workloads, the pods that name them and the
+#: intermediate owners between (its ConfigMaps it reads itself, before each write).
+_KINDS = frozenset(
+    {"Pod", "ReplicaSet", "Deployment", "StatefulSet", "DaemonSet", "Job", "CronJob", "Rollout"}
+)
+RECOMMENDER_RESOURCES: tuple[Resource, ...] = tuple(
+    r for r in WEBHOOK_RESOURCES if r.kind in _KINDS
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    """What `kerf recommend` was asked to do against a cluster."""
+
+    prometheus: str
+    settings: Settings = Settings()
+    kubeconfig: Path | None = None
+    once: bool = False
+    dry_run: bool = False
+    output: str = "table"
+    interval_s: float = 3600.0
+    now: datetime | None = None
+    metrics_host: str = "0.0.0.0"
+    metrics_port: int = DEFAULT_METRICS_PORT
+
+
+def print_analysis(analysis: Analysis, output: str, out: IO[str]) -> int:
+    """Print one run; 1 when Prometheus gave nothing to analyse (said on stderr too)."""
+    (write_json if output == "json" else write_table)(analysis, out)
+    if analysis.failure is not None:
+        print(f"kerf recommend: {analysis.failure}: {analysis.failure_message}", file=sys.stderr)
+        return 1
+    return 0
+
+
+async def run_state_dir(
+    state_dir: Path, prometheus: str, settings: Settings, output: str, now: datetime | None
+) -> int:
+    """One run over the workloads and pods of YAML files; prints it, writes nothing."""
+    view = load_view([state_dir])
+    for warning in view.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    async with aiohttp.ClientSession() as session:
+        api = PrometheusApi(session, prometheus)
+        analysis = await analyze(view, api, settings, recommender_metrics(), now or utc_now())
+    return print_analysis(analysis, output, sys.stdout)
+
+
+async def run_one(
+    view: ClusterView,
+    api: PrometheusApi,
+    api_client: client.ApiClient,
+    options: Options,
+    metrics: RecommenderMetrics,
+) -> Analysis:
+    """One analysis of the cluster, recorded and stored (unless a dry run)."""
+    with metrics.run_seconds.time():
+        analysis = await analyze(view, api, options.settings, metrics, options.now or utc_now())
+        record(analysis, metrics)
+        await store(api_client, analysis, metrics, dry_run=options.dry_run)
+    return analysis
+
+
+async def _until(stop: asyncio.Event, seconds: float) -> None:
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(stop.wait(), seconds)
+
+
+async def _synced_or_stopped(feed: ClusterFeed, stop: asyncio.Event) -> bool:
+    """Wait for the view's first sync or for `stop`; True when synced."""
+    waits = {asyncio.create_task(feed.wait_synced()), asyncio.create_task(stop.wait())}
+    _, pending = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+    for task in pending:
+        task.cancel()
+    return not stop.is_set()
+
+
+async def serve_cluster(options: Options, stop: asyncio.Event) -> int:
+    """Sync the view, then one run (`once`) or a run every interval until `stop`."""
+    metrics = recommender_metrics()
+    async with (
+        await api_client_from_config(options.kubeconfig) as api_client,
+        aiohttp.ClientSession() as session,
+    ):
+        view = ClusterView()
+        feed = ClusterFeed(api_client, view, RECOMMENDER_RESOURCES)
+        feed_task = asyncio.create_task(feed.run(), name="feed")
+        api = PrometheusApi(session, options.prometheus)
+        try:
+            if options.once:
+                if not await _synced_or_stopped(feed, stop):
+                    return 0
+                analysis = await run_one(view, api, api_client, options, metrics)
+                return print_analysis(analysis, options.output, sys.stdout)
+            app = health_app(metrics, ready=lambda: view.synced)
+            async with serving(app, options.metrics_host, options.metrics_port):
+                if not await _synced_or_stopped(feed, stop):
+                    return 0
+                while not stop.is_set():
+                    await run_one(view, api, api_client, options, metrics)
+                    await _until(stop, options.interval_s)
+            return 0
+        finally:
+            feed_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await feed_task
+
+
+def run_recommender(options: Options) -> int:
+    """`kerf recommend` over a cluster: SIGTERM and SIGINT stop it between runs."""
+
+    async def main() -> int:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        return await serve_cluster(options, stop)
+
+    return asyncio.run(main())

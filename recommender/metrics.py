@@ -1,0 +1,79 @@
+"""Prometheus metrics of the recommender, on a registry owned by one service instance."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+RUN_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
+
+
+@dataclass(frozen=True, slots=True)
+class RecommenderMetrics:
+    """The collectors the recommender updates."""
+
+    registry: CollectorRegistry
+    runs: Counter
+    run_seconds: Histogram
+    queries: Counter
+    workloads: Gauge
+    rows: Gauge
+    writes: Counter
+    last_success: Gauge
+
+
+def recommender_metrics(registry: CollectorRegistry | None = None) -> RecommenderMetrics:
+    """Every collector of the recommender on `registry` (a new one by default)."""
+    registry = registry if registry is not None else CollectorRegistry()
+    return RecommenderMetrics(
+        registry=registry,
+        runs=Counter(
+            "kerf_recommender_runs_total",
+            "Recommender runs, by result: ok, or why no workload got a row "
+            "(PrometheusUnreachable, QueryFailed).",
+            ["result"],
+            registry=registry,
+        ),
+        run_seconds=Histogram(
+            "kerf_recommender_run_seconds",
+            "Duration of one run: the queries, the rules and the ConfigMap writes.",
+            buckets=RUN_BUCKETS,
+            registry=registry,
+        ),
+        queries=Counter(
+            "kerf_recommender_prometheus_queries_total",
+            "Queries sent to Prometheus, by query (cpu, memory, throttled, periods, oom) and "
+            "result (ok, error, unreachable).",
+            ["query", "result"],
+            registry=registry,
+        ),
+        workloads=Gauge(
+            "kerf_recommender_workloads",
+            "Workloads of the last run, by outcome (recommended, refused) and reason.",
+            ["outcome", "reason"],
+            registry=registry,
+        ),
+        rows=Gauge(
+            "kerf_recommender_rows",
+            "Recommendation rows the last run computed (one per container).",
+            registry=registry,
+        ),
+        writes=Counter(
+            "kerf_recommender_configmap_writes_total",
+            "Writes of the recommendation ConfigMaps, by result (created, patched, "
+            "unchanged, error).",
+            ["result"],
+            registry=registry,
+        ),
+        last_success=Gauge(
+            "kerf_recommender_last_success_timestamp_seconds",
+            "Unix time of the last run that reached Prometheus.",
+            registry=registry,
+        ),
+    )
+
+
+def reference_registry() -> CollectorRegistry:
+    """Every recommender collector on a fresh registry, for docs/reference.md (app.refgen)."""
+    return recommender_metrics().registry
