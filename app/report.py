@@ -1,15 +1,18 @@
 """`kerf report`: what kerf saves, per workload, per namespace and for the whole cluster.
 
-For every live pod of a workload the view holds, three sums of CPU and memory requests:
+For every live pod of a workload the view holds, four sums of CPU and memory requests:
 
+- **manifest**: what the workload's template asks for each pod (the requests without kerf;
+  a container the template does not name counts at its current value);
 - **now**: what the pods request at this moment (what the scheduler reserves);
 - **recommended**: what they would request with every selected recommendation as it
   stands, before the guardrails (a container no policy sizes keeps its value);
 - **applied**: what kerf's decision sets through the guardrails today (an `apply`
   decision's values, the current ones when the decision is blocked or skipped).
 
-Reclaimable is `now − recommended` (what the recommendations free) and `now − applied`
-(what kerf frees today). A price per core-hour and per GiB-hour gives a monthly cost over
+Saved is `manifest − now` (what kerf's changes already freed); reclaimable is
+`now − recommended` (what the recommendations free) and `now − applied` (what kerf frees
+today). A price per core-hour and per GiB-hour gives a monthly cost over
 `HOURS_PER_MONTH`. Bare pods (no workload) are not counted: nothing sizes them.
 """
 
@@ -25,11 +28,12 @@ from app.explain import path_for
 from app.owners import WorkloadRef
 from app.quantities import parse_resource
 from app.view import TERMINAL_PHASES, ClusterView
+from app.workloads import Workload
 
 #: 365 × 24 / 12: the month cloud price lists use.
 HOURS_PER_MONTH = 730
 GIB = 1024**3
-STATES = ("now", "recommended", "applied")
+STATES = ("manifest", "now", "recommended", "applied")
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +71,14 @@ class Totals:
     def gib(self, state: str) -> float:
         """Memory requested in `state`, in GiB."""
         return self.memory_bytes[state] / GIB
+
+    def saved_cores(self) -> float:
+        """Cores kerf's changes freed: manifest − now (negative when it added)."""
+        return self.cores("manifest") - self.cores("now")
+
+    def saved_gib(self) -> float:
+        """GiB kerf's changes freed: manifest − now (negative when it added)."""
+        return self.gib("manifest") - self.gib("now")
 
     def reclaimable_cores(self, state: str = "recommended") -> float:
         """Cores freed going from now to `state` (negative when it asks for more)."""
@@ -120,14 +132,34 @@ def _recommended(
     return cpu, memory
 
 
-def pod_totals(view: ClusterView, pod: Mapping[str, Any], now: datetime) -> Totals:
-    """One pod's requests now, recommended and applied (its decision, as `kerf explain`
-    makes it: the running path for a pod on a node, admission for one that is not)."""
+def _manifest(
+    current: Mapping[str, Mapping[str, Mapping[str, int]]], workload: Workload
+) -> tuple[int, int]:
+    """The template's requests for the pod's containers (current where it names none)."""
+    cpu = memory = 0
+    for container, values in current.items():
+        requests = values.get("requests") or {}
+        template = (workload.containers.get(container) or {}).get("requests")
+        if template is None:
+            cpu += requests.get("cpu") or 0
+            memory += requests.get("memory") or 0
+            continue
+        cpu += parse_resource("cpu", template["cpu"]) if "cpu" in template else 0
+        memory += parse_resource("memory", template["memory"]) if "memory" in template else 0
+    return cpu, memory
+
+
+def pod_totals(
+    view: ClusterView, workload: Workload, pod: Mapping[str, Any], now: datetime
+) -> Totals:
+    """One pod's requests by the manifest, now, recommended and applied (its decision, as
+    `kerf explain` makes it: the running path for a pod on a node, admission otherwise)."""
     _, current, _ = view.pod_facts(pod)
     decision = decide_pod(view, pod, now=now, path=path_for(pod, None))
     applied = decision.final if decision.outcome == "apply" else current
     totals = Totals(pods=1)
     for state, (cpu, memory) in (
+        ("manifest", _manifest(current, workload)),
         ("now", _requests(current)),
         ("recommended", _recommended(current, decision)),
         ("applied", _requests(applied)),
@@ -149,7 +181,7 @@ def build_report(view: ClusterView, *, now: datetime) -> Report:
             totals = Totals()
             for pod in view.pods_of(workload.ref):
                 if _live(pod):
-                    totals.add(pod_totals(view, pod, now))
+                    totals.add(pod_totals(view, workload, pod, now))
             by_workload[workload.ref] = totals
     return summarize(by_workload)
 
@@ -179,6 +211,10 @@ def totals_json(totals: Totals, prices: Prices | None) -> dict[str, Any]:
         "pods": totals.pods,
         "cpuCores": {s: _rounded(totals.cores(s)) for s in STATES},
         "memoryGiB": {s: _rounded(totals.gib(s)) for s in STATES},
+        "saved": {
+            "cpuCores": _rounded(totals.saved_cores()),
+            "memoryGiB": _rounded(totals.saved_gib()),
+        },
         "reclaimable": {
             s: {
                 "cpuCores": _rounded(totals.reclaimable_cores(s)),
@@ -221,11 +257,11 @@ def report_json(report: Report, prices: Prices | None) -> dict[str, Any]:
 def report_rows(report: Report, prices: Prices | None) -> list[list[str]]:
     """Header and one row per workload, per namespace and for the cluster (table, CSV)."""
     header = ["SCOPE", "NAMESPACE", "WORKLOAD", "PODS"]
-    for unit in ("CPU", "MEM_GIB"):
+    for unit in ("CPU", "GIB"):
         header += [f"{unit}_{s.upper()}" for s in STATES]
-    header += ["RECLAIM_CPU", "RECLAIM_GIB", "RECLAIM_CPU_APPLIED", "RECLAIM_GIB_APPLIED"]
+    header += ["SAVED_CPU", "SAVED_GIB", "RECLAIM_CPU", "RECLAIM_GIB"]
     if prices is not None:
-        header += ["COST_NOW", "COST_RECOMMENDED", "SAVING_MONTHLY"]
+        header += ["COST_MANIFEST", "COST_NOW", "COST_RECOMMENDED", "SAVED_MONTHLY"]
     rows = [header]
 
     def row(scope: str, namespace: str, name: str, totals: Totals) -> list[str]:
@@ -233,19 +269,15 @@ def report_rows(report: Report, prices: Prices | None) -> list[list[str]]:
         cells += [f"{totals.cores(s):.3f}" for s in STATES]
         cells += [f"{totals.gib(s):.3f}" for s in STATES]
         cells += [
+            f"{totals.saved_cores():.3f}",
+            f"{totals.saved_gib():.3f}",
             f"{totals.reclaimable_cores():.3f}",
             f"{totals.reclaimable_gib():.3f}",
-            f"{totals.reclaimable_cores('applied'):.3f}",
-            f"{totals.reclaimable_gib('applied'):.3f}",
         ]
         if prices is not None:
-            cost_now = prices.monthly(totals, "now")
-            cost_recommended = prices.monthly(totals, "recommended")
-            cells += [
-                f"{cost_now:.2f}",
-                f"{cost_recommended:.2f}",
-                f"{cost_now - cost_recommended:.2f}",
-            ]
+            costs = {s: prices.monthly(totals, s) for s in ("manifest", "now", "recommended")}
+            cells += [f"{cost:.2f}" for cost in costs.values()]
+            cells.append(f"{costs['manifest'] - costs['now']:.2f}")
         return cells
 
     for w in report.workloads:

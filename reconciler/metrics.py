@@ -137,14 +137,15 @@ class SavingsCollector(Collector):
         return (
             GaugeMetricFamily(
                 "kerf_reconciler_report_cpu_cores",
-                "CPU cores requested by the live pods of workloads, per namespace: now, "
-                "recommended (the selected recommendations) and applied (through the guardrails).",
+                "CPU cores requested by the live pods of workloads, per namespace: by the "
+                "manifest, now, recommended (the selected recommendations) and applied "
+                "(through the guardrails).",
                 labels=self.labelnames,
             ),
             GaugeMetricFamily(
                 "kerf_reconciler_report_memory_bytes",
-                "Memory bytes requested by the live pods of workloads, per namespace: now, "
-                "recommended and applied, as for the CPU cores.",
+                "Memory bytes requested by the live pods of workloads, per namespace: by the "
+                "manifest, now, recommended and applied, as for the CPU cores.",
                 labels=self.labelnames,
             ),
         )

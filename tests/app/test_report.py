@@ -44,15 +44,20 @@ def test_a_workload_sums_its_pods_now_recommended_and_applied() -> None:
     assert (web.ref.kind, web.ref.namespace, web.ref.name) == ("Deployment", "shop", "web")
     t = web.totals
     assert t.pods == 2
-    assert t.millicores == {"now": 800, "recommended": 500, "applied": 500}
-    assert t.memory_bytes == {"now": GIB, "recommended": GIB // 2, "applied": GIB // 2}
+    assert t.millicores == {"manifest": 800, "now": 800, "recommended": 500, "applied": 500}
+    assert t.memory_bytes == {
+        "manifest": GIB,
+        "now": GIB,
+        "recommended": GIB // 2,
+        "applied": GIB // 2,
+    }
     assert t.reclaimable_cores() == pytest.approx(0.3)
     assert t.reclaimable_gib() == pytest.approx(0.5)
 
 
 def test_a_blocked_or_skipped_decision_applies_nothing_but_keeps_its_recommendation() -> None:
     t = build_report(storefront_view(mode="audit"), now=NOW).cluster
-    assert t.millicores == {"now": 800, "recommended": 500, "applied": 800}
+    assert t.millicores == {"manifest": 800, "now": 800, "recommended": 500, "applied": 800}
     assert t.reclaimable_cores("applied") == 0
     assert t.reclaimable_cores("recommended") == pytest.approx(0.3)
 
@@ -62,7 +67,22 @@ def test_the_guardrails_cap_what_is_applied_not_what_is_recommended() -> None:
     small = {"app": {"requests": {"cpu": "100m", "memory": "512Mi"}}}
     v = view(*base_objects(replicas=1), node(), static(containers=small), pod(node="node-a"))
     t = build_report(v, now=NOW).cluster
-    assert t.millicores == {"now": 400, "recommended": 100, "applied": 200}
+    assert t.millicores == {"manifest": 400, "now": 400, "recommended": 100, "applied": 200}
+
+
+def test_what_kerf_already_changed_counts_as_saved_against_the_manifest() -> None:
+    resized = {"app": {"requests": {"cpu": "250m", "memory": "256Mi"}}}
+    v = view(
+        *base_objects(replicas=1),
+        node(),
+        static(),
+        pod(node="node-a", containers=resized),
+    )
+    t = build_report(v, now=NOW).cluster
+    assert t.millicores == {"manifest": 400, "now": 250, "recommended": 250, "applied": 250}
+    assert t.saved_cores() == pytest.approx(0.15)
+    assert t.saved_gib() == pytest.approx(0.25)
+    assert t.reclaimable_cores() == 0
 
 
 def test_terminal_and_bare_pods_are_not_counted_and_a_podless_workload_is_zero() -> None:
@@ -98,9 +118,14 @@ def test_namespaces_and_the_cluster_add_up_their_workloads() -> None:
     report = build_report(v, now=NOW)
     assert list(report.namespaces) == ["blog", "shop"]
     # blog has no policy: nothing is recommended there.
-    assert report.namespaces["blog"].millicores == {"now": 400, "recommended": 400, "applied": 400}
-    assert report.namespaces["shop"].millicores == {"now": 400, "recommended": 250, "applied": 250}
-    assert report.cluster.millicores == {"now": 800, "recommended": 650, "applied": 650}
+    assert report.namespaces["blog"].millicores["recommended"] == 400
+    assert report.namespaces["shop"].millicores["recommended"] == 250
+    assert report.cluster.millicores == {
+        "manifest": 800,
+        "now": 800,
+        "recommended": 650,
+        "applied": 650,
+    }
     assert report.cluster.pods == 2
 
 
@@ -139,7 +164,13 @@ def test_the_cli_json_names_every_workload_namespace_and_the_cluster(
     ]
     assert [n["namespace"] for n in body["namespaces"]] == ["shop"]
     # web: 2 pods 400m → 250m; api: 1 pod 500m → 300m (its proactive row).
-    assert body["cluster"]["cpuCores"] == {"now": 1.3, "recommended": 0.8, "applied": 0.8}
+    assert body["cluster"]["cpuCores"] == {
+        "manifest": 1.3,
+        "now": 1.3,
+        "recommended": 0.8,
+        "applied": 0.8,
+    }
+    assert body["cluster"]["saved"] == {"cpuCores": 0.0, "memoryGiB": 0.0}
     assert "prices" not in body
 
 
@@ -151,8 +182,8 @@ def test_the_cli_csv_and_table_carry_the_same_rows(capsys: pytest.CaptureFixture
     assert [r[0] for r in body] == ["workload", "workload", "namespace", "cluster"]
     cluster = dict(zip(header, body[-1], strict=True))
     assert cluster["CPU_NOW"] == "1.300" and cluster["RECLAIM_CPU"] == "0.500"
-    assert float(cluster["SAVING_MONTHLY"]) == pytest.approx(
-        float(cluster["COST_NOW"]) - float(cluster["COST_RECOMMENDED"]), abs=0.011
+    assert float(cluster["SAVED_MONTHLY"]) == pytest.approx(
+        float(cluster["COST_MANIFEST"]) - float(cluster["COST_NOW"]), abs=0.011
     )
     table = run(capsys, *args).splitlines()
     assert table[0].split() == header
@@ -204,10 +235,12 @@ async def test_a_cluster_is_listed_once_and_reported_as_the_files_are(tmp_path: 
     report = build_report(view, now=NOW)
     (web,) = report.workloads
     # Pods run the manifest's 100m/128Mi; the StaticPolicy asks 250m/256Mi: an upsize.
-    assert web.totals.millicores == {"now": 200, "recommended": 500, "applied": 500}
-    assert web.totals.memory_bytes == {
-        "now": GIB // 4,
-        "recommended": GIB // 2,
-        "applied": GIB // 2,
+    assert web.totals.millicores == {
+        "manifest": 200,
+        "now": 200,
+        "recommended": 500,
+        "applied": 500,
     }
+    assert web.totals.memory_bytes["now"] == GIB // 4
+    assert web.totals.memory_bytes["recommended"] == GIB // 2
     assert report.cluster.reclaimable_cores() == pytest.approx(-0.3)
