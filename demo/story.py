@@ -21,6 +21,8 @@ from kubernetes_asyncio import client
 
 from app.annotations import POD_INFO, ROLLBACK_STATE
 from app.models import plural
+from app.report import Prices, build_report, render_table, report_rows
+from app.snapshot import snapshot_view
 from kubesim.clock import FakeClock
 from kubesim.sim import Simulator
 from kubesim.testing import running_sim
@@ -180,6 +182,19 @@ async def _run_kubectl(story: Story, kubeconfig: Path, *args: str) -> None:
         story.say(f"  {line}")
 
 
+#: Example on-demand prices per core-hour and GiB-hour, for the report's monthly cost.
+DEMO_PRICES = Prices(cpu_core_hour=0.031, memory_gib_hour=0.004)
+
+
+async def _report(story: Story, kubeconfig: Path, now: datetime) -> None:
+    """`kerf report` over the storefront, at the story's time."""
+    prices = f"--cpu-price {DEMO_PRICES.cpu_core_hour} --memory-price {DEMO_PRICES.memory_gib_hour}"
+    story.say(f"  $ kerf report --kubeconfig {kubeconfig.name} {prices}")
+    report = build_report(await snapshot_view(kubeconfig), now=now)
+    for line in render_table(report_rows(report, DEMO_PRICES)).splitlines():
+        story.say(f"  {line}")
+
+
 async def tell(out: IO[str], on_interrupt: Callable[[], object] = lambda: None) -> int:
     """The whole story; 0 when every step happened. Ctrl-C calls `on_interrupt` and
     cancels the story, which then stops everything it started."""
@@ -236,6 +251,8 @@ async def tell(out: IO[str], on_interrupt: Callable[[], object] = lambda: None) 
                         story.say(
                             f"  {event['type']:<8} {event['reason']:<26} {event['regarding']['name']:<9} {event['note'][:90]}"
                         )
+                    story.step("What kerf saves")
+                    await _report(story, sim.kubeconfig_path, clock.now())
                 finally:
                     stop.set()
                     with contextlib.suppress(Exception):
