@@ -23,7 +23,7 @@ from app.informer import ClusterFeed, api_client_from_config
 from app.statedir import load_view
 from reconciler.api import ApiWriter, LeaseReader, RecordingWriter, Transport
 from reconciler.leader import LEASE_DURATION_S, LeaderElector
-from reconciler.metrics import SavingsCollector, reconciler_metrics
+from reconciler.metrics import RollbackStatesCollector, SavingsCollector, reconciler_metrics
 from reconciler.reconcile import ExecutionConfig, LeaseAge, WorkloadReconciler
 from reconciler.service import (
     RECONCILER_RESOURCES,
@@ -110,6 +110,7 @@ def build_service(
     holder: list[Reconciler] = []
     view = WatchedView(lambda ref: holder[0].on_change(ref), own_namespace=namespace)
     metrics.registry.register(SavingsCollector(view, clock))
+    metrics.registry.register(RollbackStatesCollector(view))
     execution = options.execution
     if options.once:
         # One pass per workload and exit: a rollout is not followed to its end, so each

@@ -175,8 +175,55 @@ class SavingsCollector(Collector):
         yield memory
 
 
+#: The modes of SPEC §8's rollback state, each exported even when no workload is in it.
+ROLLBACK_MODES = (
+    "idle",
+    "monitoring",
+    "monitoringSucceeded",
+    "rollingBack",
+    "backingOff",
+    "failedPermanent",
+)
+
+
+class RollbackStatesCollector(Collector):
+    """Workloads by the mode of their rollback state, read from the view when scraped."""
+
+    labelnames = ("mode",)
+
+    def __init__(self, view: ClusterView) -> None:
+        self._view = view
+
+    def _family(self) -> GaugeMetricFamily:
+        return GaugeMetricFamily(
+            "kerf_reconciler_rollback_workloads",
+            "Workloads by rollback state mode (SPEC §8); a workload without a rollback "
+            "state is not counted.",
+            labels=self.labelnames,
+        )
+
+    def describe(self) -> Iterator[Metric]:
+        """The family, without samples."""
+        yield self._family()
+
+    def collect(self) -> Iterator[Metric]:
+        """One sample per mode, 0 included; nothing before the view is synced."""
+        family = self._family()
+        if self._view.synced:
+            counts = dict.fromkeys(ROLLBACK_MODES, 0)
+            with self._view.lock:
+                for workload in self._view.workloads():
+                    state = self._view.rollback_state(workload)
+                    if state is not None:
+                        counts[state.mode] = counts.get(state.mode, 0) + 1
+            for mode, count in counts.items():
+                family.add_metric([mode], float(count))
+        yield family
+
+
 def reference_registry() -> CollectorRegistry:
     """Every reconciler collector on a fresh registry, for docs/reference.md (app.refgen)."""
     registry = reconciler_metrics().registry
     registry.register(SavingsCollector(ClusterView()))
+    registry.register(RollbackStatesCollector(ClusterView()))
     return registry

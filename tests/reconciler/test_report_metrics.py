@@ -7,10 +7,16 @@ from kubernetes_asyncio import client
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from app.annotations import ROLLBACK_STATE
 from app.view import ClusterView
 from reconciler.main import Options, build_service
-from reconciler.metrics import REPORT_REUSE_S, SavingsCollector
-from tests.app.builders import NOW, base_objects, node, pod, static, view
+from reconciler.metrics import (
+    REPORT_REUSE_S,
+    ROLLBACK_MODES,
+    RollbackStatesCollector,
+    SavingsCollector,
+)
+from tests.app.builders import NOW, base_objects, deployment, namespace, node, pod, static, view
 
 GIB = 1024**3
 
@@ -78,4 +84,30 @@ async def test_the_service_registers_them_on_its_metrics() -> None:
             generate_latest(service.metrics.registry).decode()
         )
     }
-    assert {"kerf_reconciler_report_cpu_cores", "kerf_reconciler_report_memory_bytes"} <= names
+    assert {
+        "kerf_reconciler_report_cpu_cores",
+        "kerf_reconciler_report_memory_bytes",
+        "kerf_reconciler_rollback_workloads",
+    } <= names
+
+
+def test_workloads_are_counted_by_rollback_mode() -> None:
+    monitoring = {ROLLBACK_STATE: '{"mode": "monitoring", "turn": 1}'}
+    failed = {ROLLBACK_STATE: '{"mode": "failedPermanent", "turn": 3}'}
+    v = view(
+        namespace(),
+        deployment("web", annotations=monitoring),
+        deployment("api", annotations=monitoring),
+        deployment("cart", annotations=failed),
+        deployment("plain"),
+    )
+    registry = CollectorRegistry()
+    registry.register(RollbackStatesCollector(v))
+    found = {
+        s.labels["mode"]: s.value
+        for family in text_string_to_metric_families(generate_latest(registry).decode())
+        for s in family.samples
+    }
+    assert found == dict.fromkeys(ROLLBACK_MODES, 0.0) | {"monitoring": 2.0, "failedPermanent": 1.0}
+    v.synced = False
+    assert "kerf_reconciler_rollback_workloads{" not in generate_latest(registry).decode()
