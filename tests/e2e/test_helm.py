@@ -1,4 +1,4 @@
-"""charts/kerf installed with `helm install` on the real control plane (kube-apiserver
+"""docs/install.md's Helm path (its `rehearse-helm` blocks, verbatim): charts/kerf installed on the real control plane (kube-apiserver
 1.35, kerf's RBAC enforced): the CRDs are established, every object exists, the pods the
 node agent runs become Running, the webhook registration trusts the chart's certificate;
 `helm upgrade` keeps that certificate, `helm uninstall` removes the registration."""
@@ -16,7 +16,8 @@ import pytest
 from cryptography import x509
 
 from tests.e2e.backends import real_available, running_backend, selected
-from tests.e2e.kerf import Kubectl, wait_until
+from tests.e2e.kerf import KUBECTL, Kubectl, wait_until
+from tests.integration.guide import blocks
 
 pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,18 +30,6 @@ def helm_binary() -> str:
     if not (Path(candidate).is_file() or shutil.which(candidate)):
         pytest.fail(f"helm not found at {candidate}: run scripts/get-kubectl.sh", pytrace=False)
     return candidate
-
-
-def helm(kubeconfig: Path, *args: str) -> str:
-    done = subprocess.run(
-        [helm_binary(), "--kubeconfig", str(kubeconfig), *args],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=300,
-    )
-    assert done.returncode == 0, f"helm {' '.join(args)}: {done.stdout}{done.stderr}"
-    return done.stdout
 
 
 def running(admin: Kubectl, name: str, count: int) -> bool:
@@ -86,34 +75,44 @@ def check_installed(admin: Kubectl) -> dict[str, Any]:
     return hook
 
 
-def test_the_chart_installs_upgrades_and_uninstalls_on_the_real_server(tmp_path: Path) -> None:
+def run_block(kubeconfig: Path, code: str) -> str:
+    """One `rehearse-helm` block of docs/install.md in bash, as a user pastes it."""
+    tools = f"{Path(helm_binary()).parent}:{Path(KUBECTL).parent}"
+    env = {**os.environ, "KUBECONFIG": str(kubeconfig), "PATH": f"{tools}:{os.environ['PATH']}"}
+    done = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=300,
+    )
+    assert done.returncode == 0, f"{code}\n{done.stdout}{done.stderr}"
+    return done.stdout
+
+
+def test_the_guide_s_helm_path_installs_upgrades_and_uninstalls_on_the_real_server(
+    tmp_path: Path,
+) -> None:
     if selected() != "real":
         pytest.skip("helm install runs on the real control plane (make e2e)")
     if not real_available():
         pytest.skip("the real control plane is not built: run make cluster-tools")
+    install, upgrade, uninstall = blocks("rehearse-helm")
     with running_backend("real", tmp_path, nodes=2, cpu="8", memory="16Gi") as backend:
         admin = Kubectl(backend.kubeconfig)
-        kubeconfig = backend.kubeconfig
-        helm(kubeconfig, "install", "kerf", str(CHART), "-n", NAMESPACE, "--create-namespace")
+        assert "kerf-webhook" in run_block(backend.kubeconfig, install)
         check_installed(admin)
         wait_until(lambda: running(admin, "kerf-webhook", 2), "the webhook's two pods")
         wait_until(lambda: running(admin, "kerf-reconciler", 2), "the reconciler's two pods")
         before = ca_bundle(admin)
 
-        helm(
-            kubeconfig,
-            "upgrade",
-            "kerf",
-            str(CHART),
-            "-n",
-            NAMESPACE,
-            "--set",
-            "webhook.timeoutSeconds=4",
-        )
+        run_block(backend.kubeconfig, upgrade)
         hook = check_installed(admin)
         assert hook["timeoutSeconds"] == 4
         assert ca_bundle(admin) == before, "an upgrade must keep the webhook's CA"
 
-        helm(kubeconfig, "uninstall", "kerf", "-n", NAMESPACE)
+        run_block(backend.kubeconfig, uninstall)
         left = admin("get", "mutatingwebhookconfiguration", "-o", "name")
         assert "kerf-webhook" not in left
+        assert admin.json("crd", "-l", "app.kubernetes.io/part-of=kerf")["items"] == []
