@@ -4,13 +4,14 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 KUBECTL := .tools/bin/kubectl
 KUBECTL_OLDEST := .tools/bin/kubectl-1.32
+HELM := .tools/bin/helm
 STATE_DIR ?= examples/storefront
 PORT ?= 8443
 VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
 # The image the manifests name (tests/test_image.py checks they agree).
 IMAGE ?= kerf:$(VERSION)
 
-.PHONY: install test e2e soak lint fmt run demo demo-real explain crds reference image image-name bench bench-webhook bench-reconciler bench-startup certs tools cluster-tools prometheus clean
+.PHONY: install test e2e soak lint fmt run demo demo-real explain report crds reference image image-name bench bench-webhook bench-reconciler bench-startup certs tools cluster-tools prometheus clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -20,11 +21,12 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-# kubectl 1.35 (the project's) and 1.32 (the oldest supported); the script installs both.
-$(KUBECTL) $(KUBECTL_OLDEST): scripts/get-kubectl.sh
+# kubectl 1.35 (the project's), 1.32 (the oldest supported) and helm 4; the script installs
+# all three (TOOLS_DIR=DIR puts them in DIR/bin instead).
+$(KUBECTL) $(KUBECTL_OLDEST) $(HELM): scripts/get-kubectl.sh
 	bash scripts/get-kubectl.sh
 
-tools: $(KUBECTL) $(KUBECTL_OLDEST)
+tools: $(KUBECTL) $(KUBECTL_OLDEST) $(HELM)
 
 # Prometheus and promtool (Debian's package, through apt-get) for the tests of `kerf recommend`.
 prometheus:
@@ -37,14 +39,14 @@ cluster-tools:
 
 # The whole suite on kubesim (the end-to-end scenarios included); the tests that need the
 # real control plane are `make e2e`'s.
-test: $(STAMP) $(KUBECTL) $(KUBECTL_OLDEST)
-	KUBECTL=$(CURDIR)/$(KUBECTL) KUBECTL_OLDEST=$(CURDIR)/$(KUBECTL_OLDEST) $(BIN)/python -m pytest -m "not e2e"
+test: $(STAMP) $(KUBECTL) $(KUBECTL_OLDEST) $(HELM)
+	KUBECTL=$(CURDIR)/$(KUBECTL) KUBECTL_OLDEST=$(CURDIR)/$(KUBECTL_OLDEST) HELM=$(CURDIR)/$(HELM) $(BIN)/python -m pytest -m "not e2e"
 
-# The end-to-end scenarios, the devcluster tests, the conformance suite and make demo-real on
-# the real control plane (kube-apiserver, etcd, controller manager and scheduler 1.35 built by
-# `make cluster-tools`).
-e2e: $(STAMP) $(KUBECTL) cluster-tools
-	KUBECTL=$(CURDIR)/$(KUBECTL) KERF_E2E_BACKEND=real $(BIN)/python -m pytest tests/e2e tests/devcluster tests/conformance tests/integration/test_demo_real.py
+# The end-to-end scenarios, the devcluster tests, the conformance suite, the Helm chart and
+# make demo-real on the real control plane (kube-apiserver, etcd, controller manager and
+# scheduler 1.35 built by `make cluster-tools`).
+e2e: $(STAMP) $(KUBECTL) $(HELM) cluster-tools
+	KUBECTL=$(CURDIR)/$(KUBECTL) HELM=$(CURDIR)/$(HELM) KERF_E2E_BACKEND=real $(BIN)/python -m pytest tests/e2e tests/devcluster tests/conformance tests/integration/test_demo_real.py
 
 # The chaos soak (docs/soak.md): kubesim, the webhook and two reconciler replicas under
 # leader kills and stops, API faults and pod churn for about three minutes, then its checks;
@@ -69,6 +71,9 @@ certs: $(STAMP)
 explain: $(STAMP)
 	$(BIN)/kerf explain -f $(STATE_DIR) -o text
 
+report: $(STAMP)
+	$(BIN)/kerf report -f $(STATE_DIR)
+
 # kerf's main job on the embedded default: kubesim, the webhook and the reconciler in one
 # process, a storefront rightsized and narrated; exits on its own, leaves nothing running.
 demo: $(STAMP) $(KUBECTL)
@@ -85,8 +90,10 @@ run: $(STAMP) certs/tls.crt
 	$(BIN)/kerf explain -f $(STATE_DIR) -o text
 	$(BIN)/kerf webhook --state-dir $(STATE_DIR) --tls-cert certs/tls.crt --tls-key certs/tls.key --host 127.0.0.1 --port $(PORT)
 
+# The CRDs from the models, into the kustomize base and the Helm chart.
 crds: $(STAMP)
 	$(BIN)/python -m app.crdgen manifests/crds
+	cp manifests/crds/rightsizing.kubex.ai_*.yaml charts/kerf/crds/
 
 # docs/reference.md from the models, guardrails, annotations and metric collectors.
 reference: $(STAMP)

@@ -3,19 +3,26 @@
 from __future__ import annotations
 
 import argparse
+import csv
+import io
 import os
 import signal
 import sys
 from collections.abc import Sequence
 from datetime import datetime
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
 from typing import Any
 
 import orjson
 
 from app.cleanup import CleanupInputError, annotate_commands
 from app.clock import utc_now
+from app.completion import SHELLS, completion_script
 from app.explain import explain, render_text
 from app.models import InvalidObject
+from app.report import Prices, build_report, render_table, report_json, report_rows
+from app.snapshot import SnapshotError, cluster_snapshot
 from app.statedir import LoadError, load_view
 
 
@@ -44,6 +51,96 @@ def explain_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def _price(flag: str, text: str | None) -> float:
+    if text is None:
+        return 0.0
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{flag} {text!r} is not a price (a number >= 0)")
+    return value
+
+
+def report_command(args: argparse.Namespace) -> int:
+    """`kerf report`: requests now, recommended and applied, reclaimable, monthly cost."""
+    prices = None
+    if args.cpu_price is not None or args.memory_price is not None:
+        prices = Prices(
+            _price("--cpu-price", args.cpu_price), _price("--memory-price", args.memory_price)
+        )
+    view = cluster_snapshot(args.kubeconfig) if args.kubeconfig else load_view(args.file)
+    report = build_report(view, now=_now(args.now))
+    if args.output == "json":
+        body = orjson.dumps(report_json(report, prices), option=orjson.OPT_INDENT_2)
+        sys.stdout.write(body.decode() + "\n")
+    elif args.output == "csv":
+        buffer = io.StringIO()
+        csv.writer(buffer, lineterminator="\n").writerows(report_rows(report, prices))
+        sys.stdout.write(buffer.getvalue())
+    else:
+        sys.stdout.write(render_table(report_rows(report, prices)))
+    for warning in view.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    return 0
+
+
+def _add_report_command(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "report",
+        help="what kerf saves: requests now, recommended and applied, per workload",
+        description="Per workload, per namespace and for the cluster: CPU cores and memory "
+        "GiB requested now, with the recommendations, and with what kerf applies through its "
+        "guardrails; what is reclaimable; with prices, the monthly cost (730 hours).",
+    )
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument(
+        "-f",
+        "--file",
+        action="append",
+        metavar="PATH",
+        help="a YAML file or a directory of YAML files, as for explain (repeatable); "
+        "one of -f and --kubeconfig is required, no default",
+    )
+    source.add_argument(
+        "--kubeconfig",
+        type=Path,
+        metavar="FILE",
+        help="list the cluster of this kubeconfig once (default: -f files)",
+    )
+    p.add_argument(
+        "-o", "--output", choices=("table", "csv", "json"), default="table", help="output format"
+    )
+    p.add_argument(
+        "--cpu-price",
+        metavar="P",
+        help="price of one CPU core for one hour (default: no costs; 0 with --memory-price)",
+    )
+    p.add_argument(
+        "--memory-price",
+        metavar="P",
+        help="price of one GiB of memory for one hour (default: no costs; 0 with --cpu-price)",
+    )
+    p.add_argument(
+        "--now", default=None, metavar="RFC3339", help="the time to decide at (default: now)"
+    )
+    p.set_defaults(handler=report_command)
+
+
+def completion_command(args: argparse.Namespace) -> int:
+    """`kerf completion SHELL`: print the completion script."""
+    sys.stdout.write(completion_script(build_parser(), args.shell))
+    return 0
+
+
+def _version() -> str:
+    try:
+        return version("kerf")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown (not installed)"
+
+
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
     """Shows every option's default in `--help`.
 
@@ -60,6 +157,7 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand; each subcommand's --help shows defaults."""
     parser = argparse.ArgumentParser(prog="kerf", description="Kubernetes pod rightsizer")
+    parser.add_argument("--version", action="version", version=f"kerf {_version()}")
     sub = parser.add_subparsers(
         dest="command", required=True, parser_class=_subcommand_parser_class()
     )
@@ -92,6 +190,15 @@ def build_parser() -> argparse.ArgumentParser:
         "annotations kerf wrote (pipe them to sh to run them).",
     )
     cleanup.set_defaults(handler=cleanup_command)
+    _add_report_command(sub)
+    completion = sub.add_parser(
+        "completion",
+        help="print a shell completion script (bash, zsh)",
+        description="bash: `source <(kerf completion bash)`; zsh: `source <(kerf completion "
+        "zsh)` (through zsh's bashcompinit). Add the line to ~/.bashrc or ~/.zshrc to keep it.",
+    )
+    completion.add_argument("shell", choices=SHELLS, help="the shell")
+    completion.set_defaults(handler=completion_command)
     _add_service_commands(sub)
     return parser
 
@@ -166,7 +273,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Flushed here, not at exit, so a reader that went away is handled below.
         sys.stdout.flush()
         return code
-    except (LoadError, InvalidObject, argparse.ArgumentTypeError) as exc:
+    except (LoadError, InvalidObject, SnapshotError, argparse.ArgumentTypeError) as exc:
         print(f"kerf {args.command}: {exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:

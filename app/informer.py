@@ -17,6 +17,7 @@ the view; it never stops the feed.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import os
@@ -258,6 +259,13 @@ class Informer:
                     await self._back_off(exc)
             except Exception as exc:  # transport, bad JSON: anything but cancellation retries
                 await self._back_off(exc)
+
+    async def list_once(self) -> None:
+        """List the resource into the view once, no watch, no retry (a one-off reader such
+        as `kerf report`): an API error raises; a resource the cluster does not serve is
+        empty."""
+        with contextlib.suppress(Absent):
+            await self._list()
 
     async def _back_off(self, exc: Exception, level: int = logging.WARNING) -> None:
         delay = self.backoff.next_delay()

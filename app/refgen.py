@@ -310,7 +310,7 @@ def _metric_rows(module_name: str) -> list[str]:
     rows = []
     # prometheus_client has no public accessor for a collector's label names.
     collectors = build()._collector_to_names  # noqa: SLF001
-    families = [(next(iter(c.describe())), c) for c in collectors]
+    families = [(family, c) for c in collectors for family in c.describe()]
     for family, collector in sorted(families, key=lambda fc: fc[0].name):
         name = family.name + ("_total" if family.type == "counter" else "")
         # Collectors of prometheus_client keep them in `_labelnames`, kerf's own in `labelnames`.

@@ -19,6 +19,8 @@ from kubernetes_asyncio import client
 
 from app.annotations import POD_INFO, ROLLBACK_STATE
 from app.models import plural
+from app.report import Prices, build_report, render_table, report_rows
+from app.snapshot import snapshot_view
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "demo" / "storefront.yaml"
@@ -301,6 +303,20 @@ async def run_kubectl(story: Story, kubeconfig: Path, *args: str) -> None:
         timeout=60,
     )
     for line in (done.stdout or done.stderr).splitlines():
+        story.say(f"  {line}")
+
+
+#: Example on-demand prices per core-hour and GiB-hour, for the report's monthly cost.
+DEMO_PRICES = Prices(cpu_core_hour=0.031, memory_gib_hour=0.004)
+
+
+async def savings(story: Story, kubeconfig: Path, now: datetime) -> None:
+    """`kerf report` over the storefront, at the story's time."""
+    story.step("What kerf saves")
+    prices = f"--cpu-price {DEMO_PRICES.cpu_core_hour} --memory-price {DEMO_PRICES.memory_gib_hour}"
+    story.say(f"  $ kerf report --kubeconfig {kubeconfig.name} {prices}")
+    report = build_report(await snapshot_view(kubeconfig), now=now)
+    for line in render_table(report_rows(report, DEMO_PRICES)).splitlines():
         story.say(f"  {line}")
 
 

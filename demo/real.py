@@ -23,6 +23,7 @@ from typing import IO, Any
 
 from kubernetes_asyncio import client
 
+from app.clock import utc_now
 from app.informer import api_client_from_config
 from demo.narration import (
     POLICY_KINDS,
@@ -40,6 +41,7 @@ from demo.narration import (
     in_place,
     replaced,
     report,
+    savings,
     stamp,
 )
 from harness.backend import Backend, real_available, running_backend
@@ -163,6 +165,7 @@ async def _with_kerf(kerf: Kerf, out: IO[str], start: datetime) -> None:
         await _fallback(story)
         await _rollback(story)
         await report(story, kerf.backend.kubeconfig)
+        await savings(story, kerf.backend.kubeconfig, utc_now())
 
 
 async def _leading(kerf: Kerf) -> bool:

@@ -31,6 +31,7 @@ from demo.narration import (
     in_place,
     replaced,
     report,
+    savings,
     stamp,
 )
 from kubesim.clock import FakeClock
@@ -105,6 +106,7 @@ async def tell(out: IO[str], on_interrupt: Callable[[], object] = lambda: None) 
                     await _fallback(story, sim, service)
                     await _rollback(story, sim, service)
                     await report(story, sim.kubeconfig_path)
+                    await savings(story, sim.kubeconfig_path, clock.now())
                 finally:
                     stop.set()
                     with contextlib.suppress(Exception):

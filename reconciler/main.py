@@ -25,7 +25,7 @@ from app.view import ClusterView
 from reconciler.api import ApiWriter, LeaseReader, Transport
 from reconciler.dryrun import dry_pass, run_dry
 from reconciler.leader import LEASE_DURATION_S, LeaderElector
-from reconciler.metrics import reconciler_metrics
+from reconciler.metrics import RollbackStatesCollector, SavingsCollector, reconciler_metrics
 from reconciler.reconcile import ExecutionConfig, LeaseAge, WorkloadReconciler
 from reconciler.service import (
     RECONCILER_RESOURCES,
@@ -105,6 +105,8 @@ def build_service(
     writer = ApiWriter(transport)
     holder: list[Reconciler] = []
     view = WatchedView(lambda ref: holder[0].on_change(ref), own_namespace=namespace)
+    metrics.registry.register(SavingsCollector(view, clock))
+    metrics.registry.register(RollbackStatesCollector(view))
     execution = options.execution
     if options.once:
         # One pass per workload and exit: a rollout is not followed to its end, so each

@@ -3,10 +3,21 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
 
+from app.clock import Clock, utc_now
+from app.report import STATES, Report, build_report
+from app.view import ClusterView
+
+#: The savings totals decide every pod of the view: a scrape within this many seconds of
+#: the last computation is answered from it.
+REPORT_REUSE_S = 60.0
 PASS_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 
 
@@ -105,6 +116,114 @@ def reconciler_metrics(registry: CollectorRegistry | None = None) -> ReconcilerM
     )
 
 
+class SavingsCollector(Collector):
+    """The totals of `kerf report` per namespace, computed from the view when scraped (at
+    most once per `REPORT_REUSE_S`); nothing before the view is synced."""
+
+    labelnames = ("namespace", "state")
+
+    def __init__(
+        self,
+        view: ClusterView,
+        clock: Clock = utc_now,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._view = view
+        self._clock = clock
+        self._monotonic = monotonic
+        self._last: tuple[float, Report] | None = None
+
+    def _families(self) -> tuple[GaugeMetricFamily, GaugeMetricFamily]:
+        return (
+            GaugeMetricFamily(
+                "kerf_reconciler_report_cpu_cores",
+                "CPU cores requested by the live pods of workloads, per namespace: by the "
+                "manifest, now, recommended (the selected recommendations) and applied "
+                "(through the guardrails).",
+                labels=self.labelnames,
+            ),
+            GaugeMetricFamily(
+                "kerf_reconciler_report_memory_bytes",
+                "Memory bytes requested by the live pods of workloads, per namespace: by the "
+                "manifest, now, recommended and applied, as for the CPU cores.",
+                labels=self.labelnames,
+            ),
+        )
+
+    def describe(self) -> Iterator[Metric]:
+        """The two families, without samples."""
+        return iter(self._families())
+
+    def report(self) -> Report | None:
+        """The latest report (recomputed when older than `REPORT_REUSE_S`)."""
+        if not self._view.synced:
+            return None
+        now = self._monotonic()
+        if self._last is None or now - self._last[0] >= REPORT_REUSE_S:
+            self._last = (now, build_report(self._view, now=self._clock()))
+        return self._last[1]
+
+    def collect(self) -> Iterator[Metric]:
+        """One sample per namespace and state of each family."""
+        cpu, memory = self._families()
+        report = self.report()
+        for namespace, totals in (report.namespaces if report else {}).items():
+            for state in STATES:
+                cpu.add_metric([namespace, state], totals.cores(state))
+                memory.add_metric([namespace, state], float(totals.memory_bytes[state]))
+        yield cpu
+        yield memory
+
+
+#: The modes of SPEC §8's rollback state, each exported even when no workload is in it.
+ROLLBACK_MODES = (
+    "idle",
+    "monitoring",
+    "monitoringSucceeded",
+    "rollingBack",
+    "backingOff",
+    "failedPermanent",
+)
+
+
+class RollbackStatesCollector(Collector):
+    """Workloads by the mode of their rollback state, read from the view when scraped."""
+
+    labelnames = ("mode",)
+
+    def __init__(self, view: ClusterView) -> None:
+        self._view = view
+
+    def _family(self) -> GaugeMetricFamily:
+        return GaugeMetricFamily(
+            "kerf_reconciler_rollback_workloads",
+            "Workloads by rollback state mode (SPEC §8); a workload without a rollback "
+            "state is not counted.",
+            labels=self.labelnames,
+        )
+
+    def describe(self) -> Iterator[Metric]:
+        """The family, without samples."""
+        yield self._family()
+
+    def collect(self) -> Iterator[Metric]:
+        """One sample per mode, 0 included; nothing before the view is synced."""
+        family = self._family()
+        if self._view.synced:
+            counts = dict.fromkeys(ROLLBACK_MODES, 0)
+            with self._view.lock:
+                for workload in self._view.workloads():
+                    state = self._view.rollback_state(workload)
+                    if state is not None:
+                        counts[state.mode] = counts.get(state.mode, 0) + 1
+            for mode, count in counts.items():
+                family.add_metric([mode], float(count))
+        yield family
+
+
 def reference_registry() -> CollectorRegistry:
     """Every reconciler collector on a fresh registry, for docs/reference.md (app.refgen)."""
-    return reconciler_metrics().registry
+    registry = reconciler_metrics().registry
+    registry.register(SavingsCollector(ClusterView()))
+    registry.register(RollbackStatesCollector(ClusterView()))
+    return registry

@@ -47,6 +47,8 @@ def test_the_demo_tells_the_story_and_exits_0() -> None:
         "rollback-state monitoring",
         "RollbackFailedPermanent",
         "deployment-web",
+        "What kerf saves",
+        "SAVED_MONTHLY",
         "Done:",
     ):
         assert step in out, f"{step!r} missing from the demo's story"

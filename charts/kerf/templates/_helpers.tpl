@@ -1,0 +1,121 @@
+{{/* The image every kerf container runs. */}}
+{{- define "kerf.image" -}}
+{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- end }}
+
+{{/* Labels on every object of the release. */}}
+{{- define "kerf.labels" -}}
+app.kubernetes.io/part-of: kerf
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ .Chart.Name }}-{{ .Chart.Version }}
+{{- end }}
+
+{{/* The webhook Service's DNS names (the serving certificate's SANs). */}}
+{{- define "kerf.webhookNames" -}}
+- kerf-webhook
+- kerf-webhook.{{ .Release.Namespace }}
+- kerf-webhook.{{ .Release.Namespace }}.svc
+- kerf-webhook.{{ .Release.Namespace }}.svc.cluster.local
+{{- end }}
+
+{{/* The restricted pod security context every kerf pod runs with. */}}
+{{- define "kerf.podSecurity" -}}
+runAsNonRoot: true
+runAsUser: 65532
+runAsGroup: 65532
+fsGroup: 65532
+seccompProfile:
+  type: RuntimeDefault
+{{- end }}
+
+{{- define "kerf.containerSecurity" -}}
+allowPrivilegeEscalation: false
+readOnlyRootFilesystem: true
+runAsNonRoot: true
+capabilities:
+  drop: [ALL]
+{{- end }}
+
+{{/* POD_NAME and POD_NAMESPACE: the Lease holder identity and kerf's own namespace. */}}
+{{- define "kerf.podEnv" -}}
+- name: POD_NAME
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.name
+- name: POD_NAMESPACE
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.namespace
+{{- end }}
+
+{{/* Read access to everything the cluster view holds (SPEC §7). */}}
+{{- define "kerf.viewRules" -}}
+- apiGroups: [""]
+  resources: [namespaces, pods, nodes, configmaps]
+  verbs: [get, list, watch]
+- apiGroups: [apps]
+  resources: [replicasets, deployments, statefulsets, daemonsets]
+  verbs: [get, list, watch]
+- apiGroups: [batch]
+  resources: [jobs, cronjobs]
+  verbs: [get, list, watch]
+- apiGroups: [autoscaling]
+  resources: [horizontalpodautoscalers]
+  verbs: [get, list, watch]
+- apiGroups: [argoproj.io]
+  resources: [rollouts]
+  verbs: [get, list, watch]
+- apiGroups: [rightsizing.kubex.ai]
+  resources:
+    - policyevaluations
+    - globalconfigurations
+    - automationstrategies
+    - clusterautomationstrategies
+    - staticpolicies
+    - clusterstaticpolicies
+    - proactivepolicies
+    - clusterproactivepolicies
+    - gpureactivepolicies
+    - clustergpureactivepolicies
+    - containerargspolicies
+    - rollbackpolicies
+    - clusterrollbackpolicies
+    - rightsizingrecommendations
+  verbs: [get, list, watch]
+{{- end }}
+
+{{/* A Role and RoleBinding for one named Lease (create cannot be limited to a name). */}}
+{{- define "kerf.leaseRole" -}}
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  name: {{ .name }}-lease
+  namespace: {{ .root.Release.Namespace }}
+  labels:
+    {{- include "kerf.labels" .root | nindent 4 }}
+rules:
+  - apiGroups: [coordination.k8s.io]
+    resources: [leases]
+    verbs: [create]
+  - apiGroups: [coordination.k8s.io]
+    resources: [leases]
+    resourceNames: [{{ .name }}]
+    verbs: [get, update]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: {{ .name }}-lease
+  namespace: {{ .root.Release.Namespace }}
+  labels:
+    {{- include "kerf.labels" .root | nindent 4 }}
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: Role
+  name: {{ .name }}-lease
+subjects:
+  - kind: ServiceAccount
+    name: {{ .name }}
+    namespace: {{ .root.Release.Namespace }}
+{{- end }}

@@ -1,0 +1,246 @@
+"""`kerf report`: requests now, recommended and applied per workload, namespace and cluster;
+reclaimable cores and GiB; monthly cost at 730 hours; the CLI's outputs and its errors."""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import io
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+from kubernetes_asyncio import client
+
+from app.cli import main
+from app.report import HOURS_PER_MONTH, Prices, build_report, report_json
+from app.snapshot import snapshot_view
+from kubesim.testing import running_sim
+from tests.app.builders import NOW, base_objects, deployment, namespace, node, pod, static, view
+from tests.cluster import deployment as cluster_deployment
+from tests.cluster import install_shop
+
+ROOT = Path(__file__).resolve().parents[2]
+KERF = str(Path(sys.executable).parent / "kerf")
+GIB = 1024**3
+
+
+def storefront_view(mode: str = "auto"):
+    """web: two running pods at 400m/512Mi, a StaticPolicy of 250m/256Mi."""
+    return view(
+        *base_objects(replicas=2),
+        node(),
+        static(mode=mode),
+        pod("web-7d4b9-aaaaa", node="node-a"),
+        pod("web-7d4b9-bbbbb", node="node-a"),
+    )
+
+
+def test_a_workload_sums_its_pods_now_recommended_and_applied() -> None:
+    report = build_report(storefront_view(), now=NOW)
+    (web,) = report.workloads
+    assert (web.ref.kind, web.ref.namespace, web.ref.name) == ("Deployment", "shop", "web")
+    t = web.totals
+    assert t.pods == 2
+    assert t.millicores == {"manifest": 800, "now": 800, "recommended": 500, "applied": 500}
+    assert t.memory_bytes == {
+        "manifest": GIB,
+        "now": GIB,
+        "recommended": GIB // 2,
+        "applied": GIB // 2,
+    }
+    assert t.reclaimable_cores() == pytest.approx(0.3)
+    assert t.reclaimable_gib() == pytest.approx(0.5)
+
+
+def test_a_blocked_or_skipped_decision_applies_nothing_but_keeps_its_recommendation() -> None:
+    t = build_report(storefront_view(mode="audit"), now=NOW).cluster
+    assert t.millicores == {"manifest": 800, "now": 800, "recommended": 500, "applied": 800}
+    assert t.reclaimable_cores("applied") == 0
+    assert t.reclaimable_cores("recommended") == pytest.approx(0.3)
+
+
+def test_the_guardrails_cap_what_is_applied_not_what_is_recommended() -> None:
+    # 400m → 100m is a 75 % cut: maxChangePercent 50 lets 200m through.
+    small = {"app": {"requests": {"cpu": "100m", "memory": "512Mi"}}}
+    v = view(*base_objects(replicas=1), node(), static(containers=small), pod(node="node-a"))
+    t = build_report(v, now=NOW).cluster
+    assert t.millicores == {"manifest": 400, "now": 400, "recommended": 100, "applied": 200}
+
+
+def test_what_kerf_already_changed_counts_as_saved_against_the_manifest() -> None:
+    resized = {"app": {"requests": {"cpu": "250m", "memory": "256Mi"}}}
+    v = view(
+        *base_objects(replicas=1),
+        node(),
+        static(),
+        pod(node="node-a", containers=resized),
+    )
+    t = build_report(v, now=NOW).cluster
+    assert t.millicores == {"manifest": 400, "now": 250, "recommended": 250, "applied": 250}
+    assert t.saved_cores() == pytest.approx(0.15)
+    assert t.saved_gib() == pytest.approx(0.25)
+    assert t.reclaimable_cores() == 0
+
+
+def test_terminal_and_bare_pods_are_not_counted_and_a_podless_workload_is_zero() -> None:
+    bare = pod("lonely", node="node-a")
+    bare["metadata"]["ownerReferences"] = []
+    v = view(
+        *base_objects(replicas=1),
+        node(),
+        static(),
+        pod("web-7d4b9-aaaaa", node="node-a"),
+        pod("web-7d4b9-done1", node="node-a", phase="Succeeded"),
+        bare,
+        deployment("idle"),
+    )
+    report = build_report(v, now=NOW)
+    by_name = {w.ref.name: w.totals for w in report.workloads}
+    assert set(by_name) == {"idle", "web"}
+    assert by_name["web"].pods == 1
+    assert by_name["idle"].pods == 0 and by_name["idle"].millicores["now"] == 0
+    assert report.cluster.millicores["now"] == 400
+
+
+def test_namespaces_and_the_cluster_add_up_their_workloads() -> None:
+    v = view(
+        *base_objects(replicas=1),
+        namespace("blog"),
+        node(),
+        static(),
+        pod("web-7d4b9-aaaaa", node="node-a"),
+        deployment("web", namespace="blog"),
+        pod("web-7d4b9-ccccc", namespace="blog", node="node-a"),
+    )
+    report = build_report(v, now=NOW)
+    assert list(report.namespaces) == ["blog", "shop"]
+    # blog has no policy: nothing is recommended there.
+    assert report.namespaces["blog"].millicores["recommended"] == 400
+    assert report.namespaces["shop"].millicores["recommended"] == 250
+    assert report.cluster.millicores == {
+        "manifest": 800,
+        "now": 800,
+        "recommended": 650,
+        "applied": 650,
+    }
+    assert report.cluster.pods == 2
+
+
+def test_monthly_cost_is_cores_and_gib_times_their_hourly_price_over_730_hours() -> None:
+    prices = Prices(cpu_core_hour=0.04, memory_gib_hour=0.005)
+    body = report_json(build_report(storefront_view(), now=NOW), prices)
+    cluster = body["cluster"]
+    assert HOURS_PER_MONTH == 730
+    assert cluster["monthlyCost"]["now"] == pytest.approx((0.8 * 0.04 + 1 * 0.005) * 730, abs=0.005)
+    assert cluster["monthlyCost"]["recommended"] == pytest.approx(
+        (0.5 * 0.04 + 0.5 * 0.005) * 730, abs=0.005
+    )
+    assert cluster["reclaimable"]["recommended"] == {"cpuCores": 0.3, "memoryGiB": 0.5}
+    assert body["prices"] == {"cpuCoreHour": 0.04, "memoryGiBHour": 0.005, "hoursPerMonth": 730}
+    assert (
+        "monthlyCost" not in report_json(build_report(storefront_view(), now=NOW), None)["cluster"]
+    )
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    assert main(["report", *argv]) == 0
+    return capsys.readouterr().out
+
+
+STOREFRONT = str(ROOT / "examples" / "storefront")
+AT = "2026-11-29T12:00:00Z"
+
+
+def test_the_cli_json_names_every_workload_namespace_and_the_cluster(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    body = orjson.loads(run(capsys, "-f", STOREFRONT, "--now", AT, "-o", "json"))
+    assert [(w["kind"], w["name"]) for w in body["workloads"]] == [
+        ("Deployment", "api"),
+        ("Deployment", "web"),
+    ]
+    assert [n["namespace"] for n in body["namespaces"]] == ["shop"]
+    # web: 2 pods 400m → 250m; api: 1 pod 500m → 300m (its proactive row).
+    assert body["cluster"]["cpuCores"] == {
+        "manifest": 1.3,
+        "now": 1.3,
+        "recommended": 0.8,
+        "applied": 0.8,
+    }
+    assert body["cluster"]["saved"] == {"cpuCores": 0.0, "memoryGiB": 0.0}
+    assert "prices" not in body
+
+
+def test_the_cli_csv_and_table_carry_the_same_rows(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ("-f", STOREFRONT, "--now", AT, "--cpu-price", "0.04", "--memory-price", "0.005")
+    rows = list(csv.reader(io.StringIO(run(capsys, *args, "-o", "csv"))))
+    header, *body = rows
+    assert header[:4] == ["SCOPE", "NAMESPACE", "WORKLOAD", "PODS"]
+    assert [r[0] for r in body] == ["workload", "workload", "namespace", "cluster"]
+    cluster = dict(zip(header, body[-1], strict=True))
+    assert cluster["CPU_NOW"] == "1.300" and cluster["RECLAIM_CPU"] == "0.500"
+    assert float(cluster["SAVED_MONTHLY"]) == pytest.approx(
+        float(cluster["COST_MANIFEST"]) - float(cluster["COST_NOW"]), abs=0.011
+    )
+    table = run(capsys, *args).splitlines()
+    assert table[0].split() == header
+    assert [line.split()[0] for line in table[1:]] == [r[0] for r in body]
+
+
+def one_line_exit_2(*argv: str) -> str:
+    done = subprocess.run(
+        [KERF, "report", *argv], capture_output=True, text=True, timeout=60, cwd=ROOT
+    )
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, done.stderr
+    return lines[0]
+
+
+def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    assert "not a price" in one_line_exit_2("-f", STOREFRONT, "--cpu-price", "-1")[-60:]
+    assert "no such file" in one_line_exit_2("-f", str(tmp_path / "nothing"))
+    assert "no such file" in one_line_exit_2("--kubeconfig", str(tmp_path / "nothing"))
+    unreachable = tmp_path / "kubeconfig"
+    unreachable.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: x\n"
+        "clusters: [{name: c, cluster: {server: 'http://127.0.0.1:9'}}]\n"
+        "users: [{name: u, user: {token: t}}]\n"
+        "contexts: [{name: x, context: {cluster: c, user: u}}]\n"
+    )
+    assert "listing Namespace" in one_line_exit_2("--kubeconfig", str(unreachable))
+
+
+async def running_pods(api: client.ApiClient, namespace: str) -> int:
+    listed = await client.CoreV1Api(api).list_namespaced_pod(namespace)
+    return sum(1 for p in listed.items if p.status.phase == "Running")
+
+
+async def test_a_cluster_is_listed_once_and_reported_as_the_files_are(tmp_path: Path) -> None:
+    async with running_sim(tmp_path) as sim, sim.api_client() as api:
+        await install_shop(sim, api)
+        await client.AppsV1Api(api).create_namespaced_deployment(
+            "shop", cluster_deployment("web", "shop", replicas=2)
+        )
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 60
+        while await running_pods(api, "shop") < 2:
+            assert loop.time() < deadline, "timed out waiting for web's two pods to run"
+            await asyncio.sleep(0.05)
+        view = await snapshot_view(sim.kubeconfig_path)
+    report = build_report(view, now=NOW)
+    (web,) = report.workloads
+    # Pods run the manifest's 100m/128Mi; the StaticPolicy asks 250m/256Mi: an upsize.
+    assert web.totals.millicores == {
+        "manifest": 200,
+        "now": 200,
+        "recommended": 500,
+        "applied": 500,
+    }
+    assert web.totals.memory_bytes["now"] == GIB // 4
+    assert web.totals.memory_bytes["recommended"] == GIB // 2
+    assert report.cluster.reclaimable_cores() == pytest.approx(-0.3)

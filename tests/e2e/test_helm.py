@@ -1,0 +1,118 @@
+"""docs/install.md's Helm path (its `rehearse-helm` blocks, verbatim): charts/kerf installed on the real control plane (kube-apiserver
+1.35, kerf's RBAC enforced): the CRDs are established, every object exists, the pods the
+node agent runs become Running, the webhook registration trusts the chart's certificate;
+`helm upgrade` keeps that certificate, `helm uninstall` removes the registration."""
+
+from __future__ import annotations
+
+import base64
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cryptography import x509
+
+from tests.e2e.backends import real_available, running_backend, selected
+from tests.e2e.kerf import KUBECTL, Kubectl, wait_until
+from tests.integration.guide import blocks
+
+pytestmark = pytest.mark.e2e
+ROOT = Path(__file__).resolve().parents[2]
+CHART = ROOT / "charts" / "kerf"
+NAMESPACE = "kerf-system"
+
+
+def helm_binary() -> str:
+    candidate = os.environ.get("HELM") or str(ROOT / ".tools" / "bin" / "helm")
+    if not (Path(candidate).is_file() or shutil.which(candidate)):
+        pytest.fail(f"helm not found at {candidate}: run scripts/get-kubectl.sh", pytrace=False)
+    return candidate
+
+
+def running(admin: Kubectl, name: str, count: int) -> bool:
+    pods = admin.json("-n", NAMESPACE, "pods", "-l", f"app.kubernetes.io/name={name}")["items"]
+    return sum(1 for p in pods if p["status"].get("phase") == "Running") >= count
+
+
+def ca_bundle(admin: Kubectl) -> str:
+    configuration = admin.json("mutatingwebhookconfiguration", "kerf-webhook")
+    [hook] = configuration["webhooks"]
+    return str(hook["clientConfig"]["caBundle"])
+
+
+def check_installed(admin: Kubectl) -> dict[str, Any]:
+    crds = admin.json("crd")["items"]
+    kerf_crds = [c for c in crds if c["spec"]["group"] == "rightsizing.kubex.ai"]
+    assert len(kerf_crds) == len(list((CHART / "crds").glob("*.yaml")))
+    for crd in kerf_crds:
+        conditions = {c["type"]: c["status"] for c in crd["status"]["conditions"]}
+        assert conditions.get("Established") == "True", crd["metadata"]["name"]
+    for kind, name in (
+        ("deployment", "kerf-webhook"),
+        ("deployment", "kerf-reconciler"),
+        ("service", "kerf-webhook"),
+        ("poddisruptionbudget", "kerf-webhook"),
+        ("serviceaccount", "kerf-webhook"),
+        ("serviceaccount", "kerf-reconciler"),
+        ("role", "kerf-reconciler-lease"),
+        ("secret", "kerf-webhook-tls"),
+    ):
+        assert admin.json("-n", NAMESPACE, kind, name)["metadata"]["name"] == name
+    assert admin.json("clusterrole", "kerf-reconciler")["rules"]
+    assert admin.json("policyevaluation", "policy-evaluation")["spec"]["precedence"]
+    assert admin.json("globalconfiguration", "global-config")["spec"]["automationEnabled"]
+    configuration = admin.json("mutatingwebhookconfiguration", "kerf-webhook")
+    [hook] = configuration["webhooks"]
+    assert hook["failurePolicy"] == "Ignore" and hook["sideEffects"] == "None"
+    assert hook["clientConfig"]["service"]["namespace"] == NAMESPACE
+    secret = admin.json("-n", NAMESPACE, "secret", "kerf-webhook-tls")
+    ca = x509.load_pem_x509_certificate(base64.b64decode(hook["clientConfig"]["caBundle"]))
+    serving = x509.load_pem_x509_certificate(base64.b64decode(secret["data"]["tls.crt"]))
+    serving.verify_directly_issued_by(ca)
+    return hook
+
+
+def run_block(kubeconfig: Path, code: str) -> str:
+    """One `rehearse-helm` block of docs/install.md in bash, as a user pastes it."""
+    tools = f"{Path(helm_binary()).parent}:{Path(KUBECTL).parent}"
+    env = {**os.environ, "KUBECONFIG": str(kubeconfig), "PATH": f"{tools}:{os.environ['PATH']}"}
+    done = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=300,
+    )
+    assert done.returncode == 0, f"{code}\n{done.stdout}{done.stderr}"
+    return done.stdout
+
+
+def test_the_guide_s_helm_path_installs_upgrades_and_uninstalls_on_the_real_server(
+    tmp_path: Path,
+) -> None:
+    if selected() != "real":
+        pytest.skip("helm install runs on the real control plane (make e2e)")
+    if not real_available():
+        pytest.skip("the real control plane is not built: run make cluster-tools")
+    install, upgrade, uninstall = blocks("rehearse-helm")
+    with running_backend("real", tmp_path, nodes=2, cpu="8", memory="16Gi") as backend:
+        admin = Kubectl(backend.kubeconfig)
+        assert "kerf-webhook" in run_block(backend.kubeconfig, install)
+        check_installed(admin)
+        wait_until(lambda: running(admin, "kerf-webhook", 2), "the webhook's two pods")
+        wait_until(lambda: running(admin, "kerf-reconciler", 2), "the reconciler's two pods")
+        before = ca_bundle(admin)
+
+        run_block(backend.kubeconfig, upgrade)
+        hook = check_installed(admin)
+        assert hook["timeoutSeconds"] == 4
+        assert ca_bundle(admin) == before, "an upgrade must keep the webhook's CA"
+
+        run_block(backend.kubeconfig, uninstall)
+        left = admin("get", "mutatingwebhookconfiguration", "-o", "name")
+        assert "kerf-webhook" not in left
+        assert admin.json("crd", "-l", "app.kubernetes.io/part-of=kerf")["items"] == []

@@ -1,0 +1,261 @@
+"""charts/kerf: `helm lint` passes; `helm template` renders objects that validate against
+the Kubernetes schemas and match the kustomize base where both ship the same thing (RBAC,
+CRDs, webhook registration); every service flag has a value; the recommender and
+cert-manager switches render what they say.
+
+helm is required, not optional: `scripts/get-kubectl.sh` installs it into `.tools/bin/helm`
+(or point `$HELM` at a helm 4 binary).
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate
+import pytest
+import yaml
+from cryptography import x509
+
+from app.cli import build_parser
+from app.crdgen import validate_against_crd
+from app.models import parse_object
+from tests.webhook.test_manifests import render as kustomize
+
+ROOT = Path(__file__).resolve().parents[1]
+CHART = ROOT / "charts" / "kerf"
+KERF_API = "rightsizing.kubex.ai/v1alpha1"
+CERT_MANAGER_API = "cert-manager.io/v1"
+NAMESPACE = "kerf-system"
+
+
+def helm() -> str:
+    candidate = os.environ.get("HELM") or str(ROOT / ".tools" / "bin" / "helm")
+    if not (Path(candidate).is_file() or shutil.which(candidate)):
+        pytest.fail(
+            f"helm not found at {candidate}: run scripts/get-kubectl.sh or set $HELM",
+            pytrace=False,
+        )
+    return candidate
+
+
+def template(*sets: str, namespace: str = NAMESPACE) -> list[dict[str, Any]]:
+    argv = [helm(), "template", "kerf", str(CHART), "--namespace", namespace]
+    for value in sets:
+        argv += ["--set", value]
+    done = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return [doc for doc in yaml.safe_load_all(done.stdout) if doc]
+
+
+def one(objects: list[dict[str, Any]], kind: str, name: str) -> dict[str, Any]:
+    [found] = [o for o in objects if o["kind"] == kind and o["metadata"]["name"] == name]
+    return found
+
+
+def names(objects: list[dict[str, Any]], kind: str) -> set[str]:
+    return {o["metadata"]["name"] for o in objects if o["kind"] == kind}
+
+
+@pytest.fixture(scope="module")
+def objects() -> list[dict[str, Any]]:
+    return template()
+
+
+@pytest.mark.parametrize(
+    "sets",
+    [(), ("recommender.enabled=true", "certificates.certManager.enabled=true")],
+    ids=["defaults", "recommender-and-cert-manager"],
+)
+def test_helm_lint_passes(sets: tuple[str, ...]) -> None:
+    argv = [helm(), "lint", str(CHART), "--strict"]
+    for value in sets:
+        argv += ["--set", value]
+    done = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "0 chart(s) failed" in done.stdout
+
+
+@pytest.mark.parametrize(
+    "sets",
+    [(), ("recommender.enabled=true", "certificates.certManager.enabled=true")],
+    ids=["defaults", "recommender-and-cert-manager"],
+)
+def test_every_kubernetes_object_validates_strictly(sets: tuple[str, ...]) -> None:
+    version = kubernetes_validate.latest_version()
+    checked = 0
+    for obj in template(*sets):
+        if obj["apiVersion"] in (KERF_API, CERT_MANAGER_API):
+            continue
+        try:
+            kubernetes_validate.validate(obj, version, strict=True)
+        except kubernetes_validate.ValidationError as exc:
+            pytest.fail(f"{obj['kind']}/{obj['metadata']['name']}: {exc.message}")
+        checked += 1
+    assert checked >= 15
+
+
+def test_kerf_defaults_fit_the_models_and_the_crds(objects: list[dict[str, Any]]) -> None:
+    kerf = [o for o in objects if o["apiVersion"] == KERF_API]
+    assert sorted(o["kind"] for o in kerf) == ["GlobalConfiguration", "PolicyEvaluation"]
+    for obj in kerf:
+        parse_object(obj, "charts/kerf")
+        assert validate_against_crd(obj) == [], obj["kind"]
+    assert not [o for o in template("defaults.install=false") if o["apiVersion"] == KERF_API]
+
+
+def test_the_chart_ships_the_crds_of_manifests_unchanged() -> None:
+    shipped = {p.name: p.read_bytes() for p in (CHART / "crds").glob("*.yaml")}
+    generated = {p.name: p.read_bytes() for p in (ROOT / "manifests" / "crds").glob("*_*.yaml")}
+    assert shipped == generated, "run `make crds`: charts/kerf/crds differs from manifests/crds"
+
+
+def test_the_chart_version_is_kerf_version() -> None:
+    chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    version = next(
+        line.split('"')[1] for line in pyproject.splitlines() if line.startswith("version = ")
+    )
+    assert chart["version"] == version and chart["appVersion"] == version
+
+
+def permissions(objects: list[dict[str, Any]], kind: str, name: str) -> set[tuple[str, ...]]:
+    """Every (group, resource, verb, name) a role grants: its rules' order does not matter."""
+    return {
+        (group, resource, verb, resource_name)
+        for rule in one(objects, kind, name)["rules"]
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+        for verb in rule["verbs"]
+        for resource_name in rule.get("resourceNames") or ["*"]
+    }
+
+
+@pytest.mark.parametrize(
+    ("kind", "name"),
+    [
+        ("ClusterRole", "kerf-webhook"),
+        ("ClusterRole", "kerf-reconciler"),
+        ("Role", "kerf-webhook-lease"),
+        ("Role", "kerf-reconciler-lease"),
+    ],
+)
+def test_rbac_is_the_kustomize_base_s(objects: list[dict[str, Any]], kind: str, name: str) -> None:
+    base = kustomize(ROOT / "manifests")
+    assert permissions(objects, kind, name) == permissions(base, kind, name)
+
+
+def test_the_webhook_registration_is_safe_and_trusts_the_serving_certificate(
+    objects: list[dict[str, Any]],
+) -> None:
+    configuration = one(objects, "MutatingWebhookConfiguration", "kerf-webhook")
+    [hook] = configuration["webhooks"]
+    assert hook["failurePolicy"] == "Ignore"
+    assert hook["sideEffects"] == "None"
+    assert hook["reinvocationPolicy"] == "IfNeeded"
+    assert hook["timeoutSeconds"] <= 5
+    assert hook["clientConfig"]["service"] == {
+        "name": "kerf-webhook",
+        "namespace": NAMESPACE,
+        "path": "/mutate",
+        "port": 443,
+    }
+    [expression] = hook["namespaceSelector"]["matchExpressions"]
+    assert expression["operator"] == "NotIn"
+    assert set(expression["values"]) == {"kube-system", NAMESPACE}
+    base = one(kustomize(ROOT / "manifests"), "MutatingWebhookConfiguration", "kerf-webhook")
+    assert hook["matchConditions"] == base["webhooks"][0]["matchConditions"]
+    assert hook["rules"] == base["webhooks"][0]["rules"]
+
+    secret = one(objects, "Secret", "kerf-webhook-tls")
+    ca = x509.load_pem_x509_certificate(base64.b64decode(hook["clientConfig"]["caBundle"]))
+    serving = x509.load_pem_x509_certificate(base64.b64decode(secret["data"]["tls.crt"]))
+    assert base64.b64decode(secret["data"]["ca.crt"]) == base64.b64decode(
+        hook["clientConfig"]["caBundle"]
+    )
+    serving.verify_directly_issued_by(ca)
+    sans = serving.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert f"kerf-webhook.{NAMESPACE}.svc" in sans.get_values_for_type(x509.DNSName)
+
+
+def test_another_namespace_moves_every_reference(tmp_path: Path) -> None:
+    objects = template(namespace="rightsizing")
+    hook = one(objects, "MutatingWebhookConfiguration", "kerf-webhook")["webhooks"][0]
+    assert hook["clientConfig"]["service"]["namespace"] == "rightsizing"
+    assert "rightsizing" in hook["namespaceSelector"]["matchExpressions"][0]["values"]
+    for o in objects:
+        if o["kind"] in ("ClusterRoleBinding", "RoleBinding"):
+            assert {s["namespace"] for s in o["subjects"]} == {"rightsizing"}
+
+
+def flags(command: str) -> set[str]:
+    sub = next(
+        a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)
+    ).choices[command]
+    return {
+        a.option_strings[-1]
+        for a in sub._actions
+        if a.option_strings and not isinstance(a, argparse._HelpAction)
+    }
+
+
+def args_of(objects: list[dict[str, Any]], deployment: str) -> list[str]:
+    [container] = one(objects, "Deployment", deployment)["spec"]["template"]["spec"]["containers"]
+    return container["args"]
+
+
+#: Flags a chart value does not mirror, and why.
+NOT_VALUES = {
+    "webhook": {
+        "--state-dir": "files instead of a cluster: not for an installation",
+        "--kubeconfig": "in a pod the service account is the cluster",
+        "--host": "a pod listens on every address",
+    },
+    "reconciler": {
+        "--state-dir": "files instead of a cluster: not for an installation",
+        "--kubeconfig": "in a pod the service account is the cluster",
+        "--once": "a Deployment runs the service, not one pass",
+        "--metrics-host": "a pod listens on every address",
+    },
+}
+
+
+@pytest.mark.parametrize("command", ["webhook", "reconciler"])
+def test_every_service_flag_has_a_value(objects: list[dict[str, Any]], command: str) -> None:
+    rendered = {a.split("=")[0] for a in args_of(objects, f"kerf-{command}")}
+    dry = {a.split("=")[0] for a in args_of(template("reconciler.dryRun=true"), "kerf-reconciler")}
+    assert flags(command) - set(NOT_VALUES[command]) <= rendered | dry
+
+
+def test_the_recommender_is_off_by_default_and_runs_kerf_recommend_when_on(
+    objects: list[dict[str, Any]],
+) -> None:
+    assert "kerf-recommender" not in names(objects, "Deployment")
+    url = "http://prometheus.monitoring.svc:9090"
+    on = template("recommender.enabled=true", f"recommender.prometheus={url}")
+    args = args_of(on, "kerf-recommender")
+    assert args[0] == "recommend" and f"--prometheus={url}" in args
+    role = one(on, "ClusterRole", "kerf-recommender")
+    assert {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create", "patch"]} in role[
+        "rules"
+    ]
+
+
+def test_cert_manager_issues_the_certificate_and_injects_the_ca_bundle() -> None:
+    objects = template("certificates.certManager.enabled=true")
+    assert "kerf-webhook-tls" not in names(objects, "Secret")
+    configuration = one(objects, "MutatingWebhookConfiguration", "kerf-webhook")
+    assert configuration["metadata"]["annotations"] == {
+        "cert-manager.io/inject-ca-from": f"{NAMESPACE}/kerf-webhook-tls"
+    }
+    assert "caBundle" not in configuration["webhooks"][0]["clientConfig"]
+    certificate = one(objects, "Certificate", "kerf-webhook-tls")
+    assert certificate["spec"]["secretName"] == "kerf-webhook-tls"
+    assert certificate["spec"]["issuerRef"]["name"] == "kerf-webhook-ca"
+    assert one(objects, "Certificate", "kerf-webhook-ca")["spec"]["isCA"] is True
+    assert names(objects, "Issuer") == {"kerf-selfsigned", "kerf-webhook-ca"}
