@@ -34,6 +34,8 @@ ETCD_READY_S = 30
 APISERVER_READY_S = 90
 CLUSTER_READY_S = 90
 _POLL_S = 0.2
+#: Requests per second the controller manager and the scheduler may each send.
+CLIENT_QPS = 500
 
 
 @dataclass(frozen=True)
@@ -145,6 +147,11 @@ class DevCluster:
             "--bind-address=127.0.0.1",
             # No health or metrics endpoint: nothing here reads them, and no port to pick.
             "--secure-port=0",
+            # The default client rate limits (20/s for the controller manager, 50/s for the
+            # scheduler) share a big cluster's API server; here they only made a few
+            # thousand pods wait minutes to be created and bound.
+            f"--kube-api-qps={CLIENT_QPS}",
+            f"--kube-api-burst={2 * CLIENT_QPS}",
         ]
         if name == "kube-scheduler":
             return common
