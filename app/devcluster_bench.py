@@ -368,7 +368,8 @@ def real_cluster(
     reader.start()
     try:
         started = time.monotonic()
-        if not serving.wait(START_S) or process.poll() is not None:
+        serving.wait(START_S)
+        if not any("serving on" in line for line in log) or process.poll() is not None:
             raise SetupError("devcluster did not start: " + " / ".join(log[-5:]))
         cluster = RealCluster(
             str(kubeconfig),

@@ -388,6 +388,22 @@ def client_process(
     return result, spent
 
 
+def run_each(
+    cluster: str, runners: Mapping[str, Callable[[], dict[str, Any]]], out: Path
+) -> dict[str, Any]:
+    """The figures of `runners[cluster]()`, or, for "both", of kubesim's then the real
+    one's as {"sim": …, "real": …}, `out` written after each (a failed second run keeps
+    the first's figures)."""
+    if cluster != "both":
+        return runners[cluster]()
+    figures: dict[str, Any] = {}
+    for name in ("sim", "real"):
+        figures[name] = runners[name]()
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_bytes(orjson.dumps(figures, option=orjson.OPT_INDENT_2))
+    return figures
+
+
 def bench_header(args: argparse.Namespace) -> dict[str, Any]:
     """The figures every cluster bench starts with: the cluster's size and the machine."""
     return {
@@ -514,10 +530,9 @@ def main(argv: list[str] | None = None) -> int:
     from app.devcluster_bench import SetupError
 
     try:
-        if args.cluster == "both":
-            figures = {"sim": run(args), "real": run_real(args)}
-        else:
-            figures = run_real(args) if args.cluster == "real" else run(args)
+        figures = run_each(
+            args.cluster, {"sim": lambda: run(args), "real": lambda: run_real(args)}, args.out
+        )
     except (SetupError, RuntimeError) as exc:
         print(f"startup_bench: {exc}", file=sys.stderr)
         return 1

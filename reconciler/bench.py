@@ -51,6 +51,7 @@ from app.startup_bench import (
     cluster_objects,
     cpu_split,
     process_cpu_seconds,
+    run_each,
     seed,
     simulator_process,
 )
@@ -421,10 +422,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path(".bench/reconciler.json"))
     args = parser.parse_args(argv)
     try:
-        if args.cluster == "both":
-            figures = {"sim": run_sim(args), "real": run_real(args)}
-        else:
-            figures = run_real(args) if args.cluster == "real" else run_sim(args)
+        figures = run_each(
+            args.cluster,
+            {"sim": lambda: run_sim(args), "real": lambda: run_real(args)},
+            args.out,
+        )
     except (SetupError, RuntimeError) as exc:
         print(f"reconciler.bench: {exc}", file=sys.stderr)
         return 1
