@@ -42,7 +42,9 @@ IN_FLIGHT = 32
 NODE_CPU = "64"
 NODE_MEMORY = "256Gi"
 #: Bounds on the set-up's stages: what to wait before calling a stage failed.
-START_S = 300.0
+START_S = 120.0
+#: ... and per node: the node agent registers them one at a time.
+START_PER_NODE_S = 1.5
 ESTABLISHED_S = 60.0
 PROGRESS_S = 15.0
 STOP_S = 60.0
@@ -219,7 +221,7 @@ async def _namespaces_ready(client: Api, count: int) -> None:
         )
         return len(listed.get("items") or []) >= count
 
-    await _until("the namespaces' default ServiceAccounts did not appear", START_S, ready)
+    await _until("the namespaces' default ServiceAccounts did not appear", ESTABLISHED_S, ready)
 
 
 def _running(pod: Mapping[str, Any]) -> bool:
@@ -368,7 +370,7 @@ def real_cluster(
     reader.start()
     try:
         started = time.monotonic()
-        serving.wait(START_S)
+        serving.wait(START_S + START_PER_NODE_S * spec["nodes"])
         if not any("serving on" in line for line in log) or process.poll() is not None:
             raise SetupError("devcluster did not start: " + " / ".join(log[-5:]))
         cluster = RealCluster(

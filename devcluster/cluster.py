@@ -34,7 +34,7 @@ ETCD_READY_S = 30
 APISERVER_READY_S = 90
 CLUSTER_READY_S = 90
 #: ... and, for many nodes, this much more per node (the agent registers them one by one).
-CLUSTER_READY_PER_NODE_S = 0.5
+CLUSTER_READY_PER_NODE_S = 1.0
 _POLL_S = 0.2
 #: Requests per second the controller manager and the scheduler may each send.
 CLIENT_QPS = 500
