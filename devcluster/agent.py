@@ -138,11 +138,15 @@ class NodeAgent:
         return meta.get("uid") or meta["name"]
 
     def _node_changed(self, node: Obj | None) -> None:
-        if node is not None and self._node_needs_status(node):
-            # Off the watch loop; held here because the loop keeps only weak references.
-            task = asyncio.get_running_loop().create_task(self._write_node_status(node))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+        """A node changed, or (None) the nodes were listed: every listed one is checked, as
+        a registration's status write can lose a race (409: the controller manager changed
+        the new Node first) and nothing else would bring that node its status."""
+        for candidate in list(self.nodes.values()) if node is None else [node]:
+            if self._node_needs_status(candidate):
+                # Off the watch loop; held here because the loop keeps only weak references.
+                task = asyncio.get_running_loop().create_task(self._write_node_status(candidate))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
         self._wake.set()
 
     def _node_needs_status(self, node: Obj) -> bool:

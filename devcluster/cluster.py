@@ -33,7 +33,11 @@ ISSUER = "https://kubernetes.default.svc.cluster.local"
 ETCD_READY_S = 30
 APISERVER_READY_S = 90
 CLUSTER_READY_S = 90
+#: ... and, for many nodes, this much more per node (the agent registers them one by one).
+CLUSTER_READY_PER_NODE_S = 1.0
 _POLL_S = 0.2
+#: Requests per second the controller manager and the scheduler may each send.
+CLIENT_QPS = 500
 
 
 @dataclass(frozen=True)
@@ -79,7 +83,8 @@ class DevCluster:
         shape = NodeShape(cpu=self.options.node_cpu, memory=self.options.node_memory)
         self.agent = NodeAgent(self.client, shape, self.options.nodes)
         self._agent_task = asyncio.create_task(self.agent.run())
-        await self._wait(None, CLUSTER_READY_S, "to have Ready nodes", self._cluster_ready)
+        ready_s = CLUSTER_READY_S + CLUSTER_READY_PER_NODE_S * self.options.nodes
+        await self._wait(None, ready_s, "to have Ready nodes", self._cluster_ready)
         text = kubeconfig.render(self.server, pki.ca.cert, pki.admin, "devcluster-admin")
         kubeconfig.write(self.options.kubeconfig, text)
         return self.server
@@ -149,6 +154,11 @@ class DevCluster:
             "--bind-address=127.0.0.1",
             # No health or metrics endpoint: nothing here reads them, and no port to pick.
             "--secure-port=0",
+            # The default client rate limits (20/s for the controller manager, 50/s for the
+            # scheduler) share a big cluster's API server; here they only made a few
+            # thousand pods wait minutes to be created and bound.
+            f"--kube-api-qps={CLIENT_QPS}",
+            f"--kube-api-burst={2 * CLIENT_QPS}",
         ]
         if name == "kube-scheduler":
             return common

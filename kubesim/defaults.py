@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 from typing import Any
 
 from kubesim import pods
@@ -103,11 +105,31 @@ def prepare_job(obj: Obj) -> None:
 EVENT_NOTE_LIMIT = 1024
 
 
+#: A ConfigMap's values (data and decoded binaryData, keys not counted) may hold this many
+#: bytes at most.
+CONFIGMAP_LIMIT = 1024 * 1024
+
+
+def configmap_size(obj: Obj) -> int:
+    """The bytes of a ConfigMap's values the real server counts against CONFIGMAP_LIMIT."""
+    size = sum(len(str(value).encode()) for value in (obj.get("data") or {}).values())
+    for value in (obj.get("binaryData") or {}).values():
+        try:
+            size += len(base64.b64decode(str(value), validate=True))
+        except binascii.Error:
+            size += len(str(value))
+    return size
+
+
 def validate_object(plural: str, group: str, obj: Obj) -> list[Cause]:
-    """Field errors for built-in workload kinds (selector present and matching the template)
-    and for events.k8s.io Events (the note's length)."""
+    """Field errors for built-in workload kinds (selector present and matching the template),
+    for events.k8s.io Events (the note's length) and for ConfigMaps (their size)."""
     spec = obj.get("spec") or {}
     causes: list[Cause] = []
+    if (group, plural) == ("", "configmaps") and configmap_size(obj) > CONFIGMAP_LIMIT:
+        # The real server's path for the whole object renders as "[]".
+        message = f"Too long: may not be more than {CONFIGMAP_LIMIT} bytes"
+        causes.append(Cause("FieldValueTooLong", message, "[]"))
     # Stored as a v1 Event by the time it is validated: the note is its `message`.
     note = (
         obj.get("note", obj.get("message"))

@@ -18,6 +18,12 @@ the process's peak RSS at its end:
 
 `--workloads 1000 --pods 2000` gives the convergence figure of the issue (1,000
 workloads / 2,000 pods that each need an in-place resize): API calls per resized pod.
+
+`--cluster real` runs the same phases against the real control plane instead
+(`app.devcluster_bench`: devcluster with the cluster created through the API, its pods
+made by the controller manager and brought Running by the node agent, which also finishes
+the resizes); `--cluster both` runs kubesim, then the real one, and prints them side by
+side. Each phase also reports the CPU the server's processes spent during it.
 Nothing is asserted; the figures are printed and written as JSON.
 """
 
@@ -28,20 +34,24 @@ import asyncio
 import os
 import resource
 import sys
+import tempfile
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from app.devcluster_bench import SetupError, cpu_delta, real_cluster
 from app.startup_bench import (
     CLUSTER_ARGS,
     bench_header,
     client_process,
     cluster_objects,
     cpu_split,
+    process_cpu_seconds,
+    run_each,
     seed,
     simulator_process,
 )
@@ -204,8 +214,16 @@ def _writes(metrics: Any) -> float:
     return sum(v for k, v in _calls(metrics).items() if k in WRITES)
 
 
-def measure(kubeconfig: str, cpus: set[int] | None, out: Any) -> None:
-    """The reconciler process: the three phases."""
+def _server_cpu(pids: Mapping[str, int]) -> dict[str, float]:
+    spent = {name: process_cpu_seconds(pid) for name, pid in pids.items()}
+    return {name: value for name, value in spent.items() if value is not None}
+
+
+def measure(
+    kubeconfig: str, cpus: set[int] | None, server_pids: Mapping[str, int], out: Any
+) -> None:
+    """The reconciler process: the four phases; `server_pids` names the processes serving
+    the API, whose CPU each phase reports."""
     if cpus:
         os.sched_setaffinity(0, cpus)
     from app.informer import api_client_from_config
@@ -233,7 +251,7 @@ def measure(kubeconfig: str, cpus: set[int] | None, out: Any) -> None:
             # simulator may answer too slowly for (a leader that cannot renew stops).
             service.leader = None
             figures: dict[str, Any] = {}
-            cpu0, t0 = _cpu(), time.perf_counter()
+            cpu0, t0, server0 = _cpu(), time.perf_counter(), _server_cpu(server_pids)
             tasks = [asyncio.create_task(feed.run())]
             if service.leader is not None:
                 tasks.append(asyncio.create_task(service.leader.run()))
@@ -242,12 +260,14 @@ def measure(kubeconfig: str, cpus: set[int] | None, out: Any) -> None:
                 "seconds": round(time.perf_counter() - t0, 2),
                 "cpu_seconds": round(_cpu() - cpu0, 2),
                 "peak_rss_mib": _peak_rss_mib(),
+                "server_cpu_seconds": cpu_delta(_server_cpu(server_pids), server0),
             }
             if service.leader is not None:
                 await service.leader.elected.wait()
             workers = [asyncio.create_task(service.work()) for _ in range(service.config.workers)]
             for name in ("first_pass", "steady_pass", "resync_pass"):
                 calls0, cpu0, t0 = _calls(service.metrics), _cpu(), time.perf_counter()
+                server0 = _server_cpu(server_pids)
                 kinds0 = _calls(service.metrics, by_resource=True)
                 resized0 = service.metrics.resizes.labels("requested")._value.get()
                 passes0 = service.passes
@@ -274,6 +294,8 @@ def measure(kubeconfig: str, cpus: set[int] | None, out: Any) -> None:
                     ),
                     "peak_rss_mib": _peak_rss_mib(),
                     "scheduled_later": service.queue.scheduled,
+                    # the quiet time waited included: the server worked on through it
+                    "server_cpu_seconds": cpu_delta(_server_cpu(server_pids), server0),
                 }
                 if resized:
                     figures[name]["api_calls_per_resized_pod"] = round(
@@ -289,10 +311,10 @@ def measure(kubeconfig: str, cpus: set[int] | None, out: Any) -> None:
     out.send(asyncio.run(main()))
 
 
-def run(args: argparse.Namespace) -> dict[str, Any]:
+def run_sim(args: argparse.Namespace) -> dict[str, Any]:
     """Start kubesim with the cluster, then one reconciler through the four phases."""
     sim_cpus, client_cpus = cpu_split()
-    figures = bench_header(args)
+    figures = {**bench_header(args), "cluster": "kubesim"}
     spec = {key: getattr(args, key) for key in CLUSTER_ARGS}
     with simulator_process(serve, spec, sim_cpus, timeout_s=900) as (sim, ready):
         kubeconfig, count = ready
@@ -300,13 +322,43 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         result, sim_cpu = client_process(
             sim,
             measure,
-            (kubeconfig, client_cpus),
+            (kubeconfig, client_cpus, {"kubesim": sim.pid or 0}),
             timeout_s=args.timeout,
             what="the reconciler did not finish",
         )
         figures.update(result)
         if sim_cpu is not None:
             figures["kubesim_cpu_seconds"] = round(sim_cpu, 1)
+    return _with_targets(figures)
+
+
+def run_real(args: argparse.Namespace) -> dict[str, Any]:
+    """Start devcluster, create the cluster through the API and wait until its pods run,
+    then one reconciler through the four phases. The control plane runs on the CPU
+    kubesim gets in `run_sim` (pinned once the set-up is done)."""
+    server_cpus, client_cpus = cpu_split()
+    figures = {**bench_header(args), "cluster": "real"}
+    spec = {key: getattr(args, key) for key in CLUSTER_ARGS}
+    with (
+        tempfile.TemporaryDirectory(prefix="kerf-bench-") as tmp,
+        real_cluster(spec, Path(tmp), server_cpus, bound_s=args.timeout) as cluster,
+    ):
+        figures["cluster_objects"] = cluster.objects
+        figures["setup"] = cluster.setup
+        before = cluster.cpu_seconds()
+        result, _ = client_process(
+            None,
+            measure,
+            (cluster.kubeconfig, client_cpus, cluster.pids),
+            timeout_s=args.timeout,
+            what="the reconciler did not finish",
+        )
+        figures.update(result)
+        figures["control_plane_cpu_seconds"] = cpu_delta(cluster.cpu_seconds(), before)
+    return _with_targets(figures)
+
+
+def _with_targets(figures: dict[str, Any]) -> dict[str, Any]:
     figures["targets"] = {
         "cold_start_seconds": TARGET_SYNC_S,
         "steady_pass_cpu_seconds": TARGET_STEADY_CPU_S,
@@ -314,6 +366,42 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "peak_rss_mib": TARGET_RSS_MIB,
     }
     return figures
+
+
+#: (label, phase, figure) of the side-by-side table; phase None: a figure of the whole run.
+_COMPARED = (
+    ("cold start, wall s", "cold_start", "seconds"),
+    ("cold start, reconciler CPU s", "cold_start", "cpu_seconds"),
+    ("first pass, wall s", "first_pass", "seconds"),
+    ("first pass, reconciler CPU s", "first_pass", "cpu_seconds"),
+    ("first pass, server CPU s", "first_pass", "server_cpu_seconds"),
+    ("first pass, resized pods", "first_pass", "resized_pods"),
+    ("first pass, writes", "first_pass", "writes"),
+    ("first pass, API calls per resized pod", "first_pass", "api_calls_per_resized_pod"),
+    ("steady pass, reconciler CPU s", "steady_pass", "cpu_seconds"),
+    ("steady pass, writes", "steady_pass", "writes"),
+    ("resync pass, reconciler CPU s", "resync_pass", "cpu_seconds"),
+    ("resync pass, writes", "resync_pass", "writes"),
+    ("peak RSS MiB", None, "peak_rss_mib"),
+)
+
+
+def _figure(figures: Mapping[str, Any], phase: str | None, name: str) -> str:
+    value = (figures.get(phase) or {}).get(name) if phase else figures.get(name)
+    if isinstance(value, Mapping):
+        value = value.get("total")
+    return "—" if value is None else f"{value:,}"
+
+
+def side_by_side(sim: Mapping[str, Any], real: Mapping[str, Any]) -> list[str]:
+    """The main figures of a kubesim run and a real one as a text table."""
+    width = max(len(label) for label, _, _ in _COMPARED)
+    lines = [f"{'':{width}}  {'kubesim':>12}  {'real':>12}"]
+    for label, phase, name in _COMPARED:
+        lines.append(
+            f"{label:{width}}  {_figure(sim, phase, name):>12}  {_figure(real, phase, name):>12}"
+        )
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -325,11 +413,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--policies", type=int, default=1_000)
     parser.add_argument("--namespaces", type=int, default=250)
     parser.add_argument("--timeout", type=float, default=1800.0)
+    parser.add_argument(
+        "--cluster",
+        choices=("sim", "real", "both"),
+        default="sim",
+        help="kubesim (default), the real control plane (devcluster), or both side by side",
+    )
     parser.add_argument("--out", type=Path, default=Path(".bench/reconciler.json"))
     args = parser.parse_args(argv)
-    figures = run(args)
+    try:
+        figures = run_each(
+            args.cluster,
+            {"sim": lambda: run_sim(args), "real": lambda: run_real(args)},
+            args.out,
+        )
+    except (SetupError, RuntimeError) as exc:
+        print(f"reconciler.bench: {exc}", file=sys.stderr)
+        return 1
     text = orjson.dumps(figures, option=orjson.OPT_INDENT_2).decode()
     print(text)
+    if args.cluster == "both":
+        print("\n".join(side_by_side(figures["sim"], figures["real"])))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text + "\n")
     return 0

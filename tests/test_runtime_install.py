@@ -19,8 +19,10 @@ TEST_ONLY = ("jsonschema", "kubernetes_validate", "hypothesis", "pytest", "_pyte
 #: Modules that are development tools, run from the test venv only.
 DEV_ONLY = {
     "app.bench",
+    "app.bench_api_objects",
     "app.bench_load",
     "app.crdgen",
+    "app.devcluster_bench",
     "app.refgen",
     "app.startup_bench",
     "reconciler.bench",

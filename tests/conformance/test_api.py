@@ -4,6 +4,7 @@ model)."""
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 from typing import Any
@@ -99,6 +100,28 @@ def test_an_event_note_over_1024_bytes_is_refused(kubectl: NamespacedKubectl) ->
     assert "can have at most 1024 characters" in event("too-long", "a" * 1025)
     # Counted in bytes: 600 two-byte characters are 1,200 bytes.
     assert "can have at most 1024 characters" in event("wide", "é" * 600)
+
+
+def test_a_configmap_over_1_mib_of_values_is_refused(kubectl: NamespacedKubectl) -> None:
+    def configmap(name: str, data: dict[str, str], binary: dict[str, str] | None = None) -> str:
+        body: dict[str, Any] = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": name},
+            "data": data,
+        }
+        if binary:
+            body["binaryData"] = binary
+        return kubectl("create", "-f", "-", stdin=json.dumps(body), check=False)
+
+    limit = 1024 * 1024
+    refused = "[]: Too long: may not be more than 1048576 bytes"
+    # The values are counted, not the keys: 1 MiB of values under long keys fits.
+    assert "created" in configmap("fits", {"a" * 200: "x" * (limit - 1), "b": "y"})
+    assert refused in configmap("too-big", {"a": "x" * (limit + 1)})
+    # binaryData counts its decoded bytes, with data's.
+    binary = {"b": base64.b64encode(b"z" * 1000).decode()}
+    assert refused in configmap("with-binary", {"a": "x" * (limit - 999)}, binary)
 
 
 def test_a_server_side_dry_run_create_stores_nothing(kubectl: NamespacedKubectl) -> None:

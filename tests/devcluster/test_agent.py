@@ -1,11 +1,13 @@
-"""The node agent's watch loop: list, watch, relist after 410 Expired."""
+"""The node agent's watch loop: list, watch, relist after 410 Expired; node statuses."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from typing import Any
 
+from devcluster import nodes
 from devcluster.agent import NodeAgent
 from devcluster.nodes import NodeShape
 
@@ -52,3 +54,33 @@ async def test_an_expired_watch_relists_and_drops_what_is_gone() -> None:
     assert sorted(store) == ["uid-b", "uid-c"]
     assert store["uid-b"]["metadata"]["resourceVersion"] == "25"
     assert seen[0] is None and seen[1]["metadata"]["name"] == "a" and seen[2] is None
+
+
+class RecordingClient:
+    """Answers every write with what was sent, and records its path."""
+
+    def __init__(self) -> None:
+        self.writes: list[str] = []
+        self.written = asyncio.Event()
+
+    async def request(self, method: str, path: str, body: Obj | None = None, **_: Any) -> Obj:
+        self.writes.append(f"{method} {path}")
+        self.written.set()
+        return body or {}
+
+
+async def test_listed_nodes_without_their_status_get_it() -> None:
+    # node-1's status write at registration lost a race (409) and left it without one;
+    # node-2 has the status its kubelet reports.
+    client = RecordingClient()
+    agent = NodeAgent(client, NodeShape(), 0)  # type: ignore[arg-type]
+    bare = {**nodes.new_node("node-1"), "status": {}}
+    bare["metadata"].update(uid="uid-1", resourceVersion="7")
+    reported = nodes.new_node("node-2")
+    reported["metadata"].update(uid="uid-2", resourceVersion="8")
+    reported["status"] = nodes.desired_status(reported, NodeShape(), datetime.now(UTC), False)
+    agent.nodes = {"uid-1": bare, "uid-2": reported}
+    agent._node_changed(None)  # what a list (or relist) calls
+    await asyncio.wait_for(client.written.wait(), 5)
+    await asyncio.gather(*agent._tasks)
+    assert client.writes == ["PUT /api/v1/nodes/node-1/status"]
