@@ -15,8 +15,10 @@ from typing import Any
 import pytest
 from cryptography import x509
 
-from tests.e2e.backends import real_available, running_backend, selected
-from tests.e2e.kerf import KUBECTL, Kubectl, wait_until
+from harness.backend import real_available, running_backend
+from harness.kubectl import KUBECTL, Kubectl
+from harness.wait import wait_until
+from tests.e2e.backends import selected
 from tests.integration.guide import blocks
 
 pytestmark = pytest.mark.e2e
