@@ -22,7 +22,7 @@ from app.heap import freeze_page
 from app.informer import ClusterFeed, api_client_from_config
 from app.statedir import load_view
 from reconciler.api import ApiWriter, LeaseReader, RecordingWriter, Transport
-from reconciler.leader import LEASE_DURATION_S, LeaderElector
+from reconciler.leader import LeaderElector, LeaderTimings, write_fence
 from reconciler.metrics import reconciler_metrics
 from reconciler.reconcile import ExecutionConfig, LeaseAge, WorkloadReconciler
 from reconciler.service import (
@@ -57,7 +57,7 @@ class Options:
     metrics_port: int = DEFAULT_METRICS_PORT
     execution: ExecutionConfig = ExecutionConfig()
     service: ServiceConfig = ServiceConfig()
-    lease_duration_s: float = LEASE_DURATION_S
+    leader: LeaderTimings = LeaderTimings()
 
 
 async def plan_state_dir(state_dir: Path, out: IO[str], now: datetime | None = None) -> int:
@@ -106,8 +106,23 @@ def build_service(
     """The feed and the service over one API client, wired as in production."""
     metrics = reconciler_metrics()
     transport = Transport(api_client, metrics)
-    writer = RecordingWriter() if options.dry_run else ApiWriter(transport)
     holder: list[Reconciler] = []
+    leader = (
+        None
+        if options.dry_run
+        else LeaderElector(
+            transport,
+            namespace,
+            identity,
+            timings=options.leader,
+            on_change=lambda leading: holder[0].on_leadership(leading),
+        )
+    )
+    writer = (
+        RecordingWriter()
+        if leader is None
+        else ApiWriter(transport, fence=write_fence(leader, metrics))
+    )
     view = WatchedView(lambda ref: holder[0].on_change(ref), own_namespace=namespace)
     execution = options.execution
     if options.once:
@@ -121,18 +136,6 @@ def build_service(
         webhook_lease=cached_lease(LeaseReader(transport, namespace, WEBHOOK_LEASE)),
         clock=clock,
         config=execution,
-    )
-    leader = (
-        None
-        if options.dry_run
-        else LeaderElector(
-            transport,
-            namespace,
-            identity,
-            duration_s=options.lease_duration_s,
-            retry_s=min(2.0, options.lease_duration_s / 5),
-            on_change=lambda leading: holder[0].on_leadership(leading),
-        )
     )
     service = Reconciler(view, reconciler, metrics, config=options.service, leader=leader)
     holder.append(service)
