@@ -181,6 +181,7 @@ class HttpApi:
             status, body = await self._call(request, route, verb, dry_run)
         if verb not in ("get", "list"):
             self._on_write()
+            await self.faults.apply(verb, rt, ns, name, sub, committed=True)
         headers = {"Warning": ", ".join(f'299 - "{w}"' for w in warnings)} if warnings else None
         if verb in ("get", "list") and tables.wants_table(request.headers.get("Accept", "")):
             body = tables.to_table(

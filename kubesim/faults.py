@@ -1,4 +1,5 @@
-"""Fault injection: errors, slowness, dropped watches, forced 409 and 410.
+"""Fault injection: errors, slowness, dropped watches, forced 409 and 410, and answers
+lost after the commit (`after_commit`: the write is applied, the client gets the error).
 
 Rules match requests by verb, resource, namespace and name; each fires with a given
 probability (from a seeded generator, so runs are repeatable) and optionally only a
@@ -33,6 +34,9 @@ class FaultRule:
     namespace: str | None = None
     name: str | None = None
     subresource: str | None = None
+    #: apply the write first, then answer with `status` (the write succeeded, its answer
+    #: was lost: the client cannot tell it from a write that failed)
+    after_commit: bool = False
 
     def matches(
         self, verb: str, rt: ResourceType, namespace: str, name: str, subresource: str
@@ -129,15 +133,46 @@ class Faults:
             )
         )
 
+    def lose_answers(
+        self,
+        times: int = 1,
+        status: int = 500,
+        resource: str | None = None,
+        subresource: str | None = None,
+        verbs: set[str] | None = None,
+    ) -> FaultRule:
+        """Apply the next `times` matching writes, then answer them with `status`."""
+        return self.add(
+            FaultRule(
+                status=status,
+                times=times,
+                verbs=frozenset(verbs or {"create", "update", "patch", "delete"}),
+                resource=resource,
+                subresource=subresource,
+                after_commit=True,
+            )
+        )
+
     def drop_watches(self) -> int:
         """Close every open watch stream now; returns how many were closed."""
         return self._store.close_watches()
 
     async def apply(
-        self, verb: str, rt: ResourceType, namespace: str, name: str, subresource: str = ""
+        self,
+        verb: str,
+        rt: ResourceType,
+        namespace: str,
+        name: str,
+        subresource: str = "",
+        *,
+        committed: bool = False,
     ) -> None:
-        """Run the first matching rule: sleep and/or raise its error."""
+        """Run the first matching rule: sleep and/or raise its error. Called before the
+        request is served, and with `committed` after a write was applied (for the
+        `after_commit` rules)."""
         for rule in self.rules:
+            if rule.after_commit != committed:
+                continue
             if not rule.matches(verb, rt, namespace, name, subresource):
                 continue
             if rule.fraction < 1.0 and self._rng.random() >= rule.fraction:

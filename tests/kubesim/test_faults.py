@@ -88,3 +88,15 @@ async def test_dropped_watch_ends_stream(sim, core: client.CoreV1Api) -> None:
     assert sim.faults.drop_watches() == 1
     await asyncio.wait_for(task, 5)
     assert events == ["ADDED"]
+
+
+async def test_an_answer_lost_after_the_commit(sim, core: client.CoreV1Api) -> None:
+    sim.faults.lose_answers(times=1, resource="configmaps")
+    with pytest.raises(ApiException) as err:
+        await core.create_namespaced_config_map("default", {"metadata": {"name": "c"}})
+    assert err.value.status == 500
+    # The write went in all the same: a retry meets the object it made.
+    assert (await core.read_namespaced_config_map("c", "default")).metadata.name == "c"
+    with pytest.raises(ApiException) as again:
+        await core.create_namespaced_config_map("default", {"metadata": {"name": "c"}})
+    assert again.value.status == 409
