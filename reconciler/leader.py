@@ -114,8 +114,11 @@ class LeaderElector:
         """Try to acquire, then renew, every `retry_s` until cancelled."""
         while True:
             try:
-                # A renewal that hangs must not outlive the deadline it is meant to meet.
-                await asyncio.wait_for(self._try(), self.timings.renew_deadline_s)
+                # A renewal that hangs must not outlive the deadline it is meant to meet
+                # (asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancel
+                # that lands as the renewal finishes, and the loop would never stop).
+                async with asyncio.timeout(self.timings.renew_deadline_s):
+                    await self._try()
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
