@@ -706,6 +706,23 @@ class LastEvent(BaseModel):
     values: str = ""
 
 
+class PendingEvent(BaseModel):
+    """An Event of a change that the status records and that may not be told yet: written
+    with the status, created under its own name (a second create is refused, so it is told
+    once), then cleared. A reconciler that finds one tells it."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow")
+
+    #: the Event's metadata.name
+    name: str
+    reason: str
+    note: str
+    type: Literal["Normal", "Warning"] = "Normal"
+    action: str
+    #: the Event's eventTime (MicroTime): when the change was made, not when it is told
+    event_time: str
+
+
 class RecommendationStatus(BaseModel):
     """Status written by the reconciler; lenient (extra allowed) so older writers load."""
 
@@ -739,6 +756,8 @@ class RecommendationStatus(BaseModel):
     #: the proposal id an approval was used for (each approval applies once)
     approved_proposal: str | None = None
     last_event: LastEvent | None = None
+    #: Events recorded with this status and not yet known to be created
+    pending_events: list[PendingEvent] = Field(default_factory=list)
 
 
 class Status(BaseModel):

@@ -37,6 +37,7 @@ from demo.narration import (
 from kubesim.clock import FakeClock
 from kubesim.sim import Simulator
 from kubesim.testing import running_sim
+from reconciler.leader import LeaderTimings
 from reconciler.logs import configure_logging
 from reconciler.main import Options, build_service
 from reconciler.reconcile import ExecutionConfig
@@ -54,7 +55,7 @@ OPTIONS = Options(
         lease_retry_s=0.5,
     ),
     service=ServiceConfig(workers=2, resync_s=3600.0),
-    lease_duration_s=5.0,
+    leader=LeaderTimings.scaled(5.0),
 )
 
 

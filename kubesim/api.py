@@ -21,6 +21,7 @@ from kubesim.disruption import evict
 from kubesim.errors import ApiError, bad_request, internal, method_not_allowed
 from kubesim.faults import Faults
 from kubesim.proxy import parse_proxy_path, proxy
+from kubesim.requestlog import RequestLog
 from kubesim.resources import ResourceType
 from kubesim.selectors import parse_field_selector, parse_label_selector
 from kubesim.store import WatchEvent
@@ -66,6 +67,8 @@ class HttpApi:
         self.writes = WriteLog(api.store)
         self._on_write = on_write
         self.bookmark_interval = bookmark_interval
+        #: the writes received and who sent them (off unless enabled)
+        self.requests = RequestLog()
         self.server_address = "127.0.0.1:0"
         self.app = web.Application(client_max_size=16 * 1024 * 1024)
         self.app.router.add_route("*", "/{tail:.*}", self._handle)
@@ -181,6 +184,9 @@ class HttpApi:
         verb = _verb(method, bool(name), watching)
         if watching and verb == "watch":
             return await self._watch(request, route)
+        if verb not in ("get", "list"):
+            auth = request.headers.get("Authorization", "")
+            self.requests.add(auth, verb, rt.plural, ns, name, sub)
         await self.faults.apply(verb, rt, ns, name, sub)
         with collect_warnings() as warnings:
             status, body = await self._call(request, route, verb, dry_run)

@@ -1,4 +1,5 @@
-"""Fault injection: errors, slowness, dropped watches, forced 409 and 410.
+"""Fault injection: errors, slowness, dropped watches, forced 409 and 410, and answers
+lost after the commit (`after_commit`: the write is applied, the client gets the error).
 
 Rules match requests by verb, resource, namespace and name; each fires with a given
 probability (from a seeded generator, so runs are repeatable) and optionally only a
@@ -155,8 +156,33 @@ class Faults:
             )
         )
 
+    def lose_answers(
+        self,
+        times: int = 1,
+        status: int = 500,
+        resource: str | None = None,
+        subresource: str | None = None,
+        verbs: set[str] | None = None,
+    ) -> FaultRule:
+        """Apply the next `times` matching writes, then answer them with `status`."""
+        return self.add(
+            FaultRule(
+                status=status,
+                times=times,
+                verbs=frozenset(verbs or {"create", "update", "patch", "delete"}),
+                resource=resource,
+                subresource=subresource,
+                after_commit=True,
+            )
+        )
+
     async def apply(
-        self, verb: str, rt: ResourceType, namespace: str, name: str, subresource: str = ""
+        self,
+        verb: str,
+        rt: ResourceType,
+        namespace: str,
+        name: str,
+        subresource: str = "",
     ) -> None:
         """Run the first matching rule that acts before the request: sleep and/or raise
         its error."""

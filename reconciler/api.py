@@ -2,12 +2,14 @@
 by verb), over one raw transport that parses with orjson and counts every call.
 
 Writes go through `Writer` (`--dry-run` and `--state-dir` make none: `reconciler.dryrun`).
+`ApiWriter` passes each write through one fence just before sending it: a replica that no
+longer leads sends nothing.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, Literal, Protocol
 
@@ -27,6 +29,14 @@ MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 REQUEST_TIMEOUT = aiohttp.ClientTimeout(total=30, sock_connect=10)
 EvictResult = Literal["evicted", "refused", "gone"]
+#: Called with the resource just before a write is sent; raises NotLeading to refuse it.
+Fence = Callable[[str], None]
+
+
+class NotLeading(Exception):
+    """A write was not sent: this replica does not hold the leader Lease (or has not
+    renewed it within the renew deadline). Its pass is dropped, not retried: the leader
+    decides again from fresh state."""
 
 
 def _api_path(api_version: str) -> str:
@@ -126,10 +136,26 @@ class Writer(Protocol):
 
 
 class ApiWriter:
-    """The writes, sent to the API server."""
+    """The writes, sent to the API server, each through `fence` first (when given)."""
 
-    def __init__(self, transport: Transport) -> None:
+    def __init__(self, transport: Transport, fence: Fence | None = None) -> None:
         self._t = transport
+        self._fence = fence
+
+    async def _send(
+        self,
+        verb: str,
+        resource: str,
+        method: str,
+        path: str,
+        body: Any,
+        content_type: str = JSON,
+    ) -> dict[str, Any]:
+        # As late as kerf can check: only a pause between here and the bytes leaving
+        # the socket escapes it (docs/reconciler.md, "A paused leader").
+        if self._fence is not None:
+            self._fence(resource)
+        return await self._t.request(verb, resource, method, path, body, content_type)
 
     async def patch_annotations(
         self, obj: Mapping[str, Any], patch: Mapping[str, str | None]
@@ -140,14 +166,14 @@ class ApiWriter:
         kind = str(obj.get("kind"))
         path = object_path(str(obj.get("apiVersion")), kind, meta["namespace"], meta["name"])
         body = {"metadata": {"annotations": dict(patch)}}
-        return await self._t.request("patch", plural(kind), "PATCH", path, body, MERGE_PATCH)
+        return await self._send("patch", plural(kind), "PATCH", path, body, MERGE_PATCH)
 
     async def resize(self, pod: Mapping[str, Any], containers: Mapping[str, Any]) -> None:
         """Patch `pods/resize` (strategic merge) with the changed containers' resources."""
         meta = pod["metadata"]
         path = object_path("v1", "Pod", meta["namespace"], meta["name"]) + "/resize"
         body = resize_body(pod, containers)
-        await self._t.request("patch", "pods/resize", "PATCH", path, body, STRATEGIC_MERGE_PATCH)
+        await self._send("patch", "pods/resize", "PATCH", path, body, STRATEGIC_MERGE_PATCH)
 
     async def evict(self, pod: Mapping[str, Any]) -> EvictResult:
         """The Eviction API: the server honours PDBs; 429 means "not now" (refused)."""
@@ -161,7 +187,7 @@ class ApiWriter:
             "deleteOptions": {"preconditions": {"uid": meta.get("uid")}},
         }
         try:
-            await self._t.request("create", "pods/eviction", "POST", path, body)
+            await self._send("create", "pods/eviction", "POST", path, body)
         except ApiStatusError as exc:
             if exc.code == 429:
                 return "refused"
@@ -176,7 +202,7 @@ class ApiWriter:
         meta = body["metadata"]
         path = f"{_api_path(API_VERSION)}/namespaces/{meta['namespace']}/rightsizingrecommendations"
         try:
-            return await self._t.request("create", "rightsizingrecommendations", "POST", path, body)
+            return await self._send("create", "rightsizingrecommendations", "POST", path, body)
         except ApiStatusError as exc:
             if exc.code != 409:
                 raise
@@ -194,12 +220,17 @@ class ApiWriter:
         path = object_path(API_VERSION, kind, namespace, name) + "/status"
         resource = f"{plural(kind)}/status"
         body = {"status": patch}
-        return await self._t.request("patch", resource, "PATCH", path, body, MERGE_PATCH)
+        return await self._send("patch", resource, "PATCH", path, body, MERGE_PATCH)
 
     async def create_event(self, body: Mapping[str, Any]) -> None:
-        """Create an events.k8s.io/v1 Event."""
+        """Create an events.k8s.io/v1 Event; one of that name there already was told
+        before (its answer lost, or by another replica) and is fine."""
         path = f"/apis/events.k8s.io/v1/namespaces/{body['metadata']['namespace']}/events"
-        await self._t.request("create", "events", "POST", path, body)
+        try:
+            await self._send("create", "events", "POST", path, body)
+        except ApiStatusError as exc:
+            if exc.code != 409 or not body["metadata"].get("name"):
+                raise
 
 
 class LeaseReader:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from kubernetes_asyncio.config import ConfigException
 
-from reconciler.leader import LEASE_DURATION_S
+from reconciler.leader import LEASE_DURATION_S, LeaderTimings
 from reconciler.logs import configure_logging
 from reconciler.main import DEFAULT_METRICS_PORT, Options, plan_state_dir, run_reconciler
 from reconciler.reconcile import ExecutionConfig
@@ -70,6 +70,20 @@ def add_reconciler_arguments(parser: argparse.ArgumentParser) -> None:
         help="leader Lease duration: a follower takes over this long after the leader stops renewing",
     )
     parser.add_argument(
+        "--renew-deadline",
+        type=float,
+        metavar="SECONDS",
+        help="the leader stops writing once it has not renewed its Lease for this long; "
+        "shorter than --lease-duration (default: two thirds of it)",
+    )
+    parser.add_argument(
+        "--retry-period",
+        type=float,
+        metavar="SECONDS",
+        help="how often the Lease is renewed, or tried for (default: a fifth of "
+        "--lease-duration, at most 2)",
+    )
+    parser.add_argument(
         "--log-level",
         default="info",
         choices=["debug", "info", "warning", "error"],
@@ -93,6 +107,10 @@ def reconciler_command(args: argparse.Namespace) -> int:
     if args.eviction_rate <= 0:
         print("kerf reconciler: --eviction-rate must be positive", file=sys.stderr)
         return 2
+    timings = LeaderTimings.scaled(args.lease_duration, args.renew_deadline, args.retry_period)
+    if (problem := timings.problem()) is not None:
+        print(f"kerf reconciler: {problem}", file=sys.stderr)
+        return 2
     options = Options(
         kubeconfig=args.kubeconfig,
         dry_run=args.dry_run,
@@ -101,7 +119,7 @@ def reconciler_command(args: argparse.Namespace) -> int:
         metrics_port=args.metrics_port,
         execution=ExecutionConfig(eviction_rate=args.eviction_rate),
         service=ServiceConfig(workers=args.workers, resync_s=args.resync_interval),
-        lease_duration_s=args.lease_duration,
+        leader=timings,
     )
     try:
         return run_reconciler(options)

@@ -1,11 +1,18 @@
 """`events.k8s.io/v1` Events on the workload (SPEC §7) and the seed's dedup rule: a
 Blocked or Skipped event is recorded once per workload and reason, and again only when
 the reason or the proposed values change. The last one is kept in the
-RightsizingRecommendation status (`lastEvent`), so a restart does not repeat it."""
+RightsizingRecommendation status (`lastEvent`), so a restart does not repeat it.
+
+Exactly once: a pass's Events go into the status it writes (`pendingEvents`), each under a
+name of its own; then each is created under that name (a second create of it is refused
+with 409, so telling it again tells nothing) and the list is cleared. A status write that
+fails keeps them for the next pass; a reconciler that finds a list left behind (killed
+between the writes, an answer lost) tells what it names."""
 
 from __future__ import annotations
 
 import hashlib
+import uuid
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
@@ -46,19 +53,41 @@ def note_within(note: str, limit: int = NOTE_LIMIT_BYTES) -> str:
     return encoded[:limit].decode(errors="ignore")
 
 
+#: Room left in an Event name (253 characters) after `<workload>.kerf-`.
+_NAME_SUFFIX = 16
+
+
+def pending_event(
+    ref: WorkloadRef, reason: str, note: str, *, warning: bool, now: datetime
+) -> dict[str, Any]:
+    """A `pendingEvents` entry: one Event to tell, named once and for all."""
+    return {
+        "name": f"{ref.name[: 253 - 6 - _NAME_SUFFIX]}.kerf-{uuid.uuid4().hex[:_NAME_SUFFIX]}",
+        "reason": reason,
+        "note": note_within(note),
+        "type": "Warning" if warning else "Normal",
+        "action": reason if reason in ACTION_REASONS else "Decide",
+        "eventTime": micro_time(now),
+    }
+
+
+def merged(*lists: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Pending events of several sources, each once (by name), in order."""
+    seen: dict[str, dict[str, Any]] = {}
+    for entries in lists:
+        for entry in entries:
+            seen.setdefault(str(entry["name"]), dict(entry))
+    return list(seen.values())
+
+
 def event_body(
     ref: WorkloadRef,
     api_version: str,
     uid: str | None,
-    *,
-    reason: str,
-    note: str,
-    action: str,
-    warning: bool,
-    now: datetime,
+    pending: Mapping[str, Any],
     instance: str,
 ) -> dict[str, Any]:
-    """One Event regarding the workload."""
+    """The Event a `pendingEvents` entry tells, under its own name."""
     regarding: dict[str, Any] = {
         "apiVersion": api_version,
         "kind": ref.kind,
@@ -70,13 +99,13 @@ def event_body(
     return {
         "apiVersion": "events.k8s.io/v1",
         "kind": "Event",
-        "metadata": {"generateName": f"{ref.name}.kerf-", "namespace": ref.namespace},
-        "eventTime": micro_time(now),
+        "metadata": {"name": pending["name"], "namespace": ref.namespace},
+        "eventTime": pending["eventTime"],
         "reportingController": REPORTING_CONTROLLER,
         "reportingInstance": instance,
-        "action": action,
-        "reason": reason,
+        "action": pending["action"],
+        "reason": pending["reason"],
         "regarding": regarding,
-        "note": note_within(note),
-        "type": "Warning" if warning else "Normal",
+        "note": pending["note"],
+        "type": pending["type"],
     }

@@ -1,36 +1,83 @@
 """Leader election on a `coordination.k8s.io/v1` Lease (client-go's algorithm).
 
-The holder renews `renewTime` every `retry_s`; a candidate takes the Lease over once
-`renewTime + leaseDurationSeconds` has passed, with an update that names the version it
-read, so two candidates cannot both win (the loser gets 409). On shutdown the leader
-releases the Lease (empty holder), so a follower takes over at once instead of waiting
-for the duration to run out.
+The holder renews `renewTime` every `retry_s`. It leads only while its last successful
+renewal was *sent* less than `renew_deadline_s` ago, on the monotonic clock: a process
+resumed after a pause (SIGSTOP, a frozen VM) sees at once that time has passed and stops
+before it writes anything, because every write asks `leading()` first (`write_fence`).
+
+A candidate takes the Lease over once it has seen the same version of it, unchanged, for
+`leaseDurationSeconds` by its own monotonic clock (client-go's observed time: no clock
+need agree with another), with an update that names the version it read, so two
+candidates cannot both win (the loser gets 409). The holder stops at most
+`renew_deadline_s` after sending a renewal; nobody can take over until
+`leaseDurationSeconds` after seeing it; the gap between the two keeps them apart.
+
+On shutdown the leader releases the Lease (empty holder), so a follower takes over at once
+instead of waiting for the duration to run out.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import math
+import time
 from collections.abc import Awaitable, Callable
-from datetime import datetime, timedelta
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from app.clock import Clock, utc_now
 from app.informer import ApiStatusError
-from app.workloads import parse_time
-from reconciler.api import Transport, object_path
+from reconciler.api import Fence, NotLeading, Transport, object_path
+from reconciler.metrics import ReconcilerMetrics
 from webhook.lease import micro_time
 
 logger = logging.getLogger("kerf.reconciler.leader")
 
 LEASE_NAME = "kerf-reconciler"
-LEASE_DURATION_S = 10.0
+#: client-go's defaults: leaseDuration 15 s, renewDeadline 10 s, retryPeriod 2 s.
+LEASE_DURATION_S = 15.0
+RENEW_DEADLINE_S = 10.0
 RETRY_S = 2.0
 
 
+@dataclass(frozen=True, slots=True)
+class LeaderTimings:
+    """How long a Lease lasts, how long its holder may go without renewing it, and how
+    often it is renewed (or a candidate tries)."""
+
+    duration_s: float = LEASE_DURATION_S
+    renew_deadline_s: float = RENEW_DEADLINE_S
+    retry_s: float = RETRY_S
+
+    @classmethod
+    def scaled(
+        cls,
+        duration_s: float,
+        renew_deadline_s: float | None = None,
+        retry_s: float | None = None,
+    ) -> LeaderTimings:
+        """Timings for a Lease duration, with client-go's proportions for what is not
+        given: the deadline two thirds of the duration, the retry a fifth, at most 2 s."""
+        deadline = renew_deadline_s if renew_deadline_s is not None else duration_s * 2 / 3
+        retry = retry_s if retry_s is not None else min(RETRY_S, duration_s / 5)
+        return cls(duration_s, deadline, retry)
+
+    def problem(self) -> str | None:
+        """Why these timings cannot keep two leaders apart (None: they can)."""
+        if not 0 < self.retry_s < self.renew_deadline_s < self.duration_s:
+            return (
+                f"--retry-period ({self.retry_s:g}s) < --renew-deadline "
+                f"({self.renew_deadline_s:g}s) < --lease-duration ({self.duration_s:g}s) "
+                "must hold, all positive: a leader stops before its Lease can expire"
+            )
+        return None
+
+
 class LeaderElector:
-    """Holds or waits for the Lease; `is_leader` says which, `lost` is set when a held
-    Lease could not be renewed in time (the service stops writing at once)."""
+    """Holds or waits for the Lease. `leading()` says whether this replica may write now;
+    `on_change` hears every change of that."""
 
     def __init__(
         self,
@@ -39,9 +86,9 @@ class LeaderElector:
         identity: str,
         *,
         name: str = LEASE_NAME,
-        duration_s: float = LEASE_DURATION_S,
-        retry_s: float = RETRY_S,
+        timings: LeaderTimings | None = None,
         clock: Clock = utc_now,
+        monotonic: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         on_change: Callable[[bool], None] = lambda leading: None,
     ) -> None:
@@ -49,37 +96,50 @@ class LeaderElector:
         self.namespace = namespace
         self.identity = identity
         self.name = name
-        self.duration_s = duration_s
-        self.retry_s = retry_s
+        self.timings = timings or LeaderTimings()
         self._clock = clock
+        self._monotonic = monotonic
         self._sleep = sleep
         self._on_change = on_change
         self._path = object_path("coordination.k8s.io/v1", "Lease", namespace, name)
         self._collection = f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases"
         self.is_leader = False
         self.elected = asyncio.Event()
-        self._renewed_at: datetime | None = None
+        #: monotonic time the last successful renewal was sent
+        self._renew_sent: float | None = None
+        #: the Lease version last seen, and the monotonic time it was first seen
+        self._observed: tuple[str, float] | None = None
 
     async def run(self) -> None:
         """Try to acquire, then renew, every `retry_s` until cancelled."""
         while True:
             try:
-                await self._try()
+                # A renewal that hangs must not outlive the deadline it is meant to meet
+                # (asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancel
+                # that lands as the renewal finishes, and the loop would never stop).
+                async with asyncio.timeout(self.timings.renew_deadline_s):
+                    await self._try()
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
                 logger.warning("leader election: %s: %s", type(exc).__name__, exc)
-            self._check_expiry()
-            await self._sleep(self.retry_s)
+            self.leading()
+            await self._sleep(self.timings.retry_s)
 
-    def _check_expiry(self) -> None:
-        # A leader that could not renew for a whole duration must assume someone else leads.
-        if (
-            self.is_leader
-            and self._renewed_at is not None
-            and self._clock() - self._renewed_at >= timedelta(seconds=self.duration_s)
-        ):
-            self._set(False)
+    def leading(self) -> bool:
+        """This replica holds the Lease and renewed it within the renew deadline. Past the
+        deadline it steps down here and now (whoever asks first, the renewal loop or a
+        write), before anything else runs."""
+        if not self.is_leader:
+            return False
+        if self._fresh():
+            return True
+        self._set(False)
+        return False
+
+    def _fresh(self) -> bool:
+        sent = self._renew_sent
+        return sent is not None and self._monotonic() - sent < self.timings.renew_deadline_s
 
     def _set(self, leading: bool, *, released: bool = False) -> None:
         if leading == self.is_leader:
@@ -98,29 +158,32 @@ class LeaderElector:
         self._on_change(leading)
 
     async def _try(self) -> None:
-        now = self._clock()
         try:
             lease = await self._t.request("get", "leases", "GET", self._path)
         except ApiStatusError as exc:
             if exc.code != 404:
                 raise
-            await self._write(None, now, acquire=True)
+            await self._write(None, acquire=True)
             return
+        now = self._monotonic()
+        version = str(lease["metadata"].get("resourceVersion") or "")
+        if self._observed is None or self._observed[0] != version:
+            self._observed = (version, now)
         spec = lease.get("spec") or {}
         holder = spec.get("holderIdentity") or ""
-        renewed = parse_time(spec.get("renewTime"))
-        duration = float(spec.get("leaseDurationSeconds") or self.duration_s)
-        held_by_other = holder and holder != self.identity and renewed is not None
-        if held_by_other and now < renewed + timedelta(seconds=duration):  # type: ignore[operator]
-            self._set(False)
-            return
-        await self._write(lease, now, acquire=holder != self.identity)
+        if holder and holder != self.identity:
+            duration = float(spec.get("leaseDurationSeconds") or self.timings.duration_s)
+            if now - self._observed[1] < duration:
+                self._set(False)
+                return
+        await self._write(lease, acquire=holder != self.identity)
 
     def _body(self, lease: dict[str, Any] | None, now: datetime, acquire: bool) -> dict[str, Any]:
         spec = dict((lease or {}).get("spec") or {})
         spec.update(
             holderIdentity=self.identity,
-            leaseDurationSeconds=max(1, round(self.duration_s)),
+            # Rounded up: a follower never waits less than this replica's own duration.
+            leaseDurationSeconds=max(1, math.ceil(self.timings.duration_s)),
             renewTime=micro_time(now),
         )
         if acquire:
@@ -136,20 +199,23 @@ class LeaderElector:
             "spec": spec,
         }
 
-    async def _write(self, lease: dict[str, Any] | None, now: datetime, acquire: bool) -> None:
-        body = self._body(lease, now, acquire)
+    async def _write(self, lease: dict[str, Any] | None, acquire: bool) -> None:
+        sent = self._monotonic()
+        body = self._body(lease, self._clock(), acquire)
         try:
             if lease is None:
-                await self._t.request("create", "leases", "POST", self._collection, body)
+                answer = await self._t.request("create", "leases", "POST", self._collection, body)
             else:
-                await self._t.request("update", "leases", "PUT", self._path, body)
+                answer = await self._t.request("update", "leases", "PUT", self._path, body)
         except ApiStatusError as exc:
             if exc.code == 409:  # another candidate wrote first
                 self._set(False)
                 return
             raise
-        self._renewed_at = now
-        self._set(True)
+        self._renew_sent = sent
+        self._observed = (str((answer.get("metadata") or {}).get("resourceVersion") or ""), sent)
+        # An answer that took longer than the deadline renews nothing this replica may use.
+        self._set(self._fresh())
 
     async def release(self) -> None:
         """Give the Lease up (graceful shutdown): empty holder, so others take it now."""
@@ -168,3 +234,15 @@ class LeaderElector:
             await self._t.request("update", "leases", "PUT", self._path, body)
         except Exception as exc:  # the Lease then simply expires
             logger.warning("releasing the Lease failed: %s: %s", type(exc).__name__, exc)
+
+
+def write_fence(leader: LeaderElector, metrics: ReconcilerMetrics) -> Fence:
+    """The check every write of the reconciler passes just before it is sent: refused
+    (`NotLeading`, counted) unless this replica leads within its renew deadline."""
+
+    def fence(resource: str) -> None:
+        if not leader.leading():
+            metrics.writes_withheld.labels(resource).inc()
+            raise NotLeading(f"not sent: {leader.identity} does not hold the leader Lease")
+
+    return fence

@@ -24,7 +24,7 @@ from app.statedir import load_view
 from app.view import ClusterView
 from reconciler.api import ApiWriter, LeaseReader, Transport
 from reconciler.dryrun import dry_pass, run_dry
-from reconciler.leader import LEASE_DURATION_S, LeaderElector
+from reconciler.leader import LeaderElector, LeaderTimings, write_fence
 from reconciler.metrics import RollbackStatesCollector, SavingsCollector, reconciler_metrics
 from reconciler.reconcile import ExecutionConfig, LeaseAge, WorkloadReconciler
 from reconciler.service import (
@@ -58,7 +58,7 @@ class Options:
     metrics_port: int = DEFAULT_METRICS_PORT
     execution: ExecutionConfig = ExecutionConfig()
     service: ServiceConfig = ServiceConfig()
-    lease_duration_s: float = LEASE_DURATION_S
+    leader: LeaderTimings = LeaderTimings()
 
 
 async def plan_state_dir(state_dir: Path, out: IO[str]) -> int:
@@ -102,8 +102,15 @@ def build_service(
     """The feed and the service over one API client, wired as in production."""
     metrics = reconciler_metrics()
     transport = Transport(api_client, metrics)
-    writer = ApiWriter(transport)
     holder: list[Reconciler] = []
+    leader = LeaderElector(
+        transport,
+        namespace,
+        identity,
+        timings=options.leader,
+        on_change=lambda leading: holder[0].on_leadership(leading),
+    )
+    writer = ApiWriter(transport, fence=write_fence(leader, metrics))
     view = WatchedView(lambda ref: holder[0].on_change(ref), own_namespace=namespace)
     metrics.registry.register(SavingsCollector(view, clock))
     metrics.registry.register(RollbackStatesCollector(view))
@@ -119,14 +126,6 @@ def build_service(
         webhook_lease=cached_lease(LeaseReader(transport, namespace, WEBHOOK_LEASE)),
         clock=clock,
         config=execution,
-    )
-    leader = LeaderElector(
-        transport,
-        namespace,
-        identity,
-        duration_s=options.lease_duration_s,
-        retry_s=min(2.0, options.lease_duration_s / 5),
-        on_change=lambda leading: holder[0].on_leadership(leading),
     )
     service = Reconciler(view, reconciler, metrics, config=options.service, leader=leader)
     holder.append(service)

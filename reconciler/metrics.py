@@ -32,6 +32,7 @@ class ReconcilerMetrics:
     fallbacks: Counter
     api_calls: Counter
     pass_failures: Counter
+    writes_withheld: Counter
     pass_seconds: Histogram
     unchanged_passes: Counter
     queue_latency: Histogram
@@ -83,6 +84,13 @@ def reconciler_metrics(registry: CollectorRegistry | None = None) -> ReconcilerM
             "kerf_reconciler_pass_failures_total",
             "Passes that failed (an API error or no answer) and were queued again with backoff.",
             ["error"],
+            registry=registry,
+        ),
+        writes_withheld=Counter(
+            "kerf_reconciler_writes_withheld_total",
+            "Writes not sent, by resource: this replica no longer held the leader Lease "
+            "within its renew deadline.",
+            ["resource"],
             registry=registry,
         ),
         unchanged_passes=Counter(

@@ -128,6 +128,16 @@ class WorkQueue(Generic[K]):
             self._dirty.discard(key)
             self.add(key)
 
+    def clear(self) -> None:
+        """Drop every queued and scheduled key and every backoff; keys being worked on
+        finish, and are not queued again for what was added meanwhile."""
+        self._queued.clear()
+        self._dirty.clear()
+        self._failures.clear()
+        for timer in self._timers.values():
+            timer.cancel()
+        self._timers.clear()
+
     def seal(self) -> None:
         """Hand out what is queued, take nothing new (`--once`: each key exactly once,
         even when its pass asks to come back or the watches report its own writes)."""

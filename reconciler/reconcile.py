@@ -52,10 +52,10 @@ from app.rollback_health import restart_counts
 from app.rollback_monitor import Step, monitor_inputs
 from app.rollback_monitor import step as rollback_step
 from app.sync import ROLLBACK_KINDS
-from app.view import ClusterView
+from app.view import ClusterView, WorkloadPlan
 from app.workloads import Workload, target_containers
-from reconciler.api import Writer
-from reconciler.events import ACTION_REASONS, dedup_key, event_body, is_repeat
+from reconciler.api import NotLeading, Writer
+from reconciler.events import dedup_key, event_body, is_repeat, merged, pending_event
 from reconciler.logs import log_fields
 from reconciler.metrics import ReconcilerMetrics
 from reconciler.podstate import is_ready, is_running, is_terminating, resize_progress
@@ -121,6 +121,8 @@ class _Pass:
     #: the status must be written now (a decision is about to read it)
     report: bool = False
     events: list[tuple[str, str, bool]] = field(default_factory=list)
+    #: `events` as `pendingEvents` entries, once named (by the report)
+    told: list[dict[str, Any]] | None = None
 
     #: something was written to the cluster in this pass
     wrote: bool = False
@@ -219,6 +221,9 @@ class WorkloadReconciler:
         self._written: dict[tuple[str, Any], set[str]] = {}
         #: workload key -> the change in place under way that its status does not show yet
         self._unreported: dict[Any, _Unreported] = {}
+        #: workload key -> Events of a pass whose status write failed: the next pass
+        #: records them (in `pendingEvents`) and tells them
+        self._untold: dict[Any, list[dict[str, Any]]] = {}
         #: workload key -> (annotations this reconciler wrote, a monotonic deadline): until
         #: the view's workload shows them (or the deadline passes), the workload waits
         self._annotations_sent: dict[Any, tuple[dict[str, str | None], float]] = {}
@@ -248,6 +253,7 @@ class WorkloadReconciler:
         obj = view.get(ref.kind, ref.namespace, ref.name)
         if workload is None or obj is None:
             self._unreported.pop(ref.key, None)  # gone: nothing left to report on
+            self._untold.pop(ref.key, None)
             return None
         record = view.recommendation_for(ref)
         if self._behind(ref, obj, record) or self._unseen_annotations(
@@ -269,6 +275,36 @@ class WorkloadReconciler:
             return None
         self._steady.pop(ref.key, None)
         done = _Pass()
+        try:
+            return await self._act(ref, workload, obj, record, plan, pods, inputs, now, done)
+        except NotLeading:
+            raise  # whoever leads reads what happened from the cluster, not this memory
+        except Exception:
+            # This pass's actions may have been made but not recorded: their Events wait
+            # for the next pass (the Resized and Blocked ones it works out again itself).
+            self._untold[ref.key] = merged(
+                self._untold.get(ref.key, []), self._actions(ref, done, now)
+            )
+            raise
+
+    def _actions(self, ref: WorkloadRef, done: _Pass, now: datetime) -> list[dict[str, Any]]:
+        """The Events of the pass's actions, named once."""
+        if done.told is None:
+            done.told = [pending_event(ref, r, n, warning=w, now=now) for r, n, w in done.events]
+        return done.told
+
+    async def _act(
+        self,
+        ref: WorkloadRef,
+        workload: Workload,
+        obj: Mapping[str, Any],
+        record: RightsizingRecommendation | None,
+        plan: WorkloadPlan,
+        pods: list[Mapping[str, Any]],
+        inputs: tuple[Any, ...],
+        now: datetime,
+        done: _Pass,
+    ) -> float | None:
         patch = annotation_patch(workload.annotations, plan.sync.annotations)
         if patch:
             answer = await self.writer.patch_annotations(obj, patch)
@@ -285,7 +321,7 @@ class WorkloadReconciler:
         ):
             return None
         running = [p for p in pods if is_running(p)]
-        decisions = [decide_pod(view, p, now=now, path="running") for p in running]
+        decisions = [decide_pod(self.view, p, now=now, path="running") for p in running]
         for decision in decisions:
             self.metrics.decisions.labels(decision.outcome, decision.reason or "").inc()
         await self._execute(workload, pods, running, decisions, record, now, done)
@@ -662,7 +698,9 @@ class WorkloadReconciler:
             return False
         self._refusals.pop(uid, None)
         if result == "evicted":
-            if decision is not None:
+            # A fallback's decision carries no values: its replacement gets the change
+            # already under way, which stays the last applied.
+            if decision is not None and decision.values:
                 done.applied = done.applied or _applied(decision, "evict")
             note = note or f"evicted pod {name}; its replacement is sized at admission"
             done.events.append(("Evicted", note, False))
@@ -718,7 +756,7 @@ class WorkloadReconciler:
             if status_before and status_before.last_event
             else None
         )
-        events = list(done.events)
+        events: list[tuple[str, str, bool]] = []
         # A skip while the applied values run everywhere is nothing to report.
         quiet = summary.outcome == "skipped" and summary.live
         if summary.outcome in ("blocked", "skipped") and summary.reason and not quiet:
@@ -744,42 +782,51 @@ class WorkloadReconciler:
             now=now,
             rollback=rollback_status(rollback),
         )
-        if self._holds(status_before, status, last_applied, recorded, unreported, done, now):
+        left = [
+            p.model_dump(by_alias=True, mode="json")
+            for p in (status_before.pending_events if status_before else [])
+        ]
+        carried = self._untold.get(ref.key, [])
+        if not (left or carried) and self._holds(
+            status_before, status, last_applied, recorded, unreported, done, now
+        ):
             since = unreported.since if unreported is not None else now
             self._unreported[ref.key] = _Unreported(since, dict(last_applied or {}))
             return
-        self._unreported.pop(ref.key, None)
         if last_applied is not None and _new_in_place(recorded, last_applied):
             note = _resized_note(self.view, last_applied["containers"], running, done.resized)
             events.insert(0, ("Resized", note, False))
+        done.told = self._actions(ref, done, now)
+        derived = [pending_event(ref, r, n, warning=w, now=now) for r, n, w in events]
+        # Resized first: the change, then how it was made.
+        to_tell = merged(left, carried, derived[:1], done.told, derived[1:])
+        if to_tell:
+            status["pendingEvents"] = to_tell
         api_version = str(obj.get("apiVersion"))
         uid = (obj.get("metadata") or {}).get("uid")
-        done.wrote = done.wrote or record is None or bool(events)
+        done.wrote = done.wrote or record is None or bool(to_tell)
+        name = record_name(ref.kind, ref.name)
+        patch = self._status_patch(ref, record, status)
         if record is None:
             answer = await self.writer.create_recommendation(
                 recommendation_object(ref, api_version, uid)
             )
             self._wrote(("record", ref.key), "", answer, done)
-        patch = self._status_patch(ref, record, status)
         if patch is not None:
-            name = record_name(ref.kind, ref.name)
             answer = await self.writer.patch_status(ref.namespace, name, patch)
             self._wrote(("record", ref.key), _record_version(record), answer, done)
             done.wrote = True
-        for reason, note, warning in events:
+        # Recorded: the rollout held in memory until now, and the Events carried, are in
+        # the status (a failed write keeps them for the next pass).
+        self._unreported.pop(ref.key, None)
+        self._untold.pop(ref.key, None)
+        for pending in to_tell:
             await self.writer.create_event(
-                event_body(
-                    ref,
-                    api_version,
-                    uid,
-                    reason=reason,
-                    note=note,
-                    action=reason if reason in ACTION_REASONS else "Decide",
-                    warning=warning,
-                    now=now,
-                    instance=self.config.instance,
-                )
+                event_body(ref, api_version, uid, pending, self.config.instance)
             )
+        if to_tell:
+            answer = await self.writer.patch_status(ref.namespace, name, {"pendingEvents": None})
+            self._wrote(("record", ref.key), _record_version(record), answer, done)
         if patch is not None or events:
             log_fields(
                 logger,
@@ -848,13 +895,18 @@ def _resized_note(
     running: Sequence[Mapping[str, Any]],
     resized: str | None,
 ) -> str:
-    """The `Resized` event of a change: its values and how many pods have them (the pod
-    resized in this pass is not in the view yet)."""
-    names = {_pod_name(p) for p in running if _runs(view, p, values)}
+    """The `Resized` event of a change: its values and how many pods have them in place
+    (the pod resized in this pass is not in the view yet); a replacement admitted with
+    them (a fallback's eviction) is told apart, not counted as resized."""
+    having = [p for p in running if _runs(view, p, values)]
+    admitted = {_pod_name(p) for p in having if _admitted_with(p, values)}
+    names = {_pod_name(p) for p in having} - admitted
     if resized is not None:
         names.add(resized)
     count = f"{len(names)} of {len(running)} pods"
-    if len(names) < len(running):
+    if admitted:
+        count += f", {len(admitted)} replaced and sized at admission"
+    if len(names) + len(admitted) < len(running):
         count += ", the others follow"
     return f"resized in place: {describe_resources(values)} ({count})"
 

@@ -1,7 +1,9 @@
 """The reconciler service: the watched view, the work queue and its workers, the periodic
 resync, leader election, health and metrics, and a graceful stop (SPEC §7).
 
-Every replica keeps its view warm; only the leader works the queue (and so writes).
+Every replica keeps its view warm; only the leader works the queue (and so writes). A
+replica that stops leading drops its queue, and its passes under way send no more writes
+(`reconciler.leader.write_fence`): the next leader decides again from fresh state.
 A change of any input of a workload queues it: its pods, itself, its
 RightsizingRecommendation; kerf objects, recommendation ConfigMaps and namespaces queue
 every workload they may touch. The periodic resync queues all.
@@ -26,6 +28,7 @@ from app.models import KerfResource, RightsizingRecommendation
 from app.owners import WorkloadRef
 from app.view import ClusterView, object_key
 from app.workloads import WORKLOAD_KINDS
+from reconciler.api import NotLeading
 from reconciler.leader import LeaderElector
 from reconciler.metrics import ReconcilerMetrics
 from reconciler.policyevents import PolicyEvents
@@ -156,8 +159,13 @@ class Reconciler:
         self.metrics.queue_depth.set(len(self.queue))
 
     def on_leadership(self, leading: bool) -> None:
-        """Passes made while following were skipped: a new leader looks at everything."""
+        """Passes made while following were skipped: a new leader looks at everything. A
+        replica that stops leading drops what it had queued: those decisions were made
+        for a leader, and whoever leads now makes its own."""
         self.metrics.leader.set(1 if leading else 0)
+        if not leading:
+            self.queue.clear()
+            self.metrics.queue_depth.set(0)
         # Another leader may have carried on and reported a rollout this replica had not
         # reported yet: the cluster says what was applied, not this replica's memory.
         self.reconciler.forget_unreported()
@@ -168,7 +176,7 @@ class Reconciler:
     @property
     def leading(self) -> bool:
         """This replica may write."""
-        return self.leader is None or self.leader.is_leader
+        return self.leader is None or self.leader.leading()
 
     # ----------------------------------------------------------------- working
 
@@ -202,6 +210,15 @@ class Reconciler:
         started = time.perf_counter()
         try:
             again = await self.reconciler.reconcile(ref)
+        except NotLeading:
+            # Leadership was lost mid-pass: the rest of it is dropped, not retried.
+            logger.info(
+                "dropped the pass over %s/%s/%s: no longer the leader",
+                ref.kind,
+                ref.namespace,
+                ref.name,
+            )
+            return
         except Exception as exc:
             delay = self.queue.add_failed(ref)
             code = getattr(exc, "code", None)
@@ -242,6 +259,8 @@ class Reconciler:
             return
         try:
             await write_policy_status(self.view, self.reconciler.writer)
+        except NotLeading:
+            return  # whoever leads now writes them
         except Exception as exc:  # the next round tries again
             logger.warning("writing rollback policy status failed: %s: %s", type(exc).__name__, exc)
 

@@ -135,3 +135,15 @@ async def test_write_log_names_the_client_and_the_lease_holders(sim) -> None:
 async def test_write_log_is_off_by_default(sim, core: client.CoreV1Api) -> None:
     await core.create_namespaced_config_map("default", {"metadata": {"name": "c"}})
     assert sim.writes.entries == []
+
+
+async def test_an_answer_lost_after_the_commit(sim, core: client.CoreV1Api) -> None:
+    sim.faults.lose_answers(times=1, resource="configmaps")
+    with pytest.raises(ApiException) as err:
+        await core.create_namespaced_config_map("default", {"metadata": {"name": "c"}})
+    assert err.value.status == 500
+    # The write went in all the same: a retry meets the object it made.
+    assert (await core.read_namespaced_config_map("c", "default")).metadata.name == "c"
+    with pytest.raises(ApiException) as again:
+        await core.create_namespaced_config_map("default", {"metadata": {"name": "c"}})
+    assert again.value.status == 409

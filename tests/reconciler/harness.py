@@ -16,6 +16,7 @@ from kubernetes_asyncio import client
 from app.view import ClusterView
 from kubesim.sim import Simulator
 from kubesim.testing import running_sim
+from reconciler.leader import LeaderTimings
 from reconciler.main import Options, build_service
 from reconciler.reconcile import ExecutionConfig
 from reconciler.service import Reconciler, ServiceConfig, run_cluster
@@ -41,7 +42,7 @@ FAST = Options(
         lease_retry_s=0.1,
     ),
     service=ServiceConfig(workers=2, resync_s=3600.0),
-    lease_duration_s=2.0,
+    leader=LeaderTimings.scaled(2.0),
 )
 
 

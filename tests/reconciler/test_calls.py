@@ -93,7 +93,7 @@ async def converged(kerf: Kerf) -> Any:
     return done and (await status_of(kerf)).get("phase") == "Applied"
 
 
-async def test_two_pods_resized_in_place_cost_one_write_of_each_kind_per_workload(
+async def test_two_pods_resized_in_place_cost_one_write_of_each_kind_and_one_to_clear(
     tmp_path: Path,
 ) -> None:
     async with running_kerf(tmp_path) as kerf:
@@ -106,13 +106,14 @@ async def test_two_pods_resized_in_place_cost_one_write_of_each_kind_per_workloa
         await wait_for(kerf, lambda: converged(kerf), "both pods resized and Applied")
         await wait_for(kerf, idle(replica), "the reconciler to settle")
         # The policy values published once, a resize per pod, the record created and its
-        # status written once (Applied: the rollout took no time worth showing), and one
-        # Resized event for the change, naming both pods.
+        # status written once (Applied: the rollout took no time worth showing) with the
+        # Resized event to tell, the event (naming both pods), then the told event cleared
+        # from the status.
         assert calls(replica) == {
             "patch deployments": 1,
             "patch pods/resize": 2,
             "create rightsizingrecommendations": 1,
-            "patch rightsizingrecommendations/status": 1,
+            "patch rightsizingrecommendations/status": 2,
             "create events": 1,
         }
         events = [
@@ -166,9 +167,9 @@ async def test_a_rollout_that_takes_time_shows_pending_once(tmp_path: Path) -> N
         await kerf.settle()
         await wait_for(kerf, lambda: converged(kerf), "both pods resized and Applied")
         await wait_for(kerf, idle(replica), "the reconciler to settle")
-        # Pending written once however many passes followed the rollout, then Applied;
-        # the change has its one event.
-        assert calls(replica)["patch rightsizingrecommendations/status"] == 2
+        # Pending written once however many passes followed the rollout (with its one
+        # event to tell, cleared once told), then Applied.
+        assert calls(replica)["patch rightsizingrecommendations/status"] == 3
         assert calls(replica)["create events"] == 1
 
 
@@ -230,12 +231,12 @@ async def test_a_stepped_decrease_rolls_out_then_waits_its_cooldown(tmp_path: Pa
         assert status["lastApplied"]["containers"]["app"]["requests"] == step
         # The first step rolled out to both pods before the status was written (a pod
         # already resized wants the next step: that waits for the status), then the
-        # cooldown the status shows.
+        # cooldown the status shows; each of the two with its event to tell, then cleared.
         assert calls(replica) == {
             "patch deployments": 1,
             "patch pods/resize": 2,
             "create rightsizingrecommendations": 1,
-            "patch rightsizingrecommendations/status": 2,
+            "patch rightsizingrecommendations/status": 4,
             "create events": 2,
         }
         events = [

@@ -59,6 +59,17 @@ def test_bad_options_exit_2(tmp_path: Path, capsys: Any) -> None:
     assert "no such file" in capsys.readouterr().err
     assert main(["reconciler", "--kubeconfig", str(tmp_path / "nope")]) == 2
     assert main(["reconciler", "--eviction-rate", "0"]) == 2
+    capsys.readouterr()
+
+
+def test_leader_timings_that_allow_two_leaders_exit_2(capsys: Any) -> None:
+    # A renew deadline not shorter than the Lease: the leader could still write after a
+    # follower took over.
+    assert main(["reconciler", "--lease-duration", "6", "--renew-deadline", "6"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--renew-deadline (6s) < --lease-duration (6s)" in err
+    assert main(["reconciler", "--lease-duration", "6", "--retry-period", "5"]) == 2
+    assert "--retry-period (5s)" in capsys.readouterr().err
 
 
 async def run_kerf(kubeconfig: Path, *flags: str) -> tuple[int, str]:

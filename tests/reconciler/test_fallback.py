@@ -216,3 +216,33 @@ async def test_a_rejected_resize_is_never_sent_again_while_its_fallback_is_block
         assert metrics.evictions.labels("evicted")._value.get() == 0
         pods = await kerf.pods("web")
         assert [p["metadata"]["uid"] for p in pods] == [p["metadata"]["uid"] for p in before]
+
+
+async def test_a_resize_answered_429_is_retried_in_place_never_evicted(tmp_path: Path) -> None:
+    # 429 means "not now" (issue 15 part 6: seen to evict the pod): the pass fails, the
+    # queue backs off, the same resize goes in later; no pod is replaced.
+    async with running_kerf(tmp_path) as kerf:
+        before = await start(kerf)
+        kerf.sim.faults.add(
+            FaultRule(
+                status=429,
+                times=3,
+                verbs=frozenset({"patch"}),
+                resource="pods",
+                subresource="resize",
+            )
+        )
+        replica = await kerf.start_reconciler()
+        await create(kerf, "staticpolicies", static_policy("web", "web", TARGET))
+
+        async def resized() -> bool:
+            pods = await kerf.pods("web")
+            return len(pods) == 2 and all(requests_of(p) == TARGET for p in pods)
+
+        await wait_for(kerf, resized, "the resizes to go in after the 429s")
+        metrics = replica.service.metrics
+        assert metrics.api_calls.labels("patch", "pods/resize", "429")._value.get() == 3
+        assert metrics.pass_failures.labels("429")._value.get() == 3
+        assert metrics.evictions.labels("evicted")._value.get() == 0
+        pods = await kerf.pods("web")
+        assert [p["metadata"]["uid"] for p in pods] == [p["metadata"]["uid"] for p in before]

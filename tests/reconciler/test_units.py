@@ -12,7 +12,7 @@ import pytest
 from app.annotations import ARGS_KEY, ROLLBACK_STATE, fixed_key
 from app.models import parse_object
 from app.owners import WorkloadRef
-from reconciler.events import dedup_key, event_body, is_repeat, note_within
+from reconciler.events import dedup_key, event_body, is_repeat, merged, note_within, pending_event
 from reconciler.metrics import reconciler_metrics
 from reconciler.podstate import resize_progress, resources_running
 from reconciler.publish import annotation_patch
@@ -173,17 +173,10 @@ def test_a_blocked_event_repeats_only_for_a_new_reason_or_values() -> None:
 
 
 def test_event_body_regards_the_workload() -> None:
-    body = event_body(
-        REF,
-        "apps/v1",
-        "u1",
-        reason="Blocked",
-        note="x" * 5000,
-        action="Decide",
-        warning=True,
-        now=NOW,
-        instance="r-0",
-    )
+    pending = pending_event(REF, "Blocked", "x" * 5000, warning=True, now=NOW)
+    body = event_body(REF, "apps/v1", "u1", pending, "r-0")
+    assert body["metadata"] == {"name": pending["name"], "namespace": "shop"}
+    assert body["action"] == "Decide"
     assert body["regarding"] == {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -192,6 +185,15 @@ def test_event_body_regards_the_workload() -> None:
         "uid": "u1",
     }
     assert body["type"] == "Warning" and len(body["note"]) == 1024
+
+
+def test_pending_events_have_names_of_their_own_and_merge_once() -> None:
+    long = WorkloadRef("Deployment", "shop", "w" * 253)
+    a = pending_event(long, "Resized", "a", warning=False, now=NOW)
+    b = pending_event(long, "Resized", "a", warning=False, now=NOW)
+    assert a["name"] != b["name"] and len(a["name"]) == 253
+    assert a["action"] == "Resized" and a["type"] == "Normal"
+    assert merged([a], [a, b], [b]) == [a, b]
 
 
 # ----------------------------------------------------------------------- queue

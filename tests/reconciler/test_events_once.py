@@ -1,0 +1,146 @@
+"""Every change's Event told exactly once (issue 15 part 6), whatever fails between its
+writes: a 500 on the status write, an answer lost after the commit, a replica killed
+between the status and the Event. The Events of a pass go into the status it writes
+(`pendingEvents`), are created under their own names, and are cleared."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from kubernetes_asyncio import client
+
+from kubesim.faults import FaultRule
+from tests.reconciler.harness import (
+    Kerf,
+    create,
+    deployment,
+    idle,
+    requests_of,
+    running_kerf,
+    static_policy,
+    status_of,
+    wait_for,
+)
+
+TARGET = {"cpu": "250m", "memory": "256Mi"}
+STATUS_WRITES = frozenset({"patch"})
+
+
+async def kerf_events(kerf: Kerf) -> list[dict[str, Any]]:
+    return [
+        e for e in await kerf.events() if e.get("reportingController", "").startswith("rightsizing")
+    ]
+
+
+async def start_web(kerf: Kerf) -> list[dict[str, Any]]:
+    await client.AppsV1Api(kerf.api).create_namespaced_deployment(
+        "shop", deployment("web", replicas=2)
+    )
+    await kerf.settle()
+    return await kerf.pods("web")
+
+
+def settled(kerf: Kerf, reasons: list[str]) -> Any:
+    """Both pods run the target, the record says Applied with nothing left to tell, and
+    the kerf Events are exactly `reasons` (in any order)."""
+
+    async def check() -> bool:
+        pods = await kerf.pods("web")
+        status = await status_of(kerf)
+        told = sorted(e["reason"] for e in await kerf_events(kerf))
+        return (
+            len(pods) == 2
+            and all(requests_of(p) == TARGET for p in pods)
+            and status.get("phase") == "Applied"
+            and not status.get("pendingEvents")
+            and told == sorted(reasons)
+        )
+
+    return check
+
+
+async def test_a_500_on_the_status_write_loses_no_event_and_tells_what_happened(
+    tmp_path: Path,
+) -> None:
+    # The chaos run's case: one pod resized in place, the other's resize Infeasible and
+    # evicted; the status write after the eviction fails. The Evicted and ResizeFallback
+    # Events survive it, and the Resized one does not claim the evicted pod.
+    async with running_kerf(tmp_path) as kerf:
+        pods = await start_web(kerf)
+        evicted = pods[1]["metadata"]["name"]
+        kerf.sim.kubelet.resize_verdicts[("shop", evicted)] = ("Infeasible", "too big")
+        fault = kerf.sim.faults.add(
+            FaultRule(status=500, verbs=STATUS_WRITES, subresource="status")
+        )
+        replica = await kerf.start_reconciler()
+        await create(kerf, "staticpolicies", static_policy("web", "web", TARGET))
+        metrics = replica.service.metrics
+
+        async def evicted_unrecorded() -> bool:
+            failed = metrics.api_calls.labels("patch", "rightsizingrecommendations/status", "500")
+            return metrics.evictions.labels("evicted")._value.get() >= 1 and (
+                failed._value.get() >= 1
+            )
+
+        await wait_for(kerf, evicted_unrecorded, "the eviction, and its status write failing")
+        kerf.sim.faults.remove(fault)
+        check = settled(kerf, ["Resized", "Evicted", "ResizeFallback"])
+        await wait_for(kerf, check, "every Event told once")
+        await wait_for(kerf, idle(replica), "the reconciler to settle")
+        assert await check()  # nothing told twice after it settled either
+        notes = {e["reason"]: e["note"] for e in await kerf_events(kerf)}
+        # The pod resized in place is counted; the evicted one is not claimed as resized.
+        assert "(1 of " in notes["Resized"] and "(2 of 2 pods)" not in notes["Resized"]
+        assert evicted in notes["Evicted"] and evicted in notes["ResizeFallback"]
+        status = await status_of(kerf)
+        assert status["lastApplied"]["method"] == "inPlace"
+
+
+async def test_answers_lost_after_the_commit_double_no_event(tmp_path: Path) -> None:
+    async with running_kerf(tmp_path) as kerf:
+        await start_web(kerf)
+        # The status write with the Event to tell goes in, its answer is lost; then the
+        # Event's create goes in, its answer is lost: the retries tell nothing twice.
+        kerf.sim.faults.lose_answers(
+            times=1, resource="rightsizingrecommendations", subresource="status"
+        )
+        kerf.sim.faults.lose_answers(times=1, resource="events")
+        replica = await kerf.start_reconciler()
+        await create(kerf, "staticpolicies", static_policy("web", "web", TARGET))
+        check = settled(kerf, ["Resized"])
+        await wait_for(kerf, check, "the change told once")
+        await wait_for(kerf, idle(replica), "the reconciler to settle")
+        assert await check()
+        codes = replica.service.metrics.api_calls
+        assert codes.labels("create", "events", "500")._value.get() == 1
+        assert codes.labels("create", "events", "409")._value.get() == 1  # already told
+        (event,) = await kerf_events(kerf)
+        assert event["note"].endswith("(2 of 2 pods)")
+
+
+async def test_a_replica_killed_between_the_status_and_the_event(tmp_path: Path) -> None:
+    async with running_kerf(tmp_path) as kerf:
+        await start_web(kerf)
+        fault = kerf.sim.faults.add(
+            FaultRule(status=500, verbs=frozenset({"create"}), resource="events")
+        )
+        first = await kerf.start_reconciler(identity="first")
+        await create(kerf, "staticpolicies", static_policy("web", "web", TARGET))
+
+        async def recorded() -> list[dict[str, Any]] | None:
+            status = await status_of(kerf)
+            return status.get("pendingEvents") if status.get("phase") == "Applied" else None
+
+        (pending,) = await wait_for(kerf, recorded, "the change recorded, its Event not told")
+        await first.kill()
+        kerf.sim.faults.remove(fault)
+        second = await kerf.start_reconciler(identity="second")
+        check = settled(kerf, ["Resized"])
+        await wait_for(kerf, check, "the next leader to tell the Event")
+        await wait_for(kerf, idle(second), "the reconciler to settle")
+        (event,) = await kerf_events(kerf)
+        assert event["metadata"]["name"] == pending["name"]
+        assert event["note"] == pending["note"]
+        assert event["eventTime"] == pending["eventTime"]  # when it happened
+        assert event["reportingInstance"]
