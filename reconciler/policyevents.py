@@ -12,7 +12,7 @@ from app.models import API_VERSION, KerfResource
 from app.owners import WorkloadRef
 from app.view import ClusterView
 from reconciler.api import Writer
-from reconciler.events import event_body
+from reconciler.events import event_body, pending_event
 from reconciler.logs import log_fields
 
 logger = logging.getLogger("kerf.reconciler")
@@ -74,12 +74,11 @@ class PolicyEvents:
             ref,
             API_VERSION,
             policy.metadata.uid,
-            reason=INFEASIBLE,
-            note=note,
-            action="ValidatePolicy",
-            warning=True,
-            now=self._clock(),
-            instance=self._instance,
+            {
+                **pending_event(ref, INFEASIBLE, note, warning=True, now=self._clock()),
+                "action": "ValidatePolicy",
+            },
+            self._instance,
         )
         if not namespace:
             del body["regarding"]["namespace"]

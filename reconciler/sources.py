@@ -13,7 +13,7 @@ from app.owners import WorkloadRef
 from app.sources import SourceKey, SourceState
 from app.view import ClusterView
 from reconciler.api import Writer
-from reconciler.events import event_body
+from reconciler.events import event_body, pending_event
 from reconciler.logs import log_fields
 
 logger = logging.getLogger("kerf.reconciler")
@@ -80,11 +80,10 @@ class SourceReporter:
                 ref,
                 "v1",
                 state.uid or None,
-                reason=reason,
-                note=note,
-                action="LoadRecommendations",
-                warning=True,
-                now=now,
-                instance=self._instance,
+                {
+                    **pending_event(ref, reason, note, warning=True, now=now),
+                    "action": "LoadRecommendations",
+                },
+                self._instance,
             )
         )
