@@ -18,12 +18,12 @@ import httpx
 import yaml
 from kubernetes_asyncio import client
 
+from harness.services import free_port
 from kubesim.clock import Clock
 from kubesim.requestlog import ServedWrite
 from kubesim.sim import Simulator
 from kubesim.testing import running_sim
 from tests.cluster import GROUP, VERSION, custom, install_crds, strategy
-from tests.e2e.kerf import free_port
 from tests.reconciler.harness import LEASES, deployment, requests_of, static_policy, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
