@@ -39,7 +39,7 @@ def complete(script: str, *words: str) -> list[str]:
 @pytest.mark.skipif(shutil.which("bash") is None, reason="bash is not installed")
 def test_bash_completes_subcommands_options_and_their_values() -> None:
     script = kerf("completion", "bash").stdout
-    assert complete(script, "kerf", "re") == ["reconciler", "report", "review"]
+    assert complete(script, "kerf", "re") == ["recommend", "reconciler", "report", "review"]
     assert "--cpu-price" in complete(script, "kerf", "report", "--")
     assert complete(script, "kerf", "report", "-o", "") == ["table", "csv", "json"]
     assert complete(script, "kerf", "explain", "--for", "a") == ["admission"]
