@@ -139,37 +139,22 @@ class Faults:
 
     def after_commit(
         self,
-        fraction: float,
+        fraction: float = 1.0,
         status: int = 500,
         verbs: set[str] | None = None,
         resource: str | None = None,
+        subresource: str | None = None,
+        times: int | None = None,
     ) -> FaultRule:
-        """Carry out `fraction` of matching writes, then answer them with `status` (the
-        change is stored and seen by watches; the client is told it failed)."""
+        """Carry out `fraction` of matching writes (the next `times` of them, or all), then
+        answer them with `status`: the change is stored and seen by watches, the client is
+        told it failed (its answer was lost)."""
         return self.add(
             FaultRule(
                 status=status,
                 fraction=fraction,
-                verbs=frozenset(verbs or VERBS - {"get", "list", "watch"}),
-                resource=resource,
-                after_commit=True,
-            )
-        )
-
-    def lose_answers(
-        self,
-        times: int = 1,
-        status: int = 500,
-        resource: str | None = None,
-        subresource: str | None = None,
-        verbs: set[str] | None = None,
-    ) -> FaultRule:
-        """Apply the next `times` matching writes, then answer them with `status`."""
-        return self.add(
-            FaultRule(
-                status=status,
                 times=times,
-                verbs=frozenset(verbs or {"create", "update", "patch", "delete"}),
+                verbs=frozenset(verbs or VERBS - {"get", "list", "watch"}),
                 resource=resource,
                 subresource=subresource,
                 after_commit=True,

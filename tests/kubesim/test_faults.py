@@ -138,7 +138,7 @@ async def test_write_log_is_off_by_default(sim, core: client.CoreV1Api) -> None:
 
 
 async def test_an_answer_lost_after_the_commit(sim, core: client.CoreV1Api) -> None:
-    sim.faults.lose_answers(times=1, resource="configmaps")
+    sim.faults.after_commit(times=1, resource="configmaps")
     with pytest.raises(ApiException) as err:
         await core.create_namespaced_config_map("default", {"metadata": {"name": "c"}})
     assert err.value.status == 500

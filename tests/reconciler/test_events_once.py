@@ -102,10 +102,10 @@ async def test_answers_lost_after_the_commit_double_no_event(tmp_path: Path) -> 
         await start_web(kerf)
         # The status write with the Event to tell goes in, its answer is lost; then the
         # Event's create goes in, its answer is lost: the retries tell nothing twice.
-        kerf.sim.faults.lose_answers(
+        kerf.sim.faults.after_commit(
             times=1, resource="rightsizingrecommendations", subresource="status"
         )
-        kerf.sim.faults.lose_answers(times=1, resource="events")
+        kerf.sim.faults.after_commit(times=1, resource="events")
         replica = await kerf.start_reconciler()
         await create(kerf, "staticpolicies", static_policy("web", "web", TARGET))
         check = settled(kerf, ["Resized"])
