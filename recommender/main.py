@@ -21,12 +21,12 @@ import aiohttp
 from kubernetes_asyncio import client
 
 from app.clock import utc_now
+from app.health import health_app, serving
 from app.informer import WEBHOOK_RESOURCES, ClusterFeed, Resource, api_client_from_config
 from app.statedir import load_view
 from app.view import ClusterView
 from recommender.analyze import Analysis, Settings, analyze, record
 from recommender.configmaps import store
-from recommender.health import health_app, serving
 from recommender.metrics import RecommenderMetrics, recommender_metrics
 from recommender.output import write_json, write_table
 from recommender.prometheus import PrometheusApi
@@ -128,7 +128,7 @@ async def serve_cluster(options: Options, stop: asyncio.Event) -> int:
                     return 0
                 analysis = await run_one(view, api, api_client, options, metrics)
                 return print_analysis(analysis, options.output, sys.stdout)
-            app = health_app(metrics, ready=lambda: view.synced)
+            app = health_app(metrics.registry, ready=lambda: view.synced)
             async with serving(app, options.metrics_host, options.metrics_port):
                 if not await _synced_or_stopped(feed, stop):
                     return 0

@@ -18,6 +18,7 @@ from typing import IO, Any
 import orjson
 
 from app.clock import Clock, utc_now
+from app.health import health_app, serving
 from app.heap import freeze_page
 from app.informer import ClusterFeed, api_client_from_config
 from app.statedir import load_view
@@ -32,9 +33,7 @@ from reconciler.service import (
     Reconciler,
     ServiceConfig,
     WatchedView,
-    health_app,
     run_cluster,
-    serving,
 )
 from webhook.lease import LEASE_NAME as WEBHOOK_LEASE
 from webhook.lease import holder_identity, own_namespace
@@ -145,7 +144,9 @@ async def serve_cluster(options: Options, stop: asyncio.Event) -> int:
             api_client, options, namespace=own_namespace(), identity=holder_identity()
         )
         app = health_app(
-            service.metrics, ready=lambda: service.view.synced, alive=lambda: not stop.is_set()
+            service.metrics.registry,
+            ready=lambda: service.view.synced,
+            alive=lambda: not stop.is_set(),
         )
         async with serving(app, options.metrics_host, options.metrics_port):
             return await run_cluster(feed, service, stop=stop, once=options.once)
@@ -157,7 +158,7 @@ async def _serve_dry_run(api_client: Any, options: Options, stop: asyncio.Event)
     metrics = reconciler_metrics()
     view = ClusterView(own_namespace=own_namespace())
     feed = ClusterFeed(api_client, view, RECONCILER_RESOURCES, on_initial_page=freeze_page)
-    app = health_app(metrics, ready=lambda: view.synced, alive=lambda: not stop.is_set())
+    app = health_app(metrics.registry, ready=lambda: view.synced, alive=lambda: not stop.is_set())
     async with serving(app, options.metrics_host, options.metrics_port):
         return await run_dry(
             feed,

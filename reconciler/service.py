@@ -12,15 +12,11 @@ every workload they may touch. The periodic resync queues all.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
-
-from aiohttp import web
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from app.heap import freeze_loaded_state
 from app.informer import WEBHOOK_RESOURCES, ClusterFeed, Resource
@@ -296,42 +292,6 @@ class Reconciler:
             await asyncio.gather(*workers, return_exceptions=True)
         await self.write_policy_status()
         await self.write_input_reports()
-
-
-def health_app(
-    metrics: ReconcilerMetrics, ready: Callable[[], bool], alive: Callable[[], bool] = lambda: True
-) -> web.Application:
-    """`/healthz`, `/readyz` (the view is synced) and `/metrics`."""
-
-    async def healthz(_: web.Request) -> web.Response:
-        return web.Response(text="ok" if alive() else "stopping", status=200 if alive() else 503)
-
-    async def readyz(_: web.Request) -> web.Response:
-        ok = ready()
-        return web.Response(text="ok" if ok else "view not synced", status=200 if ok else 503)
-
-    async def metrics_view(_: web.Request) -> web.Response:
-        body = generate_latest(metrics.registry)
-        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
-
-    app = web.Application()
-    app.router.add_get("/healthz", healthz)
-    app.router.add_get("/readyz", readyz)
-    app.router.add_get("/metrics", metrics_view)
-    return app
-
-
-@contextlib.asynccontextmanager
-async def serving(app: web.Application, host: str, port: int):  # type: ignore[no-untyped-def]
-    """Serve `app` on host:port for the length of the block; yields the bound port."""
-    runner = web.AppRunner(app, handle_signals=False, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, host, port)
-    await site.start()
-    try:
-        yield runner.addresses[0][1]
-    finally:
-        await runner.cleanup()
 
 
 async def run_cluster(

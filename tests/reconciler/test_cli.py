@@ -17,11 +17,12 @@ from kubernetes_asyncio import client
 
 from app.annotations import PAUSE_UNTIL
 from app.cli import main
+from app.health import health_app, serving
 from app.informer import ClusterFeed
 from app.view import ClusterView
 from reconciler.dryrun import run_dry
 from reconciler.metrics import reconciler_metrics
-from reconciler.service import RECONCILER_RESOURCES, health_app, serving
+from reconciler.service import RECONCILER_RESOURCES
 from tests.cluster import strategy
 from tests.reconciler.harness import (
     create,
@@ -180,7 +181,7 @@ async def test_dry_run_covers_every_pod_says_only_would_and_sums_up(tmp_path: Pa
 async def test_health_and_metrics_endpoints() -> None:
     metrics = reconciler_metrics()
     ready = [False]
-    app = health_app(metrics, ready=lambda: ready[0])
+    app = health_app(metrics.registry, ready=lambda: ready[0])
     async with serving(app, "127.0.0.1", 0) as port, httpx.AsyncClient() as http:
         base = f"http://127.0.0.1:{port}"
         assert (await http.get(f"{base}/healthz")).status_code == 200

@@ -1,4 +1,5 @@
-"""`/healthz`, `/readyz` and `/metrics` of the recommender service."""
+"""`/healthz`, `/readyz` and `/metrics` of a kerf service (the reconciler, the
+recommender): one small aiohttp app, served beside the service's own work."""
 
 from __future__ import annotations
 
@@ -6,23 +7,26 @@ import contextlib
 from collections.abc import AsyncIterator, Callable
 
 from aiohttp import web
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-
-from recommender.metrics import RecommenderMetrics
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
 
-def health_app(metrics: RecommenderMetrics, ready: Callable[[], bool]) -> web.Application:
-    """Liveness, readiness (the view is synced) and the metrics."""
+def health_app(
+    registry: CollectorRegistry,
+    ready: Callable[[], bool],
+    alive: Callable[[], bool] = lambda: True,
+) -> web.Application:
+    """Liveness (`alive`: not stopping), readiness (`ready`: the view is synced) and the
+    metrics of `registry`."""
 
     async def healthz(_: web.Request) -> web.Response:
-        return web.Response(text="ok")
+        return web.Response(text="ok" if alive() else "stopping", status=200 if alive() else 503)
 
     async def readyz(_: web.Request) -> web.Response:
         ok = ready()
         return web.Response(text="ok" if ok else "view not synced", status=200 if ok else 503)
 
     async def metrics_view(_: web.Request) -> web.Response:
-        body = generate_latest(metrics.registry)
+        body = generate_latest(registry)
         return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
 
     app = web.Application()
