@@ -58,15 +58,22 @@ _NAME_SUFFIX = 16
 
 
 def pending_event(
-    ref: WorkloadRef, reason: str, note: str, *, warning: bool, now: datetime
+    ref: WorkloadRef,
+    reason: str,
+    note: str,
+    *,
+    warning: bool,
+    now: datetime,
+    action: str | None = None,
 ) -> dict[str, Any]:
-    """A `pendingEvents` entry: one Event to tell, named once and for all."""
+    """A `pendingEvents` entry: one Event to tell, named once and for all (`action`: what
+    kerf was doing; by default the reason's own action, else `Decide`)."""
     return {
         "name": f"{ref.name[: 253 - 6 - _NAME_SUFFIX]}.kerf-{uuid.uuid4().hex[:_NAME_SUFFIX]}",
         "reason": reason,
         "note": note_within(note),
         "type": "Warning" if warning else "Normal",
-        "action": reason if reason in ACTION_REASONS else "Decide",
+        "action": action or (reason if reason in ACTION_REASONS else "Decide"),
         "eventTime": micro_time(now),
     }
 

@@ -74,10 +74,9 @@ class PolicyEvents:
             ref,
             API_VERSION,
             policy.metadata.uid,
-            {
-                **pending_event(ref, INFEASIBLE, note, warning=True, now=self._clock()),
-                "action": "ValidatePolicy",
-            },
+            pending_event(
+                ref, INFEASIBLE, note, warning=True, now=self._clock(), action="ValidatePolicy"
+            ),
             self._instance,
         )
         if not namespace:

@@ -80,10 +80,9 @@ class SourceReporter:
                 ref,
                 "v1",
                 state.uid or None,
-                {
-                    **pending_event(ref, reason, note, warning=True, now=now),
-                    "action": "LoadRecommendations",
-                },
+                pending_event(
+                    ref, reason, note, warning=True, now=now, action="LoadRecommendations"
+                ),
                 self._instance,
             )
         )
