@@ -33,7 +33,8 @@ def field_enablement(
     group = ENABLED_RESOURCES.get(resource)
     if group is None:
         return None
-    return getattr(getattr(strategy.enablement, group), field)
+    switches: FieldEnablement | None = getattr(getattr(strategy.enablement, group), field)
+    return switches
 
 
 def bounds(

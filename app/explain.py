@@ -102,7 +102,7 @@ def render_text(result: Mapping[str, Any]) -> str:
             title += f"  ({owner['kind']} {owner['name']})"
         lines = [title]
         if pod["selected"]:
-            rows = [("TARGET", "VALUE", "POLICY", "ANNOTATION KEY")]
+            rows: list[tuple[str, ...]] = [("TARGET", "VALUE", "POLICY", "ANNOTATION KEY")]
             for s in pod["selected"]:
                 policy = f"{s['policyKind']} {s['policyNamespace'] + '/' if s['policyNamespace'] else ''}{s['policyName']}"
                 rows.append(

@@ -29,7 +29,7 @@ from app.quantities import QuantityError, parse_quantity
 API_GROUP = "rightsizing.kubex.ai"
 API_VERSION = f"{API_GROUP}/v1alpha1"
 
-DEFAULT_WORKLOAD_TYPES: tuple[str, ...] = (
+DEFAULT_WORKLOAD_TYPES: tuple[WorkloadType, ...] = (
     "Deployment",
     "StatefulSet",
     "CronJob",
@@ -632,7 +632,10 @@ class RightsizingRecommendationSpec(KerfModel):
 
 # Conditions are a list-map keyed by type, as in every Kubernetes API (server-side apply
 # merges them per type).
-_CONDITIONS_LIST = {"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]}
+_CONDITIONS_LIST: dict[str, Any] = {
+    "x-kubernetes-list-type": "map",
+    "x-kubernetes-list-map-keys": ["type"],
+}
 
 
 class Condition(BaseModel):
@@ -841,7 +844,7 @@ class KerfResource(BaseModel):
 class PolicyResource(KerfResource):
     """Common base of kinds that target workloads through a scope."""
 
-    printer_columns = (
+    printer_columns: ClassVar[tuple[tuple[str, str, str], ...]] = (
         ("Weight", "integer", ".spec.weight"),
         ("Ready", "string", '.status.conditions[?(@.type=="Ready")].status'),
         ("Age", "date", ".metadata.creationTimestamp"),
@@ -950,7 +953,7 @@ class RollbackPolicy(PolicyResource):
     )
     kind: Literal["RollbackPolicy"]
     spec: RollbackPolicySpec
-    status: RollbackPolicyStatus | None = None  # type: ignore[assignment]
+    status: RollbackPolicyStatus | None = None
 
 
 class ClusterRollbackPolicy(RollbackPolicy):
@@ -1012,7 +1015,9 @@ def object_label(doc: Any) -> str:
     """`Kind namespace/name` (or `Kind name`) of a raw object, for messages."""
     if not isinstance(doc, dict):
         return "object"
-    meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
+    meta = doc.get("metadata")
+    if not isinstance(meta, dict):
+        meta = {}
     name = meta.get("name", "<unnamed>")
     ns = meta.get("namespace")
     return f"{doc.get('kind', '<no kind>')} {ns + '/' if ns else ''}{name}"

@@ -314,7 +314,9 @@ def _metric_rows(module_name: str) -> list[str]:
     for family, collector in sorted(families, key=lambda fc: fc[0].name):
         name = family.name + ("_total" if family.type == "counter" else "")
         # Collectors of prometheus_client keep them in `_labelnames`, kerf's own in `labelnames`.
-        names = getattr(collector, "_labelnames", None) or getattr(collector, "labelnames", ())
+        names: tuple[str, ...] = getattr(collector, "_labelnames", ()) or getattr(
+            collector, "labelnames", ()
+        )
         labels = ", ".join(f"`{label}`" for label in names)
         rows.append(f"| `{name}` | {family.type} | {labels} | {family.documentation} |")
     return rows

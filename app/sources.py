@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from app.recommendations import InvalidRow, RecommendationRow, index_rows, rows_from_configmap
 
@@ -52,11 +52,20 @@ class WorkloadSources:
 NO_NEWS = WorkloadSources()
 
 
+class _Identity(TypedDict):
+    """The fields of a SourceState that name its ConfigMap's version."""
+
+    namespace: str
+    name: str
+    uid: str
+    resource_version: str
+
+
 def load_source(obj: Mapping[str, Any], previous: SourceState | None) -> SourceState:
     """The state of a ConfigMap's new version; a version that does not load keeps the rows
     of the last one that did."""
     meta = obj.get("metadata") or {}
-    identity = {
+    identity: _Identity = {
         "namespace": str(meta.get("namespace") or ""),
         "name": str(meta.get("name") or ""),
         "uid": str(meta.get("uid") or ""),

@@ -61,7 +61,8 @@ def _scalar(loader: Any, event: ScalarEvent) -> Any:
     construct = loader.yaml_constructors.get(tag)
     if construct is None:
         raise _Unusual
-    node = ScalarNode(tag, value, event.start_mark, event.end_mark, event.style)
+    # libyaml's events carry its own Mark class, which the stubs' ScalarNode does not name.
+    node = ScalarNode(tag, value, event.start_mark, event.end_mark, event.style)  # type: ignore[arg-type]
     return construct(loader, node)
 
 
@@ -80,7 +81,8 @@ def _build(text: str) -> list[Any]:
         key: Any = _NO_KEY
         document: Any = None
         while True:
-            event = loader.get_event()
+            # Dispatched on its exact class through `kind`, which mypy cannot narrow on.
+            event: Any = loader.get_event()
             kind = type(event)
             if kind is ScalarEvent:
                 if event.anchor is not None:
