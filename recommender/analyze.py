@@ -7,7 +7,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from app.owners import WorkloadRef
 from app.prometheus_query import MAX_POINTS_PER_SERIES, AnswerError, Queries
@@ -129,7 +129,8 @@ async def _answers(
     for answer in answers:
         if isinstance(answer, BaseException):
             raise answer
-    cpu, memory, throttled, periods, oom = answers
+    # No answer is an exception past the loops above, which gather's annotation cannot say.
+    cpu, memory, throttled, periods, oom = cast("list[Any]", answers)
     return Answers(cpu=cpu, memory=memory, throttled=throttled, periods=periods, oom=oom)
 
 

@@ -126,9 +126,9 @@ class Reconciler:
         self._all_pending = False
         self._accepting = False
         self.passes = 0
-        told = {"instance": reconciler.config.instance, "clock": reconciler.clock}
-        self.sources = SourceReporter(reconciler.writer, **told)
-        self.policy_events = PolicyEvents(reconciler.writer, **told)
+        instance, clock = reconciler.config.instance, reconciler.clock
+        self.sources = SourceReporter(reconciler.writer, instance=instance, clock=clock)
+        self.policy_events = PolicyEvents(reconciler.writer, instance=instance, clock=clock)
         #: set when a ConfigMap or kerf object changed, at leadership and resync: the bad
         #: recommendation ConfigMaps and the static policies no node can hold are told
         self._inputs_due = asyncio.Event()

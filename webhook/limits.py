@@ -14,7 +14,7 @@ than the read itself.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping
 from typing import Any
 
 MAX_BODY_BYTES = 5 * 1024 * 1024
@@ -24,7 +24,7 @@ MAX_BODY_VALUES = 32_768
 #: for the request line and headers (`webhook.connections`) and, again, for the body
 DEFAULT_READ_TIMEOUT_S = 5.0
 
-Receive = Callable[[], Awaitable[dict[str, Any]]]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 
 
 class BodyTimeout(ValueError):
@@ -91,7 +91,7 @@ async def read_body(
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
-def _chunk(message: dict[str, Any], size: int, limit: int) -> bytes:
+def _chunk(message: Mapping[str, Any], size: int, limit: int) -> bytes:
     """The body bytes of one ASGI message, after `size` bytes already read."""
     if message["type"] == "http.disconnect":
         raise ClientGone

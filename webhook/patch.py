@@ -142,7 +142,8 @@ def patched_resources(ops: Sequence[Operation]) -> list[str]:
         parts = op["path"].split("/")
         if len(parts) < 5 or parts[1] != "spec":
             continue
-        tail, value = parts[4:], op.get("value")
+        tail = parts[4:]
+        value: Any = op.get("value")  # the shape its path gives it
         if tail == ["args"]:
             names.append("args")
         elif tail == ["resources"]:

@@ -79,8 +79,9 @@ def _salvage(doc: Any) -> tuple[str, str]:
     version = doc.get("apiVersion")
     # Any JSON value can stand here: a list or an object is unhashable, so test the type
     # before the set lookup, or the salvage itself fails and the uid is lost.
-    known = isinstance(version, str) and version in KNOWN_API_VERSIONS
-    api_version = version if known else API_VERSION_V1
+    api_version = API_VERSION_V1
+    if isinstance(version, str) and version in KNOWN_API_VERSIONS:
+        api_version = version
     request = doc.get("request")
     uid = request.get("uid") if isinstance(request, Mapping) else None
     return (uid if isinstance(uid, str) else ""), api_version
