@@ -8,9 +8,11 @@ from the ReplicaSet name, which Kubernetes always builds as ``<deployment>-<pod-
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
+
+from app.kube_types import OwnerReferenceDict
 
 __all__ = ["OwnerLookup", "WorkloadRef", "controller_ref", "resolve_owner"]
 
@@ -39,9 +41,9 @@ class OwnerLookup(Protocol):
         ...
 
 
-def controller_ref(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
+def controller_ref(obj: Mapping[str, Any]) -> OwnerReferenceDict | None:
     """The ownerReference with ``controller: true``, else the first one, else ``None``."""
-    refs = (obj.get("metadata") or {}).get("ownerReferences") or ()
+    refs: Sequence[OwnerReferenceDict] = (obj.get("metadata") or {}).get("ownerReferences") or ()
     for ref in refs:
         if ref.get("controller") is True:
             return ref

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.kube_types import ResourcesDict
 from app.owners import WorkloadRef
 from app.prometheus_query import Sample, Series, container_key
 from app.quantities import QuantityError, parse_resource
@@ -145,7 +146,7 @@ def _limit_ratios(spec: Mapping[str, Mapping[str, str]]) -> dict[str, float]:
     return ratios
 
 
-def _pod_container(pod: Mapping[str, Any], name: str) -> Mapping[str, Any]:
+def _pod_container(pod: Mapping[str, Any], name: str) -> ResourcesDict:
     return (target_containers(pod).get(name) or {}).get("resources") or {}
 
 

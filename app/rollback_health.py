@@ -19,6 +19,7 @@ import orjson
 
 from app.annotations import DOMAIN, POD_INFO
 from app.guardrails import GuardrailSettings
+from app.kube_types import RESOURCE_FIELDS
 from app.quantities import parse_resource
 from app.workloads import ContainerResources, parse_time, target_containers, target_statuses
 
@@ -221,8 +222,7 @@ def running_resources(pod: Mapping[str, Any]) -> dict[str, ContainerResources]:
     for name, container in target_containers(pod).items():
         raw = reported.get(name) or container.get("resources") or {}
         result[name] = {
-            fld: {r: str(q) for r, q in (raw.get(fld) or {}).items()}
-            for fld in ("requests", "limits")
+            fld: {r: str(q) for r, q in (raw.get(fld) or {}).items()} for fld in RESOURCE_FIELDS
         }
     return result
 

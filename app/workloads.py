@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
+from app.kube_types import ContainerDict, ContainerStatusDict
 from app.owners import WorkloadRef
 from app.quantities import parse_resource
 
@@ -123,7 +124,7 @@ def is_sidecar(container: Mapping[str, Any]) -> bool:
     return container.get("restartPolicy") == "Always"
 
 
-def target_statuses(pod: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
+def target_statuses(pod: Mapping[str, Any]) -> Iterator[ContainerStatusDict]:
     """The kubelet's statuses of the containers kerf sizes: `containerStatuses`, and the
     sidecars' entries of `initContainerStatuses` (a sidecar reports there)."""
     status = pod.get("status") or {}
@@ -141,6 +142,7 @@ def target_statuses(pod: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
 def oom_terminations(pod: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]]:
     """(container name, its `terminated` state) for every OOM kill a pod's container
     statuses record, in the current state or the last one."""
+    state_key: Literal["lastState", "state"]
     for status in target_statuses(pod):
         for state_key in ("lastState", "state"):
             terminated = (status.get(state_key) or {}).get("terminated") or {}
@@ -148,11 +150,13 @@ def oom_terminations(pod: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str,
                 yield str(status.get("name")), terminated
 
 
-def target_containers(pod: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+def target_containers(pod: Mapping[str, Any]) -> dict[str, ContainerDict]:
     """Containers kerf sizes: the app containers and sidecars (init containers that keep
     running, `restartPolicy: Always`); plain init containers run once and are left alone."""
     spec = pod.get("spec") or {}
-    found = {c["name"]: c for c in spec.get("containers") or [] if "name" in c}
+    found: dict[str, ContainerDict] = {
+        c["name"]: c for c in spec.get("containers") or [] if "name" in c
+    }
     for init in spec.get("initContainers") or []:
         if is_sidecar(init) and "name" in init:
             found[init["name"]] = init

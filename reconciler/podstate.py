@@ -6,11 +6,12 @@ where each pod's change stands.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
+from app.kube_types import RESOURCE_FIELDS, PodConditionDict
 from app.quantities import resource_amounts
 from app.workloads import parse_time, target_containers, target_statuses
 
@@ -26,8 +27,9 @@ class ResizeProgress:
     message: str = ""
 
 
-def _condition(pod: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
-    for condition in (pod.get("status") or {}).get("conditions") or ():
+def _condition(pod: Mapping[str, Any], kind: str) -> PodConditionDict | None:
+    conditions: Sequence[PodConditionDict] = (pod.get("status") or {}).get("conditions") or ()
+    for condition in conditions:
         if condition.get("type") == kind and condition.get("status") == "True":
             return condition
     return None
@@ -45,7 +47,7 @@ def resources_running(pod: Mapping[str, Any]) -> bool:
             continue
         wanted = container.get("resources") or {}
         have = status.get("resources") or {}
-        for fld in ("requests", "limits"):
+        for fld in RESOURCE_FIELDS:
             if resource_amounts(wanted.get(fld)) != resource_amounts(have.get(fld)):
                 return False
     return True

@@ -174,7 +174,7 @@ def _restarts(pod: Mapping[str, Any], decision: PodDecision, current: Mapping[st
         before = current.get(name) or {}
         after = decision.final.get(name) or {}
         for entry in container.get("resizePolicy") or ():
-            resource = entry.get("resourceName")
+            resource: Any = entry.get("resourceName")  # None matches no value
             if entry.get("restartPolicy") != "RestartContainer":
                 continue
             if any(
