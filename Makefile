@@ -63,9 +63,11 @@ e2e: $(STAMP) $(KUBECTL) $(HELM) cluster-tools
 soak: $(STAMP) $(KUBECTL)
 	KUBECTL=$(CURDIR)/$(KUBECTL) $(BIN)/python -m soak $(if $(SEED),--seed $(SEED))
 
+# ruff, then mypy over app (strict) and the services (pyproject.toml's [tool.mypy]).
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 fmt: $(STAMP)
 	$(BIN)/ruff check --fix .
