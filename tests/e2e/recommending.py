@@ -20,7 +20,8 @@ SCRAPES = 8
 
 
 def usage_deployment(usage: dict[str, str]) -> dict[str, Any]:
-    """Deployment `web`: two replicas using `usage` under a 500m CPU and 1Gi memory limit."""
+    """Deployment `web`: two replicas using `usage` under a 500m CPU and 1Gi memory limit
+    (8 × the memory request)."""
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -39,7 +40,8 @@ def usage_deployment(usage: dict[str, str]) -> dict[str, Any]:
                             "name": "app",
                             "image": "shop/web:1",
                             "resources": {
-                                "requests": {"cpu": "500m", "memory": "512Mi"},
+                                # Small: the pods stay on the shared e2e cluster.
+                                "requests": {"cpu": "100m", "memory": "128Mi"},
                                 # A CPU limit below the usage: throttled in the share
                                 # (800m - 500m) / 800m of its CFS periods.
                                 "limits": {"cpu": "500m", "memory": "1Gi"},

@@ -44,9 +44,9 @@ def test_prometheus_scrapes_the_nodes_and_recommend_follows_the_usage_model(
     # The CPU it gets is its limit, 500m of the 800m it wants, as the counter's rate.
     assert 490 <= int(row["requests"]["cpu"].removesuffix("m")) <= 510
     assert abs(row["cpuThrottlingRatio"] - 0.375) < 0.01
-    # 200Mi of working set + 15 %; the limit keeps the template's 2 × the request.
+    # 200Mi of working set + 15 %; the limit keeps the template's 8 × the request.
     assert row["requests"]["memory"] == "230Mi"
-    assert row["limits"]["memory"] == "460Mi"
+    assert row["limits"]["memory"] == "1840Mi"
     assert row["samples"] >= 2 * (SCRAPES - 3)
     parsed, warnings = rows_from_configmap({"kind": "ConfigMap", **stored})
     assert warnings == [] and [r.requests for r in parsed] == [row["requests"]]
