@@ -8,7 +8,7 @@ YAML/JSON form is camelCase through aliases, exactly as users write it.
 from __future__ import annotations
 
 import re
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
@@ -478,6 +478,40 @@ class StaticPolicySpec(KerfModel):
     guardrails: Guardrails = Field(default_factory=Guardrails)
 
 
+class RecommenderSettings(KerfModel):
+    """How `kerf recommend` sizes the workloads a proactive policy covers; a field left out
+    takes the recommender's flag. No defaults in the CRD, or the API server would fill
+    them in and hide the flags."""
+
+    model_config = ConfigDict(
+        json_schema_extra=_cel(
+            (
+                "!has(self.learningPeriod) || duration(self.learningPeriod) > duration('0s')",
+                "learningPeriod must be positive",
+            )
+        )
+    )
+
+    #: CPU request: this percentile of the usage rate (95: the p95)
+    cpu_percentile: float | None = Field(default=None, ge=1, le=100)
+    #: memory request: the maximum working set plus this many percent
+    memory_headroom_percent: float | None = Field(default=None, ge=0, le=100)
+    #: an OOM-killed container gets at least this factor × the limit it was killed at
+    oom_bump_factor: float | None = Field(default=None, ge=1, le=10)
+    #: ratio: limits keep the template's limit/request ratio; keep: no limits written
+    limits: Literal["ratio", "keep"] | None = None
+    #: coverage at which the confidence stops rising
+    learning_period: Duration | None = None
+
+    @model_validator(mode="after")
+    def _positive_learning_period(self) -> RecommenderSettings:
+        if self.learning_period is not None and parse_duration(self.learning_period) <= timedelta(
+            0
+        ):
+            raise ValueError(f"learningPeriod {self.learning_period} must be positive")
+        return self
+
+
 class ProactivePolicySpec(KerfModel):
     automation_strategy_ref: ObjectRef
     safety_checks: SafetyChecks = Field(default_factory=SafetyChecks)
@@ -485,6 +519,7 @@ class ProactivePolicySpec(KerfModel):
     weight: int = Field(default=0, ge=0, le=MAX_WEIGHT)
     mode: Mode = "auto"
     guardrails: Guardrails = Field(default_factory=Guardrails)
+    recommender: RecommenderSettings | None = None
 
 
 class GpuMetrics(KerfModel):

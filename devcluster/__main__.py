@@ -52,7 +52,12 @@ async def _serve(options: Options) -> int:
             logging.getLogger("devcluster").debug("start failed", exc_info=True)
             _fail(f"start failed: {type(exc).__name__}: {exc} (-v shows where)")
             return EXIT_START_FAILED
-        print(f"devcluster serving on {url}, kubeconfig {options.kubeconfig}", flush=True)
+        assert cluster.metrics is not None  # started before the cluster reports ready
+        print(
+            f"devcluster serving on {url}, kubeconfig {options.kubeconfig}, "
+            f"cadvisor metrics {cluster.metrics.url}",
+            flush=True,
+        )
         exited = asyncio.ensure_future(cluster.wait_exit())
         await asyncio.wait({exited, stopping}, return_when=asyncio.FIRST_COMPLETED)
         if exited.done():

@@ -17,6 +17,7 @@ import aiohttp
 from devcluster import certs, kubeconfig
 from devcluster.agent import NodeAgent
 from devcluster.apiclient import ApiError, Client
+from devcluster.metrics import MetricsServer
 from devcluster.nodes import NodeShape
 from devcluster.processes import (
     Component,
@@ -62,6 +63,7 @@ class DevCluster:
         self.client: Client | None = None
         self.agent: NodeAgent | None = None
         self._agent_task: asyncio.Task[None] | None = None
+        self.metrics: MetricsServer | None = None
 
     async def start(self) -> str:
         """Bring the cluster up; returns the API server's URL once the kubeconfig is
@@ -83,6 +85,8 @@ class DevCluster:
         shape = NodeShape(cpu=self.options.node_cpu, memory=self.options.node_memory)
         self.agent = NodeAgent(self.client, shape, self.options.nodes)
         self._agent_task = asyncio.create_task(self.agent.run())
+        self.metrics = MetricsServer(self.agent.pods.values)
+        await self.metrics.start()
         ready_s = CLUSTER_READY_S + CLUSTER_READY_PER_NODE_S * self.options.nodes
         await self._wait(None, ready_s, "to have Ready nodes", self._cluster_ready)
         text = kubeconfig.render(self.server, pki.ca.cert, pki.admin, "devcluster-admin")
@@ -270,6 +274,8 @@ class DevCluster:
             self._agent_task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._agent_task
+        if self.metrics is not None:
+            await self.metrics.stop()
         if self.client is not None:
             await self.client.close()
         for component in reversed(self.components):

@@ -1,8 +1,10 @@
 """The status a node's kubelet reports for a pod: pure functions of (pod, node, the other
 pods on the node, what the node remembers, now).
 
-The same semantics as kubesim's kubelet (kubesim/kubelet.py), sidecars (init containers
-with restartPolicy Always, which run and resize like app containers) and the
+The same semantics as kubesim's kubelet (kubesim/kubelet.py), whose container statuses
+(first status, restarts, actuated resources) both take from `kubesim/containerstatus.py`;
+sidecars (init containers with restartPolicy Always, which run and resize like app
+containers) and the
 `sim.kerf.dev/*` fault annotations included; the annotations' keys, forced resize
 messages and crash back-off are kubesim's own (`kubesim/fault_annotations.py`), so both
 backends read the same contract:
@@ -21,15 +23,15 @@ backends read the same contract:
 from __future__ import annotations
 
 import copy
-import hashlib
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from fractions import Fraction
 from typing import Any
 
-from devcluster.fit import RESIZABLE, is_sidecar, resize_verdict
+from devcluster.fit import is_sidecar, resize_verdict
 from kubesim.clock import parse_rfc3339, rfc3339
 from kubesim.conditions import drop_condition, get_condition, set_condition
+from kubesim.containerstatus import applied_resources, needs_restart, new_entry, restart
 from kubesim.fault_annotations import (
     CRASH_BACKOFF_BASE,
     CRASH_BACKOFF_CAP,
@@ -54,25 +56,10 @@ class PodMemory:
     crash_failures: dict[str, int] = field(default_factory=dict)
 
 
-def _digest(*parts: str) -> str:
-    return hashlib.sha256("/".join(parts).encode()).hexdigest()
-
-
 def backoff_s(failures: int) -> int:
     """The kubelet's crash back-off after `failures` consecutive failures."""
     delay = min(CRASH_BACKOFF_BASE * 2 ** max(failures - 1, 0), CRASH_BACKOFF_CAP)
     return int(delay.total_seconds())
-
-
-def applied_resources(container: Obj) -> Obj:
-    """The cpu and memory requests and limits a container runs with once actuated."""
-    res = container.get("resources") or {}
-    out = {}
-    for section in ("requests", "limits"):
-        values = {k: v for k, v in (res.get(section) or {}).items() if k in RESIZABLE}
-        if values:
-            out[section] = dict(values)
-    return out
 
 
 def _numbers(values: Obj | None) -> dict[str, Fraction]:
@@ -87,69 +74,6 @@ def _resize_pending(container: Obj, entry: Obj) -> bool:
         return True
     wanted, running = applied_resources(container), entry.get("resources") or {}
     return any(_numbers(wanted.get(s)) != _numbers(running.get(s)) for s in ("requests", "limits"))
-
-
-def _new_entry(container: Obj, uid: str, stamp: str, runs: bool) -> Obj:
-    image = str(container.get("image", ""))
-    entry: Obj = {
-        "name": container["name"],
-        "image": image,
-        "imageID": f"docker.io/library/{image}@sha256:{_digest(image)}",
-        "containerID": f"containerd://{_digest(uid, container['name'], '0')}",
-        "restartCount": 0,
-        "allocatedResources": dict((container.get("resources") or {}).get("requests") or {}),
-        "resources": applied_resources(container),
-    }
-    if runs:
-        entry.update(started=True, ready=True, state={"running": {"startedAt": stamp}})
-    else:
-        # A regular init container: it ran to completion before the app started.
-        entry.update(
-            started=False,
-            ready=False,
-            state={
-                "terminated": {
-                    "exitCode": 0,
-                    "reason": "Completed",
-                    "startedAt": stamp,
-                    "finishedAt": stamp,
-                    "containerID": entry["containerID"],
-                }
-            },
-        )
-    return entry
-
-
-def _restart(entry: Obj, uid: str, stamp: str, reason: str, exit_code: int) -> None:
-    """The container ended (`reason`, `exit_code`) and a new one started."""
-    started = (entry.get("state") or {}).get("running", {}).get("startedAt", stamp)
-    entry["lastState"] = {
-        "terminated": {
-            "exitCode": exit_code,
-            "reason": reason,
-            "startedAt": started,
-            "finishedAt": stamp,
-            "containerID": entry.get("containerID", ""),
-        }
-    }
-    entry["restartCount"] = int(entry.get("restartCount", 0)) + 1
-    entry["containerID"] = f"containerd://{_digest(uid, entry['name'], str(entry['restartCount']))}"
-    entry["state"] = {"running": {"startedAt": stamp}}
-    entry["started"] = True
-
-
-def _needs_restart(container: Obj, before: Obj, after: Obj) -> bool:
-    policies = {
-        p.get("resourceName"): p.get("restartPolicy") for p in container.get("resizePolicy") or []
-    }
-    for resource in RESIZABLE:
-        changed = any(
-            (before.get(s) or {}).get(resource) != (after.get(s) or {}).get(resource)
-            for s in ("requests", "limits")
-        )
-        if changed and policies.get(resource) == "RestartContainer":
-            return True
-    return False
 
 
 def _resize(
@@ -189,8 +113,8 @@ def _resize(
     uid = pod["metadata"]["uid"]
     for container, entry in pending:
         wanted = applied_resources(container)
-        if _needs_restart(container, entry.get("resources") or {}, wanted):
-            _restart(entry, uid, stamp, "Completed", 0)
+        if needs_restart(container, entry.get("resources") or {}, wanted):
+            restart(entry, uid, stamp, "Completed", 0)
         entry["resources"] = wanted
         entry["allocatedResources"] = dict((container.get("resources") or {}).get("requests") or {})
 
@@ -209,7 +133,7 @@ def _faults(pod: Obj, running: dict[str, Obj], memory: PodMemory, now: datetime)
     if oom and oom != memory.oom_handled:
         entry = running.get(oom.split("/", 1)[0].strip())
         if entry is not None and "running" in (entry.get("state") or {}):
-            _restart(entry, uid, stamp, "OOMKilled", 137)
+            restart(entry, uid, stamp, "OOMKilled", 137)
     memory.oom_handled = oom or None
     crashing = _names(annotations.get(CRASH_LOOP)) & set(running)
     for name, entry in running.items():
@@ -231,7 +155,7 @@ def _crash_loop(pod: Obj, entry: Obj, memory: PodMemory, now: datetime) -> None:
         if now < finished + timedelta(seconds=backoff_s(failures)):
             return
     meta = pod["metadata"]
-    _restart(entry, meta["uid"], stamp, "Error", 1)
+    restart(entry, meta["uid"], stamp, "Error", 1)
     failures += 1
     memory.crash_failures[name] = failures
     entry["started"] = False
@@ -320,7 +244,7 @@ def desired_status(
         entries = []
         for container in spec.get(spec_key) or []:
             runs = spec_key == "containers" or is_sidecar(container)
-            entry = known.get(container["name"]) or _new_entry(container, uid, stamp, runs)
+            entry = known.get(container["name"]) or new_entry(container, uid, stamp, runs)
             entry["image"] = container.get("image", "")
             entries.append(entry)
             if runs:

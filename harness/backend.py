@@ -59,6 +59,18 @@ class Backend:
     def real(self) -> bool:
         return self.kind == "real"
 
+    @property
+    def cadvisor(self) -> str:
+        """Where its cAdvisor-style metrics are scraped ("host:port/path"): kubesim's own
+        `/metrics/cadvisor`, the node agent's endpoint on the real one (both from the pods'
+        usage annotations)."""
+        line = next(line for line in self.log if " serving on " in line)
+        if self.real:
+            url = line.rsplit("cadvisor metrics ", 1)[1]
+        else:
+            url = line.split(" serving on ", 1)[1].split(",", 1)[0] + "/metrics/cadvisor"
+        return url.removeprefix("http://")
+
 
 def _command(kind: str, kubeconfig: Path, nodes: int, cpu: str, memory: str) -> list[str]:
     module = "devcluster" if kind == "real" else "kubesim"

@@ -6,7 +6,6 @@ end the pod."""
 
 from __future__ import annotations
 
-import hashlib
 from datetime import datetime
 from fractions import Fraction
 
@@ -17,6 +16,7 @@ from kubesim import pods
 from kubesim.apiserver import ApiServer
 from kubesim.clock import parse_rfc3339
 from kubesim.conditions import drop_condition, get_condition, set_condition
+from kubesim.containerstatus import applied_resources, needs_restart, new_entry, restart
 from kubesim.errors import not_found
 from kubesim.nodes import allocatable, usage
 from kubesim.recorder import NORMAL, WARNING, EventRecorder
@@ -26,10 +26,6 @@ from kubesim.usage import act_out
 _POD_CONDITIONS = ("PodReadyToStartContainers", "Initialized", "ContainersReady", "Ready")
 #: (status list, spec list), init containers first as the kubelet runs them.
 _LISTS = (("initContainerStatuses", "initContainers"), ("containerStatuses", "containers"))
-
-
-def _digest(*parts: str) -> str:
-    return hashlib.sha256("/".join(parts).encode()).hexdigest()
 
 
 def _amount(resource: str, value: Fraction) -> int:
@@ -112,7 +108,7 @@ class Kubelet:
                 runs = spec_key == "containers" or pods.is_sidecar(container)
                 current = known.get(name)
                 if current is None:
-                    current = _new_entry(container, uid, now, runs)
+                    current = new_entry(container, uid, now, runs)
                     started.append(name)
                 current["image"] = container.get("image", "")
                 out.append(current)
@@ -182,7 +178,7 @@ class Kubelet:
         elif oom != self._oom_handled.get(uid):
             entry = running.get(fa.oom_target(oom))
             if entry is not None and "running" in (entry.get("state") or {}):
-                _terminate_and_restart(pod, entry, "OOMKilled", 137, self.api.clock.stamp())
+                restart(entry, uid, self.api.clock.stamp(), "OOMKilled", 137)
             # Acted on, or naming nothing that runs: either way this value is spent.
             self._oom_handled[uid] = oom
         looping = fa.names(annotations.get(fa.CRASH_LOOP)) & set(running)
@@ -207,7 +203,7 @@ class Kubelet:
             if now < finished + fa.crash_backoff(failures):
                 entry["ready"] = False
                 return
-        _terminate_and_restart(pod, entry, "Error", 1, self.api.clock.stamp())
+        restart(entry, meta["uid"], self.api.clock.stamp(), "Error", 1)
         failures += 1
         self._crash_failures[key] = failures
         entry["started"] = False
@@ -326,7 +322,7 @@ class Kubelet:
             c
             for c, entry in running
             if (c.get("resources") or {}).get("requests", {}) != entry.get("allocatedResources", {})
-            or _resources(c) != entry.get("resources", {})
+            or applied_resources(c) != entry.get("resources", {})
         ]
         if pending:
             verdict = self._fit(pod, node, all_pods)
@@ -363,26 +359,11 @@ class Kubelet:
             return None
         restarted: list[str] = []
         for container, entry in running:
-            wanted = _resources(container)
+            wanted = applied_resources(container)
             if entry.get("resources") == wanted:
                 continue
-            if _needs_restart(container, entry.get("resources") or {}, wanted):
-                entry["restartCount"] = int(entry.get("restartCount", 0)) + 1
-                entry["lastState"] = {
-                    "terminated": {
-                        "exitCode": 0,
-                        "reason": "Completed",
-                        "startedAt": entry.get("state", {})
-                        .get("running", {})
-                        .get("startedAt", now),
-                        "finishedAt": now,
-                        "containerID": entry["containerID"],
-                    }
-                }
-                entry["containerID"] = (
-                    f"containerd://{_digest(pod['metadata']['uid'], container['name'], str(entry['restartCount']))}"
-                )
-                entry["state"] = {"running": {"startedAt": now}}
+            if needs_restart(container, entry.get("resources") or {}, wanted):
+                restart(entry, pod["metadata"]["uid"], now, "Completed", 0)
                 restarted.append(container["name"])
             entry["resources"] = wanted
         drop_condition(status, "PodResizeInProgress")
@@ -442,7 +423,7 @@ class Kubelet:
         }
         for entry in _entries(pod.get("status") or {}):
             if entry["name"] == container and container in runs:
-                _terminate_and_restart(pod, entry, reason, exit_code, now)
+                restart(entry, pod["metadata"]["uid"], now, reason, exit_code)
                 written = self.api.write_status(self._rt, pod)
                 host = pod["spec"].get("nodeName", "")
                 if reason == "OOMKilled":
@@ -541,56 +522,6 @@ class Kubelet:
         return self._ips[uid]
 
 
-def _new_entry(container: Obj, uid: str, now: str, runs: bool) -> Obj:
-    """A container's first status: running (app containers and sidecars), or, for a plain
-    init container, terminated Completed (it ran to completion before the app started)."""
-    image = container.get("image", "")
-    entry: Obj = {
-        "name": container["name"],
-        "image": image,
-        "imageID": f"docker.io/library/{image}@sha256:{_digest(image)}",
-        "containerID": f"containerd://{_digest(uid, container['name'], '0')}",
-        "restartCount": 0,
-        "started": runs,
-        "allocatedResources": clone((container.get("resources") or {}).get("requests") or {}),
-        "resources": _resources(container),
-    }
-    if runs:
-        entry["state"] = {"running": {"startedAt": now}}
-    else:
-        entry["ready"] = False
-        entry["state"] = {
-            "terminated": {
-                "exitCode": 0,
-                "reason": "Completed",
-                "startedAt": now,
-                "finishedAt": now,
-                "containerID": entry["containerID"],
-            }
-        }
-    return entry
-
-
-def _terminate_and_restart(pod: Obj, entry: Obj, reason: str, exit_code: int, now: str) -> None:
-    """The container ended (`reason`, `exit_code`) and a new one started at once."""
-    started = (entry.get("state") or {}).get("running", {}).get("startedAt", now)
-    entry["lastState"] = {
-        "terminated": {
-            "exitCode": exit_code,
-            "reason": reason,
-            "startedAt": started,
-            "finishedAt": now,
-            "containerID": entry.get("containerID", ""),
-        }
-    }
-    entry["restartCount"] = int(entry.get("restartCount", 0)) + 1
-    entry["containerID"] = (
-        f"containerd://{_digest(pod['metadata']['uid'], entry['name'], str(entry['restartCount']))}"
-    )
-    entry["state"] = {"running": {"startedAt": now}}
-    entry["started"] = True
-
-
 def _entries(status: Obj) -> list[Obj]:
     """Every container status of a pod: init containers', then app containers'."""
     return [e for key, _ in _LISTS for e in status.get(key) or []]
@@ -604,30 +535,6 @@ def _spec_list(pod: Obj, container: str) -> str:
     return "containers"
 
 
-def _resources(container: Obj) -> Obj:
-    res = container.get("resources") or {}
-    out = {}
-    for section in ("requests", "limits"):
-        values = {k: v for k, v in (res.get(section) or {}).items() if k in pods.RESIZABLE}
-        if values:
-            out[section] = clone(values)
-    return out
-
-
 def _run_state(entry: Obj) -> tuple[int, str]:
     """A container status's restart count and state (running, waiting, terminated)."""
     return int(entry.get("restartCount", 0)), next(iter(entry.get("state") or {}), "")
-
-
-def _needs_restart(container: Obj, before: Obj, after: Obj) -> bool:
-    policies = {
-        p.get("resourceName"): p.get("restartPolicy") for p in container.get("resizePolicy") or []
-    }
-    for resource in pods.RESIZABLE:
-        changed = any(
-            (before.get(s) or {}).get(resource) != (after.get(s) or {}).get(resource)
-            for s in ("requests", "limits")
-        )
-        if changed and policies.get(resource) == "RestartContainer":
-            return True
-    return False

@@ -22,7 +22,6 @@ plays out every kill and restart that fell into it.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from datetime import datetime, timedelta
 from fractions import Fraction
@@ -30,6 +29,7 @@ from fractions import Fraction
 import orjson
 
 from kubesim.clock import parse_rfc3339, rfc3339
+from kubesim.containerstatus import container_id
 from kubesim.quantity import QuantityError, parse
 from kubesim.store import Obj
 
@@ -165,9 +165,6 @@ def _play_memory(pod: Obj, entry: Obj, over: bool, now: datetime) -> None:
                 "containerID": entry.get("containerID", ""),
             }
         }
-        entry["containerID"] = (
-            "containerd://"
-            + hashlib.sha256(
-                f"{pod['metadata'].get('uid', '')}/{entry['name']}/{restarts + 1}".encode()
-            ).hexdigest()
+        entry["containerID"] = container_id(
+            pod["metadata"].get("uid", ""), entry["name"], restarts + 1
         )

@@ -12,6 +12,7 @@ from typing import Any, cast
 from app.owners import WorkloadRef
 from app.prometheus_query import MAX_POINTS_PER_SERIES, AnswerError, Queries
 from app.recommender_inputs import Answers, usage_for
+from app.recommender_policy import rules_for
 from app.recommender_rows import Row, row
 from app.recommender_rules import (
     Refusal,
@@ -152,13 +153,14 @@ async def analyze(
     except AnswerError as exc:
         return _failed(now, refs, Refusal("QueryFailed", f"Prometheus refused {exc}"))
     usages = usage_for(view, answers, window, settle_s=settings.rate_s + 2 * settings.step_s)
+    workloads = {w.ref: w for w in view.workloads()}
     outcomes: list[Outcome] = []
     for ref in refs:
         usage = usages[ref]
         outcome = (
             usage
             if isinstance(usage, Refusal)
-            else recommend_workload(usage, window, settings.rules)
+            else recommend_workload(usage, window, rules_for(view, workloads[ref], settings.rules))
         )
         if isinstance(outcome, Refusal):
             outcomes.append(Outcome(ref, refusal=outcome))

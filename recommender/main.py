@@ -12,7 +12,7 @@ import contextlib
 import logging
 import signal
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import IO
@@ -35,12 +35,16 @@ logger = logging.getLogger("kerf.recommender")
 
 DEFAULT_METRICS_PORT = 8082
 #: What the recommender reads from the cluster: workloads, the pods that name them and the
-#: intermediate owners between (its ConfigMaps it reads itself, before each write).
+#: intermediate owners between (its ConfigMaps it reads itself, before each write), and the
+#: proactive policies whose `recommender` blocks override its flags (app/recommender_policy.py).
 _KINDS = frozenset(
     {"Pod", "ReplicaSet", "Deployment", "StatefulSet", "DaemonSet", "Job", "CronJob", "Rollout"}
 )
-RECOMMENDER_RESOURCES: tuple[Resource, ...] = tuple(
-    r for r in WEBHOOK_RESOURCES if r.kind in _KINDS
+_POLICY_KINDS = frozenset({"ProactivePolicy", "ClusterProactivePolicy", "PolicyEvaluation"})
+RECOMMENDER_RESOURCES: tuple[Resource, ...] = (
+    *(r for r in WEBHOOK_RESOURCES if r.kind in _KINDS),
+    # Optional: without kerf's CRDs the recommender runs on its flags alone.
+    *(replace(r, optional=True) for r in WEBHOOK_RESOURCES if r.kind in _POLICY_KINDS),
 )
 
 

@@ -24,7 +24,8 @@ from cryptography import x509
 
 from app.cli import build_parser
 from app.crdgen import validate_against_crd
-from app.models import parse_object
+from app.models import parse_object, plural
+from recommender.main import RECOMMENDER_RESOURCES
 from tests.webhook.test_manifests import render as kustomize
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -259,3 +260,78 @@ def test_cert_manager_issues_the_certificate_and_injects_the_ca_bundle() -> None
     assert certificate["spec"]["issuerRef"]["name"] == "kerf-webhook-ca"
     assert one(objects, "Certificate", "kerf-webhook-ca")["spec"]["isCA"] is True
     assert names(objects, "Issuer") == {"kerf-selfsigned", "kerf-webhook-ca"}
+
+
+@pytest.fixture(scope="module")
+def with_recommender() -> list[dict[str, Any]]:
+    return template(
+        "recommender.enabled=true",
+        "recommender.prometheus=http://prometheus.monitoring.svc:9090",
+        "recommender.interval=30m",
+        "recommender.extraArgs={--dry-run,--limits=keep}",
+    )
+
+
+def test_the_recommender_deployment_runs_its_service_account_and_values(
+    with_recommender: list[dict[str, Any]],
+) -> None:
+    deployment = one(with_recommender, "Deployment", "kerf-recommender")
+    pod = deployment["spec"]["template"]["spec"]
+    assert deployment["metadata"]["namespace"] == NAMESPACE
+    assert deployment["spec"]["replicas"] == 1
+    assert pod["serviceAccountName"] == "kerf-recommender"
+    assert (
+        one(with_recommender, "ServiceAccount", "kerf-recommender")["metadata"]["namespace"]
+        == NAMESPACE
+    )
+    [container] = pod["containers"]
+    assert container["command"] == ["kerf"]
+    assert container["args"] == [
+        "recommend",
+        "--prometheus=http://prometheus.monitoring.svc:9090",
+        "--interval=30m",
+        "--dry-run",
+        "--limits=keep",
+    ]
+    # Every argument is one the command takes.
+    parsed = build_parser().parse_args(container["args"])
+    assert (parsed.interval, parsed.dry_run, parsed.limits) == (1800.0, True, "keep")
+    assert container["resources"]["limits"]["memory"]
+
+
+def _grants(objects: list[dict[str, Any]], kind: str, name: str) -> set[tuple[str, ...]]:
+    return {(g, r, v) for g, r, v, _ in permissions(objects, kind, name)}
+
+
+def test_the_recommender_may_read_all_it_watches_and_write_configmaps(
+    with_recommender: list[dict[str, Any]],
+) -> None:
+    granted = _grants(with_recommender, "ClusterRole", "kerf-recommender")
+    for resource in RECOMMENDER_RESOURCES:
+        group = resource.api_version.rpartition("/")[0]
+        for verb in ("list", "watch"):
+            assert (group, plural(resource.kind), verb) in granted, resource.kind
+    # recommender/configmaps.py: read before each write, create when missing, merge-patch.
+    for verb in ("get", "create", "patch"):
+        assert ("", "configmaps", verb) in granted
+    binding = one(with_recommender, "ClusterRoleBinding", "kerf-recommender")
+    assert binding["roleRef"]["name"] == "kerf-recommender"
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": "kerf-recommender", "namespace": NAMESPACE}
+    ]
+
+
+def test_the_recommender_may_hold_its_lease_and_no_other(
+    with_recommender: list[dict[str, Any]],
+) -> None:
+    lease = permissions(with_recommender, "Role", "kerf-recommender-lease")
+    assert lease == {
+        ("coordination.k8s.io", "leases", "create", "*"),
+        ("coordination.k8s.io", "leases", "get", "kerf-recommender"),
+        ("coordination.k8s.io", "leases", "update", "kerf-recommender"),
+    }
+    binding = one(with_recommender, "RoleBinding", "kerf-recommender-lease")
+    assert binding["metadata"]["namespace"] == NAMESPACE
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": "kerf-recommender", "namespace": NAMESPACE}
+    ]

@@ -109,6 +109,7 @@ def proactive(
     guardrails: Mapping[str, Any] | None = None,
     scope: Mapping[str, Any] | None = None,
     max_age_days: int | None = None,
+    recommender: Mapping[str, Any] | None = None,
 ) -> KerfResource:
     spec: dict[str, Any] = {
         "automationStrategyRef": {"name": strategy},
@@ -120,6 +121,8 @@ def proactive(
         spec["guardrails"] = dict(guardrails)
     if max_age_days is not None:
         spec["safetyChecks"] = {"maxAnalysisAgeDays": max_age_days}
+    if recommender is not None:
+        spec["recommender"] = dict(recommender)
     return kerf(kind, name, spec, namespace=_ns_for(kind, namespace), created=created)
 
 

@@ -84,7 +84,9 @@ def test_start_shows_ready_nodes_and_sigterm_leaves_nothing(tmp_path: Path) -> N
     started = start_cluster(tmp_path, "--nodes", "2", "--node-cpu", "2", "--node-memory", "4Gi")
     try:
         assert started.first_line.startswith("devcluster serving on https://127.0.0.1:")
-        assert started.first_line.endswith(f", kubeconfig {started.kubeconfig}")
+        served = f", kubeconfig {started.kubeconfig}, cadvisor metrics http://127.0.0.1:"
+        assert served in started.first_line
+        assert started.first_line.endswith("/metrics/cadvisor")
         assert started.kubeconfig.exists()
         nodes = started.get("nodes")["items"]
         assert sorted(n["metadata"]["name"] for n in nodes) == ["node-1", "node-2"]

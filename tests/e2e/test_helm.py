@@ -1,25 +1,33 @@
 """docs/install.md's Helm path (its `rehearse-helm` blocks, verbatim): charts/kerf installed on the real control plane (kube-apiserver
 1.35, kerf's RBAC enforced): the CRDs are established, every object exists, the pods the
 node agent runs become Running, the webhook registration trusts the chart's certificate;
-`helm upgrade` keeps that certificate, `helm uninstall` removes the registration."""
+`helm upgrade` keeps that certificate, `helm uninstall` removes the registration. And the
+chart with its recommender enabled: `kerf recommend` runs with the chart's ServiceAccount."""
 
 from __future__ import annotations
 
 import base64
+import json
 import os
 import shutil
 import subprocess
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 from cryptography import x509
 
+from app.recommendations import DATA_KEY
+from app.recommender_rows import CONFIGMAP_NAME
 from harness.backend import real_available, running_backend
+from harness.install import service_kubeconfig
 from harness.kubectl import KUBECTL, Kubectl
 from harness.wait import wait_until
 from tests.e2e.backends import selected
+from tests.e2e.recommending import recommend_once, scraped, usage_deployment
 from tests.integration.guide import blocks
+from tests.recommender.prometheus import needs_prometheus, running_prometheus
 
 pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]
@@ -118,3 +126,71 @@ def test_the_guide_s_helm_path_installs_upgrades_and_uninstalls_on_the_real_serv
         left = admin("get", "mutatingwebhookconfiguration", "-o", "name")
         assert "kerf-webhook" not in left
         assert admin.json("crd", "-l", "app.kubernetes.io/part-of=kerf")["items"] == []
+
+
+def can_i(admin: Kubectl, verb: str, resource: str, *where: str) -> bool:
+    """Whether the chart's recommender ServiceAccount may, as the server's RBAC answers."""
+    account = f"system:serviceaccount:{NAMESPACE}:kerf-recommender"
+    answer = admin("auth", "can-i", verb, resource, "--as", account, *where, check=False)
+    return answer.strip() == "yes"
+
+
+@needs_prometheus
+def test_the_chart_s_recommender_runs_with_its_service_account_on_the_real_server(
+    tmp_path: Path,
+) -> None:
+    """The recommender enabled by values: its Deployment's pod runs, its RBAC is what
+    `kerf recommend` needs (run here with the chart's ServiceAccount token, against a
+    Prometheus scraping the node agent), and it may hold the Lease `kerf-recommender`."""
+    if selected() != "real":
+        pytest.skip("helm install runs on the real control plane (make e2e)")
+    if not real_available():
+        pytest.skip("the real control plane is not built: run make cluster-tools")
+    with running_backend("real", tmp_path, nodes=1, cpu="8", memory="16Gi") as backend:
+        admin = Kubectl(backend.kubeconfig)
+        run_block(
+            backend.kubeconfig,
+            f"helm install kerf {CHART} --namespace {NAMESPACE} --create-namespace "
+            "--set image.repository=kerf --set image.tag=0.1.0 "
+            "--set recommender.enabled=true "
+            "--set recommender.prometheus=http://prometheus.monitoring.svc:9090",
+        )
+        deployment = admin.json("-n", NAMESPACE, "deployment", "kerf-recommender")
+        pod = deployment["spec"]["template"]["spec"]
+        assert pod["serviceAccountName"] == "kerf-recommender"
+        assert pod["containers"][0]["args"][:2] == [
+            "recommend",
+            "--prometheus=http://prometheus.monitoring.svc:9090",
+        ]
+        wait_until(lambda: running(admin, "kerf-recommender", 1), "the recommender's pod")
+        assert can_i(admin, "create", "leases", "-n", NAMESPACE)
+        assert can_i(admin, "update", "leases/kerf-recommender", "-n", NAMESPACE)
+        assert not can_i(admin, "update", "leases/kerf-reconciler", "-n", NAMESPACE)
+        assert not can_i(admin, "delete", "configmaps", "-n", "shop")
+
+        admin("create", "namespace", "shop")
+        admin.apply(
+            {
+                **usage_deployment({"cpu": "300m", "memory": "200Mi"}),
+                "metadata": {"name": "web", "namespace": "shop", "labels": {"app": "web"}},
+            }
+        )
+        wait_until(lambda: running_in(admin, "shop", 2), "web's two pods")
+        config = service_kubeconfig(
+            backend, admin, "kerf-recommender", tmp_path / "recommender.kubeconfig"
+        )
+        with running_prometheus(tmp_path / "tsdb", scrape=[backend.cadvisor]) as url:
+            wait_until(lambda: scraped(url, "shop"), "web's replicas scraped")
+            now = datetime.now(UTC).replace(microsecond=0) - timedelta(seconds=1)
+            run = recommend_once(config, url, now)
+        assert run.returncode == 0, run.stderr
+        assert "failed" not in run.stderr, run.stderr
+        [row] = [r for r in json.loads(run.stdout)["recommendations"] if r["namespace"] == "shop"]
+        assert row["requests"]["memory"] == "230Mi"
+        stored = admin.json("-n", "shop", "configmap", CONFIGMAP_NAME)
+        assert json.loads(stored["data"][DATA_KEY])["recommendations"] == [row]
+
+
+def running_in(admin: Kubectl, namespace: str, count: int) -> bool:
+    pods = admin.json("-n", namespace, "pods")["items"]
+    return sum(1 for p in pods if p["status"].get("phase") == "Running") >= count

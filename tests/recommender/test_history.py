@@ -223,3 +223,65 @@ def test_kerf_decides_on_the_rows_with_the_unchanged_guardrails(
     assert pods["young"]["reason"] == "LearningPeriod"
     assert pods["steady"]["outcome"] == "apply", pods["steady"]
     assert pods["steady"]["containers"]["app"]["requests"]["memory"] == "345Mi"
+
+
+def _proactive(name: str, apps: list[str], weight: int, block: dict[str, Any] | None) -> Any:
+    spec: dict[str, Any] = {
+        "automationStrategyRef": {"name": "default"},
+        "scope": {
+            "labelSelector": {
+                "matchExpressions": [{"key": "app", "operator": "In", "values": apps}]
+            }
+        },
+        "weight": weight,
+    }
+    if block is not None:
+        spec["recommender"] = block
+    return {
+        "apiVersion": "rightsizing.kubex.ai/v1alpha1",
+        "kind": "ProactivePolicy",
+        "metadata": {"name": name, "namespace": NAMESPACE},
+        "spec": spec,
+    }
+
+
+def test_a_policys_recommender_block_overrides_the_flags_for_its_workloads(
+    history: History, answer: dict[str, Any], tmp_path: Path
+) -> None:
+    """Each field of the block replaces its flag for the workloads the policy covers; a
+    higher-weight policy without a block does not hide it; other workloads keep the flags."""
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / "cluster.yaml").write_text((history.state / "cluster.yaml").read_text())
+    policies = [
+        _proactive(
+            "tuned",
+            ["steady", "peaky", "oomer", "young"],
+            1,
+            {
+                "cpuPercentile": 50,
+                "memoryHeadroomPercent": 50,
+                "oomBumpFactor": 2,
+                "limits": "keep",
+                "learningPeriod": "24h",
+            },
+        ),
+        _proactive("plain", ["steady"], 5, None),
+    ]
+    (state / "policies.yaml").write_text(yaml.safe_dump_all(policies))
+    result = recommend(state, history.url, history.end)
+    assert result.returncode == 0, result.stderr
+    tuned, flags = rows_of(orjson.loads(result.stdout)), rows_of(answer)
+
+    # 300Mi + 50 %; `keep` writes no limits.
+    assert tuned["steady"]["requests"] == {"cpu": "200m", "memory": "450Mi"}
+    assert "limits" not in tuned["steady"]
+    # The p50 of a usage at 0.1 cores for 22 hours a day.
+    assert tuned["peaky"]["requests"]["cpu"] == "100m"
+    # Killed at 256Mi: at least 2 × 256Mi.
+    assert tuned["oomer"]["requests"]["memory"] == "512Mi"
+    # A day of data is all the 24h learning period asks for.
+    assert tuned["young"]["confidence"] > flags["young"]["confidence"]
+    # Not covered by the policy: the flags' rows.
+    assert tuned["db"] == flags["db"]
+    assert tuned["spiky"] == flags["spiky"]

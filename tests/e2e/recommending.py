@@ -1,0 +1,106 @@
+"""Helpers of the tests that have a real Prometheus scrape a backend's cAdvisor-style
+metrics and run `kerf recommend` over them: a workload with a usage annotation, the wait
+for its scrapes, one short run."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import urllib.parse
+import urllib.request
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from harness.services import KERF
+from kubesim.usage import USAGE
+
+#: Seconds of scraped history the run analyses (Prometheus scrapes every second).
+SCRAPES = 8
+
+
+def usage_deployment(usage: dict[str, str]) -> dict[str, Any]:
+    """Deployment `web`: two replicas using `usage` under a 500m CPU and 1Gi memory limit
+    (8 × the memory request)."""
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web", "labels": {"app": "web"}},
+        "spec": {
+            "replicas": 2,
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {
+                "metadata": {
+                    "labels": {"app": "web"},
+                    "annotations": {USAGE: json.dumps({"app": usage})},
+                },
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "app",
+                            "image": "shop/web:1",
+                            "resources": {
+                                # Small: the pods stay on the shared e2e cluster.
+                                "requests": {"cpu": "100m", "memory": "128Mi"},
+                                # A CPU limit below the usage: throttled in the share
+                                # (800m - 500m) / 800m of its CFS periods.
+                                "limits": {"cpu": "500m", "memory": "1Gi"},
+                            },
+                        }
+                    ]
+                },
+            },
+        },
+    }
+
+
+def query(url: str, promql: str) -> list[dict[str, Any]]:
+    """An instant query's result."""
+    with urllib.request.urlopen(
+        f"{url}/api/v1/query?{urllib.parse.urlencode({'query': promql})}"
+    ) as answer:
+        return list(json.load(answer)["data"]["result"])
+
+
+def scraped(url: str, namespace: str) -> bool:
+    """Both replicas in `namespace` have at least SCRAPES points of working set."""
+    found = query(
+        url, f'count_over_time(container_memory_working_set_bytes{{namespace="{namespace}"}}[1m])'
+    )
+    return len(found) == 2 and all(float(s["value"][1]) >= SCRAPES for s in found)
+
+
+def recommend_once(kubeconfig: Path, url: str, now: datetime) -> subprocess.CompletedProcess[str]:
+    """`kerf recommend --once -o json` over the SCRAPES seconds before `now`."""
+    return subprocess.run(
+        [
+            KERF,
+            "recommend",
+            "--kubeconfig",
+            str(kubeconfig),
+            "--prometheus",
+            url,
+            "--once",
+            "-o",
+            "json",
+            "--now",
+            now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "--window",
+            f"{SCRAPES}s",
+            "--step",
+            "1s",
+            "--rate-window",
+            "3s",
+            "--max-gap",
+            "4s",
+            "--learning-period",
+            f"{SCRAPES}s",
+            "--full-samples",
+            "10",
+            "--log-level",
+            "warning",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
