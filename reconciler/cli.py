@@ -10,7 +10,7 @@ from pathlib import Path
 
 from kubernetes_asyncio.config import ConfigException
 
-from reconciler.leader import LEASE_DURATION_S, LeaderTimings
+from app.leader import LEASE_DURATION_S, LeaderTimings
 from reconciler.logs import configure_logging
 from reconciler.main import DEFAULT_METRICS_PORT, Options, plan_state_dir, run_reconciler
 from reconciler.reconcile import ExecutionConfig
