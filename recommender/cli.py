@@ -12,11 +12,11 @@ from pathlib import Path
 from kubernetes_asyncio.config import ConfigException
 
 from app.durations import DurationError, parse_duration
+from app.jsonlog import configure_logging
 from app.prometheus_query import Queries
 from app.quantities import QuantityError, parse_resource
 from app.recommender_rules import RuleSettings
 from recommender.analyze import Settings
-from recommender.logs import configure_logging
 from recommender.main import DEFAULT_METRICS_PORT, Options, run_recommender, run_state_dir
 
 _DEFAULTS = RuleSettings()

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from kubernetes_asyncio.config import ConfigException
 
+from app.jsonlog import configure_logging
 from app.leader import LEASE_DURATION_S, LeaderTimings
-from reconciler.logs import configure_logging
 from reconciler.main import DEFAULT_METRICS_PORT, Options, plan_state_dir, run_reconciler
 from reconciler.reconcile import ExecutionConfig
 from reconciler.service import DEFAULT_RESYNC_S, DEFAULT_WORKERS, ServiceConfig

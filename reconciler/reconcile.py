@@ -45,6 +45,7 @@ from app.decide import (
 )
 from app.durations import parse_duration
 from app.informer import ApiStatusError
+from app.jsonlog import log_fields
 from app.leader import NotLeading
 from app.models import RightsizingRecommendation
 from app.owners import WorkloadRef
@@ -58,7 +59,6 @@ from app.view import ClusterView, WorkloadPlan
 from app.workloads import Workload, target_containers
 from reconciler.api import Writer
 from reconciler.events import dedup_key, event_body, is_repeat, merged, pending_event
-from reconciler.logs import log_fields
 from reconciler.metrics import ReconcilerMetrics
 from reconciler.podstate import is_ready, is_running, is_terminating, resize_progress
 from reconciler.publish import annotation_patch
