@@ -17,6 +17,7 @@ import orjson
 from kubernetes_asyncio import client
 
 from app.informer import ApiStatusError
+from app.leader import Fence
 from app.owners import WorkloadRef
 from app.recommendations import DATA_KEY, SOURCE_LABEL
 from app.recommender_rows import (
@@ -138,10 +139,15 @@ async def read_stored(api_client: client.ApiClient, namespace: str) -> dict[str,
         raise
 
 
-async def write_plan(api_client: client.ApiClient, plan: Plan) -> WriteResult:
+async def write_plan(
+    api_client: client.ApiClient, plan: Plan, fence: Fence | None = None
+) -> WriteResult:
     """Create the ConfigMap, or merge-patch kerf's keys into it; one attempt (the next run
-    writes again when this one failed)."""
+    writes again when this one failed). `fence` is asked just before the write is sent:
+    it raises NotLeading when this replica may not write (none: a single run, no leader)."""
     body = _body(plan.namespace, plan.rows)
+    if fence is not None:
+        fence("configmaps")
     if not plan.exists:
         collection = f"/api/v1/namespaces/{plan.namespace}/configmaps"
         await _call(api_client, "POST", collection, body)
@@ -157,9 +163,11 @@ async def store(
     metrics: RecommenderMetrics,
     *,
     dry_run: bool = False,
+    fence: Fence | None = None,
 ) -> dict[str, WriteResult]:
     """Write each namespace's ConfigMap that needs it; `dry_run` reads and sends nothing
-    but says what it would write. A failed namespace is logged and left for the next run."""
+    but says what it would write. A failed namespace is logged and left for the next run;
+    a write the fence refuses (NotLeading) ends the whole run."""
     results: dict[str, WriteResult] = {}
     for namespace, (new, kept) in sorted(namespaces(analysis).items()):
         try:
@@ -170,7 +178,7 @@ async def store(
             elif dry_run:
                 result = "patched" if decided.exists else "created"
             else:
-                result = await write_plan(api_client, decided)
+                result = await write_plan(api_client, decided, fence)
         except (ApiStatusError, aiohttp.ClientError, TimeoutError, OSError) as exc:
             result = "error"
             logger.warning(
