@@ -20,6 +20,12 @@ def micro_time(at: datetime) -> str:
     return at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+def rfc3339_as_kept(at: datetime) -> str:
+    """RFC 3339 of `at` as it is (its offset, its fractions of a second), UTC written `Z`:
+    the form kerf keeps its own times in (annotations, rollback state), read back exactly."""
+    return at.isoformat().replace("+00:00", "Z")
+
+
 def unix_rfc3339(unix: float) -> str:
     """`rfc3339` of a Unix time."""
     return rfc3339(datetime.fromtimestamp(unix, UTC))

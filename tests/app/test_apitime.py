@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from app.apitime import micro_time, rfc3339, unix_rfc3339
+from app.apitime import micro_time, rfc3339, rfc3339_as_kept, unix_rfc3339
 from app.lease import holder_identity, own_namespace
 
 T0 = datetime(2026, 11, 28, 10, 0, 0, 123456, tzinfo=UTC)
@@ -21,6 +21,12 @@ def test_micro_time_is_utc_with_microseconds() -> None:
 def test_rfc3339_is_utc_to_the_second() -> None:
     assert rfc3339(T0.astimezone(PLUS_TWO)) == "2026-11-28T10:00:00Z"
     assert unix_rfc3339(T0.timestamp()) == "2026-11-28T10:00:00Z"
+
+
+def test_kerf_keeps_its_own_times_as_they_are() -> None:
+    assert rfc3339_as_kept(T0) == "2026-11-28T10:00:00.123456Z"
+    assert rfc3339_as_kept(T0.replace(microsecond=0)) == "2026-11-28T10:00:00Z"
+    assert rfc3339_as_kept(T0.astimezone(PLUS_TWO)) == "2026-11-28T12:00:00.123456+02:00"
 
 
 def test_identity_and_namespace_from_the_downward_api(monkeypatch: pytest.MonkeyPatch) -> None:
