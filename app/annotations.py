@@ -16,6 +16,8 @@ from typing import Any
 
 import orjson
 
+from app.apitime import rfc3339_as_kept
+
 DOMAIN = "rightsizing.kubex.ai"
 ROLLBACK_STATE = f"{DOMAIN}/rollback-state"
 PAUSE_UNTIL = f"{DOMAIN}/pause-until"
@@ -148,7 +150,7 @@ def encode_owned(
             "policyName": name,
             "policyNamespace": namespace,
             "policyGeneration": generation,
-            "createdAt": created_at.isoformat().replace("+00:00", "Z") if created_at else None,
+            "createdAt": rfc3339_as_kept(created_at) if created_at else None,
             "containers": containers,
         }
     )

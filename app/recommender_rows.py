@@ -9,11 +9,12 @@ no longer has loses its row.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import orjson
 
+from app.apitime import rfc3339
 from app.owners import WorkloadRef
 from app.recommender_rules import ContainerResult
 
@@ -37,7 +38,7 @@ def row(ref: WorkloadRef, result: ContainerResult, analyzed_at: datetime) -> Row
     if result.limits:
         out["limits"] = dict(result.limits)
     out.update(
-        analyzedAt=analyzed_at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        analyzedAt=rfc3339(analyzed_at),
         coverageHours=result.coverage_hours,
         samples=result.samples,
         confidence=result.confidence,

@@ -11,8 +11,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Literal
+
+from app.apitime import unix_rfc3339
 
 MI = 1024 * 1024
 LimitsMode = Literal["ratio", "keep"]
@@ -211,13 +212,9 @@ def _problem(usage: ContainerUsage, window: Window, settings: RuleSettings) -> R
         if gap is not None:
             return Refusal(
                 "DataGap",
-                f"container {name}: no {series} data from {_time(gap[0])} to {_time(gap[1])}",
+                f"container {name}: no {series} data from {unix_rfc3339(gap[0])} to {unix_rfc3339(gap[1])}",
             )
     return None
-
-
-def _time(unix: float) -> str:
-    return datetime.fromtimestamp(unix, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def recommend_container(

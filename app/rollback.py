@@ -11,6 +11,7 @@ from typing import Any, Literal
 import orjson
 
 from app.annotations import dumps
+from app.apitime import rfc3339_as_kept
 from app.durations import parse_duration
 from app.models import ClusterRollbackPolicy, RollbackPolicy
 from app.workloads import ContainerResources, parse_time
@@ -52,7 +53,7 @@ class RollbackState:
 
 
 def _stamp(value: datetime | None) -> str | None:
-    return value.isoformat().replace("+00:00", "Z") if value else None
+    return rfc3339_as_kept(value) if value else None
 
 
 def encode_state(state: RollbackState) -> str:

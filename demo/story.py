@@ -15,6 +15,8 @@ from typing import IO, Any
 import yaml
 from kubernetes_asyncio import client
 
+from app.jsonlog import configure_logging
+from app.leader import LeaderTimings
 from demo.narration import (
     POLICY_KINDS,
     ROLLBACK,
@@ -37,8 +39,6 @@ from demo.narration import (
 from kubesim.clock import FakeClock
 from kubesim.sim import Simulator
 from kubesim.testing import running_sim
-from reconciler.leader import LeaderTimings
-from reconciler.logs import configure_logging
 from reconciler.main import Options, build_service
 from reconciler.reconcile import ExecutionConfig
 from reconciler.service import ServiceConfig, run_cluster

@@ -12,11 +12,12 @@ from pathlib import Path
 from kubernetes_asyncio.config import ConfigException
 
 from app.durations import DurationError, parse_duration
+from app.jsonlog import configure_logging
+from app.leaderflags import add_leader_arguments, leader_timings
 from app.prometheus_query import Queries
 from app.quantities import QuantityError, parse_resource
 from app.recommender_rules import RuleSettings
 from recommender.analyze import Settings
-from recommender.logs import configure_logging
 from recommender.main import DEFAULT_METRICS_PORT, Options, run_recommender, run_state_dir
 
 _DEFAULTS = RuleSettings()
@@ -97,7 +98,9 @@ def add_recommend_arguments(parser: argparse.ArgumentParser) -> None:
         help="the workloads and pods of the YAML files in DIR; prints the rows, writes nothing "
         "(default: the cluster)",
     )
-    parser.add_argument("--once", action="store_true", help="one run, print it, then exit")
+    parser.add_argument(
+        "--once", action="store_true", help="one run, print it, then exit (no leader election)"
+    )
     parser.add_argument(
         "--dry-run", action="store_true", help="compute and log, write no ConfigMap"
     )
@@ -211,6 +214,7 @@ def add_recommend_arguments(parser: argparse.ArgumentParser) -> None:
             metavar="PROMQL",
             help=f"{what} (default: {getattr(_QUERIES, name)})",
         )
+    add_leader_arguments(parser)
     parser.add_argument(
         "--metrics-port",
         type=int,
@@ -279,6 +283,10 @@ def recommend_command(args: argparse.Namespace) -> int:
     if args.kubeconfig is not None and not args.kubeconfig.is_file():
         print(f"kerf recommend: --kubeconfig {args.kubeconfig}: no such file", file=sys.stderr)
         return 2
+    timings = leader_timings(args)
+    if isinstance(timings, str):
+        print(f"kerf recommend: {timings}", file=sys.stderr)
+        return 2
     options = Options(
         prometheus=args.prometheus,
         settings=settings,
@@ -290,6 +298,7 @@ def recommend_command(args: argparse.Namespace) -> int:
         now=args.now,
         metrics_host=args.metrics_host,
         metrics_port=args.metrics_port,
+        leader=timings,
     )
     try:
         return run_recommender(options)

@@ -13,10 +13,10 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 import aiohttp
-import orjson
 from kubernetes_asyncio import client
 
 from app.informer import ApiStatusError
+from app.leader import Fence
 from app.owners import WorkloadRef
 from app.recommendations import DATA_KEY, SOURCE_LABEL
 from app.recommender_rows import (
@@ -27,12 +27,13 @@ from app.recommender_rows import (
     existing_rows,
     merged_rows,
 )
+from app.transport import ApiTransport
 from recommender.analyze import Analysis
 from recommender.metrics import RecommenderMetrics
 
 logger = logging.getLogger("kerf.recommender")
 
-REQUEST_TIMEOUT = aiohttp.ClientTimeout(total=30, sock_connect=10)
+MERGE_PATCH = "application/merge-patch+json"
 #: An unchanged recommendation is rewritten once a day, so its analysis time stays fresh.
 REFRESH_AFTER = timedelta(hours=24)
 WriteResult = Literal["created", "patched", "unchanged", "error"]
@@ -95,35 +96,6 @@ def _body(namespace: str, rows: list[Row]) -> dict[str, Any]:
     }
 
 
-async def _call(
-    api_client: client.ApiClient,
-    method: str,
-    path: str,
-    body: Mapping[str, Any] | None = None,
-    content_type: str = "application/json",
-) -> dict[str, Any]:
-    response = await api_client.call_api(
-        path,
-        method,
-        header_params={"Content-Type": content_type, "Accept": "application/json"},
-        body=body,
-        auth_settings=["BearerToken"],
-        _preload_content=False,
-        _request_timeout=REQUEST_TIMEOUT,
-    )
-    try:
-        raw = await response.read()
-    finally:
-        response.release()
-    if not 200 <= response.status < 300:
-        try:
-            message = str(orjson.loads(raw).get("message"))
-        except (orjson.JSONDecodeError, AttributeError):
-            message = raw[:300].decode("utf-8", "replace")
-        raise ApiStatusError(response.status, message)
-    return orjson.loads(raw) if raw else {}
-
-
 def _path(namespace: str) -> str:
     return f"/api/v1/namespaces/{namespace}/configmaps/{CONFIGMAP_NAME}"
 
@@ -131,23 +103,30 @@ def _path(namespace: str) -> str:
 async def read_stored(api_client: client.ApiClient, namespace: str) -> dict[str, Any] | None:
     """The namespace's recommender ConfigMap, or None when there is none."""
     try:
-        return await _call(api_client, "GET", _path(namespace))
+        return await ApiTransport(api_client).request("get", "configmaps", "GET", _path(namespace))
     except ApiStatusError as exc:
         if exc.code == 404:
             return None
         raise
 
 
-async def write_plan(api_client: client.ApiClient, plan: Plan) -> WriteResult:
+async def write_plan(
+    api_client: client.ApiClient, plan: Plan, fence: Fence | None = None
+) -> WriteResult:
     """Create the ConfigMap, or merge-patch kerf's keys into it; one attempt (the next run
-    writes again when this one failed)."""
+    writes again when this one failed). `fence` is asked just before the write is sent:
+    it raises NotLeading when this replica may not write (none: a single run, no leader)."""
     body = _body(plan.namespace, plan.rows)
+    transport = ApiTransport(api_client)
+    if fence is not None:
+        fence("configmaps")
     if not plan.exists:
         collection = f"/api/v1/namespaces/{plan.namespace}/configmaps"
-        await _call(api_client, "POST", collection, body)
+        await transport.request("create", "configmaps", "POST", collection, body)
         return "created"
     patch = {"metadata": {"labels": body["metadata"]["labels"]}, "data": body["data"]}
-    await _call(api_client, "PATCH", _path(plan.namespace), patch, "application/merge-patch+json")
+    path = _path(plan.namespace)
+    await transport.request("patch", "configmaps", "PATCH", path, patch, MERGE_PATCH)
     return "patched"
 
 
@@ -157,9 +136,11 @@ async def store(
     metrics: RecommenderMetrics,
     *,
     dry_run: bool = False,
+    fence: Fence | None = None,
 ) -> dict[str, WriteResult]:
     """Write each namespace's ConfigMap that needs it; `dry_run` reads and sends nothing
-    but says what it would write. A failed namespace is logged and left for the next run."""
+    but says what it would write. A failed namespace is logged and left for the next run;
+    a write the fence refuses (NotLeading) ends the whole run."""
     results: dict[str, WriteResult] = {}
     for namespace, (new, kept) in sorted(namespaces(analysis).items()):
         try:
@@ -170,7 +151,7 @@ async def store(
             elif dry_run:
                 result = "patched" if decided.exists else "created"
             else:
-                result = await write_plan(api_client, decided)
+                result = await write_plan(api_client, decided, fence)
         except (ApiStatusError, aiohttp.ClientError, TimeoutError, OSError) as exc:
             result = "error"
             logger.warning(

@@ -1,8 +1,7 @@
 """Running the recommender: once over YAML files (`--state-dir`), once over a cluster
-(`--once`), or as a service that analyses every `--interval` until stopped.
-
-The service runs without leader election: its writes are idempotent merge patches of the
-same computed document, so a second replica only repeats them. Run one replica.
+(`--once`, no Lease), or as a service that analyses every `--interval` until stopped: the
+leader of its replicas (`recommender.leadership`), or every replica with `--dry-run`, which
+writes nothing.
 """
 
 from __future__ import annotations
@@ -23,10 +22,14 @@ from kubernetes_asyncio import client
 from app.clock import utc_now
 from app.health import health_app, serving
 from app.informer import WEBHOOK_RESOURCES, ClusterFeed, Resource, api_client_from_config
+from app.leader import Fence, LeaderTimings
+from app.lease import holder_identity, own_namespace
 from app.statedir import load_view
+from app.transport import ApiTransport
 from app.view import ClusterView
 from recommender.analyze import Analysis, Settings, analyze, record
 from recommender.configmaps import store
+from recommender.leadership import run_leading
 from recommender.metrics import RecommenderMetrics, recommender_metrics
 from recommender.output import write_json, write_table
 from recommender.prometheus import PrometheusApi
@@ -62,6 +65,7 @@ class Options:
     now: datetime | None = None
     metrics_host: str = "0.0.0.0"
     metrics_port: int = DEFAULT_METRICS_PORT
+    leader: LeaderTimings = LeaderTimings()
 
 
 def print_analysis(analysis: Analysis, output: str, out: IO[str]) -> int:
@@ -92,12 +96,14 @@ async def run_one(
     api_client: client.ApiClient,
     options: Options,
     metrics: RecommenderMetrics,
+    fence: Fence | None = None,
 ) -> Analysis:
-    """One analysis of the cluster, recorded and stored (unless a dry run)."""
+    """One analysis of the cluster, recorded and stored (unless a dry run), each write
+    through `fence` when one is given."""
     with metrics.run_seconds.time():
         analysis = await analyze(view, api, options.settings, metrics, options.now or utc_now())
         record(analysis, metrics)
-        await store(api_client, analysis, metrics, dry_run=options.dry_run)
+        await store(api_client, analysis, metrics, dry_run=options.dry_run, fence=fence)
     return analysis
 
 
@@ -116,7 +122,8 @@ async def _synced_or_stopped(feed: ClusterFeed, stop: asyncio.Event) -> bool:
 
 
 async def serve_cluster(options: Options, stop: asyncio.Event) -> int:
-    """Sync the view, then one run (`once`) or a run every interval until `stop`."""
+    """Sync the view, then one run (`once`), or runs every interval until `stop`: the
+    leader's, or with `dry_run` every replica's (it writes nothing, so it elects no one)."""
     metrics = recommender_metrics()
     async with (
         await api_client_from_config(options.kubeconfig) as api_client,
@@ -136,9 +143,25 @@ async def serve_cluster(options: Options, stop: asyncio.Event) -> int:
             async with serving(app, options.metrics_host, options.metrics_port):
                 if not await _synced_or_stopped(feed, stop):
                     return 0
-                while not stop.is_set():
-                    await run_one(view, api, api_client, options, metrics)
-                    await _until(stop, options.interval_s)
+                if options.dry_run:
+                    while not stop.is_set():
+                        await run_one(view, api, api_client, options, metrics)
+                        await _until(stop, options.interval_s)
+                    return 0
+
+                async def leading_run(fence: Fence) -> Analysis:
+                    return await run_one(view, api, api_client, options, metrics, fence)
+
+                await run_leading(
+                    ApiTransport(api_client),
+                    leading_run,
+                    metrics,
+                    namespace=own_namespace(),
+                    identity=holder_identity(),
+                    timings=options.leader,
+                    interval_s=options.interval_s,
+                    stop=stop,
+                )
             return 0
         finally:
             feed_task.cancel()

@@ -20,6 +20,8 @@ class RecommenderMetrics:
     workloads: Gauge
     rows: Gauge
     writes: Counter
+    writes_withheld: Counter
+    leader: Gauge
     last_success: Gauge
 
 
@@ -64,6 +66,18 @@ def recommender_metrics(registry: CollectorRegistry | None = None) -> Recommende
             "Writes of the recommendation ConfigMaps, by result (created, patched, "
             "unchanged, error).",
             ["result"],
+            registry=registry,
+        ),
+        writes_withheld=Counter(
+            "kerf_recommender_writes_withheld_total",
+            "Writes not sent, by resource: this replica no longer held the leader Lease "
+            "within its renew deadline.",
+            ["resource"],
+            registry=registry,
+        ),
+        leader=Gauge(
+            "kerf_recommender_leader",
+            "1 while this replica holds the leader Lease.",
             registry=registry,
         ),
         last_success=Gauge(

@@ -8,35 +8,20 @@ longer leads sends nothing.
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Callable, Mapping
-from datetime import datetime
+from collections.abc import Mapping
 from typing import Any, Literal, Protocol
 
-import aiohttp
-import orjson
 from kubernetes_asyncio import client
 
 from app.informer import ApiStatusError
+from app.leader import Fence
 from app.models import API_VERSION, plural
-from app.workloads import parse_time
+from app.transport import JSON, ApiTransport
 from reconciler.metrics import ReconcilerMetrics
 
-logger = logging.getLogger("kerf.reconciler.api")
-
-JSON = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
-REQUEST_TIMEOUT = aiohttp.ClientTimeout(total=30, sock_connect=10)
 EvictResult = Literal["evicted", "refused", "gone"]
-#: Called with the resource just before a write is sent; raises NotLeading to refuse it.
-Fence = Callable[[str], None]
-
-
-class NotLeading(Exception):
-    """A write was not sent: this replica does not hold the leader Lease (or has not
-    renewed it within the renew deadline). Its pass is dropped, not retried: the leader
-    decides again from fresh state."""
 
 
 def _api_path(api_version: str) -> str:
@@ -62,57 +47,11 @@ def resize_body(pod: Mapping[str, Any], containers: Mapping[str, Any]) -> dict[s
     return {"spec": lists}
 
 
-class Transport:
-    """One HTTP call to the API server: raw body, orjson, errors as ApiStatusError."""
+class Transport(ApiTransport):
+    """The reconciler's API calls, each counted in its metrics."""
 
     def __init__(self, api_client: client.ApiClient, metrics: ReconcilerMetrics) -> None:
-        self._client = api_client
-        self._metrics = metrics
-
-    async def request(
-        self,
-        verb: str,
-        resource: str,
-        method: str,
-        path: str,
-        body: Any = None,
-        content_type: str = JSON,
-    ) -> dict[str, Any]:
-        """Send one request; a 2xx answer's body is returned parsed, anything else raises
-        ApiStatusError with the API's own message. Counted by verb, resource and code."""
-        try:
-            response = await self._client.call_api(
-                path,
-                method,
-                header_params={"Content-Type": content_type, "Accept": JSON},
-                body=body,
-                auth_settings=["BearerToken"],
-                _preload_content=False,
-                _request_timeout=REQUEST_TIMEOUT,
-            )
-        except Exception:
-            self._metrics.api_call(verb, resource, "error")
-            raise
-        try:
-            raw = await response.read()
-        finally:
-            response.release()
-        self._metrics.api_call(verb, resource, str(response.status))
-        if not 200 <= response.status < 300:
-            raise ApiStatusError(response.status, _message(raw))
-        return orjson.loads(raw) if raw else {}
-
-
-def _parsed(raw: bytes) -> Mapping[str, Any]:
-    try:
-        doc = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return {}
-    return doc if isinstance(doc, dict) else {}
-
-
-def _message(raw: bytes) -> str:
-    return str(_parsed(raw).get("message") or raw[:300].decode("utf-8", "replace"))
+        super().__init__(api_client, metrics.api_call)
 
 
 class Writer(Protocol):
@@ -231,21 +170,3 @@ class ApiWriter:
         except ApiStatusError as exc:
             if exc.code != 409 or not body["metadata"].get("name"):
                 raise
-
-
-class LeaseReader:
-    """Reads the webhook's Lease (not a decision path: once per eviction, cached)."""
-
-    def __init__(self, transport: Transport, namespace: str, name: str) -> None:
-        self._t = transport
-        self._path = object_path("coordination.k8s.io/v1", "Lease", namespace, name)
-
-    async def renewed_at(self) -> datetime | None:
-        """The Lease's renewTime; None when it does not exist."""
-        try:
-            lease = await self._t.request("get", "leases", "GET", self._path)
-        except ApiStatusError as exc:
-            if exc.code == 404:
-                return None
-            raise
-        return parse_time((lease.get("spec") or {}).get("renewTime"))

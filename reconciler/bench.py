@@ -227,7 +227,7 @@ def measure(
     if cpus:
         os.sched_setaffinity(0, cpus)
     from app.informer import api_client_from_config
-    from reconciler.logs import configure_logging
+    from app.jsonlog import configure_logging
 
     configure_logging("warning")  # leadership changes and failed passes, on stderr
     from reconciler.main import Options, build_service

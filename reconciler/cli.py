@@ -10,8 +10,8 @@ from pathlib import Path
 
 from kubernetes_asyncio.config import ConfigException
 
-from reconciler.leader import LEASE_DURATION_S, LeaderTimings
-from reconciler.logs import configure_logging
+from app.jsonlog import configure_logging
+from app.leaderflags import add_leader_arguments, leader_timings
 from reconciler.main import DEFAULT_METRICS_PORT, Options, plan_state_dir, run_reconciler
 from reconciler.reconcile import ExecutionConfig
 from reconciler.service import DEFAULT_RESYNC_S, DEFAULT_WORKERS, ServiceConfig
@@ -62,27 +62,7 @@ def add_reconciler_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--workers", type=int, default=DEFAULT_WORKERS, help="workloads handled at once"
     )
-    parser.add_argument(
-        "--lease-duration",
-        type=float,
-        default=LEASE_DURATION_S,
-        metavar="SECONDS",
-        help="leader Lease duration: a follower takes over this long after the leader stops renewing",
-    )
-    parser.add_argument(
-        "--renew-deadline",
-        type=float,
-        metavar="SECONDS",
-        help="the leader stops writing once it has not renewed its Lease for this long; "
-        "shorter than --lease-duration (default: two thirds of it)",
-    )
-    parser.add_argument(
-        "--retry-period",
-        type=float,
-        metavar="SECONDS",
-        help="how often the Lease is renewed, or tried for (default: a fifth of "
-        "--lease-duration, at most 2)",
-    )
+    add_leader_arguments(parser)
     parser.add_argument(
         "--log-level",
         default="info",
@@ -107,9 +87,9 @@ def reconciler_command(args: argparse.Namespace) -> int:
     if args.eviction_rate <= 0:
         print("kerf reconciler: --eviction-rate must be positive", file=sys.stderr)
         return 2
-    timings = LeaderTimings.scaled(args.lease_duration, args.renew_deadline, args.retry_period)
-    if (problem := timings.problem()) is not None:
-        print(f"kerf reconciler: {problem}", file=sys.stderr)
+    timings = leader_timings(args)
+    if isinstance(timings, str):
+        print(f"kerf reconciler: {timings}", file=sys.stderr)
         return 2
     options = Options(
         kubeconfig=args.kubeconfig,

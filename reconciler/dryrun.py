@@ -22,9 +22,9 @@ from typing import Any, Literal
 from app.clock import Clock
 from app.decide import PodDecision, decide_pod
 from app.informer import ClusterFeed
+from app.jsonlog import log_fields
 from app.owners import WorkloadRef
 from app.view import ClusterView
-from reconciler.logs import log_fields
 from reconciler.metrics import ReconcilerMetrics
 from reconciler.podstate import is_running
 from reconciler.publish import annotation_patch

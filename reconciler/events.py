@@ -18,8 +18,8 @@ from datetime import datetime
 from typing import Any
 
 from app.annotations import dumps
+from app.apitime import micro_time
 from app.owners import WorkloadRef
-from webhook.lease import micro_time
 
 REPORTING_CONTROLLER = "rightsizing.kubex.ai/kerf-reconciler"
 #: Reasons of actions: each is recorded as it happens (an action is never a repeat).

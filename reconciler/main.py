@@ -21,11 +21,12 @@ from app.clock import Clock, utc_now
 from app.health import health_app, serving
 from app.heap import freeze_page
 from app.informer import ClusterFeed, api_client_from_config
+from app.leader import LeaderElector, LeaderTimings, write_fence
+from app.lease import WEBHOOK_LEASE, LeaseClient, holder_identity, own_namespace
 from app.statedir import load_view
 from app.view import ClusterView
-from reconciler.api import ApiWriter, LeaseReader, Transport
+from reconciler.api import ApiWriter, Transport
 from reconciler.dryrun import dry_pass, run_dry
-from reconciler.leader import LeaderElector, LeaderTimings, write_fence
 from reconciler.metrics import RollbackStatesCollector, SavingsCollector, reconciler_metrics
 from reconciler.reconcile import ExecutionConfig, LeaseAge, WorkloadReconciler
 from reconciler.service import (
@@ -35,10 +36,10 @@ from reconciler.service import (
     WatchedView,
     run_cluster,
 )
-from webhook.lease import LEASE_NAME as WEBHOOK_LEASE
-from webhook.lease import holder_identity, own_namespace
 
 logger = logging.getLogger("kerf.reconciler")
+
+LEASE_NAME = "kerf-reconciler"
 
 DEFAULT_METRICS_PORT = 8080
 #: A successful read of the webhook Lease is reused this long (evictions are rate-limited
@@ -74,7 +75,7 @@ async def plan_state_dir(state_dir: Path, out: IO[str]) -> int:
     return 0
 
 
-def cached_lease(reader: LeaseReader, monotonic: Callable[[], float] = time.monotonic) -> LeaseAge:
+def cached_lease(reader: LeaseClient, monotonic: Callable[[], float] = time.monotonic) -> LeaseAge:
     """`reader.renewed_at` with a short cache (kept by wall time, whatever the decision
     clock is)."""
     cache: list[tuple[float, datetime | None]] = []
@@ -106,10 +107,12 @@ def build_service(
         transport,
         namespace,
         identity,
+        name=LEASE_NAME,
+        logger=logging.getLogger("kerf.reconciler.leader"),
         timings=options.leader,
         on_change=lambda leading: holder[0].on_leadership(leading),
     )
-    writer = ApiWriter(transport, fence=write_fence(leader, metrics))
+    writer = ApiWriter(transport, fence=write_fence(leader, metrics.writes_withheld))
     view = WatchedView(lambda ref: holder[0].on_change(ref), own_namespace=namespace)
     metrics.registry.register(SavingsCollector(view, clock))
     metrics.registry.register(RollbackStatesCollector(view))
@@ -122,7 +125,7 @@ def build_service(
         view,
         writer,
         metrics,
-        webhook_lease=cached_lease(LeaseReader(transport, namespace, WEBHOOK_LEASE)),
+        webhook_lease=cached_lease(LeaseClient(transport, namespace, WEBHOOK_LEASE)),
         clock=clock,
         config=execution,
     )

@@ -8,12 +8,12 @@ import logging
 
 from app.clock import Clock
 from app.feasibility import describe_largest, infeasible_policy_values
+from app.jsonlog import log_fields
 from app.models import API_VERSION, KerfResource
 from app.owners import WorkloadRef
 from app.view import ClusterView
 from reconciler.api import Writer
 from reconciler.events import event_body, pending_event
-from reconciler.logs import log_fields
 
 logger = logging.getLogger("kerf.reconciler")
 

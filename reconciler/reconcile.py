@@ -34,6 +34,7 @@ from typing import Any
 import orjson
 
 from app.annotations import APPROVE, POD_INFO, ROLLBACK_STATE
+from app.apitime import rfc3339 as stamp
 from app.clock import Clock, utc_now
 from app.decide import (
     PodDecision,
@@ -44,6 +45,8 @@ from app.decide import (
 )
 from app.durations import parse_duration
 from app.informer import ApiStatusError
+from app.jsonlog import log_fields
+from app.leader import NotLeading
 from app.models import RightsizingRecommendation
 from app.owners import WorkloadRef
 from app.quantities import resource_amounts
@@ -54,9 +57,8 @@ from app.rollback_monitor import step as rollback_step
 from app.sync import ROLLBACK_KINDS
 from app.view import ClusterView, WorkloadPlan
 from app.workloads import Workload, target_containers
-from reconciler.api import NotLeading, Writer
+from reconciler.api import Writer
 from reconciler.events import dedup_key, event_body, is_repeat, merged, pending_event
-from reconciler.logs import log_fields
 from reconciler.metrics import ReconcilerMetrics
 from reconciler.podstate import is_ready, is_running, is_terminating, resize_progress
 from reconciler.publish import annotation_patch
@@ -68,7 +70,6 @@ from reconciler.status import (
     build_status,
     recommendation_object,
     rollback_status,
-    stamp,
     status_digest,
     status_patch,
 )

@@ -3,7 +3,7 @@ resync, leader election, health and metrics, and a graceful stop (SPEC §7).
 
 Every replica keeps its view warm; only the leader works the queue (and so writes). A
 replica that stops leading drops its queue, and its passes under way send no more writes
-(`reconciler.leader.write_fence`): the next leader decides again from fresh state.
+(`app.leader.write_fence`): the next leader decides again from fresh state.
 A change of any input of a workload queues it: its pods, itself, its
 RightsizingRecommendation; kerf objects, recommendation ConfigMaps and namespaces queue
 every workload they may touch. The periodic resync queues all.
@@ -20,12 +20,11 @@ from typing import Any
 
 from app.heap import freeze_loaded_state
 from app.informer import WEBHOOK_RESOURCES, ClusterFeed, Resource
+from app.leader import LeaderElector, NotLeading
 from app.models import KerfResource, RightsizingRecommendation
 from app.owners import WorkloadRef
 from app.view import ClusterView, object_key
 from app.workloads import WORKLOAD_KINDS
-from reconciler.api import NotLeading
-from reconciler.leader import LeaderElector
 from reconciler.metrics import ReconcilerMetrics
 from reconciler.policyevents import PolicyEvents
 from reconciler.policystatus import write_policy_status

@@ -9,12 +9,12 @@ import logging
 from datetime import datetime
 
 from app.clock import Clock
+from app.jsonlog import log_fields
 from app.owners import WorkloadRef
 from app.sources import SourceKey, SourceState
 from app.view import ClusterView
 from reconciler.api import Writer
 from reconciler.events import event_body, pending_event
-from reconciler.logs import log_fields
 
 logger = logging.getLogger("kerf.reconciler")
 

@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 
 from app.annotations import dumps
+from app.apitime import rfc3339
 from app.models import API_VERSION, RightsizingRecommendation
 from app.owners import WorkloadRef
 from app.records import record_name
@@ -80,11 +81,6 @@ def rollback_status(result: Step | None) -> RollbackStatus | None:
     return RollbackStatus(result.phase, condition, last)
 
 
-def stamp(when: datetime) -> str:
-    """RFC3339 in UTC, seconds, as the API server writes times."""
-    return when.isoformat(timespec="seconds").replace("+00:00", "Z")
-
-
 def recommendation_object(ref: WorkloadRef, api_version: str, uid: str | None) -> dict[str, Any]:
     """A new RightsizingRecommendation for a workload, owned by it (garbage-collected with
     it)."""
@@ -136,7 +132,7 @@ def _condition(
         "status": status,
         "reason": reason,
         "message": message,
-        "lastTransitionTime": before.get("lastTransitionTime") if same else stamp(now),
+        "lastTransitionTime": before.get("lastTransitionTime") if same else rfc3339(now),
     }
 
 
@@ -199,7 +195,7 @@ def build_status(
         "observedGeneration": (record.metadata.generation or 1) if record else 1,
     }
     if summary.next_allowed_at is not None:
-        status["nextAllowedAt"] = stamp(summary.next_allowed_at)
+        status["nextAllowedAt"] = rfc3339(summary.next_allowed_at)
     if summary.proposal is not None:
         shown = summary.proposal
         status["proposal"] = {

@@ -247,6 +247,19 @@ def test_the_recommender_is_off_by_default_and_runs_kerf_recommend_when_on(
     ]
 
 
+def test_the_recommender_elects_a_leader_on_its_own_lease() -> None:
+    on = template("recommender.enabled=true")
+    assert one(on, "Deployment", "kerf-recommender")["spec"]["replicas"] == 2
+    args = args_of(on, "kerf-recommender")
+    assert {"--lease-duration=15", "--renew-deadline=10", "--retry-period=2"} <= set(args)
+    lease = {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"]}
+    rules = one(on, "Role", "kerf-recommender-lease")["rules"]
+    assert {**lease, "verbs": ["create"]} in rules
+    assert {**lease, "resourceNames": ["kerf-recommender"], "verbs": ["get", "update"]} in rules
+    binding = one(on, "RoleBinding", "kerf-recommender-lease")
+    assert binding["subjects"][0]["name"] == "kerf-recommender"
+
+
 def test_cert_manager_issues_the_certificate_and_injects_the_ca_bundle() -> None:
     objects = template("certificates.certManager.enabled=true")
     assert "kerf-webhook-tls" not in names(objects, "Secret")

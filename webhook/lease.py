@@ -14,48 +14,24 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
-import socket
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from kubernetes_asyncio import client
-from kubernetes_asyncio.client.exceptions import ApiException
 
+from app.apitime import micro_time
 from app.clock import Clock, utc_now
+from app.informer import ApiStatusError
+from app.lease import WEBHOOK_LEASE, LeaseClient
+from app.transport import ApiTransport
 
 logger = logging.getLogger("kerf.webhook.lease")
 
-LEASE_NAME = "kerf-webhook"
 RENEW_INTERVAL_S = 10.0
 #: How often a replica that is not ready yet checks again, so it renews soon after it is.
 READY_POLL_S = 1.0
 #: Writes tried per renewal when other replicas keep winning the race.
 MAX_CONFLICTS = 5
-SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
-DEFAULT_NAMESPACE = "kerf-system"
-
-
-def micro_time(at: datetime) -> str:
-    """A Kubernetes MicroTime: RFC 3339 in UTC with microseconds."""
-    return at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def holder_identity() -> str:
-    """The pod name (downward API `POD_NAME`), else the host name (a pod's by default)."""
-    return os.environ.get("POD_NAME") or socket.gethostname()
-
-
-def own_namespace() -> str:
-    """`POD_NAMESPACE`, else the service account's namespace, else kerf-system."""
-    if namespace := os.environ.get("POD_NAMESPACE"):
-        return namespace
-    try:
-        return SERVICE_ACCOUNT_NAMESPACE.read_text().strip() or DEFAULT_NAMESPACE
-    except OSError:
-        return DEFAULT_NAMESPACE
 
 
 class LeaseConflict(RuntimeError):
@@ -71,13 +47,13 @@ class LeaseRenewer:
         namespace: str,
         holder: str,
         *,
-        name: str = LEASE_NAME,
+        name: str = WEBHOOK_LEASE,
         interval_s: float = RENEW_INTERVAL_S,
         ready: Callable[[], bool] = lambda: True,
         clock: Clock = utc_now,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
-        self._api = client.CoordinationV1Api(api_client)
+        self._lease = LeaseClient(ApiTransport(api_client), namespace, name)
         self.namespace = namespace
         self.holder = holder
         self.name = name
@@ -109,39 +85,24 @@ class LeaseRenewer:
     async def renew(self) -> None:
         """Set renewTime to now (creating the Lease when missing)."""
         for _ in range(MAX_CONFLICTS):
-            try:
-                current = await self._api.read_namespaced_lease(self.name, self.namespace)
-            except ApiException as exc:
-                if exc.status != 404:
-                    raise
-                current = None
+            current = await self._lease.get()
             try:
                 if current is None:
-                    await self._api.create_namespaced_lease(self.namespace, self._body(None))
+                    await self._lease.create(self._spec())
                 else:
-                    version = current.metadata.resource_version
-                    await self._api.replace_namespaced_lease(
-                        self.name, self.namespace, self._body(version)
-                    )
+                    # The version it read: a concurrent renewal then gets 409.
+                    version = str(current["metadata"]["resourceVersion"])
+                    await self._lease.update(version, self._spec())
                 return
-            except ApiException as exc:
-                if exc.status != 409:
+            except ApiStatusError as exc:
+                if exc.code != 409:
                     raise
         raise LeaseConflict(f"Lease {self.namespace}/{self.name}: {MAX_CONFLICTS} conflicts")
 
-    def _body(self, resource_version: str | None) -> dict[str, Any]:
-        metadata: dict[str, Any] = {"name": self.name, "namespace": self.namespace}
-        if resource_version is not None:
-            # A replace must name the version it read: a concurrent renewal then gets 409.
-            metadata["resourceVersion"] = resource_version
+    def _spec(self) -> dict[str, Any]:
         return {
-            "apiVersion": "coordination.k8s.io/v1",
-            "kind": "Lease",
-            "metadata": metadata,
-            "spec": {
-                "holderIdentity": self.holder,
-                # Informative: the reconciler judges freshness with webhookLeaseMaxAge.
-                "leaseDurationSeconds": max(1, round(3 * self.interval_s)),
-                "renewTime": micro_time(self._clock()),
-            },
+            "holderIdentity": self.holder,
+            # Informative: the reconciler judges freshness with webhookLeaseMaxAge.
+            "leaseDurationSeconds": max(1, round(3 * self.interval_s)),
+            "renewTime": micro_time(self._clock()),
         }

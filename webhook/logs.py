@@ -1,4 +1,5 @@
-"""JSON-lines logging: one object per line, for kerf's logs and for each admission decision.
+"""The webhook's JSON-lines logs: kerf's and uvicorn's records (`app.jsonlog`), and one
+line per admission decision.
 
 Admission requests come from anyone who can reach the port, so what reaches a log line
 from a request is bounded: identifiers (uid, namespace, pod and container names) are kept
@@ -13,10 +14,11 @@ import logging
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
 from typing import IO, Any
 
 import orjson
+
+from app import jsonlog
 
 LOGGER_NAME = "kerf.webhook"
 #: Kubernetes names are at most 253 characters; a longer "name" is cut there.
@@ -44,30 +46,13 @@ def bounded(message: str, limit: int = MAX_MESSAGE) -> str:
     return message if len(message) <= limit else message[:limit] + "…"
 
 
-class JsonLinesFormatter(logging.Formatter):
-    """Format every record as one JSON object."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        line: dict[str, Any] = {
-            "ts": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
-            "level": record.levelname.lower(),
-            "logger": record.name,
-            "msg": record.getMessage(),
-        }
-        if record.exc_info:
-            line["exception"] = self.formatException(record.exc_info)
-        return orjson.dumps(line, default=str).decode()
+#: uvicorn's loggers: the webhook's server logs in the same lines as kerf.
+UVICORN_LOGGERS = ("uvicorn", "uvicorn.error", "uvicorn.access")
 
 
 def configure_logging(level: str = "info", stream: IO[str] | None = None) -> None:
     """Send kerf's and uvicorn's logs as JSON lines to `stream` (stderr by default)."""
-    handler = logging.StreamHandler(stream or sys.stderr)
-    handler.setFormatter(JsonLinesFormatter())
-    for name in ("kerf", "uvicorn", "uvicorn.error", "uvicorn.access"):
-        logger = logging.getLogger(name)
-        logger.handlers[:] = [handler]
-        logger.setLevel(level.upper())
-        logger.propagate = False
+    jsonlog.configure_logging(level, stream, loggers=("kerf", *UVICORN_LOGGERS))
 
 
 def decision_record(
@@ -126,7 +111,7 @@ class DecisionLog:
 
     Decisions are the webhook's hot path: going through `logging` (a LogRecord, the
     handler lock, the formatter) cost about as much as the decision itself, so the lines
-    are built here directly, in the same shape `JsonLinesFormatter` gives every other log.
+    are built here directly, in the same shape `app.jsonlog` gives every other log.
     A decision is logged at info, a fail-open at warning; `level` filters as `logging` does.
     """
 
@@ -149,7 +134,7 @@ class DecisionLog:
         if level < self._level:
             return
         line = {
-            "ts": datetime.fromtimestamp(time.time(), UTC).isoformat(timespec="milliseconds"),
+            "ts": jsonlog.log_time(time.time()),
             "level": logging.getLevelName(level).lower(),
             "logger": LOGGER_NAME,
             "msg": msg,

@@ -25,9 +25,10 @@ from kubernetes_asyncio import client
 from app.clock import Clock, utc_now
 from app.heap import freeze_loaded_state, freeze_page
 from app.informer import ClusterFeed, api_client_from_config
+from app.lease import holder_identity, own_namespace
 from app.view import ClusterView
 from webhook.connections import ConnectionLimits, GuardedHttpProtocol
-from webhook.lease import RENEW_INTERVAL_S, LeaseRenewer, holder_identity, own_namespace
+from webhook.lease import RENEW_INTERVAL_S, LeaseRenewer
 from webhook.logs import LOGGER_NAME, DecisionLog, configure_logging
 from webhook.server import create_app
 from webhook.tls import ReloadingCertificate

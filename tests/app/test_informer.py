@@ -18,6 +18,7 @@ from kubernetes_asyncio import client
 from app.admission import admit_pod
 from app.heap import freeze_loaded_state
 from app.informer import WEBHOOK_RESOURCES, Backoff, Resource
+from app.jsonlog import JsonLinesFormatter
 from app.owners import WorkloadRef
 from app.view import ClusterView
 from kubesim.faults import FaultRule
@@ -35,7 +36,6 @@ from tests.cluster import (
     static_policy,
     strategy,
 )
-from webhook.logs import JsonLinesFormatter
 
 MERGE_PATCH = "application/merge-patch+json"
 NOW = datetime(2026, 11, 28, 10, 0, tzinfo=UTC)

@@ -35,6 +35,8 @@ async def test_the_service_reports_an_unreachable_prometheus_and_stops_on_sigter
 ) -> None:
     async with running_sim(tmp_path) as sim:
         await sim.add_namespace("shop")
+        # Its Lease goes in its own namespace (kerf-system when no POD_NAMESPACE says).
+        await sim.add_namespace("kerf-system")
         port = free_port()
         down = f"http://127.0.0.1:{free_port()}"
         process = subprocess.Popen(

@@ -44,6 +44,11 @@ def one_line_exit_2(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
             ["--prometheus", "http://p", "--kubeconfig", str(ROOT / "README.md")],
             "is not a kubeconfig",
         ),
+        (
+            ["--prometheus", "http://p", "--lease-duration", "6", "--renew-deadline", "6"],
+            "--renew-deadline (6s) < --lease-duration (6s)",
+        ),
+        (["--prometheus", "http://p", "--retry-period", "soon"], "invalid float value"),
     ],
 )
 def test_bad_input_is_one_line(

@@ -13,10 +13,10 @@ from typing import Any
 
 from kubernetes_asyncio import client
 
+from app.leader import LeaderTimings
 from app.view import ClusterView
 from kubesim.sim import Simulator
 from kubesim.testing import running_sim
-from reconciler.leader import LeaderTimings
 from reconciler.main import Options, build_service
 from reconciler.reconcile import ExecutionConfig
 from reconciler.service import Reconciler, ServiceConfig, run_cluster

@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 
 from app.informer import ApiStatusError
+from app.leader import LeaderElector, LeaderTimings, NotLeading, write_fence
 from app.owners import WorkloadRef
 from app.view import ClusterView
-from reconciler.api import ApiWriter, NotLeading
-from reconciler.leader import LeaderElector, LeaderTimings, write_fence
+from reconciler.api import ApiWriter
 from reconciler.metrics import ReconcilerMetrics, reconciler_metrics
 from reconciler.reconcile import WorkloadReconciler
 from reconciler.service import Reconciler
@@ -75,6 +75,7 @@ def elector(
         server,  # type: ignore[arg-type]
         "kerf-system",
         identity,
+        name="kerf-reconciler",
         timings=TIMINGS,
         clock=lambda: datetime(2026, 12, 1, tzinfo=UTC),
         monotonic=clock,
@@ -128,7 +129,7 @@ async def test_a_paused_leader_writes_nothing_after_resuming() -> None:
     a = elector(server, "a", clock)
     await a._try()
     sent: list[str] = []
-    writer = ApiWriter(Recorder(sent), fence=write_fence(a, metrics))  # type: ignore[arg-type]
+    writer = ApiWriter(Recorder(sent), fence=write_fence(a, metrics.writes_withheld))  # type: ignore[arg-type]
     await writer.resize(POD, {"app": {"requests": {"cpu": "250m"}}})
     assert sent == ["pods/resize"]
     clock.now += 20.0
@@ -220,6 +221,7 @@ async def test_the_renewal_loop_steps_down_when_a_renewal_hangs() -> None:
         server,  # type: ignore[arg-type]
         "kerf-system",
         "a",
+        name="kerf-reconciler",
         timings=timings,
         monotonic=clock,
         on_change=changes.append,

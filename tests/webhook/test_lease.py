@@ -4,23 +4,18 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 from kubernetes_asyncio import client
 
+from app.apitime import micro_time
+from app.lease import WEBHOOK_LEASE as LEASE_NAME
 from kubesim.sim import Simulator
 from kubesim.testing import running_sim
-from webhook.lease import (
-    LEASE_NAME,
-    LeaseConflict,
-    LeaseRenewer,
-    holder_identity,
-    micro_time,
-    own_namespace,
-)
+from webhook.lease import LeaseConflict, LeaseRenewer
 
 T0 = datetime(2026, 11, 28, 10, 0, 0, 123456, tzinfo=UTC)
 
@@ -51,11 +46,6 @@ async def lease_spec(api: client.ApiClient) -> dict[str, Any]:
 
 def renewer(api: client.ApiClient, holder: str = "kerf-webhook-a", **options: Any) -> LeaseRenewer:
     return LeaseRenewer(api, "kerf-system", holder, clock=lambda: T0, **options)
-
-
-def test_micro_time_is_utc_with_microseconds() -> None:
-    plus_two = T0.astimezone(timezone(timedelta(hours=2)))
-    assert micro_time(plus_two) == "2026-11-28T10:00:00.123456Z"
 
 
 async def test_creates_the_lease_when_missing(api: client.ApiClient) -> None:
@@ -137,16 +127,3 @@ async def test_run_renews_every_interval_only_while_ready(
 async def sim_has_no_lease(api: client.ApiClient) -> bool:
     leases = await client.CoordinationV1Api(api).list_namespaced_lease("kerf-system")
     return not leases.items
-
-
-def test_identity_and_namespace_from_the_downward_api(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("POD_NAME", "kerf-webhook-7d4b9-abcde")
-    monkeypatch.setenv("POD_NAMESPACE", "rightsizing")
-    assert (holder_identity(), own_namespace()) == ("kerf-webhook-7d4b9-abcde", "rightsizing")
-
-
-def test_identity_and_namespace_defaults(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.delenv("POD_NAME", raising=False)
-    monkeypatch.delenv("POD_NAMESPACE", raising=False)
-    monkeypatch.setattr("webhook.lease.SERVICE_ACCOUNT_NAMESPACE", tmp_path / "absent")
-    assert holder_identity() and own_namespace() == "kerf-system"

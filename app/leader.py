@@ -14,6 +14,8 @@ candidates cannot both win (the loser gets 409). The holder stops at most
 
 On shutdown the leader releases the Lease (empty holder), so a follower takes over at once
 instead of waiting for the duration to run out.
+
+The reconciler and the recommender each elect their leader this way, on a Lease of their own.
 """
 
 from __future__ import annotations
@@ -27,19 +29,28 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from prometheus_client import Counter
+
+from app.apitime import micro_time
 from app.clock import Clock, utc_now
 from app.informer import ApiStatusError
-from reconciler.api import Fence, NotLeading, Transport, object_path
-from reconciler.metrics import ReconcilerMetrics
-from webhook.lease import micro_time
+from app.lease import LeaseClient
+from app.transport import Requester
 
-logger = logging.getLogger("kerf.reconciler.leader")
-
-LEASE_NAME = "kerf-reconciler"
 #: client-go's defaults: leaseDuration 15 s, renewDeadline 10 s, retryPeriod 2 s.
 LEASE_DURATION_S = 15.0
 RENEW_DEADLINE_S = 10.0
 RETRY_S = 2.0
+
+
+class NotLeading(Exception):
+    """A write was not sent: this replica does not hold the leader Lease (or has not
+    renewed it within the renew deadline). Its work is dropped, not retried: the leader
+    decides again from fresh state."""
+
+
+#: Called with the resource just before a write is sent; raises NotLeading to refuse it.
+Fence = Callable[[str], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,18 +92,20 @@ class LeaderElector:
 
     def __init__(
         self,
-        transport: Transport,
+        requester: Requester,
         namespace: str,
         identity: str,
         *,
-        name: str = LEASE_NAME,
+        name: str,
+        logger: logging.Logger | None = None,
         timings: LeaderTimings | None = None,
         clock: Clock = utc_now,
         monotonic: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         on_change: Callable[[bool], None] = lambda leading: None,
     ) -> None:
-        self._t = transport
+        self._lease = LeaseClient(requester, namespace, name)
+        self._log = logger or logging.getLogger("kerf.leader")
         self.namespace = namespace
         self.identity = identity
         self.name = name
@@ -101,8 +114,6 @@ class LeaderElector:
         self._monotonic = monotonic
         self._sleep = sleep
         self._on_change = on_change
-        self._path = object_path("coordination.k8s.io/v1", "Lease", namespace, name)
-        self._collection = f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases"
         self.is_leader = False
         self.elected = asyncio.Event()
         #: monotonic time the last successful renewal was sent
@@ -122,7 +133,7 @@ class LeaderElector:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                logger.warning("leader election: %s: %s", type(exc).__name__, exc)
+                self._log.warning("leader election: %s: %s", type(exc).__name__, exc)
             self.leading()
             await self._sleep(self.timings.retry_s)
 
@@ -148,21 +159,18 @@ class LeaderElector:
         fields = {"fields": {"identity": self.identity}}
         if leading:
             self.elected.set()
-            logger.info("became the leader", extra=fields)
+            self._log.info("became the leader", extra=fields)
         else:
             self.elected.clear()
             if released:
-                logger.info("released the leader Lease", extra=fields)
+                self._log.info("released the leader Lease", extra=fields)
             else:
-                logger.warning("lost the leader Lease", extra=fields)
+                self._log.warning("lost the leader Lease", extra=fields)
         self._on_change(leading)
 
     async def _try(self) -> None:
-        try:
-            lease = await self._t.request("get", "leases", "GET", self._path)
-        except ApiStatusError as exc:
-            if exc.code != 404:
-                raise
+        lease = await self._lease.get()
+        if lease is None:
             await self._write(None, acquire=True)
             return
         now = self._monotonic()
@@ -178,7 +186,7 @@ class LeaderElector:
                 return
         await self._write(lease, acquire=holder != self.identity)
 
-    def _body(self, lease: dict[str, Any] | None, now: datetime, acquire: bool) -> dict[str, Any]:
+    def _spec(self, lease: dict[str, Any] | None, now: datetime, acquire: bool) -> dict[str, Any]:
         spec = dict((lease or {}).get("spec") or {})
         spec.update(
             holderIdentity=self.identity,
@@ -189,24 +197,16 @@ class LeaderElector:
         if acquire:
             spec["acquireTime"] = micro_time(now)
             spec["leaseTransitions"] = int(spec.get("leaseTransitions") or 0) + (1 if lease else 0)
-        metadata: dict[str, Any] = {"name": self.name, "namespace": self.namespace}
-        if lease is not None:
-            metadata["resourceVersion"] = lease["metadata"]["resourceVersion"]
-        return {
-            "apiVersion": "coordination.k8s.io/v1",
-            "kind": "Lease",
-            "metadata": metadata,
-            "spec": spec,
-        }
+        return spec
 
     async def _write(self, lease: dict[str, Any] | None, acquire: bool) -> None:
         sent = self._monotonic()
-        body = self._body(lease, self._clock(), acquire)
+        spec = self._spec(lease, self._clock(), acquire)
         try:
             if lease is None:
-                answer = await self._t.request("create", "leases", "POST", self._collection, body)
+                answer = await self._lease.create(spec)
             else:
-                answer = await self._t.request("update", "leases", "PUT", self._path, body)
+                answer = await self._lease.update(lease["metadata"]["resourceVersion"], spec)
         except ApiStatusError as exc:
             if exc.code == 409:  # another candidate wrote first
                 self._set(False)
@@ -223,26 +223,26 @@ class LeaderElector:
             return
         self._set(False, released=True)
         try:
-            lease = await self._t.request("get", "leases", "GET", self._path)
-            if (lease.get("spec") or {}).get("holderIdentity") != self.identity:
+            lease = await self._lease.get()
+            if lease is None or (lease.get("spec") or {}).get("holderIdentity") != self.identity:
                 return
             spec = dict(lease.get("spec") or {})
             spec.update(
                 holderIdentity="", leaseDurationSeconds=1, renewTime=micro_time(self._clock())
             )
-            body = {**lease, "spec": spec}
-            await self._t.request("update", "leases", "PUT", self._path, body)
+            await self._lease.update(lease["metadata"]["resourceVersion"], spec)
         except Exception as exc:  # the Lease then simply expires
-            logger.warning("releasing the Lease failed: %s: %s", type(exc).__name__, exc)
+            self._log.warning("releasing the Lease failed: %s: %s", type(exc).__name__, exc)
 
 
-def write_fence(leader: LeaderElector, metrics: ReconcilerMetrics) -> Fence:
-    """The check every write of the reconciler passes just before it is sent: refused
-    (`NotLeading`, counted) unless this replica leads within its renew deadline."""
+def write_fence(leader: LeaderElector, withheld: Counter) -> Fence:
+    """The check every write of a service passes just before it is sent: refused
+    (`NotLeading`, counted in `withheld` by resource) unless this replica leads within its
+    renew deadline."""
 
     def fence(resource: str) -> None:
         if not leader.leading():
-            metrics.writes_withheld.labels(resource).inc()
+            withheld.labels(resource).inc()
             raise NotLeading(f"not sent: {leader.identity} does not hold the leader Lease")
 
     return fence

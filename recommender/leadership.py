@@ -1,0 +1,89 @@
+"""The recommender as a service with a leader: every replica keeps its view warm, and only
+the holder of the Lease `kerf-recommender` runs (so only it queries Prometheus and writes),
+at once when it becomes the leader and then every interval.
+
+Every ConfigMap write asks the fence first (`app.leader.write_fence`): a replica that has
+not renewed the Lease within its renew deadline (paused, cut off) sends nothing, and its
+run is dropped, not retried; whoever leads runs again from fresh data.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any
+
+from app.leader import Fence, LeaderElector, LeaderTimings, NotLeading, write_fence
+from app.transport import Requester
+from recommender.metrics import RecommenderMetrics
+
+logger = logging.getLogger("kerf.recommender")
+
+LEASE_NAME = "kerf-recommender"
+Run = Callable[[Fence], Awaitable[object]]
+
+
+async def _first(*waits: Coroutine[Any, Any, Any]) -> int:
+    """Wait for the first of `waits` to finish (the others are cancelled); its index."""
+    tasks = [asyncio.create_task(w) for w in waits]
+    try:
+        done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    return min(tasks.index(task) for task in done)
+
+
+async def run_leading(
+    requester: Requester,
+    run: Run,
+    metrics: RecommenderMetrics,
+    *,
+    namespace: str,
+    identity: str,
+    timings: LeaderTimings,
+    interval_s: float,
+    stop: asyncio.Event,
+) -> None:
+    """Elect a leader on the Lease; while this replica leads, `run` at once and then every
+    `interval_s`, its writes through the fence. On `stop` (between runs) the Lease is
+    released, so another replica takes over without waiting for it to expire."""
+    lost = asyncio.Event()
+
+    def on_change(leading: bool) -> None:
+        metrics.leader.set(1 if leading else 0)
+        if not leading:
+            lost.set()
+
+    elector = LeaderElector(
+        requester,
+        namespace,
+        identity,
+        name=LEASE_NAME,
+        logger=logging.getLogger("kerf.recommender.leader"),
+        timings=timings,
+        on_change=on_change,
+    )
+    fence = write_fence(elector, metrics.writes_withheld)
+    election = asyncio.create_task(elector.run(), name="leader")
+    try:
+        while not stop.is_set():
+            if await _first(stop.wait(), elector.elected.wait()) == 0:
+                break
+            lost.clear()
+            try:
+                await run(fence)
+            except NotLeading:
+                logger.warning(
+                    "dropped the run: no longer the leader",
+                    extra={"fields": {"identity": identity}},
+                )
+            await _first(stop.wait(), lost.wait(), asyncio.sleep(interval_s))
+    finally:
+        election.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await election
+    await elector.release()
