@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 
 from app.annotations import APPROVE, dumps
-from app.decide.context import _Action, _Context, _final_resources, _Stop
+from app.decide.context import _Action, _block_regular, _Context, _final_resources, _Stop
 from app.decide.results import AuditProposal, describe_resources, format_resources
 from app.decide.value_rules import _apply_value_rules
 
@@ -76,3 +76,15 @@ def _approved(ctx: _Context, proposal: str) -> bool:
     approved = record.metadata.annotations.get(APPROVE)
     done = record.status.approved_proposal if record.status else None
     return approved is not None and approved == proposal and approved != done
+
+
+def _check_audit(ctx: _Context) -> None:
+    """Audit (mode): the change waits for an approval of its proposal; the approved
+    proposal goes on, through the checks that follow like any change."""
+    if not (ctx.regular() and ctx.audit()):
+        return
+    ctx.proposal = _audit_proposal(ctx)
+    if ctx.proposal is not None and _approved(ctx, ctx.proposal.id):
+        ctx.approved_id = ctx.proposal.id
+    else:
+        _block_regular(ctx, "Audit", _audit_message(ctx.proposal), None, "skipped")

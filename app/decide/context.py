@@ -4,10 +4,17 @@ stops the plan."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from app.decide.plan_facts import QOS_RESOURCES, _PlanFacts, _policies_of, _Prepared
+from app.decide.plan_facts import (
+    QOS_RESOURCES,
+    _PlanFacts,
+    _policies_of,
+    _Prepared,
+    _StrategyFacts,
+)
 from app.decide.pod_facts import is_guaranteed
 from app.decide.results import AuditProposal
 from app.guardrails import (
@@ -26,6 +33,19 @@ Path = Literal["admission", "running"]
 
 
 IN_PLACE_RESOURCES = frozenset({"cpu", "memory"})
+
+
+@dataclass(frozen=True, slots=True)
+class FallbackCase:
+    """An accepted in-place resize that cannot finish, as the fallback's checks read it."""
+
+    view: ClusterView
+    pod: Mapping[str, Any]
+    workload: Workload
+    facts: _PlanFacts
+    now: datetime
+    #: Deferred, Infeasible, Error or ResizeRejected
+    cause: str
 
 
 class _Action:
@@ -68,6 +88,8 @@ class _Context:
         "_audit",
         "approved_id",
         "proposal",
+        "strategy_facts",
+        "method",
     )
 
     def __init__(
@@ -107,6 +129,11 @@ class _Context:
         self.approved_id: str | None = None
         #: audit mode: the proposal as it waits for approval (None when there is none)
         self.proposal: AuditProposal | None = None
+        #: the windows and methods of the strategies behind the change, fixed by the
+        #: FreezeWindow check (before the value rules drop any action)
+        self.strategy_facts: _StrategyFacts | None = None
+        #: how the change is carried out; chosen on the running path only
+        self.method = "admission"
 
     def settings(self, policy: KerfResource | None) -> GuardrailSettings:
         return self.view.guardrails(policy)

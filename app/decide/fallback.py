@@ -6,10 +6,10 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from app.annotations import PAUSE_UNTIL
-from app.decide.method import _common_methods
+from app.decide.checks import FALLBACK_CHECKS
+from app.decide.context import FallbackCase
 from app.decide.plan_facts import _plan_facts
-from app.decide.pod_facts import paused_by, workload_for
+from app.decide.pod_facts import workload_for
 from app.decide.results import PodDecision
 from app.view import ClusterView
 
@@ -21,7 +21,8 @@ def decide_fallback(
     `apply.fallbackAfter`, Infeasible, Error, or a patch the API rejected): evict the pod
     when every contributing strategy allows eviction and a lone replica may be disrupted,
     else blocked. `Paused` holds it like any change; the replacement pod is sized at
-    admission from the workload's last applied values."""
+    admission from the workload's last applied values. The checks are those of
+    `CHECKS` that have a fallback form, in its order."""
     meta = pod.get("metadata") or {}
     namespace = str(meta.get("namespace") or "default")
     name = str(meta.get("name") or "")
@@ -37,16 +38,11 @@ def decide_fallback(
             namespace, name, owner, "blocked", reason, message, final=current, plan=plan
         )
 
-    if paused := paused_by(view, pod, workload, now):
-        return stop("Paused", f"paused by the {paused} annotation {PAUSE_UNTIL}")
-    if "evict" not in _common_methods(facts.strategies):
-        return stop(cause, f"in-place resize failed ({cause}) and eviction is not allowed")
-    if workload.replicas == 1 and not all(
-        view.guardrails(p).allow_single_replica_disruption for p in facts.policies
-    ):
-        return stop(
-            "SingleReplicaUnsafe", f"in-place resize failed ({cause}); one replica, no eviction"
-        )
+    case = FallbackCase(view, pod, workload, facts, now, cause)
+    for check in FALLBACK_CHECKS:
+        stopped = check(case)
+        if stopped is not None:
+            return stop(*stopped)
     return PodDecision(
         namespace,
         name,

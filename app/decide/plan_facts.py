@@ -17,6 +17,7 @@ from app.models import (
     KerfResource,
     LastApplied,
     RightsizingRecommendation,
+    Window,
 )
 from app.quantities import QuantityError, parse_resource
 from app.recommendations import RecommendationRow
@@ -273,3 +274,42 @@ def _span(**amount: float) -> timedelta | None:
         return timedelta(**amount)
     except (OverflowError, ValueError):
         return None
+
+
+@dataclass(frozen=True, slots=True)
+class _StrategyFacts:
+    """What a set of contributing strategies decides together."""
+
+    exclusion: list[Window]
+    inclusion: list[Window]
+    #: the methods every strategy allows
+    methods: frozenset[str]
+    #: every strategy allows an in-place resize that restarts a container
+    restart_ok: bool
+
+
+def _strategy_facts(plan: WorkloadPlan, strategies: list[AutomationStrategySpec]) -> _StrategyFacts:
+    """The windows and methods of these strategies, derived once per plan and strategy set
+    (strategies are kerf objects, as fixed as the plan; keyed by identity, which is safe
+    because the plan's facts hold every strategy they can name)."""
+    key = ("strategies", *map(id, strategies))
+    found = plan.memo.get(key)
+    if found is None:
+        found = plan.memo[key] = _StrategyFacts(
+            exclusion=[w for s in strategies for w in s.scheduling.exclusion_windows],
+            inclusion=[w for s in strategies for w in s.scheduling.inclusion_windows],
+            methods=_common_methods(strategies),
+            restart_ok=all(s.in_place_resize.container_restart for s in strategies),
+        )
+    return found
+
+
+def _common_methods(strategies: list[AutomationStrategySpec]) -> frozenset[str]:
+    """The methods every one of these strategies allows."""
+    allowed = {"inPlace", "evict"}
+    for strategy in strategies:
+        if not strategy.in_place_resize.enabled:
+            allowed.discard("inPlace")
+        if not strategy.pod_eviction.enabled:
+            allowed.discard("evict")
+    return frozenset(allowed)
