@@ -14,7 +14,8 @@ from typing import Any, Literal
 from app.decide.actions import _build_actions
 from app.decide.checks import HUB_UNREACHABLE, _run_checks, pod_gate
 from app.decide.context import Path, _Context, _final_resources, _Stop
-from app.decide.fallback import decide_fallback
+from app.decide.fallback import decide_fallback, fallback_after
+from app.decide.method import _restarts_container
 from app.decide.plan_facts import _plan_facts
 from app.decide.pod_facts import (
     _horizon,
@@ -44,6 +45,7 @@ __all__ = [
     "SelectedValue",
     "decide_fallback",
     "decide_pod",
+    "fallback_after",
     "describe_resources",
     "format_resources",
     "hpa_coupled_resources",
@@ -169,6 +171,7 @@ def _decide_pod(
         f"{len(ctx.actions)} value(s) to set" + (f" (left: {notes})" if notes else ""),
         final=final,
         method=method,
+        restarts=ctx.running and _restarts_container(ctx),
         changed=tuple(sorted(changed)),
         selection=selected,
         selected=facts.winners,

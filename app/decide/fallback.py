@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from app.decide.checks import FALLBACK_CHECKS
@@ -12,6 +12,7 @@ from app.decide.plan_facts import _plan_facts
 from app.decide.pod_facts import workload_for
 from app.decide.results import PodDecision
 from app.view import ClusterView
+from app.workloads import Workload
 
 
 def decide_fallback(
@@ -55,3 +56,13 @@ def decide_fallback(
         fingerprint=plan.fingerprint,
         plan=plan,
     )
+
+
+def fallback_after(view: ClusterView, workload: Workload) -> timedelta:
+    """How long a resize the node defers may wait before it falls back: the longest
+    `apply.fallbackAfter` of the policies behind the workload's plan (a resize is given
+    up only once every policy would)."""
+    plan = view.plan_for(workload)
+    policies = {id(p): p for p in plan.sync.sources.values()}.values()
+    spans = [view.guardrails(p).fallback_after for p in policies]
+    return max(spans, default=view.guardrails(None).fallback_after)

@@ -52,6 +52,9 @@ class PodDecision:
     reason: str | None
     message: str
     method: str | None = None
+    #: running path: an in-place resize of the change would restart a container (its
+    #: resizePolicy, a sidecar's as an app container's), a disruption like an eviction
+    restarts: bool = False
     #: every container's resources after the decision (its current ones unless applied)
     final: Mapping[str, Resources] = field(default_factory=dict)
     changed: tuple[str, ...] = ()
