@@ -60,14 +60,11 @@ __all__ = [
     "workload_for",
 ]
 
-
 #: Every row of the workload's recommendation was invalid (SPEC §4).
 INVALID_RECOMMENDATION = "InvalidRecommendation"
 
-
 #: The values name only containers the pod does not have.
 NO_SUCH_CONTAINER = "NoSuchContainer"
-
 
 #: Reasons under which a new pod keeps its manifest as it is (not even the baseline).
 UNTOUCHED = frozenset({"Paused", "ProtectedNamespace", "AutomationDisabled", "Audit"})

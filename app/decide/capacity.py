@@ -12,9 +12,7 @@ from app.quantities import MIB, format_resource
 #: A value to set is more than any node's allocatable.
 INFEASIBLE = "Infeasible"
 
-
 CPU_HEADROOM_PERCENT = 10
-
 
 MEMORY_HEADROOM = 200 * MIB
 

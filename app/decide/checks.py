@@ -22,13 +22,7 @@ from app.decide.pod_facts import is_protected, paused_by
 from app.decide.quality import _check_recommendation_quality
 from app.decide.value_rules import _apply_value_rules, _validate_plan
 from app.durations import format_duration
-from app.guardrails import (
-    COOLDOWN,
-    JVM_FIXED_HEAP,
-    NO_SIGNIFICANT_CHANGE,
-    OOM_KILLED,
-    THROTTLED,
-)
+from app.guardrails import COOLDOWN, JVM_FIXED_HEAP, NO_SIGNIFICANT_CHANGE, OOM_KILLED, THROTTLED
 from app.horizon import Horizon
 from app.view import ClusterView
 from app.windows import freeze_verdict, maintenance_verdict

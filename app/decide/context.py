@@ -17,20 +17,14 @@ from app.decide.plan_facts import (
 )
 from app.decide.pod_facts import is_guaranteed
 from app.decide.results import AuditProposal
-from app.guardrails import (
-    GuardrailSettings,
-)
+from app.guardrails import GuardrailSettings
 from app.horizon import Horizon
-from app.models import (
-    AutomationStrategySpec,
-    KerfResource,
-)
+from app.models import AutomationStrategySpec, KerfResource
 from app.selection import Target
 from app.view import ClusterView, WorkloadPlan
 from app.workloads import Resources, Workload
 
 Path = Literal["admission", "running"]
-
 
 IN_PLACE_RESOURCES = frozenset({"cpu", "memory"})
 

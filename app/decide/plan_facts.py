@@ -9,9 +9,7 @@ from datetime import datetime, timedelta
 
 from app.decide.results import SelectedValue
 from app.enablement import Switches, resolve_switches
-from app.guardrails import (
-    GuardrailSettings,
-)
+from app.guardrails import GuardrailSettings
 from app.models import (
     AutomationStrategySpec,
     KerfResource,
@@ -28,7 +26,6 @@ from app.workloads import Workload
 
 #: The resources whose requests and limits make a pod's QoS class (Guaranteed when equal).
 QOS_RESOURCES = ("cpu", "memory")
-
 
 PARTNER_FIELD = {"requests": "limits", "limits": "requests"}
 

@@ -16,7 +16,6 @@ from app.workloads import JAVA_OPTION_VARS, Resources, Workload, oom_termination
 
 _HEAP_RE = re.compile(r"(?:-Xmx|-XX:MaxHeapSize=)(\d+)([kKmMgGtT]?)\b")
 
-
 _HEAP_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
 
 

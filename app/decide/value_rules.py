@@ -7,12 +7,7 @@ from app.decide.plan_facts import _Prepared
 from app.decide.pod_facts import jvm_heap_bytes, oom_killed_since
 from app.decide.qos_pairs import GUARANTEED_QOS
 from app.enablement import GPU
-from app.guardrails import (
-    NO_FACTS,
-    NO_SIGNIFICANT_CHANGE,
-    ValueContext,
-    apply_value_rules,
-)
+from app.guardrails import NO_FACTS, NO_SIGNIFICANT_CHANGE, ValueContext, apply_value_rules
 from app.quantities import format_resource
 from app.selection import Target
 
