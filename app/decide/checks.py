@@ -239,7 +239,8 @@ CHECKS: tuple[Check, ...] = (
     Check(("InsufficientNodeCapacity",), _filter_node_capacity, RUNNING),
     Check(("MaintenanceWindow",), _check_maintenance, RUNNING),
 )
-#: The checks `pod_gate` reads, by reason; those of the fallback of a failed resize.
+#: The checks `pod_gate` reads, by reason; those of the fallback of a failed resize; those
+#: of each decision path.
 GATES: tuple[tuple[str, Gate], ...] = tuple(
     (c.reasons[0], c.gate) for c in CHECKS if c.gate is not None
 )
@@ -248,12 +249,15 @@ FALLBACK_CHECKS: tuple[FallbackCheck, ...] = tuple(
 )
 
 
+_BY_PATH: dict[Path, tuple[Callable[[_Context], None], ...]] = {
+    path: tuple(c.decide for c in CHECKS if path in c.paths) for path in BOTH
+}
+
+
 def _run_checks(ctx: _Context) -> str:
     """The checks of the decision's path in the order of `CHECKS`; returns the method."""
-    path = ctx.path
-    for check in CHECKS:
-        if path in check.paths:
-            check.decide(ctx)
+    for check in _BY_PATH[ctx.path]:
+        check(ctx)
     return ctx.method
 
 
