@@ -1,6 +1,6 @@
 """Guardrails (SPEC §6, seed guardrails.txt): settings layering and the per-value rules.
 
-The plan-level checks and their order live in `app/decide.py`, which calls these
+The plan-level checks and their order live in `app/decide/checks.py`, which calls these
 functions; every rule that changes or refuses one value is here.
 """
 

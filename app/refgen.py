@@ -23,6 +23,7 @@ from typing import Any
 
 from app import annotations as ann
 from app.crdgen import crd_for
+from app.decide.checks import CHECKS
 from app.guardrails import BUILTIN_GUARDRAILS
 from app.models import (
     ARG_NAME_PATTERN,
@@ -258,12 +259,13 @@ def selection_section() -> list[str]:
 def reasons_section() -> list[str]:
     """Every decision reason with its outcome, in the order the checks run."""
     out = ["## Decision reasons", ""]
+    running_only = [r for check in CHECKS if "admission" not in check.paths for r in check.reasons]
     out.append(
         "*blocked*: a guardrail stopped a change the mode allows. *skipped*: nothing is wrong "
         "(kerf was told to leave the pod alone, or the change is too small). *dropped*: that "
         "value only is left out, the rest of the plan goes on. The checks run in this order "
-        "and the first that holds decides; the admission path runs all but FreezeWindow, "
-        "Cooldown, SingleReplicaUnsafe, InsufficientNodeCapacity and MaintenanceWindow. "
+        "and the first that holds decides; the admission path runs all but "
+        f"{', '.join(running_only[:-1])} and {running_only[-1]}. "
         "Rollback restores are exempt from every check but Paused."
     )
     out += ["", "| reason | outcome | when |", "|---|---|---|"]

@@ -41,6 +41,7 @@ from app.decide import (
     decide_fallback,
     decide_pod,
     describe_resources,
+    fallback_after,
     format_resources,
 )
 from app.durations import parse_duration
@@ -56,7 +57,7 @@ from app.rollback_monitor import Step, monitor_inputs
 from app.rollback_monitor import step as rollback_step
 from app.sync import ROLLBACK_KINDS
 from app.view import ClusterView, WorkloadPlan
-from app.workloads import Workload, target_containers
+from app.workloads import Workload
 from reconciler.api import Writer
 from reconciler.events import dedup_key, event_body, is_repeat, merged, pending_event
 from reconciler.metrics import ReconcilerMetrics
@@ -164,26 +165,6 @@ def _proposal_key(pod: Mapping[str, Any], decision: PodDecision) -> tuple[str, A
     meta = pod.get("metadata") or {}
     values = orjson.dumps(decision.values, option=orjson.OPT_SORT_KEYS)
     return str(meta.get("uid")), meta.get("generation"), values
-
-
-def _restarts(pod: Mapping[str, Any], decision: PodDecision, current: Mapping[str, Any]) -> bool:
-    """The in-place resize would restart a container (its resizePolicy says so for a
-    resource the decision changes)."""
-    for name, container in target_containers(pod).items():
-        if name not in decision.changed:
-            continue
-        before = current.get(name) or {}
-        after = decision.final.get(name) or {}
-        for entry in container.get("resizePolicy") or ():
-            resource: Any = entry.get("resourceName")  # None matches no value
-            if entry.get("restartPolicy") != "RestartContainer":
-                continue
-            if any(
-                (before.get(f) or {}).get(resource) != (after.get(f) or {}).get(resource)
-                for f in ("requests", "limits")
-            ):
-                return True
-    return False
 
 
 class WorkloadReconciler:
@@ -430,9 +411,7 @@ class WorkloadReconciler:
             done.busy = True
             done.again_in(self.config.follow_s)
             return
-        gentle = decision.method == "inPlace" and not _restarts(
-            pod, decision, format_resources_of(self.view, pod)
-        )
+        gentle = decision.method == "inPlace" and not decision.restarts
         if not gentle and self._disrupted(workload, pods, _readiness_counts(running, decisions)):
             done.busy = True
             done.again_in(self.config.follow_s)
@@ -557,7 +536,7 @@ class WorkloadReconciler:
             cause = {"infeasible": "Infeasible", "error": "Error"}.get(progress.stage)
             if progress.stage == "deferred":
                 waited = now - (progress.since or now)
-                limit = self._fallback_after(workload)
+                limit = fallback_after(self.view, workload)
                 if waited < limit:
                     done.busy = True
                     done.again_in(max(0.5, (limit - waited).total_seconds()))
@@ -571,14 +550,6 @@ class WorkloadReconciler:
             break
         done.busy = done.busy or under_way
         return under_way
-
-    def _fallback_after(self, workload: Workload) -> timedelta:
-        """The longest `apply.fallbackAfter` of the policies behind the plan (a resize is
-        given up only once every policy would)."""
-        plan = self.view.plan_for(workload)
-        policies = {id(p): p for p in plan.sync.sources.values()}.values()
-        spans = [self.view.guardrails(p).fallback_after for p in policies]
-        return max(spans, default=self.view.guardrails(None).fallback_after)
 
     async def _fall_back(
         self,

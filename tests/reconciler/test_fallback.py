@@ -145,6 +145,53 @@ async def test_a_restarting_resize_with_restarts_forbidden_is_evicted(tmp_path: 
             assert pod["status"]["containerStatuses"][0]["restartCount"] == 0
 
 
+def with_sidecar(manifest: dict[str, Any], resize_policy: list[dict[str, str]]) -> dict[str, Any]:
+    """The Deployment with a native sidecar `proxy` (an init container that keeps running)."""
+    sidecar = {
+        "name": "proxy",
+        "image": "shop/proxy:2.1",
+        "restartPolicy": "Always",
+        "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}},
+        "resizePolicy": resize_policy,
+    }
+    manifest["spec"]["template"]["spec"]["initContainers"] = [sidecar]
+    return manifest
+
+
+def sidecar_of(pod: dict[str, Any]) -> dict[str, Any]:
+    return pod["spec"]["initContainers"][0]
+
+
+async def test_a_resize_that_restarts_a_sidecar_with_restarts_forbidden_is_evicted(
+    tmp_path: Path,
+) -> None:
+    # A sidecar's resizePolicy counts like an app container's: its memory resize would
+    # restart it, which the default strategy forbids, so the pods are replaced instead.
+    async with running_kerf(tmp_path) as kerf:
+        await client.AppsV1Api(kerf.api).create_namespaced_deployment(
+            "shop", with_sidecar(deployment("web"), RESTART_MEMORY)
+        )
+        await kerf.settle()
+        before = await kerf.pods("web")
+        await kerf.start_reconciler()
+        policy = static_policy("web", "web", {})
+        policy["spec"]["resources"]["containers"] = {"proxy": {"requests": {"memory": "96Mi"}}}
+        await create(kerf, "staticpolicies", policy)
+
+        async def replaced() -> bool:
+            pods = await kerf.pods("web")
+            uids = {p["metadata"]["uid"] for p in pods}
+            return (
+                len(pods) == 2
+                and not uids & {p["metadata"]["uid"] for p in before}
+                and all(sidecar_of(p)["resources"]["requests"]["memory"] == "96Mi" for p in pods)
+            )
+
+        await wait_for(kerf, replaced, "evictions instead of resizes that restart the sidecar")
+        for pod in await kerf.pods("web"):
+            assert [s["restartCount"] for s in pod["status"]["initContainerStatuses"]] == [0]
+
+
 async def test_a_restarting_resize_without_eviction_is_blocked(tmp_path: Path) -> None:
     spec = {"inPlaceResize": {"enabled": True}, "podEviction": {"enabled": False}}
     async with running_kerf(tmp_path, strategy_spec=spec) as kerf:

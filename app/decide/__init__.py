@@ -1,0 +1,200 @@
+"""The decision for one pod: select, filter through enablement, guard (SPEC §5, §6, §7).
+
+`decide_pod` is the only place a pod decision is made; the webhook (admission path),
+the reconciler (running path) and `kerf explain` all call it. Checks run in the spec's
+order and the first match decides; per-value rules drop single parts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any, Literal
+
+from app.decide.actions import _build_actions
+from app.decide.checks import HUB_UNREACHABLE, _run_checks, pod_gate
+from app.decide.context import Path, _Context, _final_resources, _Stop
+from app.decide.fallback import decide_fallback, fallback_after
+from app.decide.method import _restarts_container
+from app.decide.plan_facts import _plan_facts
+from app.decide.pod_facts import (
+    _horizon,
+    hpa_coupled_resources,
+    is_guaranteed,
+    is_paused,
+    is_protected,
+    jvm_heap_bytes,
+    oom_killed_since,
+    paused_by,
+    skipped_containers,
+    workload_for,
+)
+from app.decide.results import (
+    AuditProposal,
+    PodDecision,
+    SelectedValue,
+    describe_resources,
+    format_resources,
+)
+from app.horizon import Horizon
+from app.view import ClusterView, WorkloadPlan
+
+__all__ = [
+    "AuditProposal",
+    "PodDecision",
+    "SelectedValue",
+    "decide_fallback",
+    "decide_pod",
+    "fallback_after",
+    "describe_resources",
+    "format_resources",
+    "hpa_coupled_resources",
+    "is_guaranteed",
+    "is_paused",
+    "is_protected",
+    "jvm_heap_bytes",
+    "oom_killed_since",
+    "paused_by",
+    "pod_gate",
+    "skipped_containers",
+    "workload_for",
+]
+
+#: Every row of the workload's recommendation was invalid (SPEC §4).
+INVALID_RECOMMENDATION = "InvalidRecommendation"
+
+#: The values name only containers the pod does not have.
+NO_SUCH_CONTAINER = "NoSuchContainer"
+
+#: Reasons under which a new pod keeps its manifest as it is (not even the baseline).
+UNTOUCHED = frozenset({"Paused", "ProtectedNamespace", "AutomationDisabled", "Audit"})
+
+
+def decide_pod(
+    view: ClusterView, pod: Mapping[str, Any], *, now: datetime | Horizon, path: Path
+) -> PodDecision:
+    """The decision for one pod on the admission path (a new pod) or the running path.
+    Given a `Horizon` for `now`, it ends up holding the span of time over which the
+    decision stays the same (`app/horizon.py`)."""
+    with view.lock:
+        return _decide_pod(view, pod, clock=_horizon(now), path=path)
+
+
+def _decide_pod(
+    view: ClusterView, pod: Mapping[str, Any], *, clock: Horizon, path: Path
+) -> PodDecision:
+    meta = pod.get("metadata") or {}
+    namespace = str(meta.get("namespace") or "default")
+    name = str(meta.get("name") or meta.get("generateName") or "")
+    containers, current, owner = view.pod_facts(pod)
+    workload = workload_for(view, pod, owner)
+    if workload is None:
+        return PodDecision(
+            namespace,
+            name,
+            owner,
+            "skipped",
+            "Unmanaged",
+            "the pod has no controller owner",
+            final=current,
+        )
+    plan = view.plan_for(workload)
+    if not plan.candidates:
+        outcome, reason, message = _why_no_values(plan)
+        return PodDecision(
+            namespace, name, owner, outcome, reason, message, final=current, plan=plan
+        )
+
+    skip = skipped_containers(pod, workload)
+    names = tuple(c for c in containers if c not in skip)
+    facts = _plan_facts(view, workload, plan, names)
+    selected = facts.selected
+    if not selected:
+        absent = _absent_containers(plan, containers)
+        if absent:
+            return PodDecision(
+                namespace,
+                name,
+                owner,
+                "skipped",
+                NO_SUCH_CONTAINER,
+                f"the values are for container(s) {', '.join(absent)}, which the pod does "
+                f"not have (it has {', '.join(containers) or 'none'})",
+                final=current,
+                plan=plan,
+            )
+    ctx = _Context(view, pod, workload, plan, facts, clock, path, containers, current)
+    fp = plan.fingerprint
+    try:
+        _build_actions(ctx)
+        method = _run_checks(ctx)
+    except _Stop as stop:
+        # At admission "current" is the baseline: a new pod of a workload whose change is
+        # blocked or skipped gets the live (last applied) values, not its manifest's —
+        # unless the pod is not to be touched at all.
+        kept = ctx.baseline if path == "admission" and stop.reason not in UNTOUCHED else current
+        proposal = ctx.proposal if stop.reason == "Audit" else None
+        return PodDecision(
+            namespace,
+            name,
+            owner,
+            stop.outcome,
+            stop.reason,
+            stop.message,
+            final=kept,
+            changed=tuple(sorted(c for c in kept if kept[c] != current[c])),
+            selection=selected,
+            selected=facts.winners,
+            dropped=ctx.dropped,
+            next_allowed_at=stop.next_allowed_at,
+            fingerprint=fp,
+            plan=plan,
+            proposal_id=proposal.id if proposal else None,
+            proposal=proposal.step if proposal else {},
+            proposal_target=proposal.target if proposal else {},
+        )
+    final = _final_resources(current, ctx.actions)
+    changed = {a.target.container for a in ctx.actions}
+    notes = "; ".join(
+        [f"{t.container}.{t.field}.{t.resource}: {r}" for t, r in ctx.dropped]
+        + [f"{INVALID_RECOMMENDATION}: {w}" for w in plan.sources.invalid]
+    )
+    return PodDecision(
+        namespace,
+        name,
+        owner,
+        "apply",
+        None,
+        f"{len(ctx.actions)} value(s) to set" + (f" (left: {notes})" if notes else ""),
+        final=final,
+        method=method,
+        restarts=ctx.running and _restarts_container(ctx),
+        changed=tuple(sorted(changed)),
+        selection=selected,
+        selected=facts.winners,
+        dropped=ctx.dropped,
+        fingerprint=fp,
+        plan=plan,
+        proposal_id=ctx.approved_id,
+    )
+
+
+def _why_no_values(plan: WorkloadPlan) -> tuple[Literal["blocked", "skipped"], str, str]:
+    """Outcome, reason and message of a workload no policy publishes values for: the
+    proactive values wait for a ConfigMap that did not load, its rows were all invalid,
+    or no policy matches it."""
+    news = plan.sources
+    if news.unreachable:
+        return "blocked", HUB_UNREACHABLE, "; ".join(news.unreachable)
+    if news.invalid:
+        return "blocked", INVALID_RECOMMENDATION, "; ".join(news.invalid)
+    return "skipped", "NoMatchingPolicy", "no policy publishes values for this workload"
+
+
+def _absent_containers(plan: WorkloadPlan, containers: Mapping[str, Any]) -> list[str]:
+    """The containers the plan has values for that the pod does not have, when the plan
+    names none the pod has (the values were written for another pod template)."""
+    named = {c.container for c in plan.candidates}
+    if "*" in named or any(name in containers for name in named):
+        return []
+    return sorted(named)

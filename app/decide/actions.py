@@ -1,0 +1,52 @@
+"""The selected values through their strategy's enablement: the actions a decision starts with."""
+
+from __future__ import annotations
+
+from app.decide.context import _Action, _Context, _Stop
+from app.decide.qos_pairs import GUARANTEED_QOS, _add_pair, _may_pin, _pinned_items
+from app.enablement import apply_switches
+
+
+def _build_actions(ctx: _Context) -> None:
+    """Selected values through their strategy's enablement (restores are exempt); the
+    values of a Guaranteed container's request/limit pair go through it together."""
+    missing: list[str] = []
+    baseline = ctx.baseline
+    actions = ctx.actions
+    pairs = _pinned_items(ctx) if _may_pin(ctx) else None
+    for item in ctx.facts.items:
+        target, candidate = item.target, item.candidate
+        current = baseline[target.container][target.field].get(target.resource)
+        if item.restore:
+            actions.append(_Action(item, current, candidate.amount))
+            ctx.has_restores = True
+            continue
+        if item.strategy is None:
+            missing.append(candidate.policy.metadata.name if candidate.policy else candidate.key)
+            continue
+        if pairs and (target.container, target.resource) in pairs:
+            continue
+        enabled = apply_switches(item.switches, current=current, desired=candidate.amount)
+        if enabled.value is None:
+            ctx.dropped.append((target, enabled.reason or "NotEnabled"))
+        else:
+            actions.append(_Action(item, current, enabled.value))
+    if pairs:
+        for by_field in pairs.values():
+            _add_pair(ctx, by_field)
+    if missing and not actions:
+        raise _Stop(
+            "blocked",
+            "StrategyNotFound",
+            f"automationStrategyRef of {', '.join(sorted(set(missing)))} names no strategy",
+        )
+    if not actions and any(reason == GUARANTEED_QOS for _, reason in ctx.dropped):
+        raise _Stop(
+            "skipped",
+            GUARANTEED_QOS,
+            "retainGuaranteedQoS: no change keeps requests equal to limits ("
+            + ", ".join(f"{t.container}.{t.field}.{t.resource}: {r}" for t, r in ctx.dropped)
+            + ")",
+        )
+    if not actions:
+        raise _Stop("skipped", "NotEnabled", "the strategies enable none of the selected values")

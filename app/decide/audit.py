@@ -1,0 +1,90 @@
+"""Audit mode: the proposal an approval would apply, and the approval itself."""
+
+from __future__ import annotations
+
+import hashlib
+
+from app.annotations import APPROVE, dumps
+from app.decide.context import _Action, _block_regular, _Context, _final_resources, _Stop
+from app.decide.results import AuditProposal, describe_resources, format_resources
+from app.decide.value_rules import _apply_value_rules
+
+
+def _audit_proposal(ctx: _Context) -> AuditProposal | None:
+    """The proposal of an audited pod: the regular actions through the per-value rules
+    (the decrease step of maxChangePercent, the minimums, the refusals, the tolerance) on
+    copies, since guardrails apply to an approved change as to any other. None when those
+    rules leave nothing to change."""
+    regular = ctx.regular()
+    target = _final_resources(ctx.current, regular)
+    trial = _Context(
+        ctx.view,
+        ctx.pod,
+        ctx.workload,
+        ctx.plan,
+        ctx.facts,
+        ctx.clock,
+        ctx.path,
+        ctx.containers,
+        ctx.current,
+    )
+    trial.actions = _copied(regular)
+    try:
+        _apply_value_rules(trial)
+    except _Stop:
+        return None
+    step = _final_resources(ctx.current, trial.actions)
+    changed = sorted({a.target.container for a in trial.actions})
+    body = sorted(
+        (a.target.container, a.target.field, a.target.resource, a.desired) for a in trial.actions
+    )
+    goal = sorted(
+        (a.target.container, a.target.field, a.target.resource, a.desired) for a in regular
+    )
+    return AuditProposal(
+        hashlib.sha256(dumps([body, goal]).encode()).hexdigest()[:12],
+        {c: step[c] for c in changed},
+        {c: target[c] for c in changed},
+    )
+
+
+def _copied(actions: list[_Action]) -> list[_Action]:
+    """Copies of actions (the value rules change them), Guaranteed pairs kept paired."""
+    copies = {id(a): _Action(a.item, a.current, a.desired) for a in actions}
+    for action in actions:
+        if action.partner is not None and id(action.partner) in copies:
+            copies[id(action)].partner = copies[id(action.partner)]
+    return list(copies.values())
+
+
+def _audit_message(proposal: AuditProposal | None) -> str:
+    if proposal is None:
+        return "audit mode: the guardrails leave nothing to propose, nothing changes"
+    step = {c: format_resources(r) for c, r in proposal.step.items()}
+    target = {c: format_resources(r) for c, r in proposal.target.items()}
+    text = f"audit mode: proposal {proposal.id} would set {describe_resources(step)}"
+    if step != target:
+        text += f" (a guardrail step; target {describe_resources(target)})"
+    return text + f"; approve it with {APPROVE}={proposal.id}, nothing changes until then"
+
+
+def _approved(ctx: _Context, proposal: str) -> bool:
+    """`approve=<proposal id>` on the RightsizingRecommendation applies that proposal once."""
+    record = ctx.record
+    if record is None:
+        return False
+    approved = record.metadata.annotations.get(APPROVE)
+    done = record.status.approved_proposal if record.status else None
+    return approved is not None and approved == proposal and approved != done
+
+
+def _check_audit(ctx: _Context) -> None:
+    """Audit (mode): the change waits for an approval of its proposal; the approved
+    proposal goes on, through the checks that follow like any change."""
+    if not (ctx.regular() and ctx.audit()):
+        return
+    ctx.proposal = _audit_proposal(ctx)
+    if ctx.proposal is not None and _approved(ctx, ctx.proposal.id):
+        ctx.approved_id = ctx.proposal.id
+    else:
+        _block_regular(ctx, "Audit", _audit_message(ctx.proposal), None, "skipped")

@@ -1,0 +1,108 @@
+"""Node capacity: values no node can hold, and increases the pod's node has no room for."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from app.decide.context import IN_PLACE_RESOURCES, _Action, _block_regular, _Context, _Stop
+from app.decide.qos_pairs import GUARANTEED_QOS
+from app.feasibility import describe_largest, too_large
+from app.quantities import MIB, format_resource
+
+#: A value to set is more than any node's allocatable.
+INFEASIBLE = "Infeasible"
+
+CPU_HEADROOM_PERCENT = 10
+
+MEMORY_HEADROOM = 200 * MIB
+
+
+def _check_feasible(ctx: _Context) -> None:
+    """Block the plan when a value to set is more CPU or memory than any node's allocatable
+    (a pod with it could never be scheduled or resized: Infeasible by definition). Not
+    judged while the view holds no node."""
+    largest = ctx.view.largest_allocatable()
+    if largest is None:
+        return
+    over = [
+        f"{a.target.container}.{a.target.field}.{a.target.resource} "
+        f"{format_resource(a.target.resource, a.desired)}"
+        for a in ctx.regular()
+        if too_large(a.target.resource, a.desired, largest)
+    ]
+    if over:
+        _block_regular(
+            ctx,
+            INFEASIBLE,
+            f"{', '.join(over)} is more than any node's allocatable (the largest: "
+            f"{describe_largest(largest)})",
+        )
+
+
+def _request_increases(ctx: _Context, actions: Iterable[_Action]) -> dict[str, list[_Action]]:
+    """The actions that raise a CPU or memory request, by resource."""
+    increases: dict[str, list[_Action]] = {}
+    for a in actions:
+        t = a.target
+        if (
+            t.field == "requests"
+            and t.resource in IN_PLACE_RESOURCES
+            and a.desired > (a.current or 0)
+        ):
+            increases.setdefault(t.resource, []).append(a)
+    return increases
+
+
+def _node_room(ctx: _Context) -> dict[str, int] | None:
+    """What the pod's node has left for increases (allocatable minus headroom minus the
+    requests of its non-terminal pods); None when the node is unknown."""
+    node_name = (ctx.pod.get("spec") or {}).get("nodeName")
+    allocatable = ctx.view.node_allocatable(node_name) if node_name else None
+    if allocatable is None:
+        return None
+    used_cpu, used_memory = ctx.view.node_requests(node_name)
+    return {
+        "cpu": allocatable[0] * (100 - CPU_HEADROOM_PERCENT) // 100 - used_cpu,
+        "memory": allocatable[1] - MEMORY_HEADROOM - used_memory,
+    }
+
+
+def _increase_delta(ctx: _Context, resource: str, actions: Iterable[_Action]) -> int:
+    return sum(
+        a.desired - (ctx.current[a.target.container]["requests"].get(resource) or 0)
+        for a in actions
+    )
+
+
+def _restore_outgrows(ctx: _Context) -> bool:
+    """A rollback restore raises a request beyond what the pod's node has left. Node
+    capacity is physics, not a guardrail: the restore is not filtered like an increase of a
+    recommendation, and an in-place resize would only be deferred by the kubelet, so the
+    pod is evicted and its replacement scheduled where it fits."""
+    restores = [a for a in ctx.actions if a.item.restore] if ctx.has_restores else []
+    increases = _request_increases(ctx, restores)
+    room = _node_room(ctx) if increases else None
+    if room is None:
+        return False
+    return any(_increase_delta(ctx, r, acts) > room[r] for r, acts in increases.items())
+
+
+def _filter_node_capacity(ctx: _Context) -> None:
+    """Increases that do not fit the node are filtered (never an eviction)."""
+    increases = _request_increases(ctx, ctx.regular())
+    room = _node_room(ctx) if increases else None
+    if room is None:
+        return
+    node_name = (ctx.pod.get("spec") or {}).get("nodeName")
+    for resource, actions in increases.items():
+        delta = _increase_delta(ctx, resource, actions)
+        if delta > room[resource]:
+            ctx.dropped.extend((a.target, "InsufficientNodeCapacity") for a in actions)
+            # A Guaranteed pair changes together: its limit stays when its request must.
+            partners = [a.partner for a in actions if a.partner is not None]
+            ctx.dropped.extend((p.target, GUARANTEED_QOS) for p in partners)
+            ctx.replace_actions([a for a in ctx.actions if a not in actions and a not in partners])
+    if not ctx.actions:
+        raise _Stop(
+            "blocked", "InsufficientNodeCapacity", f"node {node_name} has no room for the increase"
+        )

@@ -1,0 +1,273 @@
+"""The checks of SPEC §6 as one table, in their order (`CHECKS`).
+
+A pod's decision runs those of its path and the first that holds decides (a check that
+hits only regular actions lets rollback restores go on); `pod_gate` and the fallback of a
+resize that cannot finish read the same table, so the order is written once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from app.annotations import PAUSE_UNTIL
+from app.decide.audit import _check_audit
+from app.decide.capacity import INFEASIBLE, _check_feasible, _filter_node_capacity
+from app.decide.context import FallbackCase, Path, _block_regular, _Context, _Stop
+from app.decide.method import _choose_method, _fallback_method, _restarts_container
+from app.decide.plan_facts import _strategy_facts
+from app.decide.pod_facts import is_protected, paused_by
+from app.decide.quality import _check_recommendation_quality
+from app.decide.value_rules import _apply_value_rules, _validate_plan
+from app.durations import format_duration
+from app.guardrails import COOLDOWN, JVM_FIXED_HEAP, NO_SIGNIFICANT_CHANGE, OOM_KILLED, THROTTLED
+from app.horizon import Horizon
+from app.view import ClusterView
+from app.windows import freeze_verdict, maintenance_verdict
+from app.workloads import Workload
+
+HUB_UNREACHABLE = "HubUnreachable"
+BOTH: frozenset[Path] = frozenset({"admission", "running"})
+RUNNING: frozenset[Path] = frozenset({"running"})
+
+#: A check on the pod alone (no plan): the message when it holds, else None.
+Gate = Callable[[ClusterView, Mapping[str, Any], Workload, datetime | Horizon], str | None]
+#: A check of the fallback of a failed resize: (reason, message) when it holds, else None.
+FallbackCheck = Callable[[FallbackCase], tuple[str, str] | None]
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """One stage of the order: the reasons it gives, the check a decision runs and the
+    paths it runs on, and its forms for the pod gate and the fallback where it has them."""
+
+    #: the reasons it can give, in the order it tries them
+    reasons: tuple[str, ...]
+    #: stops the plan (`_Stop`), or drops actions and lets the rest go on
+    decide: Callable[[_Context], None]
+    paths: frozenset[Path] = BOTH
+    gate: Gate | None = None
+    fallback: FallbackCheck | None = None
+
+
+def _automation_disabled(
+    view: ClusterView, pod: Mapping[str, Any], workload: Workload, now: datetime | Horizon
+) -> str | None:
+    """AutomationDisabled's pod-level form."""
+    if view.global_config.automation_enabled:
+        return None
+    return "GlobalConfiguration.automationEnabled is false"
+
+
+def _paused(
+    view: ClusterView, pod: Mapping[str, Any], workload: Workload, now: datetime | Horizon
+) -> str | None:
+    """Paused's pod-level form: a pause-until on the pod, its workload or namespace."""
+    paused = paused_by(view, pod, workload, now)
+    return f"paused by the {paused} annotation {PAUSE_UNTIL}" if paused else None
+
+
+def _protected(
+    view: ClusterView, pod: Mapping[str, Any], workload: Workload, now: datetime | Horizon
+) -> str | None:
+    """ProtectedNamespace's pod-level form."""
+    if not is_protected(workload.namespace, view):
+        return None
+    return f"namespace {workload.namespace} is protected"
+
+
+# AutomationDisabled and ProtectedNamespace are configured exclusions: kerf was told to
+# leave the pod alone and nothing intervened, so they are skipped, not blocked.
+
+
+def _check_automation(ctx: _Context) -> None:
+    if ctx.regular() and (
+        message := _automation_disabled(ctx.view, ctx.pod, ctx.workload, ctx.clock)
+    ):
+        _block_regular(ctx, "AutomationDisabled", message, None, "skipped")
+
+
+def _check_protected(ctx: _Context) -> None:
+    if ctx.regular() and (message := _protected(ctx.view, ctx.pod, ctx.workload, ctx.clock)):
+        _block_regular(ctx, "ProtectedNamespace", message, None, "skipped")
+
+
+def _check_paused(ctx: _Context) -> None:
+    """Paused holds rollback restores too: it is the one check they are not exempt from."""
+    message = _paused(ctx.view, ctx.pod, ctx.workload, ctx.clock)
+    if message:
+        raise _Stop("blocked", "Paused", message)
+
+
+def _fallback_paused(case: FallbackCase) -> tuple[str, str] | None:
+    message = _paused(case.view, case.pod, case.workload, case.now)
+    return ("Paused", message) if message else None
+
+
+def _check_hub(ctx: _Context) -> None:
+    """HubUnreachable (proactive values only): a ConfigMap that feeds the workload did
+    not load."""
+    unreachable = ctx.plan.sources.unreachable
+    if unreachable and any(a.item.proactive for a in ctx.regular()):
+        _block_regular(ctx, HUB_UNREACHABLE, "; ".join(unreachable))
+
+
+def _check_freeze(ctx: _Context) -> None:
+    """FreezeWindow: an exclusion window is open. It also fixes the strategies the method
+    and the maintenance window follow: those of the actions standing before the value
+    rules."""
+    strategies = ctx.strategy_facts = _strategy_facts(ctx.plan, ctx.strategies())
+    exclusion = strategies.exclusion
+    if not (exclusion and ctx.regular()):
+        return
+    clock = ctx.clock
+    clock.pin()  # windows read the clock in ways a span does not describe
+    # The next allowed time also waits for an inclusion window, if there are any.
+    verdict = freeze_verdict(exclusion, clock.now, inclusion_windows=strategies.inclusion)
+    if not verdict.allowed:
+        _block_regular(
+            ctx,
+            "FreezeWindow",
+            f"exclusion window {verdict.window} is open",
+            verdict.next_allowed_at,
+        )
+
+
+def _check_maintenance(ctx: _Context) -> None:
+    """MaintenanceWindow: inclusion windows exist and none is open; the whole plan waits
+    for the earliest next allowed time."""
+    strategies = ctx.strategy_facts
+    assert strategies is not None, "the FreezeWindow check fixes the strategies first"
+    if not (strategies.inclusion and ctx.regular()):
+        return
+    clock = ctx.clock
+    clock.pin()
+    verdict = maintenance_verdict(strategies.inclusion, strategies.exclusion, clock.now)
+    if not verdict.allowed:
+        _block_regular(
+            ctx, "MaintenanceWindow", "no inclusion window is open", verdict.next_allowed_at
+        )
+
+
+def _check_cooldown(ctx: _Context) -> None:
+    """Cooldown since the workload's last change stops a new proposal; the rollout of the
+    proposal last applied goes on, one pod after another (SPEC §6)."""
+    last_at = ctx.facts.last_applied_at
+    if last_at is None or not ctx.regular() or _continues_rollout(ctx):
+        return
+    cooldown = (
+        max(ctx.settings(p).cooldown for p in ctx.policies()) if ctx.policies() else timedelta(0)
+    )
+    if ctx.clock.before(last_at + cooldown):
+        approved = ctx.facts.last_proposal
+        change = f"the change approved as proposal {approved}" if approved else "the last change"
+        _block_regular(
+            ctx,
+            COOLDOWN,
+            f"cooldown {format_duration(cooldown)} of {change}, made at {last_at.isoformat()}",
+            last_at + cooldown,
+        )
+
+
+def _continues_rollout(ctx: _Context) -> bool:
+    """Every value the pod's plan sets is the one `lastApplied.containers` records: the
+    pod is one more step of the change already made, not a new proposal."""
+    applied = ctx.facts.applied
+    regular = ctx.regular()
+    return bool(regular) and all(
+        applied.get((a.target.container, a.target.field, a.target.resource)) == a.desired
+        for a in regular
+    )
+
+
+def _check_single_replica(ctx: _Context) -> None:
+    """SingleReplicaUnsafe: the method would restart or evict a lone replica, and not
+    every policy allows that."""
+    if ctx.workload.replicas != 1 or not ctx.regular():
+        return
+    method = ctx.method
+    restarts = method == "evict" or (method == "inPlace" and _restarts_container(ctx))
+    if restarts and not all(
+        ctx.settings(p).allow_single_replica_disruption for p in ctx.policies()
+    ):
+        _block_regular(
+            ctx, "SingleReplicaUnsafe", f"one replica and method {method} would disrupt it"
+        )
+
+
+def _fallback_single_replica(case: FallbackCase) -> tuple[str, str] | None:
+    view = case.view
+    if case.workload.replicas == 1 and not all(
+        view.guardrails(p).allow_single_replica_disruption for p in case.facts.policies
+    ):
+        return (
+            "SingleReplicaUnsafe",
+            f"in-place resize failed ({case.cause}); one replica, no eviction",
+        )
+    return None
+
+
+#: SPEC §6's order. Infeasible comes first: a value no node can hold is wrong whatever the
+#: mode. The method (SPEC §7) is chosen once the plan is valid, since SingleReplicaUnsafe
+#: depends on it. The admission path never evaluates windows, the method, cooldown,
+#: single-replica safety or node capacity.
+CHECKS: tuple[Check, ...] = (
+    Check((INFEASIBLE,), _check_feasible),
+    Check(("Audit",), _check_audit),
+    Check(("AutomationDisabled",), _check_automation, gate=_automation_disabled),
+    Check((HUB_UNREACHABLE,), _check_hub),
+    Check(("Paused",), _check_paused, gate=_paused, fallback=_fallback_paused),
+    Check(("ProtectedNamespace",), _check_protected, gate=_protected),
+    Check(
+        ("StaleRecommendation", "HPACoupled", "LearningPeriod", "LowConfidence"),
+        _check_recommendation_quality,
+    ),
+    Check(("FreezeWindow",), _check_freeze, RUNNING),
+    # A decrease within a rollback's cooldown is refused here too, as Cooldown.
+    Check((THROTTLED, OOM_KILLED, JVM_FIXED_HEAP, NO_SIGNIFICANT_CHANGE), _apply_value_rules),
+    Check(("RequestsExceedLimits", "GpuActionConflict"), _validate_plan),
+    Check(("NoCommonMethod",), _choose_method, RUNNING, fallback=_fallback_method),
+    Check((COOLDOWN,), _check_cooldown, RUNNING),
+    Check(
+        ("SingleReplicaUnsafe",),
+        _check_single_replica,
+        RUNNING,
+        fallback=_fallback_single_replica,
+    ),
+    Check(("InsufficientNodeCapacity",), _filter_node_capacity, RUNNING),
+    Check(("MaintenanceWindow",), _check_maintenance, RUNNING),
+)
+#: The checks `pod_gate` reads, by reason; those of the fallback of a failed resize; those
+#: of each decision path.
+GATES: tuple[tuple[str, Gate], ...] = tuple(
+    (c.reasons[0], c.gate) for c in CHECKS if c.gate is not None
+)
+FALLBACK_CHECKS: tuple[FallbackCheck, ...] = tuple(
+    c.fallback for c in CHECKS if c.fallback is not None
+)
+
+
+_BY_PATH: dict[Path, tuple[Callable[[_Context], None], ...]] = {
+    path: tuple(c.decide for c in CHECKS if path in c.paths) for path in BOTH
+}
+
+
+def _run_checks(ctx: _Context) -> str:
+    """The checks of the decision's path in the order of `CHECKS`; returns the method."""
+    for check in _BY_PATH[ctx.path]:
+        check(ctx)
+    return ctx.method
+
+
+def pod_gate(
+    view: ClusterView, pod: Mapping[str, Any], workload: Workload, now: datetime | Horizon
+) -> str | None:
+    """The first check with a pod-level form that holds for a pod: AutomationDisabled,
+    Paused or ProtectedNamespace (they also gate the args of a ContainerArgsPolicy at
+    admission)."""
+    for reason, gate in GATES:
+        if gate(view, pod, workload, now) is not None:
+            return reason
+    return None

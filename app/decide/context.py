@@ -1,0 +1,254 @@
+"""One decision in progress: its actions, the baseline they start from, and how a check
+stops the plan."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+from app.decide.plan_facts import (
+    QOS_RESOURCES,
+    _PlanFacts,
+    _policies_of,
+    _Prepared,
+    _StrategyFacts,
+)
+from app.decide.pod_facts import is_guaranteed
+from app.decide.results import AuditProposal
+from app.guardrails import GuardrailSettings
+from app.horizon import Horizon
+from app.models import AutomationStrategySpec, KerfResource
+from app.selection import Target
+from app.view import ClusterView, WorkloadPlan
+from app.workloads import Resources, Workload
+
+Path = Literal["admission", "running"]
+
+IN_PLACE_RESOURCES = frozenset({"cpu", "memory"})
+
+
+@dataclass(frozen=True, slots=True)
+class FallbackCase:
+    """An accepted in-place resize that cannot finish, as the fallback's checks read it."""
+
+    view: ClusterView
+    pod: Mapping[str, Any]
+    workload: Workload
+    facts: _PlanFacts
+    now: datetime
+    #: Deferred, Infeasible, Error or ResizeRejected
+    cause: str
+
+
+class _Action:
+    """A prepared target with the amount the pod has and the amount to set."""
+
+    __slots__ = ("item", "target", "current", "desired", "partner")
+
+    def __init__(self, item: _Prepared, current: int | None, desired: int) -> None:
+        self.item = item
+        self.target = item.target
+        self.current = current
+        self.desired = desired
+        #: the other field of a Guaranteed container's pair: both change together
+        self.partner: _Action | None = None
+
+
+class _Context:
+    """One decision in progress: the pod, the plan facts and the actions still standing."""
+
+    __slots__ = (
+        "view",
+        "pod",
+        "workload",
+        "plan",
+        "facts",
+        "record",
+        "clock",
+        "path",
+        "running",
+        "containers",
+        "current",
+        "baseline",
+        "actions",
+        "has_restores",
+        "dropped",
+        "_memo_actions",
+        "_memo_len",
+        "_policies",
+        "_strategies",
+        "_audit",
+        "approved_id",
+        "proposal",
+        "strategy_facts",
+        "method",
+    )
+
+    def __init__(
+        self,
+        view: ClusterView,
+        pod: Mapping[str, Any],
+        workload: Workload,
+        plan: WorkloadPlan,
+        facts: _PlanFacts,
+        clock: Horizon,
+        path: Path,
+        containers: dict[str, Mapping[str, Any]],
+        current: dict[str, Resources],
+    ) -> None:
+        self.view = view
+        self.pod = pod
+        self.workload = workload
+        self.plan = plan
+        self.facts = facts
+        self.record = facts.record  # the workload's RightsizingRecommendation
+        #: the decision time; every check compares it through here (see app/horizon.py)
+        self.clock = clock
+        self.path = path
+        self.running = path == "running"
+        self.containers = containers
+        self.current = current
+        self.baseline = _baseline(facts, current, path)
+        self.actions: list[_Action] = []
+        self.has_restores = False
+        self.dropped: list[tuple[Target, str]] = []
+        self._memo_actions: list[_Action] | None = None
+        self._memo_len = -1
+        self._policies: list[KerfResource] = []
+        self._strategies: list[AutomationStrategySpec] = []
+        self._audit = False
+        #: the proposal an approval let through audit mode (None otherwise)
+        self.approved_id: str | None = None
+        #: audit mode: the proposal as it waits for approval (None when there is none)
+        self.proposal: AuditProposal | None = None
+        #: the windows and methods of the strategies behind the change, fixed by the
+        #: FreezeWindow check (before the value rules drop any action)
+        self.strategy_facts: _StrategyFacts | None = None
+        #: how the change is carried out; chosen on the running path only
+        self.method = "admission"
+
+    def settings(self, policy: KerfResource | None) -> GuardrailSettings:
+        return self.view.guardrails(policy)
+
+    def regular(self) -> list[_Action]:
+        if not self.has_restores:
+            return self.actions
+        return [a for a in self.actions if not a.item.restore]
+
+    def replace_actions(self, actions: list[_Action]) -> None:
+        self.actions = actions
+
+    def _derive(self) -> None:
+        """Policies, strategies and audit mode of the regular actions, derived again only
+        when the action list was replaced."""
+        if self._memo_actions is self.actions and self._memo_len == len(self.actions):
+            return
+        self._memo_actions, self._memo_len = self.actions, len(self.actions)
+        regular = self.regular()
+        facts = self.facts
+        if len(regular) == facts.regular_count:
+            # Every item that can be a regular action is one: the plan already knows.
+            self._policies, self._strategies = facts.policies, facts.strategies
+            self._audit = facts.audit
+            return
+        self._policies, self._strategies, self._audit = _policies_of([a.item for a in regular])
+
+    def policies(self) -> list[KerfResource]:
+        """The distinct policies behind the regular actions."""
+        self._derive()
+        return self._policies
+
+    def strategies(self) -> list[AutomationStrategySpec]:
+        """The strategies of those policies."""
+        self._derive()
+        return self._strategies
+
+    def audit(self) -> bool:
+        """Whether any of those policies is in audit mode."""
+        self._derive()
+        return self._audit
+
+
+class _Stop(Exception):
+    """A check decided: carries the outcome."""
+
+    def __init__(
+        self,
+        outcome: Literal["blocked", "skipped"],
+        reason: str,
+        message: str,
+        next_allowed_at: datetime | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.outcome = outcome
+        self.reason = reason
+        self.message = message
+        self.next_allowed_at = next_allowed_at
+
+
+def _block_regular(
+    ctx: _Context,
+    reason: str,
+    message: str,
+    when: datetime | None = None,
+    outcome: Literal["blocked", "skipped"] = "blocked",
+) -> None:
+    """A check hit the regular actions: rollback restores still go on (they are exempt),
+    otherwise the whole plan stops here."""
+    restores = [a for a in ctx.actions if a.item.restore]
+    if not restores:
+        raise _Stop(outcome, reason, message, when)
+    ctx.dropped.extend((a.target, reason) for a in ctx.regular())
+    ctx.replace_actions(restores)
+
+
+def _baseline(facts: _PlanFacts, current: dict[str, Resources], path: Path) -> dict[str, Resources]:
+    """ "Current" for the guardrails: a running pod's spec; for a new pod the workload's
+    last applied values, else the pod's manifest — so a rollout never undoes a step."""
+    applied = facts.applied
+    if path == "running" or not applied:
+        return current
+    baseline = {c: {f: dict(v) for f, v in r.items()} for c, r in current.items()}
+    for (container, fld, resource), amount in applied.items():
+        if container in baseline:
+            baseline[container][fld][resource] = amount
+    for container in facts.qos_containers:
+        if is_guaranteed(current[container]):
+            _keep_pairs(baseline[container], current[container], applied, container)
+    return baseline
+
+
+def _keep_pairs(
+    baseline: Resources,
+    own: Resources,
+    applied: Mapping[tuple[str, str, str], int],
+    container: str,
+) -> None:
+    """The baseline of a Guaranteed container keeps its pairs equal too: a last applied
+    request or limit alone sets both; an unequal last applied pair (recorded without
+    retainGuaranteedQoS) is not a baseline for it, the pod's own pair is."""
+    for resource in QOS_RESOURCES:
+        request = applied.get((container, "requests", resource))
+        limit = applied.get((container, "limits", resource))
+        if request is None and limit is None:
+            continue
+        if request is not None and limit is not None and request != limit:
+            value = own["requests"][resource]
+        else:
+            value = limit if limit is not None else request
+        baseline["requests"][resource] = baseline["limits"][resource] = value
+
+
+def _final_resources(current: dict[str, Resources], actions: list[_Action]) -> dict[str, Resources]:
+    """Every container's resources with the actions set; a container no action touches
+    keeps the pod's own (shared, never changed) resources, the others are copies."""
+    final = dict(current)
+    for action in actions:
+        t = action.target
+        resources = final[t.container]
+        if resources is current[t.container]:
+            resources = final[t.container] = {f: dict(v) for f, v in resources.items()}
+        resources[t.field][t.resource] = action.desired
+    return final

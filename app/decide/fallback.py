@@ -1,0 +1,68 @@
+"""The fallback of an in-place resize that cannot finish (SPEC §7)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from typing import Any
+
+from app.decide.checks import FALLBACK_CHECKS
+from app.decide.context import FallbackCase
+from app.decide.plan_facts import _plan_facts
+from app.decide.pod_facts import workload_for
+from app.decide.results import PodDecision
+from app.view import ClusterView
+from app.workloads import Workload
+
+
+def decide_fallback(
+    view: ClusterView, pod: Mapping[str, Any], *, now: datetime, cause: str
+) -> PodDecision:
+    """An accepted in-place resize that cannot finish (SPEC §7: Deferred past
+    `apply.fallbackAfter`, Infeasible, Error, or a patch the API rejected): evict the pod
+    when every contributing strategy allows eviction and a lone replica may be disrupted,
+    else blocked. `Paused` holds it like any change; the replacement pod is sized at
+    admission from the workload's last applied values. The checks are those of
+    `CHECKS` that have a fallback form, in its order."""
+    meta = pod.get("metadata") or {}
+    namespace = str(meta.get("namespace") or "default")
+    name = str(meta.get("name") or "")
+    containers, current, owner = view.pod_facts(pod)
+    workload = workload_for(view, pod, owner)
+    if workload is None:
+        return PodDecision(namespace, name, owner, "skipped", "Unmanaged", "no owner")
+    plan = view.plan_for(workload)
+    facts = _plan_facts(view, workload, plan, tuple(containers))
+
+    def stop(reason: str, message: str) -> PodDecision:
+        return PodDecision(
+            namespace, name, owner, "blocked", reason, message, final=current, plan=plan
+        )
+
+    case = FallbackCase(view, pod, workload, facts, now, cause)
+    for check in FALLBACK_CHECKS:
+        stopped = check(case)
+        if stopped is not None:
+            return stop(*stopped)
+    return PodDecision(
+        namespace,
+        name,
+        owner,
+        "apply",
+        None,
+        f"in-place resize failed ({cause}): evict, the replacement is sized at admission",
+        method="evict",
+        final=current,
+        fingerprint=plan.fingerprint,
+        plan=plan,
+    )
+
+
+def fallback_after(view: ClusterView, workload: Workload) -> timedelta:
+    """How long a resize the node defers may wait before it falls back: the longest
+    `apply.fallbackAfter` of the policies behind the workload's plan (a resize is given
+    up only once every policy would)."""
+    plan = view.plan_for(workload)
+    policies = {id(p): p for p in plan.sync.sources.values()}.values()
+    spans = [view.guardrails(p).fallback_after for p in policies]
+    return max(spans, default=view.guardrails(None).fallback_after)

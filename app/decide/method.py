@@ -1,0 +1,71 @@
+"""How a change is carried out: in place, by eviction, and whether a resize restarts a
+container."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from app.decide.capacity import _restore_outgrows
+from app.decide.context import IN_PLACE_RESOURCES, FallbackCase, _block_regular, _Context
+from app.decide.plan_facts import _common_methods
+
+
+def _choose_method(ctx: _Context) -> None:
+    """The method of a running pod's change (SPEC §7): inPlace when every contributing
+    strategy allows it and the change can be made in place; else evict when all allow
+    eviction; else NoCommonMethod."""
+    strategies = ctx.strategy_facts
+    assert strategies is not None, "the FreezeWindow check fixes the strategies first"
+    ctx.method = "inPlace"
+    allowed = strategies.methods
+    if not allowed:
+        _block_regular(ctx, "NoCommonMethod", "the contributing strategies share no method")
+        return
+    restart_ok = strategies.restart_ok
+    in_place = _resizable(ctx) and (restart_ok or not _restarts_container(ctx))
+    if "inPlace" in allowed and in_place and not ("evict" in allowed and _restore_outgrows(ctx)):
+        return
+    if "evict" in allowed:
+        ctx.method = "evict"
+        return
+    _block_regular(
+        ctx, "NoCommonMethod", "the change cannot be made in place and eviction is not allowed"
+    )
+
+
+def _fallback_method(case: FallbackCase) -> tuple[str, str] | None:
+    """A resize that cannot finish falls back to eviction only where every contributing
+    strategy allows it; otherwise it is blocked with its cause."""
+    if "evict" in _common_methods(case.facts.strategies):
+        return None
+    return case.cause, f"in-place resize failed ({case.cause}) and eviction is not allowed"
+
+
+def _resizable(ctx: _Context) -> bool:
+    """Every changed resource can be resized in place (CPU and memory only)."""
+    return all(a.target.resource in IN_PLACE_RESOURCES for a in ctx.actions)
+
+
+def _restarts_container(ctx: _Context) -> bool:
+    """An in-place resize of the actions standing would restart a container."""
+    return restarts_container(
+        ctx.containers, ((a.target.container, a.target.resource) for a in ctx.actions)
+    )
+
+
+def restarts_container(
+    containers: Mapping[str, Mapping[str, Any]], changes: Iterable[tuple[str, str]]
+) -> bool:
+    """Whether an in-place resize of these (container, resource) changes restarts a
+    container: its resizePolicy is RestartContainer for a resource that changes. The
+    containers are those kerf sizes (`target_containers`): a native sidecar's resizePolicy
+    counts as an app container's does."""
+    for container, resource in changes:
+        for entry in containers.get(container, {}).get("resizePolicy") or ():
+            if (
+                entry.get("resourceName") == resource
+                and entry.get("restartPolicy") == "RestartContainer"
+            ):
+                return True
+    return False

@@ -1,0 +1,137 @@
+"""Facts read from one pod, its workload and namespace: pauses, protection, skipped
+containers, OOM kills, a fixed JVM heap, HPA coupling, the Guaranteed QoS class."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any
+
+from app.annotations import PAUSE_UNTIL, SKIP_CONTAINERS
+from app.horizon import Horizon
+from app.owners import WorkloadRef
+from app.view import ClusterView
+from app.workloads import JAVA_OPTION_VARS, Resources, Workload, oom_terminations, parse_time
+
+_HEAP_RE = re.compile(r"(?:-Xmx|-XX:MaxHeapSize=)(\d+)([kKmMgGtT]?)\b")
+
+_HEAP_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
+
+
+def skipped_containers(pod: Mapping[str, Any], workload: Workload) -> set[str]:
+    """`skip-containers`: the pod's value wins (an empty value skips none)."""
+    pod_annotations = (pod.get("metadata") or {}).get("annotations") or {}
+    value = pod_annotations.get(SKIP_CONTAINERS)
+    if value is None:
+        value = workload.annotations.get(SKIP_CONTAINERS, "")
+    return {name.strip() for name in value.split(",") if name.strip()}
+
+
+def _horizon(now: datetime | Horizon) -> Horizon:
+    return now if isinstance(now, Horizon) else Horizon(now)
+
+
+def is_paused(annotations: Mapping[str, str] | None, now: datetime | Horizon) -> bool:
+    """`pause-until` is `infinite` or a time still ahead (an unreadable value pauses).
+    Given a `Horizon`, the comparison with the clock narrows it."""
+    value = (annotations or {}).get(PAUSE_UNTIL)
+    if value is None:
+        return False
+    if value.strip() == "infinite":
+        return True
+    try:
+        until = parse_time(value.strip())
+    except ValueError:
+        return True  # a typo must not silently resume automation
+    return until is not None and _horizon(now).before(until)
+
+
+def jvm_heap_bytes(container: Mapping[str, Any]) -> int | None:
+    """A fixed JVM heap (-Xmx / -XX:MaxHeapSize) from command, args or JAVA_* env;
+    the last occurrence wins, as in the JVM."""
+    texts: list[str] = [*(container.get("command") or []), *(container.get("args") or [])]
+    for env in container.get("env") or []:
+        if env.get("name") in JAVA_OPTION_VARS and isinstance(env.get("value"), str):
+            texts.append(env["value"])
+    heap: int | None = None
+    for text in texts:
+        for number, unit in _HEAP_RE.findall(str(text)):
+            heap = int(number) * _HEAP_UNITS[unit.lower()]
+    return heap
+
+
+def oom_killed_since(
+    pods: Iterable[Mapping[str, Any]], container: str, since: datetime | None
+) -> bool:
+    """Whether a container was OOM-killed (in any of the pods) after `since`."""
+    for pod in pods:
+        for name, terminated in oom_terminations(pod):
+            if name != container:
+                continue
+            finished = parse_time(terminated.get("finishedAt"))
+            if since is None or finished is None or finished > since:
+                return True
+    return False
+
+
+def hpa_coupled_resources(hpas: Iterable[Mapping[str, Any]]) -> set[str]:
+    """Resources an HPA scales on by Utilization (cpu or memory)."""
+    coupled: set[str] = set()
+    for hpa in hpas:
+        for metric in (hpa.get("spec") or {}).get("metrics") or []:
+            resource = metric.get("resource") or metric.get("containerResource") or {}
+            target = resource.get("target") or {}
+            if target.get("type") == "Utilization" and resource.get("name") in ("cpu", "memory"):
+                coupled.add(resource["name"])
+        legacy = (hpa.get("spec") or {}).get("targetCPUUtilizationPercentage")
+        if legacy is not None:
+            coupled.add("cpu")
+    return coupled
+
+
+def workload_for(
+    view: ClusterView, pod: Mapping[str, Any], owner: WorkloadRef | None
+) -> Workload | None:
+    """The pod's workload; one not (yet) in the view is stood in for by the pod's labels,
+    so a pod created right after its Deployment is still sized."""
+    if owner is None:
+        return None
+    meta = pod.get("metadata") or {}
+    return view.workload(owner) or Workload(
+        kind=owner.kind,
+        namespace=owner.namespace,
+        name=owner.name,
+        labels=dict(meta.get("labels") or {}),
+    )
+
+
+def is_guaranteed(resources: Resources) -> bool:
+    """A container's part of the Guaranteed QoS class: CPU and memory requests set and
+    equal to their limits (the API server has already defaulted requests from limits)."""
+    requests, limits = resources["requests"], resources["limits"]
+    cpu = requests.get("cpu")
+    if cpu is None or cpu != limits.get("cpu"):
+        return False
+    memory = requests.get("memory")
+    return memory is not None and memory == limits.get("memory")
+
+
+def paused_by(
+    view: ClusterView, pod: Mapping[str, Any], workload: Workload, now: datetime | Horizon
+) -> str | None:
+    """Where a pause comes from: "pod", "workload", "namespace", or None."""
+    clock = _horizon(now)
+    if is_paused((pod.get("metadata") or {}).get("annotations"), clock):
+        return "pod"
+    if is_paused(workload.annotations, clock):
+        return "workload"
+    namespace_obj = view.namespace_object(workload.namespace) or {}
+    if is_paused((namespace_obj.get("metadata") or {}).get("annotations"), clock):
+        return "namespace"
+    return None
+
+
+def is_protected(namespace: str, view: ClusterView) -> bool:
+    """kerf's own namespace and GlobalConfiguration.protectedNamespacePatterns."""
+    return namespace == view.own_namespace or view.protected_by_pattern(namespace)

@@ -1,0 +1,67 @@
+"""The quality of proactive values: StaleRecommendation, HPACoupled, LearningPeriod and
+LowConfidence, checked in that order (SPEC §6)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from app.decide.context import _Action, _block_regular, _Context, _Stop
+from app.decide.pod_facts import hpa_coupled_resources
+from app.durations import format_duration
+
+
+def _proactive(ctx: _Context) -> list[_Action]:
+    """The regular actions whose values come from a proactive policy."""
+    if not ctx.facts.any_proactive:
+        return []
+    return [a for a in ctx.regular() if a.item.proactive]
+
+
+def _check_recommendation_quality(ctx: _Context) -> None:
+    """StaleRecommendation, HPACoupled, LearningPeriod, LowConfidence."""
+    for action in _proactive(ctx):
+        item = action.item
+        row = item.row
+        if row is None:
+            continue
+        max_age = item.max_age_days
+        limit = item.max_age if item.max_age is not None else timedelta(days=max_age)
+        if ctx.clock.elapsed_over(row.analyzed_at, limit):
+            _block_regular(
+                ctx,
+                "StaleRecommendation",
+                f"container {row.container}: analysis of {row.analyzed_at.isoformat()} is older than {max_age} days",
+            )
+            return
+    coupled = hpa_coupled_resources(ctx.view.hpas_for(ctx.workload))
+    if coupled:
+        kept = [a for a in ctx.actions if a.item.restore or a.target.resource not in coupled]
+        ctx.dropped.extend((a.target, "HPACoupled") for a in ctx.actions if a not in kept)
+        ctx.replace_actions(kept)
+        if not ctx.actions:
+            raise _Stop(
+                "blocked",
+                "HPACoupled",
+                f"an HPA scales on {', '.join(sorted(coupled))} utilization",
+            )
+    proactive = _proactive(ctx)
+    for action in proactive:
+        settings = action.item.settings
+        row = action.item.row
+        if row is None:
+            continue
+        coverage = action.item.coverage
+        if coverage is None:
+            coverage = timedelta(hours=row.coverage_hours)
+        if coverage < settings.learning_period:
+            _block_regular(
+                ctx,
+                "LearningPeriod",
+                f"container {row.container}: {row.coverage_hours:g}h of data, {format_duration(settings.learning_period)} needed",
+            )
+            return
+    score = ctx.facts.lowest_confidence
+    if proactive and score is not None:
+        threshold = max(a.item.settings.min_confidence for a in proactive)
+        if score < threshold:
+            _block_regular(ctx, "LowConfidence", f"confidence {score:g} is below {threshold:g}")

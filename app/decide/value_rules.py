@@ -1,0 +1,213 @@
+"""The per-value rules on every action and the validation of the whole plan (SPEC §6)."""
+
+from __future__ import annotations
+
+from app.decide.context import _Action, _Context, _final_resources, _Stop
+from app.decide.plan_facts import _Prepared
+from app.decide.pod_facts import jvm_heap_bytes, oom_killed_since
+from app.decide.qos_pairs import GUARANTEED_QOS
+from app.enablement import GPU
+from app.guardrails import NO_FACTS, NO_SIGNIFICANT_CHANGE, ValueContext, apply_value_rules
+from app.quantities import format_resource
+from app.selection import Target
+
+
+def _apply_value_rules(ctx: _Context) -> None:
+    """Per-value rules on every regular action; restores pass unchanged."""
+    tolerance = ctx.view.global_config.tolerance_percent
+    facts = _ValueFacts(ctx)
+    kept: list[_Action] = []
+    refusals: list[str] = []
+    for action in ctx.actions:
+        t = action.target
+        if action.item.restore:
+            # Exempt from the rules, but a restore the pod already runs changes nothing.
+            if action.desired == ctx.current[t.container][t.field].get(t.resource):
+                ctx.dropped.append((t, NO_SIGNIFICANT_CHANGE))
+            else:
+                kept.append(action)
+            continue
+        if action.partner is not None:
+            if t.field == "requests":  # the pair is ruled once, with its limit
+                _pair_value_rules(ctx, facts, action, action.partner, kept, refusals)
+            continue
+        outcome = apply_value_rules(
+            field=t.field,
+            resource=t.resource,
+            current=action.current,
+            desired=action.desired,
+            settings=action.item.settings,
+            tolerance_percent=tolerance,
+            context=facts.context(action.item),
+        )
+        own = ctx.current[t.container][t.field].get(t.resource)
+        if outcome.value is None and action.current is not None and action.current != own:
+            # A new pod whose manifest differs from the last applied value keeps the last
+            # applied value (the baseline): a rollout never undoes a step.
+            if outcome.reason != NO_SIGNIFICANT_CHANGE:
+                ctx.dropped.append((t, outcome.reason or ""))
+            action.desired = action.current
+            kept.append(action)
+            continue
+        if outcome.value is None:
+            ctx.dropped.append((t, outcome.reason or NO_SIGNIFICANT_CHANGE))
+            if outcome.reason != NO_SIGNIFICANT_CHANGE:
+                refusals.append(outcome.reason or "")
+            continue
+        # The pod's own value is what changes; the baseline only bounds the step.
+        if outcome.value == own:
+            ctx.dropped.append((t, NO_SIGNIFICANT_CHANGE))
+            continue
+        action.desired = outcome.value
+        kept.append(action)
+    ctx.replace_actions(kept)
+    if not kept:
+        if refusals:
+            reason = refusals[0]
+            raise _Stop("blocked", reason, _refusal_message(reason, ctx.dropped))
+        raise _Stop("skipped", NO_SIGNIFICANT_CHANGE, "every change is within the tolerance")
+
+
+def _pair_value_rules(
+    ctx: _Context,
+    facts: _ValueFacts,
+    request: _Action,
+    limit: _Action,
+    kept: list[_Action],
+    refusals: list[str],
+) -> None:
+    """The per-value rules on a Guaranteed pair, which keeps one value for both fields.
+
+    Each field's rules run on the pair's value; a refusal of either (Throttled, OOMKilled,
+    rollback cooldown, JVM heap) refuses the pair. Otherwise the pair takes the highest
+    value the two fields' rules leave (a field left unchanged counts as its current
+    value): every rule that changes a value only raises it (the decrease step, the
+    minimums), so that value satisfies the step limit and minimums of both fields.
+    """
+    tolerance = ctx.view.global_config.tolerance_percent
+    pair = (request, limit)
+    outcomes = [
+        apply_value_rules(
+            field=a.target.field,
+            resource=a.target.resource,
+            current=a.current,
+            desired=a.desired,
+            settings=a.item.settings,
+            tolerance_percent=tolerance,
+            context=facts.context(a.item),
+        )
+        for a in pair
+    ]
+    t = request.target
+    own = ctx.current[t.container]["requests"][t.resource]  # = the limit: the pair is pinned
+    refused = [
+        o.reason or "" for o in outcomes if o.value is None and o.reason != NO_SIGNIFICANT_CHANGE
+    ]
+    if refused:
+        # A new pod keeps the last applied pair when there is one (a rollout never undoes
+        # a step); otherwise the pair stays as the pod has it.
+        value = request.current if request.current == limit.current else own
+        ctx.dropped.extend(
+            (
+                a.target,
+                o.reason
+                if o.value is None and o.reason != NO_SIGNIFICANT_CHANGE
+                else GUARANTEED_QOS,
+            )
+            for a, o in zip(pair, outcomes, strict=True)
+        )
+    else:
+        value = max(
+            o.value if o.value is not None else (a.current if a.current is not None else own)
+            for a, o in zip(pair, outcomes, strict=True)
+        )
+    if value is None or value == own:
+        if not refused:
+            ctx.dropped.extend((a.target, NO_SIGNIFICANT_CHANGE) for a in pair)
+        else:
+            refusals.append(refused[0])
+        return
+    request.desired = limit.desired = value
+    kept.extend(pair)
+
+
+class _ValueFacts:
+    """What the refusal rules need to know about a pod's containers, read once."""
+
+    def __init__(self, ctx: _Context) -> None:
+        self.ctx = ctx
+        self.last_change = ctx.facts.last_applied_at
+        self.last_rollback = ctx.facts.last_rollback if ctx.running else None
+        self._memory: dict[str, tuple[bool, int | None]] = {}
+
+    def _memory_facts(self, container: str) -> tuple[bool, int | None]:
+        found = self._memory.get(container)
+        if found is None:
+            ctx = self.ctx
+            # A new pod has no status yet: OOM evidence comes from its siblings.
+            pods = ctx.view.pods_of(ctx.workload.ref) if ctx.path == "admission" else [ctx.pod]
+            found = (
+                oom_killed_since(pods, container, self.last_change),
+                jvm_heap_bytes(ctx.containers.get(container, {})),
+            )
+            self._memory[container] = found
+        return found
+
+    def context(self, item: _Prepared) -> ValueContext:
+        """The ValueContext of one target under its policy's guardrails."""
+        target = item.target
+        rolled_back: frozenset[str] = frozenset()
+        last = self.last_rollback
+        if last is not None and self.ctx.clock.before(last[0] + item.settings.cooldown):
+            rolled_back = last[1]
+        oom_killed, heap = (
+            self._memory_facts(target.container) if target.resource == "memory" else (False, None)
+        )
+        if not (item.throttled or oom_killed or heap is not None or rolled_back):
+            return NO_FACTS  # the common case: one shared context
+        return ValueContext(
+            throttled=item.throttled,
+            oom_killed=oom_killed,
+            jvm_heap_bytes=heap,
+            rollback_cooldown=rolled_back,
+        )
+
+
+def _refusal_message(reason: str, dropped: list[tuple[Target, str]]) -> str:
+    parts = [f"{t.container}.{t.field}.{t.resource}" for t, r in dropped if r == reason]
+    return f"{reason}: refused {', '.join(parts)}"
+
+
+def _validate_plan(ctx: _Context) -> None:
+    """RequestsExceedLimits and GpuActionConflict over the whole plan, never clamped."""
+    final = _final_resources(ctx.current, ctx.actions)
+    for container, resources in sorted(final.items()):
+        for resource, request in sorted(resources["requests"].items()):
+            limit = resources["limits"].get(resource)
+            if limit is not None and request > limit:
+                raise _Stop(
+                    "blocked",
+                    "RequestsExceedLimits",
+                    f"container {container}: {resource} request "
+                    f"{format_resource(resource, request)} is above its limit "
+                    f"{format_resource(resource, limit)}",
+                )
+    gpu_actions = [a for a in ctx.actions if a.target.resource == GPU]
+    if gpu_actions:
+        sources = {a.item.candidate.key for a in gpu_actions}
+        unequal = [
+            c
+            for c in {a.target.container for a in gpu_actions}
+            if final[c]["requests"].get(GPU) != final[c]["limits"].get(GPU)
+        ]
+        if len(sources) > 1 or unequal:
+            raise _Stop(
+                "blocked",
+                "GpuActionConflict",
+                "selected GPU actions disagree"
+                + (
+                    f" (request ≠ limit in {', '.join(sorted(unequal))})"
+                    if unequal
+                    else " (several policies)"
+                ),
+            )

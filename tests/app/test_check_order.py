@@ -1,0 +1,81 @@
+"""The order of the checks is one table (`app.decide.checks.CHECKS`), SPEC §6's order."""
+
+from __future__ import annotations
+
+from app import refgen
+from app.decide.checks import CHECKS, FALLBACK_CHECKS, GATES
+
+#: SPEC §6, "Order of checks — the first match decides", with the reasons of the
+#: per-value rules at their place and node capacity as the reason it gives.
+SPEC_ORDER = (
+    "Audit",
+    "AutomationDisabled",
+    "HubUnreachable",
+    "Paused",
+    "ProtectedNamespace",
+    "StaleRecommendation",
+    "HPACoupled",
+    "LearningPeriod",
+    "LowConfidence",
+    "FreezeWindow",
+    "Throttled",
+    "OOMKilled",
+    "JVMFixedHeap",
+    "NoSignificantChange",
+    "RequestsExceedLimits",
+    "GpuActionConflict",
+    "Cooldown",
+    "SingleReplicaUnsafe",
+    "InsufficientNodeCapacity",
+    "MaintenanceWindow",
+)
+#: SPEC §6: the admission path never evaluates windows, cooldown, single-replica safety
+#: or node capacity; it chooses no method either (SPEC §7 is the running path's).
+RUNNING_ONLY = {
+    "FreezeWindow",
+    "NoCommonMethod",
+    "Cooldown",
+    "SingleReplicaUnsafe",
+    "InsufficientNodeCapacity",
+    "MaintenanceWindow",
+}
+
+
+def table_reasons() -> list[str]:
+    return [reason for check in CHECKS for reason in check.reasons]
+
+
+def test_the_table_is_the_spec_order() -> None:
+    assert [r for r in table_reasons() if r in SPEC_ORDER] == list(SPEC_ORDER)
+
+
+def test_what_the_table_adds_to_the_spec_and_where() -> None:
+    reasons = table_reasons()
+    assert len(reasons) == len(set(reasons))
+    assert [r for r in reasons if r not in SPEC_ORDER] == ["Infeasible", "NoCommonMethod"]
+    # A value no node can hold is wrong whatever the mode; the method comes once the plan
+    # is valid and before SingleReplicaUnsafe, which depends on it.
+    assert reasons[0] == "Infeasible"
+    assert reasons.index("GpuActionConflict") + 1 == reasons.index("NoCommonMethod")
+    assert reasons.index("NoCommonMethod") + 1 == reasons.index("Cooldown")
+
+
+def test_the_admission_path_skips_what_the_spec_says() -> None:
+    skipped = {r for c in CHECKS if "admission" not in c.paths for r in c.reasons}
+    assert skipped == RUNNING_ONLY
+    assert all("running" in c.paths for c in CHECKS)
+
+
+def test_the_pod_gate_and_the_fallback_read_the_table() -> None:
+    assert [reason for reason, _ in GATES] == ["AutomationDisabled", "Paused", "ProtectedNamespace"]
+    by_fallback = {c.fallback: c.reasons for c in CHECKS if c.fallback is not None}
+    assert [by_fallback[f] for f in FALLBACK_CHECKS] == [
+        ("Paused",),
+        ("NoCommonMethod",),
+        ("SingleReplicaUnsafe",),
+    ]
+
+
+def test_the_reference_lists_the_reasons_in_the_table_order() -> None:
+    documented = [reason for reason, _, _ in refgen.REASONS]
+    assert [r for r in documented if r in table_reasons()] == table_reasons()
