@@ -291,7 +291,7 @@ def test_the_recommender_deployment_runs_its_service_account_and_values(
     deployment = one(with_recommender, "Deployment", "kerf-recommender")
     pod = deployment["spec"]["template"]["spec"]
     assert deployment["metadata"]["namespace"] == NAMESPACE
-    assert deployment["spec"]["replicas"] == 1
+    assert deployment["spec"]["replicas"] == 2  # one leader, one warm follower
     assert pod["serviceAccountName"] == "kerf-recommender"
     assert (
         one(with_recommender, "ServiceAccount", "kerf-recommender")["metadata"]["namespace"]
