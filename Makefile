@@ -124,8 +124,8 @@ image-name:
 	@echo $(IMAGE)
 
 bench: $(STAMP)
-	$(BIN)/python -m app.bench --out .bench/explain.json
-	$(BIN)/python -m app.bench_load --out .bench/statedir.json
+	$(BIN)/python -m benchmarks.explain --out .bench/explain.json
+	$(BIN)/python -m benchmarks.statedir --out .bench/statedir.json
 	$(MAKE) bench-webhook
 	$(MAKE) bench-startup
 	$(MAKE) bench-reconciler
@@ -133,23 +133,23 @@ bench: $(STAMP)
 # The webhook under load: wrk and hey are Debian packages, installed when missing.
 bench-webhook: $(STAMP)
 	bash scripts/bench-webhook.sh
-	$(BIN)/python -m webhook.bench --out .bench/webhook.json
+	$(BIN)/python -m benchmarks.webhook --out .bench/webhook.json
 
 # The reconciler over $(CLUSTER): cold start, first pass, steady pass, resync (issue 8 part 8);
 # then the convergence of 1,000 workloads / 2,000 pods. CLUSTER=real runs the first at
 # REAL_SIZE.
 bench-reconciler: $(STAMP)
-	$(BIN)/python -m reconciler.bench --cluster $(CLUSTER) $(LARGE_SIZE) --out .bench/reconciler$(BENCH_SUFFIX).json
-	$(BIN)/python -m reconciler.bench --cluster $(CLUSTER) --workloads 1000 --pods 2000 --nodes 100 --policies 100 --namespaces 20 --out .bench/reconciler-converge$(BENCH_SUFFIX).json
+	$(BIN)/python -m benchmarks.reconciler --cluster $(CLUSTER) $(LARGE_SIZE) --out .bench/reconciler$(BENCH_SUFFIX).json
+	$(BIN)/python -m benchmarks.reconciler --cluster $(CLUSTER) --workloads 1000 --pods 2000 --nodes 100 --policies 100 --namespaces 20 --out .bench/reconciler-converge$(BENCH_SUFFIX).json
 
 # Start-up from a cluster: cold start to a synced view, then (kubesim only) /mutate over it.
 bench-startup: $(STAMP)
 ifeq ($(CLUSTER),sim)
 	bash scripts/bench-webhook.sh
-	$(BIN)/python -m app.startup_bench --out .bench/startup.json
-	$(BIN)/python -m webhook.bench --from-cluster --nodes 1000 --out .bench/webhook-cluster.json
+	$(BIN)/python -m benchmarks.startup --out .bench/startup.json
+	$(BIN)/python -m benchmarks.webhook --from-cluster --nodes 1000 --out .bench/webhook-cluster.json
 else
-	$(BIN)/python -m app.startup_bench --cluster $(CLUSTER) $(LARGE_SIZE) --out .bench/startup$(BENCH_SUFFIX).json
+	$(BIN)/python -m benchmarks.startup --cluster $(CLUSTER) $(LARGE_SIZE) --out .bench/startup$(BENCH_SUFFIX).json
 endif
 
 clean:

@@ -17,17 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 #: Distributions that arrive only through the `test` extra (and what they pull in).
 TEST_ONLY = ("jsonschema", "kubernetes_validate", "hypothesis", "pytest", "_pytest", "ruff")
 #: Modules that are development tools, run from the test venv only.
-DEV_ONLY = {
-    "app.bench",
-    "app.bench_api_objects",
-    "app.bench_load",
-    "app.crdgen",
-    "app.devcluster_bench",
-    "app.refgen",
-    "app.startup_bench",
-    "reconciler.bench",
-    "webhook.bench",
-}
+DEV_ONLY = {"app.crdgen", "app.refgen"}
 
 BLOCKER = textwrap.dedent(
     f"""

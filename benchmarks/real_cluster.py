@@ -3,7 +3,7 @@
 `python -m devcluster` (etcd, kube-apiserver, kube-controller-manager and kube-scheduler
 1.35, with the node agent playing every node's kubelet) is started with as many nodes as
 the generated cluster has, each with the generated Nodes' allocatable. The objects of
-`app.bench_api_objects` are then created through the API, `IN_FLIGHT` requests at a time:
+`benchmarks.api_objects` are then created through the API, `IN_FLIGHT` requests at a time:
 the kerf CRDs (waited for until Established), the namespaces (waited for until their
 `default` ServiceAccount exists, which pods need), then strategies, policies,
 recommendation ConfigMaps and Deployments. The controller manager makes the ReplicaSets
@@ -33,12 +33,12 @@ import aiohttp
 import orjson
 import yaml
 
-from app.bench_api_objects import ApiObjects, api_objects
-from app.startup_bench import CRD_DIR, REPO, process_cpu_seconds
+from benchmarks.api_objects import ApiObjects, api_objects
+from benchmarks.startup import CRD_DIR, REPO, process_cpu_seconds
 
 #: Creations in flight at once (the API server's default allows 200 mutating requests).
 IN_FLIGHT = 32
-#: The generated Nodes' allocatable (`app.bench.documents`).
+#: The generated Nodes' allocatable (`benchmarks.explain.documents`).
 NODE_CPU = "64"
 NODE_MEMORY = "256Gi"
 #: Bounds on the set-up's stages: what to wait before calling a stage failed.
