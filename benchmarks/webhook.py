@@ -1,7 +1,8 @@
 """`make bench-webhook`: /mutate against /noop on one core, over TLS, with wrk and hey.
 
 The server is the real one (`create_app` under uvicorn with the reloading certificate, one
-worker) over a generated view of 1,000 policies and 25,000 workloads (`benchmarks.explain.generate`).
+worker) with the bench's /noop baseline added (`benchmarks.noop`), over a generated view of
+1,000 policies and 25,000 workloads (`benchmarks.explain.generate`).
 It runs in a forked child pinned to one CPU; this process and the load generators are
 pinned to another, so the load generator never steals the server's core.
 
@@ -249,6 +250,7 @@ def _serve_child(
 ) -> None:
     """The server process: one core, the real app, uvicorn over TLS, logs to a file."""
     from benchmarks.explain import NOW
+    from benchmarks.noop import with_noop
     from webhook.logs import DecisionLog, configure_logging
     from webhook.main import run_server, uvicorn_server
     from webhook.server import create_app
@@ -262,7 +264,7 @@ def _serve_child(
     # The generated recommendations are dated for benchmarks.explain.NOW; deciding at the real time
     # could make them stale and turn every answer into "no patch".
     decisions = DecisionLog(log, log_level)
-    app = create_app(view, admit=admit, clock=lambda: NOW, decision_log=decisions)
+    app = with_noop(create_app(view, admit=admit, clock=lambda: NOW, decision_log=decisions))
     server = uvicorn_server(app, certificate, host="127.0.0.1", port=0, log_level=log_level)
     run_server(server, certificate, reload_interval_s=3600, sockets=[sock])
 
@@ -357,6 +359,7 @@ def _serve_cluster_child(
     from app.informer import api_client_from_config
     from app.view import ClusterView
     from benchmarks.explain import NOW
+    from benchmarks.noop import with_noop
     from webhook.logs import DecisionLog, configure_logging
     from webhook.main import serve_cluster, uvicorn_server
     from webhook.server import create_app
@@ -371,11 +374,13 @@ def _serve_cluster_child(
     pauses = GcPauses(lambda: view.synced)
     gc.callbacks.append(pauses)
     lag = LoopLag(lambda: view.synced)
-    app = create_app(
-        view,
-        admit=None if memo else without_memo(),
-        clock=lambda: NOW,
-        decision_log=DecisionLog(log, log_level),
+    app = with_noop(
+        create_app(
+            view,
+            admit=None if memo else without_memo(),
+            clock=lambda: NOW,
+            decision_log=DecisionLog(log, log_level),
+        )
     )
     server = uvicorn_server(app, certificate, host="127.0.0.1", port=0, log_level=log_level)
 

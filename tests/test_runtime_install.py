@@ -15,7 +15,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Distributions that arrive only through the `test` extra (and what they pull in).
-TEST_ONLY = ("jsonschema", "kubernetes_validate", "hypothesis", "pytest", "_pytest", "ruff")
+TEST_ONLY = (
+    "jsonschema",
+    "kubernetes_validate",
+    "hypothesis",
+    "pytest",
+    "_pytest",
+    "ruff",
+    "httpx",
+)
 #: Modules that are development tools, run from the test venv only.
 DEV_ONLY = {"app.crdgen", "app.refgen"}
 
