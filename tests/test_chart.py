@@ -22,9 +22,9 @@ import pytest
 import yaml
 from cryptography import x509
 
-from app.cli import build_parser
 from app.crdgen import validate_against_crd
 from app.models import parse_object
+from kerf.cli import build_parser
 from tests.webhook.test_manifests import render as kustomize
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -53,7 +53,7 @@ def _run(code: str) -> subprocess.CompletedProcess[str]:
 
 def _runtime_modules() -> list[str]:
     names = []
-    for package in ("app", "webhook", "reconciler", "recommender"):
+    for package in ("kerf", "app", "webhook", "reconciler", "recommender"):
         for path in sorted((ROOT / package).glob("*.py")):
             name = f"{package}.{path.stem}".removesuffix(".__init__")
             if name not in DEV_ONLY and path.stem != "__main__":
@@ -69,7 +69,7 @@ def test_the_blocker_refuses_test_only_packages() -> None:
 
 def test_every_runtime_module_imports_without_the_test_extra() -> None:
     modules = _runtime_modules()
-    assert "app.informer" in modules and "app.cli" in modules
+    assert "app.informer" in modules and "kerf.cli" in modules
     result = _run(f"import importlib\nfor m in {modules!r}: importlib.import_module(m)")
     assert result.returncode == 0, result.stderr
 
@@ -77,7 +77,7 @@ def test_every_runtime_module_imports_without_the_test_extra() -> None:
 def test_kerf_help_and_explain_run_without_the_test_extra() -> None:
     result = _run(
         """
-        from app.cli import main
+        from kerf.cli import main
         for argv in (["--help"], ["webhook", "--help"], ["reconciler", "--help"],
                      ["recommend", "--help"],
                      ["explain", "-f", "examples/storefront", "-o", "text"]):
