@@ -16,7 +16,6 @@ COPY app/ app/
 COPY webhook/ webhook/
 COPY reconciler/ reconciler/
 COPY recommender/ recommender/
-COPY kubesim/ kubesim/
 COPY scripts/image-install.sh /usr/local/bin/image-install.sh
 RUN sh /usr/local/bin/image-install.sh /src /opt/kerf
 
