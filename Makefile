@@ -104,12 +104,12 @@ run: $(STAMP) certs/tls.crt
 
 # The CRDs from the models, into the kustomize base and the Helm chart.
 crds: $(STAMP)
-	$(BIN)/python -m app.crdgen manifests/crds
+	$(BIN)/python -m tools.crdgen manifests/crds
 	cp manifests/crds/rightsizing.kubex.ai_*.yaml charts/kerf/crds/
 
 # docs/reference.md from the models, guardrails, annotations and metric collectors.
 reference: $(STAMP)
-	$(BIN)/python -m app.refgen docs/reference.md
+	$(BIN)/python -m tools.refgen docs/reference.md
 
 # docker when its engine answers, else podman; ENGINE=... picks one, PYTHON_IMAGE=... the base,
 # BUILD_FLAGS=... adds build options (e.g. --isolation=chroot for podman without cgroups).

@@ -24,8 +24,6 @@ TEST_ONLY = (
     "ruff",
     "httpx",
 )
-#: Modules that are development tools, run from the test venv only.
-DEV_ONLY = {"app.crdgen", "app.refgen"}
 
 BLOCKER = textwrap.dedent(
     f"""
@@ -56,7 +54,7 @@ def _runtime_modules() -> list[str]:
     for package in ("kerf", "app", "webhook", "reconciler", "recommender"):
         for path in sorted((ROOT / package).glob("*.py")):
             name = f"{package}.{path.stem}".removesuffix(".__init__")
-            if name not in DEV_ONLY and path.stem != "__main__":
+            if path.stem != "__main__":
                 names.append(name)
     return names
 
