@@ -247,9 +247,9 @@ def measure(
             feed, service = build_service(
                 api_client, options, namespace="kerf-system", identity="bench"
             )
-            # One replica: what is measured is its work, not an election the loaded
-            # simulator may answer too slowly for (a leader that cannot renew stops).
-            service.leader = None
+            # One replica, which elects itself: every write passes the leader's fence
+            # (reconciler.leader.write_fence), so a replica without a running elector
+            # would withhold them all. Its Lease calls are left out of the counts.
             figures: dict[str, Any] = {}
             cpu0, t0, server0 = _cpu(), time.perf_counter(), _server_cpu(server_pids)
             tasks = [asyncio.create_task(feed.run())]
