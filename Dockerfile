@@ -11,11 +11,11 @@ FROM ${PYTHON_IMAGE} AS build
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
 WORKDIR /src
 COPY pyproject.toml README.md ./
+COPY kerf/ kerf/
 COPY app/ app/
 COPY webhook/ webhook/
 COPY reconciler/ reconciler/
 COPY recommender/ recommender/
-COPY kubesim/ kubesim/
 COPY scripts/image-install.sh /usr/local/bin/image-install.sh
 RUN sh /usr/local/bin/image-install.sh /src /opt/kerf
 

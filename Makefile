@@ -26,6 +26,9 @@ $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[test]'
+	@# The wheel holds the product only; the dev tools (kubesim, demo, benchmarks, harness,
+	@# soak, devcluster) are imported from the source tree, which this puts on the venv's path.
+	$(BIN)/python -c 'import pathlib, sys, sysconfig; pathlib.Path(sysconfig.get_paths()["purelib"], "kerf-source-tree.pth").write_text(sys.argv[1] + "\n")' '$(CURDIR)'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -103,12 +106,12 @@ run: $(STAMP) certs/tls.crt
 
 # The CRDs from the models, into the kustomize base and the Helm chart.
 crds: $(STAMP)
-	$(BIN)/python -m app.crdgen manifests/crds
+	$(BIN)/python -m tools.crdgen manifests/crds
 	cp manifests/crds/rightsizing.kubex.ai_*.yaml charts/kerf/crds/
 
 # docs/reference.md from the models, guardrails, annotations and metric collectors.
 reference: $(STAMP)
-	$(BIN)/python -m app.refgen docs/reference.md
+	$(BIN)/python -m tools.refgen docs/reference.md
 
 # docker when its engine answers, else podman; ENGINE=... picks one, PYTHON_IMAGE=... the base,
 # BUILD_FLAGS=... adds build options (e.g. --isolation=chroot for podman without cgroups).
@@ -126,8 +129,8 @@ image-name:
 	@echo $(IMAGE)
 
 bench: $(STAMP)
-	$(BIN)/python -m app.bench --out .bench/explain.json
-	$(BIN)/python -m app.bench_load --out .bench/statedir.json
+	$(BIN)/python -m benchmarks.explain --out .bench/explain.json
+	$(BIN)/python -m benchmarks.statedir --out .bench/statedir.json
 	$(MAKE) bench-webhook
 	$(MAKE) bench-startup
 	$(MAKE) bench-reconciler
@@ -135,23 +138,23 @@ bench: $(STAMP)
 # The webhook under load: wrk and hey are Debian packages, installed when missing.
 bench-webhook: $(STAMP)
 	bash scripts/bench-webhook.sh
-	$(BIN)/python -m webhook.bench --out .bench/webhook.json
+	$(BIN)/python -m benchmarks.webhook --out .bench/webhook.json
 
 # The reconciler over $(CLUSTER): cold start, first pass, steady pass, resync (issue 8 part 8);
 # then the convergence of 1,000 workloads / 2,000 pods. CLUSTER=real runs the first at
 # REAL_SIZE.
 bench-reconciler: $(STAMP)
-	$(BIN)/python -m reconciler.bench --cluster $(CLUSTER) $(LARGE_SIZE) --out .bench/reconciler$(BENCH_SUFFIX).json
-	$(BIN)/python -m reconciler.bench --cluster $(CLUSTER) --workloads 1000 --pods 2000 --nodes 100 --policies 100 --namespaces 20 --out .bench/reconciler-converge$(BENCH_SUFFIX).json
+	$(BIN)/python -m benchmarks.reconciler --cluster $(CLUSTER) $(LARGE_SIZE) --out .bench/reconciler$(BENCH_SUFFIX).json
+	$(BIN)/python -m benchmarks.reconciler --cluster $(CLUSTER) --workloads 1000 --pods 2000 --nodes 100 --policies 100 --namespaces 20 --out .bench/reconciler-converge$(BENCH_SUFFIX).json
 
 # Start-up from a cluster: cold start to a synced view, then (kubesim only) /mutate over it.
 bench-startup: $(STAMP)
 ifeq ($(CLUSTER),sim)
 	bash scripts/bench-webhook.sh
-	$(BIN)/python -m app.startup_bench --out .bench/startup.json
-	$(BIN)/python -m webhook.bench --from-cluster --nodes 1000 --out .bench/webhook-cluster.json
+	$(BIN)/python -m benchmarks.startup --out .bench/startup.json
+	$(BIN)/python -m benchmarks.webhook --from-cluster --nodes 1000 --out .bench/webhook-cluster.json
 else
-	$(BIN)/python -m app.startup_bench --cluster $(CLUSTER) $(LARGE_SIZE) --out .bench/startup$(BENCH_SUFFIX).json
+	$(BIN)/python -m benchmarks.startup --cluster $(CLUSTER) $(LARGE_SIZE) --out .bench/startup$(BENCH_SUFFIX).json
 endif
 
 clean:

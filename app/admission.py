@@ -1,7 +1,7 @@
 """The admission decision for a new pod: resources, args and the annotations to write.
 
 The webhook turns an AdmissionResult into a JSON patch; every choice is made here (and in
-`app/decide.py`), never in the webhook.
+`app/decide/`), never in the webhook.
 
 Decisions are memoised per pod template: the pods a controller creates for one workload
 are alike, so the answer for one serves the next ones while nothing it read has changed.
@@ -91,7 +91,7 @@ def _already_applied(pod: Mapping[str, Any], fingerprint: str | None) -> bool:
     if not text or fingerprint is None:
         return False
     try:
-        return orjson.loads(text).get("fingerprint") == fingerprint
+        return bool(orjson.loads(text).get("fingerprint") == fingerprint)
     except (orjson.JSONDecodeError, AttributeError):
         return False
 

@@ -1,7 +1,7 @@
 """Pydantic models for every kerf custom resource (SPEC §2).
 
 These models are the single source of truth for validation and for the CRD schemas
-(`app/crdgen.py` generates `manifests/crds/` from them). Attributes are snake_case; the
+(`tools/crdgen.py` generates `manifests/crds/` from them). Attributes are snake_case; the
 YAML/JSON form is camelCase through aliases, exactly as users write it.
 """
 

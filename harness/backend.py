@@ -93,10 +93,16 @@ def stop_group(process: subprocess.Popen[str] | subprocess.Popen[bytes], timeout
 
 @contextlib.contextmanager
 def running_backend(
-    kind: str, workdir: Path, *, nodes: int = 2, cpu: str = "4", memory: str = "8Gi"
+    kind: str,
+    workdir: Path,
+    *,
+    nodes: int = 2,
+    cpu: str = "4",
+    memory: str = "8Gi",
+    start_timeout_s: float = START_TIMEOUT_S,
 ) -> Iterator[Backend]:
-    """Start a backend in a session of its own, wait until it says it serves, stop it
-    (SIGTERM) on exit."""
+    """Start a backend in a session of its own, wait until it says it serves (at most
+    `start_timeout_s`), stop it (SIGTERM) on exit."""
     kubeconfig = workdir / f"{kind}.kubeconfig"
     process = subprocess.Popen(
         _command(kind, kubeconfig, nodes, cpu, memory),
@@ -120,7 +126,7 @@ def running_backend(
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
     try:
-        if not serving.wait(START_TIMEOUT_S) or process.poll() is not None:
+        if not serving.wait(start_timeout_s) or process.poll() is not None:
             raise BackendFailed(f"{kind} did not start:\n" + "\n".join(log[-30:]))
         yield Backend(kind, kubeconfig, process, log)
     finally:

@@ -89,5 +89,5 @@ def recommender_metrics(registry: CollectorRegistry | None = None) -> Recommende
 
 
 def reference_registry() -> CollectorRegistry:
-    """Every recommender collector on a fresh registry, for docs/reference.md (app.refgen)."""
+    """Every recommender collector on a fresh registry, for docs/reference.md (tools.refgen)."""
     return recommender_metrics().registry

@@ -230,7 +230,7 @@ class RollbackStatesCollector(Collector):
 
 
 def reference_registry() -> CollectorRegistry:
-    """Every reconciler collector on a fresh registry, for docs/reference.md (app.refgen)."""
+    """Every reconciler collector on a fresh registry, for docs/reference.md (tools.refgen)."""
     registry = reconciler_metrics().registry
     registry.register(SavingsCollector(ClusterView()))
     registry.register(RollbackStatesCollector(ClusterView()))

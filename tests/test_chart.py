@@ -22,11 +22,11 @@ import pytest
 import yaml
 from cryptography import x509
 
-from app.cli import build_parser
-from app.crdgen import validate_against_crd
 from app.models import parse_object, plural
+from kerf.cli import build_parser
 from recommender.main import RECOMMENDER_RESOURCES
 from tests.webhook.test_manifests import render as kustomize
+from tools.crdgen import validate_against_crd
 
 ROOT = Path(__file__).resolve().parents[1]
 CHART = ROOT / "charts" / "kerf"

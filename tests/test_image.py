@@ -25,7 +25,11 @@ from tests.webhook.test_manifests import MANIFESTS, render
 ROOT = Path(__file__).resolve().parents[1]
 DOCKERFILE = ROOT / "Dockerfile"
 SCRIPT_IN_IMAGE = "/usr/local/bin/image-install.sh"
-TEST_ONLY = ("pytest", "hypothesis", "kubernetes_validate", "ruff", "jsonschema")
+TEST_ONLY = ("pytest", "hypothesis", "kubernetes_validate", "ruff", "jsonschema", "httpx")
+#: The product: the kerf command, the library and the services.
+PRODUCT = ("kerf", "app", "webhook", "reconciler", "recommender")
+#: The source tree's dev tools, which neither the wheel nor the image carries.
+DEV_TOOLS = ("kubesim", "demo", "benchmarks", "harness", "soak", "devcluster", "tests")
 
 
 def stages() -> list[list[tuple[str, str]]]:
@@ -159,7 +163,7 @@ def test_installed_kerf_runs_read_only_as_the_image_user(installed: Path) -> Non
 
 def test_the_virtualenv_holds_runtime_dependencies_only(installed: Path) -> None:
     python = str(installed / "bin" / "python")
-    for module in (*TEST_ONLY, "pip", "setuptools"):
+    for module in (*TEST_ONLY, *DEV_TOOLS, "pip", "setuptools"):
         done = subprocess.run(
             [python, "-c", f"import {module}"],
             cwd="/",
@@ -169,13 +173,33 @@ def test_the_virtualenv_holds_runtime_dependencies_only(installed: Path) -> None
         )
         assert done.returncode != 0, f"{module} is installed in the image's virtualenv"
     done = subprocess.run(
-        [python, "-c", "import app, webhook, cryptography, uvicorn, kubernetes_asyncio"],
+        [python, "-c", f"import {', '.join(PRODUCT)}, cryptography, uvicorn, kubernetes_asyncio"],
         cwd="/",
         capture_output=True,
         text=True,
         timeout=60,
     )
     assert done.returncode == 0, done.stderr
+
+
+def test_the_build_context_holds_what_the_dockerfile_copies_and_no_dev_tool() -> None:
+    """.dockerignore excludes everything but what COPY names: a source it leaves out breaks
+    `make image`, a dev tool it lets in would be a sign it reaches the image."""
+    allowed = {
+        line.removeprefix("!").rstrip("/")
+        for line in (ROOT / ".dockerignore").read_text().splitlines()
+        if line.startswith("!")
+    }
+    build, _final = stages()
+    copied = {
+        source.rstrip("/")
+        for keyword, rest in build
+        if keyword == "COPY" and not rest.startswith("--from")
+        for source in rest.split()[:-1]
+    }
+    assert copied == allowed
+    assert set(PRODUCT) <= copied
+    assert not copied & set(DEV_TOOLS)
 
 
 def test_the_manifests_name_the_image_make_image_builds() -> None:

@@ -15,19 +15,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Distributions that arrive only through the `test` extra (and what they pull in).
-TEST_ONLY = ("jsonschema", "kubernetes_validate", "hypothesis", "pytest", "_pytest", "ruff")
-#: Modules that are development tools, run from the test venv only.
-DEV_ONLY = {
-    "app.bench",
-    "app.bench_api_objects",
-    "app.bench_load",
-    "app.crdgen",
-    "app.devcluster_bench",
-    "app.refgen",
-    "app.startup_bench",
-    "reconciler.bench",
-    "webhook.bench",
-}
+TEST_ONLY = (
+    "jsonschema",
+    "kubernetes_validate",
+    "hypothesis",
+    "pytest",
+    "_pytest",
+    "ruff",
+    "httpx",
+)
 
 BLOCKER = textwrap.dedent(
     f"""
@@ -55,10 +51,10 @@ def _run(code: str) -> subprocess.CompletedProcess[str]:
 
 def _runtime_modules() -> list[str]:
     names = []
-    for package in ("app", "webhook", "reconciler", "recommender"):
+    for package in ("kerf", "app", "webhook", "reconciler", "recommender"):
         for path in sorted((ROOT / package).glob("*.py")):
             name = f"{package}.{path.stem}".removesuffix(".__init__")
-            if name not in DEV_ONLY and path.stem != "__main__":
+            if path.stem != "__main__":
                 names.append(name)
     return names
 
@@ -71,7 +67,7 @@ def test_the_blocker_refuses_test_only_packages() -> None:
 
 def test_every_runtime_module_imports_without_the_test_extra() -> None:
     modules = _runtime_modules()
-    assert "app.informer" in modules and "app.cli" in modules
+    assert "app.informer" in modules and "kerf.cli" in modules
     result = _run(f"import importlib\nfor m in {modules!r}: importlib.import_module(m)")
     assert result.returncode == 0, result.stderr
 
@@ -79,7 +75,7 @@ def test_every_runtime_module_imports_without_the_test_extra() -> None:
 def test_kerf_help_and_explain_run_without_the_test_extra() -> None:
     result = _run(
         """
-        from app.cli import main
+        from kerf.cli import main
         for argv in (["--help"], ["webhook", "--help"], ["reconciler", "--help"],
                      ["recommend", "--help"],
                      ["explain", "-f", "examples/storefront", "-o", "text"]):

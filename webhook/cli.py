@@ -1,4 +1,4 @@
-"""`kerf certs`, `kerf webhook` and `kerf review`: arguments and commands for `app.cli`."""
+"""`kerf certs`, `kerf webhook` and `kerf review`: arguments and commands for `kerf.cli`."""
 
 from __future__ import annotations
 

@@ -59,7 +59,7 @@ class CorkedTransport:
 
     uvicorn writes a response's status line and headers, then its body, as two writes;
     over TLS each is a record of its own, encrypted and sent by a `send` call of its own,
-    which made up about a third of the server's time on a `/noop` answer. Held and joined,
+    which made up about a third of the server's time on the bench's `/noop` answer. Held and joined,
     a small answer goes out as one. Holding never outlasts the current turn of the loop,
     so a lone write (`100 Continue`, a streamed response's head) still goes out at once.
     """

@@ -154,5 +154,5 @@ def create_metrics(
 
 
 def reference_registry() -> CollectorRegistry:
-    """Every webhook collector on a fresh registry, for docs/reference.md (app.refgen)."""
+    """Every webhook collector on a fresh registry, for docs/reference.md (tools.refgen)."""
     return create_metrics(lambda: float("nan")).registry

@@ -1,4 +1,4 @@
-"""The FastAPI app: POST /mutate, POST /noop, GET /healthz, /readyz, /metrics.
+"""The FastAPI app: POST /mutate, GET /healthz, /readyz, /metrics.
 
 The request path never talks to the API server: the decision comes from `admit` over the
 in-memory cluster view. Whatever goes wrong after the body was read as JSON, the answer is
@@ -96,7 +96,7 @@ class _Answer:
 
 
 #: Recent FastAPI versions check on every request whether OpenTelemetry providers are
-#: configured (a third of the framework's cost per /noop request with FastAPI 0.165);
+#: configured (a third of the framework's cost per request with FastAPI 0.165);
 #: kerf reports through Prometheus and its decision lines, so the check is turned off
 #: where FastAPI has it.
 _NO_TELEMETRY: dict[str, Any] = (
@@ -303,23 +303,10 @@ def create_app(
         metrics.latency.observe(time.perf_counter() - started)
         return Reply(done.body)
 
-    async def noop(scope: Scope, receive: Receive) -> Reply:
-        """Parse and allow without deciding: the benchmark's baseline for /mutate."""
-        try:
-            doc = await body_of(scope, receive)
-        except _Refusal as refusal:
-            return refusal.reply
-        request = doc.get("request") if isinstance(doc, dict) else None
-        uid = request.get("uid") if isinstance(request, dict) else None
-        return Reply(review_response(uid if isinstance(uid, str) else ""))
-
-    # The admission endpoints are plain ASGI routes, outside FastAPI's dependency
-    # injection and request objects: they run on every admission, and that machinery
-    # cost more than everything else on the /noop path (docs/benchmarks.md, "Webhook").
-    api.router.routes[:0] = [
-        Route("/mutate", PostEndpoint(mutate), methods=["POST"]),
-        Route("/noop", PostEndpoint(noop), methods=["POST"]),
-    ]
+    # /mutate is a plain ASGI route, outside FastAPI's dependency injection and request
+    # objects: it runs on every admission, and that machinery cost more than reading and
+    # answering the request (docs/benchmarks.md, the webhook bench).
+    api.router.routes.insert(0, Route("/mutate", PostEndpoint(mutate), methods=["POST"]))
 
     @api.get("/healthz")
     async def healthz() -> Response:

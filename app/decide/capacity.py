@@ -57,7 +57,9 @@ def _node_room(ctx: _Context) -> dict[str, int] | None:
     """What the pod's node has left for increases (allocatable minus headroom minus the
     requests of its non-terminal pods); None when the node is unknown."""
     node_name = (ctx.pod.get("spec") or {}).get("nodeName")
-    allocatable = ctx.view.node_allocatable(node_name) if node_name else None
+    if not node_name:
+        return None
+    allocatable = ctx.view.node_allocatable(node_name)
     if allocatable is None:
         return None
     used_cpu, used_memory = ctx.view.node_requests(node_name)

@@ -237,7 +237,7 @@ def _keep_pairs(
         if request is not None and limit is not None and request != limit:
             value = own["requests"][resource]
         else:
-            value = limit if limit is not None else request
+            value = next(v for v in (limit, request) if v is not None)
         baseline["requests"][resource] = baseline["limits"][resource] = value
 
 

@@ -110,7 +110,7 @@ def _pair_value_rules(
         ctx.dropped.extend(
             (
                 a.target,
-                o.reason
+                (o.reason or "")
                 if o.value is None and o.reason != NO_SIGNIFICANT_CHANGE
                 else GUARANTEED_QOS,
             )

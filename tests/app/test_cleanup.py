@@ -9,7 +9,7 @@ import orjson
 import pytest
 
 from app.cleanup import annotate_commands
-from app.cli import main
+from kerf.cli import main
 
 LISTING = {
     "kind": "List",

@@ -6,7 +6,7 @@ import argparse
 
 import pytest
 
-from app.cli import build_parser
+from kerf.cli import build_parser
 
 
 def subcommands() -> dict[str, argparse.ArgumentParser]:

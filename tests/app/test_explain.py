@@ -10,7 +10,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from app.cli import main
+from kerf.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -157,7 +157,7 @@ def test_console_script_runs_without_traceback(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("apiVersion: v1\nkind: Gadget\nmetadata: {name: g}\n")
     proc = subprocess.run(
-        [sys.executable, "-m", "app.cli", "explain", "-f", str(bad)],
+        [sys.executable, "-m", "kerf", "explain", "-f", str(bad)],
         capture_output=True,
         text=True,
         cwd=ROOT,

@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-from app.crdgen import validate_against_crd
 from app.models import API_VERSION, InvalidObject, parse_object
 from app.recommender_policy import rules_for, settings_policy
 from app.recommender_rules import RuleSettings
 from app.workloads import Workload
 from tests.app.builders import NS, T0, deployment, policy_evaluation, proactive, view
+from tools.crdgen import validate_against_crd
 
 FLAGS = RuleSettings(cpu_percentile=0.9, memory_headroom=0.1, oom_factor=1.5, limits="ratio")
 WEB = Workload.from_object(deployment("web"))

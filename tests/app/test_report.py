@@ -14,9 +14,9 @@ import orjson
 import pytest
 from kubernetes_asyncio import client
 
-from app.cli import main
 from app.report import HOURS_PER_MONTH, Prices, build_report, report_json
 from app.snapshot import snapshot_view
+from kerf.cli import main
 from kubesim.testing import running_sim
 from tests.app.builders import NOW, base_objects, deployment, namespace, node, pod, static, view
 from tests.cluster import deployment as cluster_deployment

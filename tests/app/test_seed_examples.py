@@ -10,7 +10,7 @@ import orjson
 import pytest
 import yaml
 
-from app.cli import main
+from kerf.cli import main
 
 NOW = "2026-11-29T12:00:00Z"
 API = "rightsizing.kubex.ai/v1alpha1"

@@ -9,8 +9,8 @@ import orjson
 import pytest
 import yaml
 
-from app.cli import main
 from app.explain import explain
+from kerf.cli import main
 from tests.app import builders as b
 
 NEGATIVE = b.row(requests={"cpu": "250m", "memory": "-384Mi"})

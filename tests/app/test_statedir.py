@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from app import yamlload
-from app.cli import main
 from app.statedir import LoadError, load_objects
+from kerf.cli import main
 
 POD = {
     "apiVersion": "v1",

@@ -71,7 +71,7 @@ def start(sim: Simulator, tmp: Path, identity: str, prometheus: str, end: float)
     kubeconfig.write_text(yaml.safe_dump(config))
     port = free_port()
     log = tmp / f"{identity}.log"
-    argv = [sys.executable, "-m", "app.cli", "recommend", "--kubeconfig", str(kubeconfig)]
+    argv = [sys.executable, "-m", "kerf", "recommend", "--kubeconfig", str(kubeconfig)]
     argv += ["--prometheus", prometheus, "--now", stamp(end), "--interval", "1h"]
     argv += ["--rate-window", "15m", "--learning-period", "48h"]
     argv += ["--lease-duration", LEASE_DURATION]

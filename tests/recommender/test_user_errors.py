@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from app.cli import main
+from kerf.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 STATE = str(ROOT / "examples" / "storefront")

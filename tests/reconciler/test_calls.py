@@ -14,9 +14,9 @@ from kubernetes_asyncio import client
 from app.annotations import POD_INFO
 from app.models import parse_object
 from app.owners import WorkloadRef
-from app.startup_bench import cluster_objects
 from app.view import ClusterView
-from reconciler.bench import from_templates
+from benchmarks.reconciler import from_templates
+from benchmarks.startup import cluster_objects
 from reconciler.metrics import reconciler_metrics
 from reconciler.reconcile import WorkloadReconciler, _admitted_with, _Pass, _Unreported
 from reconciler.service import Reconciler

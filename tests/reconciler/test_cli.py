@@ -16,10 +16,10 @@ import orjson
 from kubernetes_asyncio import client
 
 from app.annotations import PAUSE_UNTIL
-from app.cli import main
 from app.health import health_app, serving
 from app.informer import ClusterFeed
 from app.view import ClusterView
+from kerf.cli import main
 from reconciler.dryrun import run_dry
 from reconciler.metrics import reconciler_metrics
 from reconciler.service import RECONCILER_RESOURCES
@@ -77,7 +77,7 @@ async def run_kerf(kubeconfig: Path, *flags: str) -> tuple[int, str]:
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "app.cli",
+        "kerf",
         "reconciler",
         "--kubeconfig",
         str(kubeconfig),

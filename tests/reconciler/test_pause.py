@@ -67,7 +67,7 @@ def start(sim: Simulator, tmp: Path, identity: str) -> Replica:
     kubeconfig.write_text(yaml.safe_dump(config))
     port = free_port()
     log = tmp / f"{identity}.log"
-    argv = [sys.executable, "-m", "app.cli", "reconciler", "--kubeconfig", str(kubeconfig)]
+    argv = [sys.executable, "-m", "kerf", "reconciler", "--kubeconfig", str(kubeconfig)]
     argv += ["--metrics-host", "127.0.0.1", "--metrics-port", str(port)]
     argv += ["--lease-duration", "3", "--resync-interval", "3600"]
     env = {**os.environ, "POD_NAMESPACE": "kerf-system", "POD_NAME": identity}

@@ -52,12 +52,11 @@ def test_a_body_over_the_value_bound_is_refused_unparsed(view: FakeView, parses:
     admit = ScriptedAdmit(result())
     with TestClient(create_app(view, admit=admit, max_body_values=1000)) as client:
         body = orjson.dumps(review_with_env(400))  # 1,200 env values and the pod's own
-        for path in ("/mutate", "/noop"):
-            response = client.post(path, content=body)
-            assert response.status_code == 413
-            assert "more than 1000 JSON values" in response.json()["error"]
+        response = client.post("/mutate", content=body)
+        assert response.status_code == 413
+        assert "more than 1000 JSON values" in response.json()["error"]
         refused = client.get("/metrics").text
-        assert 'kerf_webhook_refused_requests_total{reason="TooManyValues"} 2.0' in refused
+        assert 'kerf_webhook_refused_requests_total{reason="TooManyValues"} 1.0' in refused
         assert parses == []
         assert admit.calls == []
         within = client.post("/mutate", content=orjson.dumps(review_with_env(100)))

@@ -16,8 +16,8 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from app.crdgen import validate_against_crd
 from app.models import parse_object
+from tools.crdgen import validate_against_crd
 from webhook.certs import kustomize_ca_bundle_patch
 
 ROOT = Path(__file__).resolve().parents[2]

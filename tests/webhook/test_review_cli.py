@@ -19,8 +19,8 @@ import pytest
 import yaml
 from fastapi.testclient import TestClient
 
-from app.cli import main
 from app.view import ClusterView
+from kerf.cli import main
 from webhook.review import decode_patch
 from webhook.server import create_app
 

@@ -224,7 +224,6 @@ def test_oversized_body_gets_413(view: FakeView, admit: ScriptedAdmit) -> None:
         big = load_example("replicaset-pod.json")
         big["request"]["object"]["metadata"]["labels"]["pad"] = "x" * 2048
         assert client.post("/mutate", content=orjson.dumps(big)).status_code == 413
-        assert client.post("/noop", content=orjson.dumps(big)).status_code == 413
 
 
 def test_oversized_chunked_body_gets_413(view: FakeView, admit: ScriptedAdmit) -> None:
@@ -240,13 +239,6 @@ def test_default_limit_is_five_mebibytes(client: TestClient) -> None:
         "/mutate", content=b" " * 16, headers={"content-length": str(5 * 1024 * 1024 + 1)}
     )
     assert response.status_code == 413
-
-
-def test_noop_echoes_uid(client: TestClient, admit: ScriptedAdmit) -> None:
-    review = load_example("replicaset-pod.json")
-    response = post(client, review, "/noop")["response"]
-    assert response == {"uid": review["request"]["uid"], "allowed": True}
-    assert admit.calls == []
 
 
 def test_health_and_readiness(admit: ScriptedAdmit) -> None:
@@ -321,7 +313,7 @@ def test_400_and_413_are_counted_and_logged(view: FakeView, admit: ScriptedAdmit
     with TestClient(app) as client:
         assert client.post("/mutate", content=b"{not json").status_code == 400
         assert client.post("/mutate", content=b"[" + b" " * 2048 + b"]").status_code == 413
-        assert client.post("/noop", content=b"").status_code == 400
+        assert client.post("/mutate", content=b"").status_code == 400
         assert metric(client, 'kerf_webhook_refused_requests_total{reason="NotJSON"}') == 2
         assert metric(client, 'kerf_webhook_refused_requests_total{reason="TooLarge"}') == 1
     lines = refusal_lines(stream)
@@ -376,3 +368,9 @@ async def test_a_client_gone_mid_body_is_counted_quietly(
     assert 'kerf_webhook_refused_requests_total{reason="ClientGone"} 1.0' in (
         generate_latest(app.state.metrics.registry).decode()
     )
+
+
+def test_the_production_app_has_no_bench_endpoint(client: TestClient) -> None:
+    """/noop is the bench's baseline (benchmarks/noop.py), added only by the bench."""
+    review = load_example("replicaset-pod.json")
+    assert client.post("/noop", content=orjson.dumps(review)).status_code == 404

@@ -55,11 +55,9 @@ async def test_mutate_over_verified_tls(cert_dir: Path) -> None:
             assert (await client.get("/healthz")).status_code == 200
             assert (await client.get("/readyz")).status_code == 200
             assert "kerf_webhook_requests_total" in (await client.get("/metrics")).text
-            noop = await client.post("/noop", content=orjson.dumps(review))
     assert response.status_code == 200
     pod = jsonpatch.apply_patch(review["request"]["object"], decode_patch(response.json()))
     assert pod["spec"]["containers"][0]["resources"]["requests"] == DESIRED["requests"]
-    assert noop.json()["response"] == {"uid": review["request"]["uid"], "allowed": True}
 
 
 async def test_untrusted_client_is_refused(cert_dir: Path, tmp_path: Path) -> None:

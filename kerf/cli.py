@@ -1,4 +1,6 @@
-"""The `kerf` command line: explain, and the services' entry points."""
+"""The `kerf` command line: explain, report, cleanup and completion over `app`, and the
+services' entry points (`webhook`, `reconciler`, `recommender`), which only this module
+puts together."""
 
 from __future__ import annotations
 
@@ -288,7 +290,3 @@ def _reader_went_away() -> int:
     os.dup2(devnull, sys.stdout.fileno())
     os.close(devnull)
     return 128 + signal.SIGPIPE
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

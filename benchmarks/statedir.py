@@ -1,5 +1,5 @@
 """`make bench` (state dir): how long `--state-dir` / `kerf explain -f` take to load the
-generated cluster of `app.bench` (25,000 workloads, 35,000 pods, 1,000 nodes, 1,000
+generated cluster of `benchmarks.explain` (25,000 workloads, 35,000 pods, 1,000 nodes, 1,000
 policies by default) written as YAML files, and as JSON files.
 
 Prints the figures and writes them as JSON. Nothing here asserts a time.
@@ -21,9 +21,9 @@ from typing import Any
 import orjson
 import yaml
 
-from app.bench import documents
 from app.view import ClusterView
 from app.yamlload import LOADER
+from benchmarks.explain import documents
 
 #: documents per file: a state dir is usually a handful of dumps, not one file per object
 CHUNK = 2_000

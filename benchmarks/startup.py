@@ -1,7 +1,7 @@
 """`make bench`: cold start from a cluster to a synced view (issue 10 part 4).
 
 kubesim, in its own process pinned to one CPU, serves the generated cluster of
-`app.bench.generate` — 25,000 Deployments with their ReplicaSets, 35,000 running pods,
+`benchmarks.explain.generate` — 25,000 Deployments with their ReplicaSets, 35,000 running pods,
 1,000 nodes, 250 namespaces, 1,000 policies and the recommendations ConfigMap — with the
 fields a real API server and kubelet fill in, so list responses are as large as a real
 cluster's. A fresh interpreter, pinned to the other CPU, then does what `kerf webhook`
@@ -14,7 +14,7 @@ peak RSS of the client process, and how long each resource's initial list took. 
 is asserted: the figures are for people and for comparing runs.
 
 `--cluster real` serves the cluster from the real control plane instead
-(`app.devcluster_bench`: created through the API, the pods made by the controller manager
+(`benchmarks.real_cluster`: created through the API, the pods made by the controller manager
 and run by devcluster's node agent), and reports the CPU each of its processes spent
 serving the cold start; `--cluster both` runs kubesim, then the real one.
 """
@@ -157,7 +157,7 @@ def cluster_objects(
     *, workloads: int, pods: int, nodes: int, policies: int, namespaces: int
 ) -> Iterator[dict[str, Any]]:
     """The objects of the generated cluster as an API server stores them."""
-    from app.bench import documents
+    from benchmarks.explain import documents
 
     template = orjson.loads(POD_TEMPLATE.read_bytes())["request"]["object"]
     # kerf's own namespace: the webhook renews its Lease there
@@ -449,7 +449,7 @@ def run_real(args: argparse.Namespace) -> dict[str, Any]:
     """Start devcluster with the cluster created through the API and its pods running,
     then `--runs` cold starts of a fresh client (the control plane pinned where kubesim
     is in `run`)."""
-    from app.devcluster_bench import cpu_delta, real_cluster
+    from benchmarks.real_cluster import cpu_delta, real_cluster
 
     server_cpus, client_cpus = cpu_split()
     figures: dict[str, Any] = {**bench_header(args), "cluster": "real", "page_size": args.page_size}
@@ -527,14 +527,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--out", type=Path, default=Path(".bench/startup.json"))
     args = parser.parse_args(argv)
-    from app.devcluster_bench import SetupError
+    from benchmarks.real_cluster import SetupError
 
     try:
         figures = run_each(
             args.cluster, {"sim": lambda: run(args), "real": lambda: run_real(args)}, args.out
         )
     except (SetupError, RuntimeError) as exc:
-        print(f"startup_bench: {exc}", file=sys.stderr)
+        print(f"benchmarks.startup: {exc}", file=sys.stderr)
         return 1
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_bytes(orjson.dumps(figures, option=orjson.OPT_INDENT_2))

@@ -1,4 +1,4 @@
-"""The generated cluster of the benches (`app.bench.documents`) as a client creates it
+"""The generated cluster of the benches (`benchmarks.explain.documents`) as a client creates it
 through a real API server, for `--cluster real`.
 
 What the controllers and the node agent make is left to them: no Nodes (the node agent
@@ -99,7 +99,7 @@ def api_objects(
     *, workloads: int, pods: int, nodes: int, policies: int, namespaces: int
 ) -> ApiObjects:
     """The generated cluster of this size as objects to create through the API."""
-    from app.bench import documents
+    from benchmarks.explain import documents
 
     result = ApiObjects(
         namespaces=[{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": KERF_NAMESPACE}}]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import orjson
 
-from app.bench_api_objects import WORKLOAD_LABEL, api_objects, replicas, split_rows
 from app.recommendations import SOURCE_LABEL
-from reconciler.bench import side_by_side
+from benchmarks.api_objects import WORKLOAD_LABEL, api_objects, replicas, split_rows
+from benchmarks.reconciler import side_by_side
 
 
 def test_replicas_add_up_to_the_generated_pods() -> None:

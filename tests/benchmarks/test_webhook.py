@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from webhook.bench import loop_lag_in, server_side
+from benchmarks.webhook import loop_lag_in, server_side
 
 
 def test_server_side_splits_memo_and_latency_off_the_outcomes() -> None:

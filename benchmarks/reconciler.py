@@ -1,6 +1,6 @@
 """`make bench-reconciler`: the reconciler against kubesim at scale (issue 8 part 8).
 
-kubesim runs in its own process (pinned to one CPU) with the cluster `app.startup_bench`
+kubesim runs in its own process (pinned to one CPU) with the cluster `benchmarks.startup`
 generates — by default 25,000 Deployments, 35,000 running pods, 1,000 nodes and 1,000
 policies — and, every second, the kubelet's part of every accepted resize
 (`finish_resizes`). The reconciler runs
@@ -20,7 +20,7 @@ the process's peak RSS at its end:
 workloads / 2,000 pods that each need an in-place resize): API calls per resized pod.
 
 `--cluster real` runs the same phases against the real control plane instead
-(`app.devcluster_bench`: devcluster with the cluster created through the API, its pods
+(`benchmarks.real_cluster`: devcluster with the cluster created through the API, its pods
 made by the controller manager and brought Running by the node agent, which also finishes
 the resizes); `--cluster both` runs kubesim, then the real one, and prints them side by
 side. Each phase also reports the CPU the server's processes spent during it.
@@ -43,8 +43,8 @@ from typing import Any
 
 import orjson
 
-from app.devcluster_bench import SetupError, cpu_delta, real_cluster
-from app.startup_bench import (
+from benchmarks.real_cluster import SetupError, cpu_delta, real_cluster
+from benchmarks.startup import (
     CLUSTER_ARGS,
     bench_header,
     client_process,
@@ -102,7 +102,7 @@ def serve(args: dict[str, Any], ready: Any, stop: Any) -> None:
 
 def from_templates(objects: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
     """The generated cluster with every pod running its ReplicaSet's template resources, as
-    a ReplicaSet's pods do. (`app.bench` gives each pod values of its own: the second pod
+    a ReplicaSet's pods do. (`benchmarks.explain` gives each pod values of its own: the second pod
     of a workload would ask for other values than the first and wait a cooldown, which is
     not the convergence the benchmark measures.) ReplicaSets come before their pods."""
     templates: dict[tuple[str, str], dict[str, Any]] = {}
@@ -247,9 +247,9 @@ def measure(
             feed, service = build_service(
                 api_client, options, namespace="kerf-system", identity="bench"
             )
-            # One replica: what is measured is its work, not an election the loaded
-            # simulator may answer too slowly for (a leader that cannot renew stops).
-            service.leader = None
+            # One replica, which elects itself: every write passes the leader's fence
+            # (reconciler.leader.write_fence), so a replica without a running elector
+            # would withhold them all. Its Lease calls are left out of the counts.
             figures: dict[str, Any] = {}
             cpu0, t0, server0 = _cpu(), time.perf_counter(), _server_cpu(server_pids)
             tasks = [asyncio.create_task(feed.run())]
@@ -406,7 +406,7 @@ def side_by_side(sim: Mapping[str, Any], real: Mapping[str, Any]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark, print the figures, write them as JSON."""
-    parser = argparse.ArgumentParser(prog="python -m reconciler.bench", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.reconciler", description=__doc__)
     parser.add_argument("--workloads", type=int, default=25_000)
     parser.add_argument("--pods", type=int, default=35_000)
     parser.add_argument("--nodes", type=int, default=1_000)
@@ -428,7 +428,7 @@ def main(argv: list[str] | None = None) -> int:
             args.out,
         )
     except (SetupError, RuntimeError) as exc:
-        print(f"reconciler.bench: {exc}", file=sys.stderr)
+        print(f"benchmarks.reconciler: {exc}", file=sys.stderr)
         return 1
     text = orjson.dumps(figures, option=orjson.OPT_INDENT_2).decode()
     print(text)

@@ -1,4 +1,4 @@
-"""`python -m app.bench_load` (part of `make bench`) at a tiny size: the generated cluster
+"""`python -m benchmarks.statedir` (part of `make bench`) at a tiny size: the generated cluster
 written as YAML and as JSON loads into the same view. No time is asserted."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from app.bench_load import main
+from benchmarks.statedir import main
 
 
 def test_both_encodings_load_every_object(

@@ -11,8 +11,6 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from app import crdgen
-from app.crdgen import generate, plural, validate_against_crd
 from app.models import (
     DURATION_PATTERN,
     KINDS,
@@ -21,6 +19,8 @@ from app.models import (
     InvalidObject,
     parse_object,
 )
+from tools import crdgen
+from tools.crdgen import generate, plural, validate_against_crd
 
 CRD_DIR = Path(__file__).resolve().parents[2] / "manifests" / "crds"
 CRD_FILES = sorted(CRD_DIR.glob("rightsizing.kubex.ai_*.yaml"))

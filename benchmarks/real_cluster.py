@@ -1,9 +1,10 @@
 """`--cluster real` of the cluster benches: the generated cluster on the real control plane.
 
 `python -m devcluster` (etcd, kube-apiserver, kube-controller-manager and kube-scheduler
-1.35, with the node agent playing every node's kubelet) is started with as many nodes as
-the generated cluster has, each with the generated Nodes' allocatable. The objects of
-`app.bench_api_objects` are then created through the API, `IN_FLIGHT` requests at a time:
+1.35, with the node agent playing every node's kubelet) is started as the end-to-end
+tests start it (`harness.backend.running_backend`), with as many nodes as the generated
+cluster has, each with the generated Nodes' allocatable. The objects of
+`benchmarks.api_objects` are then created through the API, `IN_FLIGHT` requests at a time:
 the kerf CRDs (waited for until Established), the namespaces (waited for until their
 `default` ServiceAccount exists, which pods need), then strategies, policies,
 recommendation ConfigMaps and Deployments. The controller manager makes the ReplicaSets
@@ -17,11 +18,8 @@ from __future__ import annotations
 import asyncio
 import base64
 import os
-import signal
 import ssl
-import subprocess
 import sys
-import threading
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
@@ -33,12 +31,13 @@ import aiohttp
 import orjson
 import yaml
 
-from app.bench_api_objects import ApiObjects, api_objects
-from app.startup_bench import CRD_DIR, REPO, process_cpu_seconds
+from benchmarks.api_objects import ApiObjects, api_objects
+from benchmarks.startup import CRD_DIR, process_cpu_seconds
+from harness.backend import BackendFailed, running_backend
 
 #: Creations in flight at once (the API server's default allows 200 mutating requests).
 IN_FLIGHT = 32
-#: The generated Nodes' allocatable (`app.bench.documents`).
+#: The generated Nodes' allocatable (`benchmarks.explain.documents`).
 NODE_CPU = "64"
 NODE_MEMORY = "256Gi"
 #: Bounds on the set-up's stages: what to wait before calling a stage failed.
@@ -47,7 +46,6 @@ START_S = 120.0
 START_PER_NODE_S = 1.5
 ESTABLISHED_S = 60.0
 PROGRESS_S = 15.0
-STOP_S = 60.0
 _POLL_S = 0.2
 #: /proc/PID/comm of each control-plane process (truncated to 15 characters by the kernel).
 COMPONENTS = {
@@ -344,53 +342,28 @@ def real_cluster(
     """devcluster with the generated cluster of `spec` (`CLUSTER_ARGS`) created and its
     pods running, the control plane pinned to `cpus` once set up; stopped on exit."""
     objects = api_objects(**spec)
-    kubeconfig = directory / "kubeconfig"
-    argv = [sys.executable, "-m", "devcluster", "--kubeconfig", str(kubeconfig)]
-    argv += ["--nodes", str(spec["nodes"]), "--node-cpu", NODE_CPU, "--node-memory", NODE_MEMORY]
-    process = subprocess.Popen(
-        argv,
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    )
-    log: list[str] = []
-    serving = threading.Event()
-
-    def read() -> None:
-        assert process.stdout is not None
-        for line in process.stdout:
-            log.append(line.rstrip("\n"))
-            if "serving on" in line:
-                serving.set()
-        serving.set()  # devcluster ended: stop waiting
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
+    started = time.monotonic()
     try:
-        started = time.monotonic()
-        serving.wait(START_S + START_PER_NODE_S * spec["nodes"])
-        if not any("serving on" in line for line in log) or process.poll() is not None:
-            raise SetupError("devcluster did not start: " + " / ".join(log[-5:]))
-        cluster = RealCluster(
-            str(kubeconfig),
-            component_pids(process.pid),
-            len(objects.namespaces) + len(objects.objects),
-            objects.pods,
-        )
-        cluster.setup["devcluster_start_s"] = round(time.monotonic() - started, 1)
-        before = cluster.cpu_seconds()
-        cluster.setup.update(asyncio.run(populate(kubeconfig, objects, bound_s)))
-        cluster.setup["cpu_seconds"] = cpu_delta(cluster.cpu_seconds(), before)
-        pin(cluster.pids, cpus)
-        yield cluster
-    finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGTERM)
-            try:
-                process.wait(timeout=STOP_S)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
-        reader.join(timeout=10)
+        with running_backend(
+            "real",
+            directory,
+            nodes=spec["nodes"],
+            cpu=NODE_CPU,
+            memory=NODE_MEMORY,
+            start_timeout_s=START_S + START_PER_NODE_S * spec["nodes"],
+        ) as backend:
+            cluster = RealCluster(
+                str(backend.kubeconfig),
+                component_pids(backend.process.pid),
+                len(objects.namespaces) + len(objects.objects),
+                objects.pods,
+            )
+            cluster.setup["devcluster_start_s"] = round(time.monotonic() - started, 1)
+            before = cluster.cpu_seconds()
+            cluster.setup.update(asyncio.run(populate(backend.kubeconfig, objects, bound_s)))
+            cluster.setup["cpu_seconds"] = cpu_delta(cluster.cpu_seconds(), before)
+            pin(cluster.pids, cpus)
+            yield cluster
+    except BackendFailed as exc:
+        # Only the start raises it: the benches report one kind of set-up failure.
+        raise SetupError(str(exc)) from None

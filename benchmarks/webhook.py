@@ -1,7 +1,8 @@
 """`make bench-webhook`: /mutate against /noop on one core, over TLS, with wrk and hey.
 
 The server is the real one (`create_app` under uvicorn with the reloading certificate, one
-worker) over a generated view of 1,000 policies and 25,000 workloads (`app.bench.generate`).
+worker) with the bench's /noop baseline added (`benchmarks.noop`), over a generated view of
+1,000 policies and 25,000 workloads (`benchmarks.explain.generate`).
 It runs in a forked child pinned to one CPU; this process and the load generators are
 pinned to another, so the load generator never steals the server's core.
 
@@ -53,7 +54,7 @@ import jsonpatch
 import orjson
 from prometheus_client.parser import text_string_to_metric_families
 
-from app.startup_bench import cpu_split, process_cpu_seconds
+from benchmarks.startup import cpu_split, process_cpu_seconds
 from webhook.review import decode_patch
 
 REPO = Path(__file__).resolve().parent.parent
@@ -133,8 +134,8 @@ end
 
 def build_view(args: argparse.Namespace) -> tuple[Any, list[Mapping[str, Any]]]:
     """The generated view (no pods: admission decides new ones) and its Deployments."""
-    from app.bench import NOW, generate
     from app.view import ClusterView
+    from benchmarks.explain import NOW, generate
 
     view = ClusterView()
     deployments: list[Mapping[str, Any]] = []
@@ -155,7 +156,7 @@ def build_view(args: argparse.Namespace) -> tuple[Any, list[Mapping[str, Any]]]:
 def cluster_deployments(args: argparse.Namespace) -> list[Mapping[str, Any]]:
     """The Deployments of the cluster `--from-cluster` serves (the same generator, seed
     and sizes), to build the review bodies from."""
-    from app.bench import documents
+    from benchmarks.explain import documents
 
     objects = documents(
         workloads=args.workloads,
@@ -216,7 +217,7 @@ def precomputed_admit(view: Any, bodies: Sequence[bytes]) -> Callable[..., Any]:
     before the load: with it the benchmark measures everything /mutate does except
     deciding (`--precomputed-decisions`), the floor under the /mutate-to-/noop ratio."""
     from app.admission import admit_pod
-    from app.bench import NOW
+    from benchmarks.explain import NOW
 
     answers = {}
     for body in bodies:
@@ -248,7 +249,8 @@ def _serve_child(
     admit: Callable[..., Any] | None,
 ) -> None:
     """The server process: one core, the real app, uvicorn over TLS, logs to a file."""
-    from app.bench import NOW
+    from benchmarks.explain import NOW
+    from benchmarks.noop import with_noop
     from webhook.logs import DecisionLog, configure_logging
     from webhook.main import run_server, uvicorn_server
     from webhook.server import create_app
@@ -259,10 +261,10 @@ def _serve_child(
     log = open(log_path, "a", buffering=1)  # noqa: SIM115 (lives as long as the process)
     configure_logging(log_level, stream=log)
     certificate = ReloadingCertificate(cert_dir / "tls.crt", cert_dir / "tls.key")
-    # The generated recommendations are dated for app.bench.NOW; deciding at the real time
+    # The generated recommendations are dated for benchmarks.explain.NOW; deciding at the real time
     # could make them stale and turn every answer into "no patch".
     decisions = DecisionLog(log, log_level)
-    app = create_app(view, admit=admit, clock=lambda: NOW, decision_log=decisions)
+    app = with_noop(create_app(view, admit=admit, clock=lambda: NOW, decision_log=decisions))
     server = uvicorn_server(app, certificate, host="127.0.0.1", port=0, log_level=log_level)
     run_server(server, certificate, reload_interval_s=3600, sockets=[sock])
 
@@ -354,9 +356,10 @@ def _serve_cluster_child(
     """The server process of `--from-cluster`: `serve_cluster`, the production wiring
     without `--state-dir`, over a view the informers fill from kubesim. On exit it
     writes the collector's pauses since the sync next to its log (`gc.json`)."""
-    from app.bench import NOW
     from app.informer import api_client_from_config
     from app.view import ClusterView
+    from benchmarks.explain import NOW
+    from benchmarks.noop import with_noop
     from webhook.logs import DecisionLog, configure_logging
     from webhook.main import serve_cluster, uvicorn_server
     from webhook.server import create_app
@@ -371,11 +374,13 @@ def _serve_cluster_child(
     pauses = GcPauses(lambda: view.synced)
     gc.callbacks.append(pauses)
     lag = LoopLag(lambda: view.synced)
-    app = create_app(
-        view,
-        admit=None if memo else without_memo(),
-        clock=lambda: NOW,
-        decision_log=DecisionLog(log, log_level),
+    app = with_noop(
+        create_app(
+            view,
+            admit=None if memo else without_memo(),
+            clock=lambda: NOW,
+            decision_log=DecisionLog(log, log_level),
+        )
     )
     server = uvicorn_server(app, certificate, host="127.0.0.1", port=0, log_level=log_level)
 
@@ -411,9 +416,9 @@ def _serve_cluster_child(
 
 
 def start_cluster(args: argparse.Namespace, directory: str, cpus: set[int] | None) -> Any:
-    """kubesim serving the generated cluster with its pods (`app.startup_bench`), in a
+    """kubesim serving the generated cluster with its pods (`benchmarks.startup`), in a
     process of its own; returns (process, stop event, kubeconfig path, objects)."""
-    from app.startup_bench import serve_cluster
+    from benchmarks.startup import serve_cluster
 
     context = multiprocessing.get_context("spawn")
     ready_recv, ready_send = context.Pipe(duplex=False)

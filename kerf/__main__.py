@@ -1,0 +1,5 @@
+"""`python -m kerf`: the `kerf` command."""
+
+from kerf.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,152 @@
+"""The import graph keeps the product's layers: every module's imports, read with `ast`
+(the ones inside functions and `TYPE_CHECKING` blocks and `importlib.import_module("...")`
+included), checked against the rule of docs/decisions.md ("Packages and layers").
+
+- `kerf` (the command) sits on top: it may import the services and `app`;
+- the services `webhook`, `reconciler` and `recommender` import `app`, never each other,
+  never `kerf`;
+- `app` imports no other first-party package;
+- no product package imports a development tool (kubesim, demo, benchmarks, harness, soak,
+  devcluster, tools, tests), which may import anything.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+COMMAND = "kerf"
+SERVICES = frozenset({"webhook", "reconciler", "recommender"})
+LIBRARY = "app"
+PRODUCT = frozenset({COMMAND, *SERVICES, LIBRARY})
+DEV_TOOLS = frozenset(
+    {"kubesim", "demo", "benchmarks", "harness", "soak", "devcluster", "tools", "tests"}
+)
+
+
+@dataclass(frozen=True)
+class Edge:
+    """`importer` (a module) imports `imported` (a dotted name)."""
+
+    importer: str
+    imported: str
+
+    @property
+    def source(self) -> str:
+        return self.importer.split(".")[0]
+
+    @property
+    def target(self) -> str:
+        return self.imported.split(".")[0]
+
+
+def first_party() -> frozenset[str]:
+    """The repository's top-level packages."""
+    return frozenset(p.parent.name for p in ROOT.glob("*/__init__.py"))
+
+
+def module_name(path: Path) -> str:
+    return ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+
+
+def imported_names(tree: ast.AST, module: str, is_package: bool) -> Iterator[str]:
+    """Every module name `tree` imports, relative imports resolved against `module`."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                parts = module.split(".")
+                base = parts if is_package else parts[:-1]
+                base = base[: len(base) - (node.level - 1)]
+                yield ".".join([*base, *([node.module] if node.module else [])])
+            elif node.module:
+                yield node.module
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "import_module"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
+            yield node.args[0].value
+
+
+def edges(packages: frozenset[str]) -> list[Edge]:
+    """The first-party imports of every module of `packages`."""
+    ours = first_party()
+    found = []
+    for package in sorted(packages):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            module = module_name(path)
+            tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+            for name in imported_names(tree, module, path.name == "__init__.py"):
+                edge = Edge(module, name)
+                if edge.target in ours and edge.target != edge.source:
+                    found.append(edge)
+    return found
+
+
+def broken(edge: Edge) -> str | None:
+    """Which rule `edge` (between two different top-level packages) breaks, if any."""
+    source, target = edge.source, edge.target
+    if source in DEV_TOOLS:
+        return None
+    if target in DEV_TOOLS:
+        return f"the product imports the development tool {target}"
+    if source == LIBRARY:
+        return f"{LIBRARY} imports {target}, which sits above it"
+    if source in SERVICES and target in SERVICES:
+        return f"the service {source} imports the service {target}"
+    if target == COMMAND:
+        return f"{source} imports the command, which sits on top"
+    return None
+
+
+def test_the_product_imports_only_downward() -> None:
+    found = edges(PRODUCT)
+    problems = [
+        f"{edge.importer} imports {edge.imported}: {reason}"
+        for edge in found
+        if (reason := broken(edge)) is not None
+    ]
+    assert problems == []
+
+
+def test_the_reader_sees_the_command_putting_the_services_together() -> None:
+    """A reader that found no edge would pass the rule above without checking anything."""
+    found = {(edge.importer, edge.imported) for edge in edges(PRODUCT)}
+    assert {
+        ("kerf.cli", "webhook"),
+        ("kerf.cli", "reconciler"),
+        ("kerf.cli", "app.explain"),
+    } <= found
+    assert ("webhook.server", "app.clock") in found
+
+
+def test_every_top_level_package_has_a_layer() -> None:
+    assert first_party() <= PRODUCT | DEV_TOOLS
+
+
+def test_the_rule_refuses_each_kind_of_upward_or_sideways_edge() -> None:
+    assert broken(Edge("app.view", "webhook.metrics")) is not None
+    assert broken(Edge("app.view", "kubesim.store")) is not None
+    assert broken(Edge("webhook.main", "reconciler.leader")) is not None
+    assert broken(Edge("recommender.main", "kerf.cli")) is not None
+    assert broken(Edge("kerf.cli", "demo.story")) is not None
+    assert broken(Edge("kerf.cli", "recommender.cli")) is None
+    assert broken(Edge("reconciler.main", "app.informer")) is None
+    assert broken(Edge("benchmarks.webhook", "webhook.server")) is None
+
+
+def test_relative_imports_resolve_against_the_module() -> None:
+    tree = ast.parse(
+        "from . import x\nfrom ..b import y\nimport importlib\n"
+        "importlib.import_module('webhook.metrics')"
+    )
+    names = set(imported_names(tree, "pkg.sub.mod", is_package=False))
+    assert names == {"pkg.sub", "pkg.b", "importlib", "webhook.metrics"}
