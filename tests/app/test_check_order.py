@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from app import refgen
 from app.decide.checks import CHECKS, FALLBACK_CHECKS, GATES
+from tools import refgen
 
 #: SPEC §6, "Order of checks — the first match decides", with the reasons of the
 #: per-value rules at their place and node capacity as the reason it gives.
