@@ -78,7 +78,9 @@ GOAL_MISS_RATIO = 0.60
 TARGET_P99_RATIO = 2.0
 
 # Runs inside wrk (LuaJIT). Bodies come one per line from the file named after `--`;
-# requests cycle through them so that many workloads are decided, not one cached pod.
+# requests cycle through them so that many workloads are decided, not one cached pod,
+# from the index after it (where the previous run over the file stopped: starting each
+# run at the first body again would meet the decisions the previous run remembered).
 # Every answer is inspected: a 200 whose body has no "patch" key did not mutate the pod.
 WRK_SCRIPT = r"""
 local threads = {}
@@ -100,6 +102,7 @@ function init(args)
     end
   end
   file:close()
+  next_index = (tonumber(args[2] or "0") % #requests_) + 1
 end
 
 function request()
@@ -264,6 +267,7 @@ def _serve_child(
 ) -> None:
     """The server process: one core, the real app, uvicorn over TLS, logs to a file."""
     from app.bench import NOW
+    from app.heap import freeze_loaded_state
     from webhook.logs import DecisionLog, configure_logging
     from webhook.main import run_server, uvicorn_server
     from webhook.server import create_app
@@ -273,6 +277,9 @@ def _serve_child(
         os.sched_setaffinity(0, cpus)
     log = open(log_path, "a", buffering=1)  # noqa: SIM115 (lives as long as the process)
     configure_logging(log_level, stream=log)
+    # As `kerf webhook` does once its view is loaded: without it every full collection
+    # walks the 25,000 workloads, and the load measures the collector, not the webhook.
+    freeze_loaded_state()
     certificate = ReloadingCertificate(cert_dir / "tls.crt", cert_dir / "tls.key")
     # The generated recommendations are dated for app.bench.NOW; deciding at the real time
     # could make them stale and turn every answer into "no patch".
@@ -549,8 +556,11 @@ def check_answers(base: str, ca: Path, bodies: Sequence[bytes]) -> dict[str, Any
 # ---------------------------------------------------------------------------- load
 
 
-def run_wrk(url: str, bodies_file: Path, script: Path, seconds: float, connections: int) -> dict:
-    """Closed-loop maximum throughput: `connections` connections, one wrk thread."""
+def run_wrk(
+    url: str, bodies_file: Path, script: Path, seconds: float, connections: int, start: int = 0
+) -> dict:
+    """Closed-loop maximum throughput: `connections` connections, one wrk thread, from
+    body `start` of the file on (wrapping around)."""
     command = [
         "wrk",
         "-t1",
@@ -563,6 +573,7 @@ def run_wrk(url: str, bodies_file: Path, script: Path, seconds: float, connectio
         url,
         "--",
         str(bodies_file),
+        str(start),
     ]
     done = subprocess.run(command, capture_output=True, text=True, check=True)
     for line in done.stdout.splitlines():
@@ -751,8 +762,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             template_file.write_bytes(single.read_bytes() + b"\n")
             # Warm-up: plans of the workloads in the bodies get cached, TLS sessions and
             # the code paths get hot, exactly as a webhook that has been up for a while.
+            # Where the next wrk run over a (path, file) starts: after the bodies sent so far.
+            sent: dict[tuple[str, Path], int] = {}
             for path in ("/mutate", "/noop"):
-                run_wrk(base + path, bodies_file, script, 2, args.connections)
+                warm = run_wrk(base + path, bodies_file, script, 2, args.connections)
+                sent[(path, bodies_file)] = warm["requests"]
             loads = {
                 "mutate_max": ("/mutate", template_file),
                 "mutate_miss_max": ("/mutate", bodies_file),
@@ -762,9 +776,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             for number in range(args.rounds):
                 phases: dict[str, Any] = {}
                 for name, (path, load) in loads.items():
+                    start = sent.get((path, load), 0)
                     phases[name] = _max_phase(
-                        base, ca, server.pid, name, path, load, script, args, number
+                        base, ca, server.pid, name, path, (load, start), script, args, number
                     )
+                    sent[(path, load)] = start + phases[name]["requests"]
                 for path in ("/mutate", "/noop"):
                     name = path.strip("/") + "_rate"
                     before = outcome_counts(base, ca)
@@ -808,18 +824,18 @@ def _max_phase(
     pid: int | None,
     name: str,
     path: str,
-    load: Path,
+    load: tuple[Path, int],
     script: Path,
     args: argparse.Namespace,
     number: int,
 ) -> dict[str, Any]:
-    """One max-throughput phase: wrk over the bodies of `load`, with what the server
-    counted and the CPU it used per answer."""
+    """One max-throughput phase: wrk over the bodies of `load` (a file, and the body to
+    start from), with what the server counted and the CPU it used per answer."""
     before = outcome_counts(base, ca)
     cpu_before = process_cpu_seconds(pid or 0)
     profiler = _start_py_spy(args.py_spy if number == 0 else None, name, pid, args.seconds)
     started = time.time()
-    phase = run_wrk(base + path, load, script, args.seconds, args.connections)
+    phase = run_wrk(base + path, load[0], script, args.seconds, args.connections, load[1])
     phase["wall"] = [started, time.time()]
     if profiler is not None:
         profiler.wait(30)
