@@ -107,10 +107,12 @@ class WorkloadPlan:
 MAX_NAME_SETS = 8
 #: plans that keep their decision caches (`WorkloadPlan.memo`, `.selections`): the most
 #: recently used. The caches serve the pods of one workload decided together (a pass, a
-#: rollout's admissions); kept for every workload they were ~4 KB each, a third of what the
-#: reconciler held per workload at 25,000 workloads. An older plan keeps its sync result
-#: and candidates, and builds its caches again when next used.
-MAX_CACHED_PLANS = 2048
+#: rollout's admissions) and the admissions of every workload active at once: a plan that
+#: builds them again costs a decision twice its time. Kept for every workload they were
+#: ~4 KB each, a third of what the reconciler held per workload at 25,000 workloads; this
+#: bound holds the 6,000 active workloads of the admission bench. An older plan keeps its
+#: sync result and candidates, and builds its caches again when next used.
+MAX_CACHED_PLANS = 8192
 #: pods whose parsed containers are kept (`ClusterView.pod_facts`): the most recently
 #: decided. A pass decides a workload's pods together and a parse is a few µs; kept for
 #: every pod they were ~1.3 KB each.
