@@ -40,7 +40,7 @@ from app.recommendations import RecommendationRow
 from app.selection import Candidate, Target
 from app.sync import PROACTIVE_KINDS, ROLLBACK_KINDS
 from app.view import ClusterView, WorkloadPlan
-from app.windows import freeze_verdict, maintenance_verdict
+from app.windows import freeze_verdict, maintenance_verdict, next_change
 from app.workloads import JAVA_OPTION_VARS, Resources, Workload, oom_terminations, parse_time
 
 Path = Literal["admission", "running"]
@@ -1118,7 +1118,8 @@ def _run_checks(ctx: _Context) -> str | None:
     exclusion = strategies.exclusion
     if running and exclusion and ctx.regular():
         # The next allowed time also waits for an inclusion window, if there are any.
-        clock.pin()  # windows read the clock in ways a span does not describe
+        # Window states, and so the verdict, stay as they are until one opens or closes.
+        clock.until(next_change([*exclusion, *strategies.inclusion], clock.now))
         verdict = freeze_verdict(exclusion, clock.now, inclusion_windows=strategies.inclusion)
         if not verdict.allowed:
             _block_regular(
@@ -1136,7 +1137,7 @@ def _run_checks(ctx: _Context) -> str | None:
         _filter_node_capacity(ctx)
         inclusion = strategies.inclusion
         if inclusion:
-            clock.pin()
+            clock.until(next_change([*inclusion, *exclusion], clock.now))
         verdict = maintenance_verdict(inclusion, exclusion, clock.now) if inclusion else None
         if verdict is not None and not verdict.allowed:
             _block_regular(
