@@ -2,7 +2,8 @@
 
 `DecisionCaches` holds what decisions derive from the view and keep between pods: the
 workload plans, the decision caches of each plan, the admission memo, the versions of
-the admission inputs no plan covers, and the parsed containers of pods. The view tells
+the admission inputs no plan covers, the settings derived from kerf objects, and the
+parsed containers of pods. The view tells
 it what changed; it decides what that drops. Its docstring is the one place that says
 what each cache keys on and what drops each entry.
 """
@@ -74,6 +75,12 @@ class DecisionCaches(Generic[P]):
       among a workload's pods. `touch` gives a new version from one counter, so a key
       dropped (`forget_stamp`: the workload has no pod left) and set again never
       repeats an earlier version. An absent stamp reads 0.
+    - **kerf settings**: by ("priorities",), ("guardrails", policy key or None) and
+      ("protected", namespace), what the kerf objects alone decide: the policy-type
+      priorities, a policy's merged guardrails, whether a protected namespace pattern
+      names a namespace (kept only for namespaces the view holds: a request names any
+      it likes). All dropped when any kerf object but a RightsizingRecommendation
+      changes (`drop_settings`).
     - **parsed pods**: by pod key, the parsed containers of the `MAX_PARSED_PODS` most
       recently decided pods. Dropped when the pod changes or goes (`drop_parsed`).
     """
@@ -85,6 +92,7 @@ class DecisionCaches(Generic[P]):
     _memo_order: deque[tuple[dict[Any, Any], Any]] = field(default_factory=deque)
     _stamps: dict[StampKey, int] = field(default_factory=dict)
     _counter: Iterator[int] = field(default_factory=lambda: itertools.count(1))
+    _settings: dict[tuple[Any, ...], Any] = field(default_factory=dict)
     _parsed: OrderedDict[PodKey, Any] = field(default_factory=OrderedDict)
     #: admission decisions answered from the memo, and those decided afresh
     memo_hits: int = 0
@@ -168,6 +176,20 @@ class DecisionCaches(Generic[P]):
     def forget_stamp(self, key: StampKey) -> None:
         """Drop an input's version (its absence then says what 0 says)."""
         self._stamps.pop(key, None)
+
+    # ------------------------------------------------------------------ kerf settings
+
+    def setting(self, key: tuple[Any, ...]) -> Any:
+        """A kept setting, or None."""
+        return self._settings.get(key)
+
+    def keep_setting(self, key: tuple[Any, ...], value: Any) -> None:
+        """Keep what the kerf objects decide under `key` until one of them changes."""
+        self._settings[key] = value
+
+    def drop_settings(self) -> None:
+        """A kerf object (not a RightsizingRecommendation) changed."""
+        self._settings.clear()
 
     # ------------------------------------------------------------------ parsed pods
 

@@ -190,9 +190,6 @@ class ClusterView:
         self._sources = RecommendationSources()
         #: plans, the admission memo, input versions, parsed pods (see its docstring)
         self.caches: DecisionCaches[WorkloadPlan] = DecisionCaches()
-        self._priorities: dict[str, int] | None = None
-        self._guardrails: dict[ObjectKey | None, GuardrailSettings] = {}
-        self._protected_by_pattern: dict[str, bool] = {}
         self._node_totals: dict[str, list[int]] = {}
 
     @classmethod
@@ -325,9 +322,7 @@ class ClusterView:
             self._record_changed(key)
             return
         self._drop_plans()
-        self._priorities = None
-        self._guardrails.clear()
-        self._protected_by_pattern.clear()
+        self.caches.drop_settings()
 
     def _drop_plan(self, key: ObjectKey) -> None:
         self.caches.drop_plan(key)
@@ -428,21 +423,23 @@ class ClusterView:
     @property
     def priorities(self) -> dict[str, int]:
         """Policy-type priorities from PolicyEvaluation (defaults when absent)."""
-        if self._priorities is None:
+        found: dict[str, int] | None = self.caches.setting(("priorities",))
+        if found is None:
             obj = self._kerf.get(("PolicyEvaluation", "", "policy-evaluation"))
-            self._priorities = priorities(obj if isinstance(obj, PolicyEvaluation) else None)
-        return self._priorities
+            found = priorities(obj if isinstance(obj, PolicyEvaluation) else None)
+            self.caches.keep_setting(("priorities",), found)
+        return found
 
     def guardrails(self, policy: KerfResource | None) -> GuardrailSettings:
         """A policy's guardrails with every layer merged (cached until kerf objects change)."""
         key = (
             (policy.kind, policy.metadata.namespace or "", policy.metadata.name) if policy else None
         )
-        settings = self._guardrails.get(key)
+        settings: GuardrailSettings | None = self.caches.setting(("guardrails", key))
         if settings is None:
             own = getattr(getattr(policy, "spec", None), "guardrails", None)
             settings = resolve_guardrails(self.global_config.guardrail_defaults, own)
-            self._guardrails[key] = settings
+            self.caches.keep_setting(("guardrails", key), settings)
         return settings
 
     def _known_namespace(self, namespace: str) -> bool:
@@ -453,12 +450,12 @@ class ClusterView:
     def protected_by_pattern(self, namespace: str) -> bool:
         """Whether GlobalConfiguration.protectedNamespacePatterns names a namespace (kept
         per known namespace until a kerf object changes)."""
-        found = self._protected_by_pattern.get(namespace)
+        found: bool | None = self.caches.setting(("protected", namespace))
         if found is None:
             patterns = self.global_config.protected_namespace_patterns
             found = matches_any_pattern(patterns, namespace)
             if self._known_namespace(namespace):
-                self._protected_by_pattern[namespace] = found
+                self.caches.keep_setting(("protected", namespace), found)
         return found
 
     def strategy_for(self, policy: KerfResource) -> AutomationStrategy | None:

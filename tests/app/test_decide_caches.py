@@ -183,11 +183,11 @@ def test_unknown_namespaces_are_not_kept() -> None:
     for index in range(100):
         v.protected_by_pattern(f"made-up-{index}")
         v.policies_for_namespace(f"made-up-{index}")
-    assert not any(ns.startswith("made-up") for ns in v._protected_by_pattern)
+    assert not any(v.caches.setting(("protected", f"made-up-{i}")) is not None for i in range(100))
     assert not any(ns.startswith("made-up") for ns in v._cluster_for_ns)
     v.protected_by_pattern(b.NS)
     v.policies_for_namespace(b.NS)
-    assert b.NS in v._protected_by_pattern and b.NS in v._cluster_for_ns
+    assert v.caches.setting(("protected", b.NS)) is not None and b.NS in v._cluster_for_ns
 
 
 # ------------------------------------------------------------------ what a change drops

@@ -204,3 +204,27 @@ def test_the_view_drops_a_pods_parse_when_the_pod_changes() -> None:
     assert v.caches.parsed_keys() == [(b.NS, "web-7d4b9-aaaaa")]
     v.apply(b.pod(phase="Pending"))
     assert v.caches.parsed_keys() == []
+
+
+# ------------------------------------------------------------------ kerf settings
+
+
+def test_kerf_settings_are_kept_until_dropped() -> None:
+    caches: DecisionCaches[FakePlan] = DecisionCaches()
+    caches.keep_setting(("protected", "shop"), False)
+    assert caches.setting(("protected", "shop")) is False
+    caches.drop_settings()
+    assert caches.setting(("protected", "shop")) is None
+
+
+def test_the_view_drops_the_kerf_settings_when_a_kerf_object_changes_not_a_record() -> None:
+    v = web_view()
+    v.protected_by_pattern(b.NS)
+    v.guardrails(None)
+    v.apply(b.recommendation())
+    assert v.caches.setting(("protected", b.NS)) is not None
+    assert v.caches.setting(("guardrails", None)) is not None
+    v.apply(b.global_config(protectedNamespacePatterns=["sh*"]))
+    assert v.caches.setting(("protected", b.NS)) is None
+    assert v.caches.setting(("guardrails", None)) is None
+    assert v.protected_by_pattern(b.NS)
