@@ -336,8 +336,9 @@ class WorkloadReconciler:
             await self._replace_unschedulable(workload, pods, rollback, now, done)
         await self._report(workload, obj, running, decisions, record, now, done, rollback)
         if not (done.wrote or done.busy) and done.requeue is None:
+            change = clock.next_change()
             changes = [d.next_allowed_at for d in decisions if d.next_allowed_at]
-            changes += [at for at in (clock.next_change(),) if at is not None]
+            changes += [change] if change is not None else []
             latest = now + self.config.steady_horizon
             until = min([latest, *changes])
             self._steady[ref.key] = (until, inputs, until < latest)
