@@ -900,6 +900,13 @@ def summarize(figures: Mapping[str, Any]) -> dict[str, Any]:
     ratio = mutate_max["rps"] / noop_max["rps"] if noop_max["rps"] else 0.0
     miss_ratio = phases["mutate_miss_max"]["rps"] / noop_max["rps"] if noop_max["rps"] else 0.0
     p99_ratio = mutate_rate["p99_ms"] / noop_rate["p99_ms"] if noop_rate["p99_ms"] else 0.0
+    # /noop's server CPU per answer over /mutate's: the throughput ratio the server's own
+    # work allows, which other tenants of the machine do not change.
+    cpu = {name: phases[name].get("server_cpu_us_per_request") for name in phases}
+    cpu_ratios = {
+        load: round(cpu["noop_max"] / cpu[name], 3) if cpu.get(name) and cpu["noop_max"] else None
+        for load, name in (("hits", "mutate_max"), ("misses", "mutate_miss_max"))
+    }
     warnings = []
     if figures["check"]["bodies_with_patch"] == 0:
         warnings.append("no request body got a patch: /mutate was measured without mutating")
@@ -934,6 +941,8 @@ def summarize(figures: Mapping[str, Any]) -> dict[str, Any]:
         "mutate_p50_ms_at_rate": mutate_rate["p50_ms"],
         "mutate_p99_ms_at_rate": mutate_rate["p99_ms"],
         "noop_p99_ms_at_rate": noop_rate["p99_ms"],
+        "cpu_ratio_hits": cpu_ratios["hits"],
+        "cpu_ratio_misses": cpu_ratios["misses"],
         "p99_ratio": round(p99_ratio, 2),
         "target_p99_ratio": TARGET_P99_RATIO,
         "p99_met": p99_ratio <= TARGET_P99_RATIO,
@@ -991,6 +1000,10 @@ def render(figures: Mapping[str, Any]) -> Iterator[str]:
         f"throughput /mutate / /noop, {figures['bodies']} templates (fresh decisions) = "
         f"{s['miss_throughput_ratio']:.2f} (target >= {s['target_miss_ratio']:.2f}: "
         f"{'met' if s['miss_ratio_met'] else 'NOT met'}; goal {s['goal_miss_ratio']:.2f})"
+    )
+    yield (
+        f"server CPU per answer, /noop / /mutate: one template {s['cpu_ratio_hits']}, "
+        f"{figures['bodies']} templates {s['cpu_ratio_misses']}"
     )
     yield (
         f"p99 at {figures['phases']['mutate_rate']['target_rps']} rps: /mutate "
