@@ -179,9 +179,9 @@ def _memoised(view: ClusterView, pod: Mapping[str, Any], now: datetime) -> Admis
     inputs = view.admission_inputs(workload)
     found = view.recall(plan, key)
     if isinstance(found, _Memo) and found.holds(inputs, now):
-        view.memo_hits += 1
+        view.caches.memo_hits += 1
         return found.result
-    view.memo_misses += 1
+    view.caches.memo_misses += 1
     clock = Horizon(now)
     result = _admit(view, pod, clock)
     view.remember(workload, plan, key, _Memo(result, inputs, clock.start, clock.end))

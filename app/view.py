@@ -3,15 +3,14 @@
 Fed from a state directory (`app/statedir.py`) or from watches (webhook, reconciler).
 Policies are indexed by namespace (namespaced kinds) and by the namespaces a cluster
 policy's selector admits (computed once per namespace), so deciding for a pod never scans
-every policy. The policy sync result and its candidates are cached per workload and
-dropped when an input changes.
+every policy. What decisions keep between pods (plans, the admission memo, input
+versions, parsed pods) is owned by `app.decision_cache.DecisionCaches`: the view tells it
+what changed.
 """
 
 from __future__ import annotations
 
-import itertools
 import threading
-from collections import OrderedDict, deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -19,7 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from app.annotations import ROLLBACK_STATE, recommendation_fingerprint
+from app.decision_cache import DecisionCaches
 from app.guardrails import GuardrailSettings, resolve_guardrails
+from app.kube_types import ContainerDict
 from app.models import (
     AutomationStrategy,
     ClusterAutomationStrategy,
@@ -105,24 +106,6 @@ class WorkloadPlan:
 #: container-name sets a plan keeps selections and facts for; pods of one workload share
 #: one or two (a skip-containers annotation makes another)
 MAX_NAME_SETS = 8
-#: plans that keep their decision caches (`WorkloadPlan.memo`, `.selections`): the most
-#: recently used. The caches serve the pods of one workload decided together (a pass, a
-#: rollout's admissions); kept for every workload they were ~4 KB each, a third of what the
-#: reconciler held per workload at 25,000 workloads. An older plan keeps its sync result
-#: and candidates, and builds its caches again when next used.
-MAX_CACHED_PLANS = 2048
-#: pods whose parsed containers are kept (`ClusterView.pod_facts`): the most recently
-#: decided. A pass decides a workload's pods together and a parse is a few µs; kept for
-#: every pod they were ~1.3 KB each.
-MAX_PARSED_PODS = 4096
-#: admission decisions a plan remembers (by pod template): a rollout has two templates
-#: (old and new ReplicaSet), each also seen once more on reinvocation
-MEMO_PER_PLAN = 8
-#: admission decisions remembered over all plans: what a request can make the view keep
-#: is bounded whatever it sends (~3.4 KB each)
-MEMO_TOTAL = 4096
-#: the plan memo's key of its admission decisions
-_ADMISSIONS = "admissions"
 
 
 def object_key(obj: Mapping[str, Any]) -> ObjectKey:
@@ -132,7 +115,7 @@ def object_key(obj: Mapping[str, Any]) -> ObjectKey:
 
 
 #: (containers kerf sizes by name, their parsed resources, the owner) of a pod
-PodFacts = tuple[dict[str, Mapping[str, Any]], dict[str, Resources], WorkloadRef | None]
+PodFacts = tuple[dict[str, ContainerDict], dict[str, Resources], WorkloadRef | None]
 
 
 def _pod_key(pod: Mapping[str, Any]) -> tuple[str, str]:
@@ -200,35 +183,15 @@ class ClusterView:
         #: (tuples: a controller has few pods, and the collector stops tracking a tuple of
         #: strings, which keeps full collections of a large view short)
         self._pods_by_controller: dict[ObjectKey, tuple[tuple[str, str], ...]] = {}
-        #: the parsed containers of the most recently decided pods (`MAX_PARSED_PODS`),
-        #: least recently used first
-        self._parsed_pods: OrderedDict[
-            tuple[str, str], tuple[dict[str, Mapping[str, Any]], dict[str, Resources]]
-        ] = OrderedDict()
         self._allocatable: dict[str, tuple[Mapping[str, Any], tuple[int, int]]] = {}
         #: the largest CPU and memory any node offers, worked out again after a Node
         #: changes (None: not known yet)
         self._largest: tuple[int, int] | None = None
         self._hpas: dict[str, dict[str, Mapping[str, Any]]] = {}
         self._sources = RecommendationSources()
-        self._plans: dict[ObjectKey, WorkloadPlan] = {}
-        #: the plans whose decision caches are kept, least recently used first
-        self._cached_plans: OrderedDict[ObjectKey, WorkloadPlan] = OrderedDict()
-        self._priorities: dict[str, int] | None = None
-        self._guardrails: dict[ObjectKey | None, GuardrailSettings] = {}
-        self._protected_by_pattern: dict[str, bool] = {}
+        #: plans, the admission memo, input versions, parsed pods (see its docstring)
+        self.caches: DecisionCaches[WorkloadPlan] = DecisionCaches()
         self._node_totals: dict[str, list[int]] = {}
-        #: versions of the inputs of an admission decision that no plan covers (see
-        #: `admission_inputs`): ("ns", namespace) for its Namespace and HPAs, ("oom",
-        #: workload key) for the OOM evidence among its pods. Stamps come from one counter,
-        #: so a key that is dropped and set again never repeats a version.
-        self._stamps: dict[tuple[str, Any], int] = {}
-        self._stamp_counter = itertools.count(1)
-        #: (plan memo, key) of every remembered admission decision, oldest first
-        self._memo_order: deque[tuple[dict[Any, Any], Any]] = deque()
-        #: admission decisions answered from a plan's memo, and those decided afresh
-        self.memo_hits = 0
-        self.memo_misses = 0
 
     @classmethod
     def from_state_dir(cls, path: str | Path, *, own_namespace: str = "kerf-system") -> ClusterView:
@@ -329,7 +292,7 @@ class ClusterView:
 
     def _touch(self, key: tuple[str, Any]) -> None:
         """A view input outside the plans changed: give it a new version."""
-        self._stamps[key] = next(self._stamp_counter)
+        self.caches.touch(key)
 
     def _apply_kerf(self, obj: KerfResource) -> None:
         if isinstance(obj, RightsizingRecommendation):
@@ -339,7 +302,8 @@ class ClusterView:
         self._remove_kerf(key)
         self._kerf[key] = obj
         self._kerf_changed(key)
-        if getattr(obj, "spec", None) is None or not hasattr(obj.spec, "scope"):
+        spec = getattr(obj, "spec", None)
+        if spec is None or not hasattr(spec, "scope"):
             return  # strategies, singletons, recommendations: looked up by key
         if type(obj).cluster_scoped:
             self._cluster_policies[key] = obj
@@ -360,22 +324,13 @@ class ClusterView:
             self._record_changed(key)
             return
         self._drop_plans()
-        self._priorities = None
-        self._guardrails.clear()
-        self._protected_by_pattern.clear()
+        self.caches.drop_settings()
 
     def _drop_plan(self, key: ObjectKey) -> None:
-        self._plans.pop(key, None)
-        dropped = self._cached_plans.pop(key, None)
-        if dropped is not None:
-            _empty_caches(dropped)
+        self.caches.drop_plan(key)
 
     def _drop_plans(self) -> None:
-        self._plans.clear()
-        for dropped in self._cached_plans.values():
-            _empty_caches(dropped)
-        self._cached_plans.clear()
-        self._memo_order.clear()  # every plan's memo went with it
+        self.caches.drop_plans()
 
     def _record_changed(self, key: ObjectKey) -> None:
         """A RightsizingRecommendation came, changed or went: only the plan of the workload
@@ -387,7 +342,7 @@ class ClusterView:
 
     def _remove_pod(self, namespace: str, name: str) -> None:
         old = self._pods.pop((namespace, name), None)
-        self._parsed_pods.pop((namespace, name), None)
+        self.caches.drop_parsed((namespace, name))
         if old is not None:
             self._unindex_owner((namespace, name))
             controller = _intermediate_owner(old)
@@ -395,7 +350,7 @@ class ClusterView:
                 self._forget_controlled(controller, (namespace, name))
             node = (old.get("spec") or {}).get("nodeName")
             usage = self._pods_by_node.get(node, {}).pop((namespace, name), None) if node else None
-            if usage is not None:
+            if node and usage is not None:
                 totals = self._node_totals[node]
                 totals[0] -= usage[0]
                 totals[1] -= usage[1]
@@ -428,7 +383,7 @@ class ClusterView:
             if not pods:
                 # No pod left, so no evidence: the absent stamp says just that, and a later
                 # one comes from the counter, never an earlier version.
-                self._stamps.pop(("oom", owner.key), None)
+                self.caches.forget_stamp(("oom", owner.key))
 
     def _reresolve_owners(self, controller: ObjectKey) -> None:
         """A ReplicaSet or Job arrived, changed or went: the pods it controls may now
@@ -470,21 +425,23 @@ class ClusterView:
     @property
     def priorities(self) -> dict[str, int]:
         """Policy-type priorities from PolicyEvaluation (defaults when absent)."""
-        if self._priorities is None:
+        found: dict[str, int] | None = self.caches.setting(("priorities",))
+        if found is None:
             obj = self._kerf.get(("PolicyEvaluation", "", "policy-evaluation"))
-            self._priorities = priorities(obj if isinstance(obj, PolicyEvaluation) else None)
-        return self._priorities
+            found = priorities(obj if isinstance(obj, PolicyEvaluation) else None)
+            self.caches.keep_setting(("priorities",), found)
+        return found
 
     def guardrails(self, policy: KerfResource | None) -> GuardrailSettings:
         """A policy's guardrails with every layer merged (cached until kerf objects change)."""
         key = (
             (policy.kind, policy.metadata.namespace or "", policy.metadata.name) if policy else None
         )
-        settings = self._guardrails.get(key)
+        settings: GuardrailSettings | None = self.caches.setting(("guardrails", key))
         if settings is None:
             own = getattr(getattr(policy, "spec", None), "guardrails", None)
             settings = resolve_guardrails(self.global_config.guardrail_defaults, own)
-            self._guardrails[key] = settings
+            self.caches.keep_setting(("guardrails", key), settings)
         return settings
 
     def _known_namespace(self, namespace: str) -> bool:
@@ -495,12 +452,12 @@ class ClusterView:
     def protected_by_pattern(self, namespace: str) -> bool:
         """Whether GlobalConfiguration.protectedNamespacePatterns names a namespace (kept
         per known namespace until a kerf object changes)."""
-        found = self._protected_by_pattern.get(namespace)
+        found: bool | None = self.caches.setting(("protected", namespace))
         if found is None:
             patterns = self.global_config.protected_namespace_patterns
             found = matches_any_pattern(patterns, namespace)
             if self._known_namespace(namespace):
-                self._protected_by_pattern[namespace] = found
+                self.caches.keep_setting(("protected", namespace), found)
         return found
 
     def strategy_for(self, policy: KerfResource) -> AutomationStrategy | None:
@@ -549,13 +506,11 @@ class ClusterView:
         if self._pods.get(key) is not pod:
             containers = target_containers(pod)
             return containers, resources_by_container(containers), resolve_owner(pod, self)
-        parsed = self._parsed_pods.pop(key, None)
+        parsed = self.caches.parsed(key)
         if parsed is None:
             containers = target_containers(pod)
             parsed = (containers, resources_by_container(containers))
-        self._parsed_pods[key] = parsed
-        if len(self._parsed_pods) > MAX_PARSED_PODS:
-            self._parsed_pods.popitem(last=False)
+            self.caches.keep_parsed(key, parsed)
         return parsed[0], parsed[1], self._pod_owner.get(key)
 
     def admission_inputs(self, workload: Workload) -> tuple[int, int, tuple[int, int] | None]:
@@ -564,33 +519,31 @@ class ClusterView:
         recommendation ConfigMap changes): the Namespace object and the namespace's HPAs,
         the OOM evidence among the workload's pods, and the largest node (`Infeasible`).
         Equal versions mean equal inputs."""
-        stamps = self._stamps
+        caches = self.caches
         return (
-            stamps.get(("ns", workload.namespace), 0),
-            stamps.get(("oom", workload.ref.key), 0),
+            caches.stamp(("ns", workload.namespace)),
+            caches.stamp(("oom", workload.ref.key)),
             self.largest_allocatable(),
         )
 
     def recall(self, plan: WorkloadPlan, key: Any) -> Any:
         """What `remember` kept for a plan under a key, or None."""
-        memo = plan.memo.get(_ADMISSIONS)
-        return memo.get(key) if memo is not None else None
+        return self.caches.recall(plan, key)
 
     def remember(self, workload: Workload, plan: WorkloadPlan, key: Any, value: Any) -> None:
-        """Keep a value for a plan, bounded per plan (`MEMO_PER_PLAN`) and over all plans
-        (`MEMO_TOTAL`), oldest first out. Only the view's own plans keep anything: a
-        stand-in workload's plan is built afresh for every pod. Dropped with the plan."""
-        if self._plans.get(workload.ref.key) is not plan:
-            return
-        memo = plan.memo.setdefault(_ADMISSIONS, {})
-        if key not in memo and len(memo) >= MEMO_PER_PLAN:
-            del memo[next(iter(memo))]
-        memo[key] = value
-        order = self._memo_order
-        order.append((memo, key))
-        while len(order) > MEMO_TOTAL:
-            old_memo, old_key = order.popleft()
-            old_memo.pop(old_key, None)
+        """Keep an admission decision for a plan (`DecisionCaches.remember`: bounded,
+        dropped with the plan, nothing kept for a stand-in workload's plan)."""
+        self.caches.remember(workload.ref.key, plan, key, value)
+
+    @property
+    def memo_hits(self) -> int:
+        """Admission decisions answered from the memo."""
+        return self.caches.memo_hits
+
+    @property
+    def memo_misses(self) -> int:
+        """Admission decisions made afresh (memo looked up, nothing valid found)."""
+        return self.caches.memo_misses
 
     def pods_of(self, ref: WorkloadRef) -> list[Mapping[str, Any]]:
         """The known pods of a workload."""
@@ -681,9 +634,9 @@ class ClusterView:
     def plan_for(self, workload: Workload) -> WorkloadPlan:
         """The policy sync result and candidates of a workload (cached until inputs change)."""
         key = workload.ref.key
-        cached = self._plans.get(key)
+        cached = self.caches.plan(key)
         if cached is not None and self._workloads.get(key, workload) is workload:
-            self._keep_caches(key, cached)
+            self.caches.use_plan(key, cached)
             return cached
         sync = sync_workload(
             workload,
@@ -703,8 +656,7 @@ class ClusterView:
             self._sources_about(workload),
         )
         if key in self._workloads:
-            self._plans[key] = plan
-            self._keep_caches(key, plan)
+            self.caches.keep_plan(key, plan)
         return plan
 
     def _sources_about(self, workload: Workload) -> WorkloadSources:
@@ -717,27 +669,6 @@ class ClusterView:
             if policy.kind in PROACTIVE_KINDS and policy_matches(policy, workload):
                 return news
         return NO_NEWS
-
-    def _keep_caches(self, key: ObjectKey, plan: WorkloadPlan) -> None:
-        """Mark `plan` most recently used; empty the caches of the least recently used
-        beyond `MAX_CACHED_PLANS`."""
-        cached = self._cached_plans
-        previous = cached.pop(key, None)
-        if previous is not None and previous is not plan:
-            _empty_caches(previous)
-        cached[key] = plan
-        if len(cached) > MAX_CACHED_PLANS:
-            _empty_caches(cached.popitem(last=False)[1])
-
-
-def _empty_caches(plan: WorkloadPlan) -> None:
-    """Forget what decisions derived from a plan the view no longer keeps caches for (a
-    pass still holding it derives them again: they are caches)."""
-    admissions = plan.memo.get(_ADMISSIONS)
-    if admissions:
-        admissions.clear()  # `ClusterView._memo_order` may still name it
-    plan.memo.clear()
-    plan.selections.clear()
 
 
 def _namespace_admits(policy: KerfResource, namespace: str) -> bool:

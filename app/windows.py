@@ -31,6 +31,7 @@ __all__ = [
     "WindowVerdict",
     "freeze_verdict",
     "maintenance_verdict",
+    "next_change",
     "next_close",
     "next_open",
     "window_open",
@@ -205,6 +206,19 @@ def _earliest(
     for instant in _boundaries(windows, now):
         if holds(instant):
             return instant.astimezone(now.tzinfo)
+    return None
+
+
+def next_change(windows: Sequence[WindowLike], now: datetime) -> datetime | None:
+    """The earliest instant after ``now`` at which any of ``windows`` opens or closes
+    (until then each stays as it is at ``now``), or ``None`` if none does within
+    ``SEARCH_DAYS``."""
+    _require_aware(now)
+    compiled = [_compiled(w) for w in windows]
+    states = [w.is_open(now) for w in compiled]
+    for instant in _boundaries(compiled, now):
+        if [w.is_open(instant) for w in compiled] != states:
+            return instant
     return None
 
 

@@ -6,22 +6,32 @@ worker) with the bench's /noop baseline added (`benchmarks.noop`), over a genera
 It runs in a forked child pinned to one CPU; this process and the load generators are
 pinned to another, so the load generator never steals the server's core.
 
-For each endpoint, with the same AdmissionReview bodies (ReplicaSet-owned pods of the
-generated Deployments, shaped like `examples/admission/replicaset-pod.json`):
+The AdmissionReview bodies are ReplicaSet-owned pods of `--bodies` generated Deployments
+(default 6,000), shaped like `examples/admission/replicaset-pod.json`. Two loads:
 
-- max throughput: `wrk` with a few connections for `--seconds`, cycling through the bodies;
-- fixed rate: `--rate` requests/s from `--rate-workers` staggered `hey -c 1 -q` processes,
-  latency of each request from hey's CSV.
+- one template: one body (a pod that gets a patch) sent again and again, so that every
+  answer after the first comes from the admission memo;
+- more templates than the memo keeps: wrk cycles through every body, more than
+  `app.decision_cache.MEMO_TOTAL`, so that every answer is a fresh decision.
 
-All four phases run `--rounds` times (default 2); per phase the least disturbed round is
-reported and every round is kept in the JSON.
+The phases, with the same bodies for /mutate and /noop:
+
+- max throughput: `wrk` with a few connections for `--seconds`: for /mutate under both
+  loads, for /noop under the first (a no-op answers every body alike);
+- fixed rate: `--rate` requests/s of the one template from `--rate-workers` staggered
+  `hey -c 1 -q` processes, latency of each request from hey's CSV.
+
+Every phase runs `--rounds` times (default 2); per phase the least disturbed round is
+reported and every round is kept in the JSON. The figures are ratios to the no-op's in
+the same run: throughput under each load, and p99 at the fixed rate.
 
 A benchmark of a webhook that answers without patching would measure the wrong thing, so
 the run checks the answers: before the load, every body is sent once with the CA verified
 and its patch applied with `jsonpatch`; during the load, wrk counts the answers carrying a
 patch and the server's own counters give the outcomes of each phase. The targets (/mutate
-throughput at least 70 % of /noop's, p99 at most 5 ms at 500 requests/s) are reported,
-never asserted: timings depend on the machine.
+throughput at least 60 % of /noop's on memo hits and 45 % when every answer is a fresh
+decision, p99 at 500 requests/s at most twice /noop's) are reported, never asserted:
+timings depend on the machine.
 """
 
 from __future__ import annotations
@@ -60,11 +70,18 @@ from webhook.review import decode_patch
 REPO = Path(__file__).resolve().parent.parent
 TEMPLATE = REPO / "examples" / "admission" / "replicaset-pod.json"
 TEMPLATE_HASH = "5d8f7"
-TARGET_RATIO = 0.70
-TARGET_P99_MS = 5.0
+#: /mutate throughput over /noop's: memo hits (one template), fresh decisions (more
+#: templates than the memo keeps), and the second's goal
+TARGET_HIT_RATIO = 0.60
+TARGET_MISS_RATIO = 0.45
+GOAL_MISS_RATIO = 0.60
+#: /mutate p99 over /noop's at the fixed rate
+TARGET_P99_RATIO = 2.0
 
 # Runs inside wrk (LuaJIT). Bodies come one per line from the file named after `--`;
-# requests cycle through them so that many workloads are decided, not one cached pod.
+# requests cycle through them so that many workloads are decided, not one cached pod,
+# from the index after it (where the previous run over the file stopped: starting each
+# run at the first body again would meet the decisions the previous run remembered).
 # Every answer is inspected: a 200 whose body has no "patch" key did not mutate the pod.
 WRK_SCRIPT = r"""
 local threads = {}
@@ -86,6 +103,7 @@ function init(args)
     end
   end
   file:close()
+  next_index = (tonumber(args[2] or "0") % #requests_) + 1
 end
 
 function request()
@@ -249,6 +267,7 @@ def _serve_child(
     admit: Callable[..., Any] | None,
 ) -> None:
     """The server process: one core, the real app, uvicorn over TLS, logs to a file."""
+    from app.heap import freeze_loaded_state
     from benchmarks.explain import NOW
     from benchmarks.noop import with_noop
     from webhook.logs import DecisionLog, configure_logging
@@ -260,6 +279,9 @@ def _serve_child(
         os.sched_setaffinity(0, cpus)
     log = open(log_path, "a", buffering=1)  # noqa: SIM115 (lives as long as the process)
     configure_logging(log_level, stream=log)
+    # As `kerf webhook` does once its view is loaded: without it every full collection
+    # walks the 25,000 workloads, and the load measures the collector, not the webhook.
+    freeze_loaded_state()
     certificate = ReloadingCertificate(cert_dir / "tls.crt", cert_dir / "tls.key")
     # The generated recommendations are dated for benchmarks.explain.NOW; deciding at the real time
     # could make them stale and turn every answer into "no patch".
@@ -539,8 +561,11 @@ def check_answers(base: str, ca: Path, bodies: Sequence[bytes]) -> dict[str, Any
 # ---------------------------------------------------------------------------- load
 
 
-def run_wrk(url: str, bodies_file: Path, script: Path, seconds: float, connections: int) -> dict:
-    """Closed-loop maximum throughput: `connections` connections, one wrk thread."""
+def run_wrk(
+    url: str, bodies_file: Path, script: Path, seconds: float, connections: int, start: int = 0
+) -> dict:
+    """Closed-loop maximum throughput: `connections` connections, one wrk thread, from
+    body `start` of the file on (wrapping around)."""
     command = [
         "wrk",
         "-t1",
@@ -553,6 +578,7 @@ def run_wrk(url: str, bodies_file: Path, script: Path, seconds: float, connectio
         url,
         "--",
         str(bodies_file),
+        str(start),
     ]
     done = subprocess.run(command, capture_output=True, text=True, check=True)
     for line in done.stdout.splitlines():
@@ -694,6 +720,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         write_certificates(issue_certificates("kerf-webhook", "kerf-system"), work)
         bodies_file = work / "bodies.ndjson"
         bodies_file.write_bytes(b"\n".join(bodies) + b"\n")
+        template_file = work / "template.ndjson"
         script = work / "bench.lua"
         script.write_text(WRK_SCRIPT)
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -737,44 +764,37 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             patched_index = _first_patched(base, ca, bodies)
             single = work / "body.json"
             single.write_bytes(bodies[patched_index if patched_index is not None else 0])
-            # Warm-up: plans of every workload in the bodies get cached, TLS sessions and
+            template_file.write_bytes(single.read_bytes() + b"\n")
+            # Warm-up: plans of the workloads in the bodies get cached, TLS sessions and
             # the code paths get hot, exactly as a webhook that has been up for a while.
+            # Where the next wrk run over a (path, file) starts: after the bodies sent so far.
+            sent: dict[tuple[str, Path], int] = {}
             for path in ("/mutate", "/noop"):
-                run_wrk(base + path, bodies_file, script, 2, args.connections)
+                warm = run_wrk(base + path, bodies_file, script, 2, args.connections)
+                sent[(path, bodies_file)] = warm["requests"]
+            loads = {
+                "mutate_max": ("/mutate", template_file),
+                "mutate_miss_max": ("/mutate", bodies_file),
+                "noop_max": ("/noop", template_file),
+            }
             rounds: list[dict[str, Any]] = []
             for number in range(args.rounds):
                 phases: dict[str, Any] = {}
+                for name, (path, load) in loads.items():
+                    start = sent.get((path, load), 0)
+                    phases[name] = _max_phase(
+                        base, ca, server.pid, name, path, (load, start), script, args, number
+                    )
+                    sent[(path, load)] = start + phases[name]["requests"]
                 for path in ("/mutate", "/noop"):
-                    name = path.strip("/")
+                    name = path.strip("/") + "_rate"
                     before = outcome_counts(base, ca)
-                    cpu_before = process_cpu_seconds(server.pid or 0)
-                    profiler = _start_py_spy(
-                        args.py_spy if number == 0 else None, name, server.pid, args.seconds
-                    )
                     started = time.time()
-                    phases[f"{name}_max"] = run_wrk(
-                        base + path, bodies_file, script, args.seconds, args.connections
-                    )
-                    phases[f"{name}_max"]["wall"] = [started, time.time()]
-                    if profiler is not None:
-                        profiler.wait(30)
-                    cpu_after = process_cpu_seconds(server.pid or 0)
-                    middle = outcome_counts(base, ca)
-                    started = time.time()
-                    phases[f"{name}_rate"] = run_hey(
+                    phases[name] = run_hey(
                         base + path, single, args.seconds, args.rate, args.rate_workers
                     )
-                    phases[f"{name}_rate"]["wall"] = [started, time.time()]
-                    after = outcome_counts(base, ca)
-                    phases[f"{name}_max"].update(server_side(_delta(middle, before)))
-                    phases[f"{name}_rate"].update(server_side(_delta(after, middle)))
-                    if cpu_before is not None and cpu_after is not None:
-                        # The server's own CPU per answer: what other tenants of the
-                        # machine do not change, unlike throughput and latency.
-                        served = phases[f"{name}_max"]["requests"]
-                        phases[f"{name}_max"]["server_cpu_us_per_request"] = round(
-                            (cpu_after - cpu_before) / max(1, served) * 1e6, 1
-                        )
+                    phases[name]["wall"] = [started, time.time()]
+                    phases[name].update(server_side(_delta(outcome_counts(base, ca), before)))
                 rounds.append(phases)
             figures["rounds"] = rounds
             figures["phases"] = best_of(rounds)
@@ -801,6 +821,37 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 shutil.copyfile(log_path, args.keep_log)
     figures["summary"] = summarize(figures)
     return figures
+
+
+def _max_phase(
+    base: str,
+    ca: Path,
+    pid: int | None,
+    name: str,
+    path: str,
+    load: tuple[Path, int],
+    script: Path,
+    args: argparse.Namespace,
+    number: int,
+) -> dict[str, Any]:
+    """One max-throughput phase: wrk over the bodies of `load` (a file, and the body to
+    start from), with what the server counted and the CPU it used per answer."""
+    before = outcome_counts(base, ca)
+    cpu_before = process_cpu_seconds(pid or 0)
+    profiler = _start_py_spy(args.py_spy if number == 0 else None, name, pid, args.seconds)
+    started = time.time()
+    phase = run_wrk(base + path, load[0], script, args.seconds, args.connections, load[1])
+    phase["wall"] = [started, time.time()]
+    if profiler is not None:
+        profiler.wait(30)
+    cpu_after = process_cpu_seconds(pid or 0)
+    phase.update(server_side(_delta(outcome_counts(base, ca), before)))
+    if cpu_before is not None and cpu_after is not None:
+        # The server's own CPU per answer: what other tenants of the machine do not
+        # change, unlike throughput and latency.
+        served = max(1, phase["requests"])
+        phase["server_cpu_us_per_request"] = round((cpu_after - cpu_before) / served * 1e6, 1)
+    return phase
 
 
 def best_of(rounds: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -850,13 +901,26 @@ def summarize(figures: Mapping[str, Any]) -> dict[str, Any]:
     """The headline figures and the targets, plus warnings when a run measured no patching."""
     phases = figures["phases"]
     mutate_max, noop_max = phases["mutate_max"], phases["noop_max"]
-    mutate_rate = phases["mutate_rate"]
+    mutate_rate, noop_rate = phases["mutate_rate"], phases["noop_rate"]
     ratio = mutate_max["rps"] / noop_max["rps"] if noop_max["rps"] else 0.0
+    miss_ratio = phases["mutate_miss_max"]["rps"] / noop_max["rps"] if noop_max["rps"] else 0.0
+    p99_ratio = mutate_rate["p99_ms"] / noop_rate["p99_ms"] if noop_rate["p99_ms"] else 0.0
+    # /noop's server CPU per answer over /mutate's: the throughput ratio the server's own
+    # work allows, which other tenants of the machine do not change.
+    cpu = {name: phases[name].get("server_cpu_us_per_request") for name in phases}
+    cpu_ratios = {
+        load: round(cpu["noop_max"] / cpu[name], 3) if cpu.get(name) and cpu["noop_max"] else None
+        for load, name in (("hits", "mutate_max"), ("misses", "mutate_miss_max"))
+    }
     warnings = []
     if figures["check"]["bodies_with_patch"] == 0:
         warnings.append("no request body got a patch: /mutate was measured without mutating")
-    if mutate_max["with_patch"] == 0:
-        warnings.append("wrk saw no answer with a patch on /mutate")
+    for name in ("mutate_max", "mutate_miss_max"):
+        if phases[name]["with_patch"] == 0:
+            warnings.append(f"wrk saw no answer with a patch in {name}")
+    memo = phases["mutate_miss_max"].get("memo", {})
+    if memo.get("hit", 0) > 0.01 * sum(memo.values()):
+        warnings.append("over 1 % of mutate_miss_max came from the memo: more --bodies needed")
     for number, every in enumerate(figures["rounds"], 1):
         for name, phase in every.items():
             bad = {k: v for k, v in phase["statuses"].items() if str(k) != "200"}
@@ -870,15 +934,23 @@ def summarize(figures: Mapping[str, Any]) -> dict[str, Any]:
         warnings.append("the fixed-rate /mutate phase produced no `apply` outcome")
     return {
         "mutate_max_rps": mutate_max["rps"],
+        "mutate_miss_max_rps": phases["mutate_miss_max"]["rps"],
         "noop_max_rps": noop_max["rps"],
         "throughput_ratio": round(ratio, 3),
-        "target_ratio": TARGET_RATIO,
-        "ratio_met": ratio >= TARGET_RATIO,
+        "target_ratio": TARGET_HIT_RATIO,
+        "ratio_met": ratio >= TARGET_HIT_RATIO,
+        "miss_throughput_ratio": round(miss_ratio, 3),
+        "target_miss_ratio": TARGET_MISS_RATIO,
+        "goal_miss_ratio": GOAL_MISS_RATIO,
+        "miss_ratio_met": miss_ratio >= TARGET_MISS_RATIO,
         "mutate_p50_ms_at_rate": mutate_rate["p50_ms"],
         "mutate_p99_ms_at_rate": mutate_rate["p99_ms"],
-        "noop_p99_ms_at_rate": phases["noop_rate"]["p99_ms"],
-        "target_p99_ms": TARGET_P99_MS,
-        "p99_met": mutate_rate["p99_ms"] <= TARGET_P99_MS,
+        "noop_p99_ms_at_rate": noop_rate["p99_ms"],
+        "cpu_ratio_hits": cpu_ratios["hits"],
+        "cpu_ratio_misses": cpu_ratios["misses"],
+        "p99_ratio": round(p99_ratio, 2),
+        "target_p99_ratio": TARGET_P99_RATIO,
+        "p99_met": p99_ratio <= TARGET_P99_RATIO,
         "mutate_answers_with_patch": f"{mutate_max['with_patch']}/{mutate_max['requests']}",
         "warnings": warnings,
     }
@@ -907,10 +979,10 @@ def render(figures: Mapping[str, Any]) -> Iterator[str]:
                 f"   round {number}{chosen}"
             )
     yield "(* the round reported: highest throughput, or lowest p99 for paced phases)"
-    for name in ("mutate_max", "noop_max"):
+    for name in ("mutate_max", "mutate_miss_max", "noop_max"):
         cpu = figures["phases"][name].get("server_cpu_us_per_request")
         yield f"{name + ' server CPU':24} {cpu} µs per request"
-    for name in ("mutate_max", "mutate_rate"):
+    for name in ("mutate_max", "mutate_miss_max", "mutate_rate"):
         yield f"{name + ' outcomes':24} {figures['phases'][name].get('server_outcomes')}"
         yield f"{name + ' memo':24} {figures['phases'][name].get('memo')}"
     for name in ("mutate_rate", "noop_rate"):
@@ -926,13 +998,23 @@ def render(figures: Mapping[str, Any]) -> Iterator[str]:
     s = figures["summary"]
     yield ""
     yield (
-        f"throughput /mutate / /noop = {s['throughput_ratio']:.2f} "
+        f"throughput /mutate / /noop, one template (memo hits) = {s['throughput_ratio']:.2f} "
         f"(target >= {s['target_ratio']:.2f}: {'met' if s['ratio_met'] else 'NOT met'})"
     )
     yield (
-        f"/mutate p99 at {figures['phases']['mutate_rate']['target_rps']} rps = "
-        f"{s['mutate_p99_ms_at_rate']:.2f} ms "
-        f"(target <= {s['target_p99_ms']:g} ms: {'met' if s['p99_met'] else 'NOT met'})"
+        f"throughput /mutate / /noop, {figures['bodies']} templates (fresh decisions) = "
+        f"{s['miss_throughput_ratio']:.2f} (target >= {s['target_miss_ratio']:.2f}: "
+        f"{'met' if s['miss_ratio_met'] else 'NOT met'}; goal {s['goal_miss_ratio']:.2f})"
+    )
+    yield (
+        f"server CPU per answer, /noop / /mutate: one template {s['cpu_ratio_hits']}, "
+        f"{figures['bodies']} templates {s['cpu_ratio_misses']}"
+    )
+    yield (
+        f"p99 at {figures['phases']['mutate_rate']['target_rps']} rps: /mutate "
+        f"{s['mutate_p99_ms_at_rate']:.2f} ms / /noop {s['noop_p99_ms_at_rate']:.2f} ms = "
+        f"{s['p99_ratio']:.2f} (target <= {s['target_p99_ratio']:g}: "
+        f"{'met' if s['p99_met'] else 'NOT met'})"
     )
     for warning in s["warnings"]:
         yield f"WARNING: {warning}"
@@ -945,7 +1027,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--policies", type=int, default=1_000)
     parser.add_argument("--namespaces", type=int, default=250)
     parser.add_argument("--nodes", type=int, default=100)
-    parser.add_argument("--bodies", type=int, default=200, help="distinct pods to cycle through")
+    parser.add_argument(
+        "--bodies",
+        type=int,
+        default=6_000,
+        help="distinct pods the second load cycles through (more than the memo keeps)",
+    )
     parser.add_argument("--seconds", type=float, default=10.0, help="length of each phase")
     parser.add_argument(
         "--rounds", type=int, default=2, help="repeat all phases; the best round is reported"

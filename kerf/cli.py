@@ -88,7 +88,7 @@ def report_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_report_command(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def _add_report_command(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "report",
         help="what kerf saves: requests now, recommended and applied, per workload",
@@ -230,7 +230,7 @@ def _subcommand_parser_class() -> type[argparse.ArgumentParser]:
     return SubcommandParser
 
 
-def _add_service_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def _add_service_commands(sub: argparse._SubParsersAction) -> None:
     """`kerf certs`, `kerf webhook`, `kerf reconciler`, `kerf review` and `kerf recommend`;
     their code lives with the service packages."""
     from webhook import cli as webhook_cli

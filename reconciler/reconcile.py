@@ -45,6 +45,7 @@ from app.decide import (
     format_resources,
 )
 from app.durations import parse_duration
+from app.horizon import Horizon
 from app.informer import ApiStatusError
 from app.jsonlog import log_fields
 from app.leader import NotLeading
@@ -100,8 +101,10 @@ class ExecutionConfig:
     refused_retry_max_s: float = 300.0
     #: how soon an eviction held for a stale webhook Lease is tried again
     lease_retry_s: float = 10.0
-    #: a workload whose inputs did not change is decided again at least this often (times
-    #: a decision reads besides `nextAllowedAt`: pause expiry, recommendation age, …)
+    #: a workload whose inputs did not change is decided again when its decisions can
+    #: change (their `Horizon`: a pause running out, a window opening or closing, a
+    #: cooldown ending, a recommendation growing stale), and at least this often (the
+    #: times a decision reads that its span does not describe)
     steady_horizon: timedelta = timedelta(minutes=10)
     #: a change in place is reported (status, `Resized` event) when its rollout is done;
     #: one under way longer than this is reported as `Pending` first (0: report every pass)
@@ -212,9 +215,10 @@ class WorkloadReconciler:
         #: workload key -> (record version, digest of a status) found equal to that
         #: record's status (a digest: 25,000 whole statuses would weigh ~100 MB)
         self._seen_status: dict[Any, tuple[str, bytes]] = {}
-        #: workload key -> (until, the objects a quiet pass read): a pass over exactly these
-        #: objects before `until` would decide the same and write nothing
-        self._steady: dict[Any, tuple[datetime, tuple[Any, ...]]] = {}
+        #: workload key -> (until, the objects a quiet pass read, whether `until` is when
+        #: its decisions change): a pass over exactly these objects before `until` would
+        #: decide the same and write nothing
+        self._steady: dict[Any, tuple[datetime, tuple[Any, ...], bool]] = {}
 
     @property
     def clock(self) -> Clock:
@@ -252,9 +256,10 @@ class WorkloadReconciler:
         steady = self._steady.get(ref.key)
         if steady is not None and now < steady[0] and _same_objects(steady[1], inputs):
             # Nothing this workload's decision reads has changed, and no time it depends on
-            # has come: the last pass's outcome stands (it wrote nothing).
+            # has come: the last pass's outcome stands (it wrote nothing). Queuing it
+            # cancelled the look at the time its decisions change: ask for it again.
             self.metrics.unchanged_passes.inc()
-            return None
+            return _seconds_until(steady[0], now) if steady[2] else None
         self._steady.pop(ref.key, None)
         done = _Pass()
         try:
@@ -303,7 +308,8 @@ class WorkloadReconciler:
         ):
             return None
         running = [p for p in pods if is_running(p)]
-        decisions = [decide_pod(self.view, p, now=now, path="running") for p in running]
+        clock = Horizon(now)  # every decision of the pass narrows it
+        decisions = [decide_pod(self.view, p, now=clock, path="running") for p in running]
         for decision in decisions:
             self.metrics.decisions.labels(decision.outcome, decision.reason or "").inc()
         await self._execute(workload, pods, running, decisions, record, now, done)
@@ -312,9 +318,14 @@ class WorkloadReconciler:
             await self._replace_unschedulable(workload, pods, rollback, now, done)
         await self._report(workload, obj, running, decisions, record, now, done, rollback)
         if not (done.wrote or done.busy) and done.requeue is None:
-            boundaries = [now + self.config.steady_horizon]
-            boundaries += [d.next_allowed_at for d in decisions if d.next_allowed_at]
-            self._steady[ref.key] = (min(boundaries), inputs)
+            change = clock.next_change()
+            changes = [d.next_allowed_at for d in decisions if d.next_allowed_at]
+            changes += [change] if change is not None else []
+            latest = now + self.config.steady_horizon
+            until = min([latest, *changes])
+            self._steady[ref.key] = (until, inputs, until < latest)
+            if until < latest:
+                return _seconds_until(until, now)
         return done.requeue
 
     async def _monitor(
@@ -838,6 +849,12 @@ class WorkloadReconciler:
             return True  # the status says so already
         since = unreported.since if unreported is not None else now
         return now - since < self.config.pending_after
+
+
+def _seconds_until(when: datetime, now: datetime) -> float:
+    """How soon to look again at `when` (a timer firing a little early finds the same
+    decisions and asks again, so never less than 50 ms)."""
+    return max(0.05, (when - now).total_seconds())
 
 
 def _dumped(last_applied: Any) -> dict[str, Any] | None:

@@ -25,7 +25,7 @@ from app.durations import format_duration
 from app.guardrails import COOLDOWN, JVM_FIXED_HEAP, NO_SIGNIFICANT_CHANGE, OOM_KILLED, THROTTLED
 from app.horizon import Horizon
 from app.view import ClusterView
-from app.windows import freeze_verdict, maintenance_verdict
+from app.windows import freeze_verdict, maintenance_verdict, next_change
 from app.workloads import Workload
 
 HUB_UNREACHABLE = "HubUnreachable"
@@ -123,7 +123,8 @@ def _check_freeze(ctx: _Context) -> None:
     if not (exclusion and ctx.regular()):
         return
     clock = ctx.clock
-    clock.pin()  # windows read the clock in ways a span does not describe
+    # Window states, and so the verdict, stay as they are until one opens or closes.
+    clock.until(next_change([*exclusion, *strategies.inclusion], clock.now))
     # The next allowed time also waits for an inclusion window, if there are any.
     verdict = freeze_verdict(exclusion, clock.now, inclusion_windows=strategies.inclusion)
     if not verdict.allowed:
@@ -143,7 +144,7 @@ def _check_maintenance(ctx: _Context) -> None:
     if not (strategies.inclusion and ctx.regular()):
         return
     clock = ctx.clock
-    clock.pin()
+    clock.until(next_change([*strategies.inclusion, *strategies.exclusion], clock.now))
     verdict = maintenance_verdict(strategies.inclusion, strategies.exclusion, clock.now)
     if not verdict.allowed:
         _block_regular(

@@ -95,7 +95,7 @@ class _Context:
         facts: _PlanFacts,
         clock: Horizon,
         path: Path,
-        containers: dict[str, Mapping[str, Any]],
+        containers: Mapping[str, Mapping[str, Any]],
         current: dict[str, Resources],
     ) -> None:
         self.view = view

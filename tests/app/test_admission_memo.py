@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import app.view
+import app.decision_cache
 from app.admission import AdmissionResult, admit_pod
 from app.annotations import PAUSE_UNTIL, SKIP_CONTAINERS
 from app.quantities import QuantityError
@@ -220,16 +220,16 @@ def test_a_recommendation_grows_stale_at_its_time() -> None:
 
 def test_the_memo_is_bounded_per_plan() -> None:
     v = static_view()
-    for cpu in range(1, 3 * app.view.MEMO_PER_PLAN):
+    for cpu in range(1, 3 * app.decision_cache.MEMO_PER_PLAN):
         p = new_pod()
         p["spec"]["containers"][0]["resources"]["requests"]["cpu"] = f"{cpu}m"
         both(v, p)
     plan = v.plan_for(v.workload(v.owner_of(new_pod())))  # type: ignore[arg-type]
-    assert len(plan.memo["admissions"]) == app.view.MEMO_PER_PLAN
+    assert len(plan.memo["admissions"]) == app.decision_cache.MEMO_PER_PLAN
 
 
 def test_the_memo_is_bounded_overall(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(app.view, "MEMO_TOTAL", 5)
+    monkeypatch.setattr(app.decision_cache, "MEMO_TOTAL", 5)
     names = [f"w{i}" for i in range(8)]
     v = b.view(
         b.namespace(),

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from app.annotations import PAUSE_UNTIL, ROLLBACK_STATE
+from app.horizon import Horizon
 from app.rollback import RollbackState, encode_state
 from tests.app import builders as b
 
@@ -394,6 +395,21 @@ def test_freeze_window_blocks_with_next_allowed_time() -> None:
     d = b.decide(b.view(*objs), b.pod())
     assert (d.outcome, d.reason) == ("blocked", "FreezeWindow")
     assert d.next_allowed_at == datetime.fromisoformat("2026-12-01T13:00:00+00:00")
+
+
+@pytest.mark.parametrize(
+    ("spec", "changes_at"),
+    [(FREEZE_OPEN, "2026-12-01T13:00:00+00:00"), (INCLUSION_CLOSED, "2026-12-02T02:00:00+00:00")],
+)
+def test_a_window_decision_holds_until_a_window_opens_or_closes(
+    spec: dict[str, Any], changes_at: str
+) -> None:
+    """The reconciler looks again when the decision's span ends: for windows, at the next
+    instant one opens or closes, not at once (a pinned span) nor a steady horizon later."""
+    clock = Horizon(b.NOW)
+    b.decide(b.view(*with_strategy(static_objects(), **spec)), b.pod(), now=clock)  # type: ignore[arg-type]
+    assert clock.next_change() == datetime.fromisoformat(changes_at)
+    assert clock.holds(b.NOW) and not clock.holds(datetime.fromisoformat(changes_at))
 
 
 # ------------------------------------------------------------------ recommendation quality

@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from app import view as view_module
+from app import decision_cache
 from app.annotations import PAUSE_UNTIL
 from app.owners import WorkloadRef
 from app.view import MAX_NAME_SETS
@@ -183,11 +183,11 @@ def test_unknown_namespaces_are_not_kept() -> None:
     for index in range(100):
         v.protected_by_pattern(f"made-up-{index}")
         v.policies_for_namespace(f"made-up-{index}")
-    assert not any(ns.startswith("made-up") for ns in v._protected_by_pattern)
+    assert not any(v.caches.setting(("protected", f"made-up-{i}")) is not None for i in range(100))
     assert not any(ns.startswith("made-up") for ns in v._cluster_for_ns)
     v.protected_by_pattern(b.NS)
     v.policies_for_namespace(b.NS)
-    assert b.NS in v._protected_by_pattern and b.NS in v._cluster_for_ns
+    assert v.caches.setting(("protected", b.NS)) is not None and b.NS in v._cluster_for_ns
 
 
 # ------------------------------------------------------------------ what a change drops
@@ -217,7 +217,7 @@ def test_only_the_most_recently_used_plans_keep_their_caches(monkeypatch: Any) -
     """Past `MAX_CACHED_PLANS`, the least recently used plan's decision caches are emptied;
     the plan itself stays (the reconciler compares it by identity), and deciding with it
     again builds them anew, to the same decision."""
-    monkeypatch.setattr(view_module, "MAX_CACHED_PLANS", 1)
+    monkeypatch.setattr(decision_cache, "MAX_CACHED_PLANS", 1)
     v = b.view(*static_objects(), b.deployment(name="api"))
     first = b.decide(v, b.pod())
     plan = first.plan
@@ -239,14 +239,14 @@ def test_only_the_most_recently_decided_pods_keep_their_parsed_containers(
 ) -> None:
     """Finding a pod's owner parses nothing; deciding keeps the parsed containers of the
     last `MAX_PARSED_PODS` pods only, and a pod parsed again decides the same."""
-    monkeypatch.setattr(view_module, "MAX_PARSED_PODS", 2)
+    monkeypatch.setattr(decision_cache, "MAX_PARSED_PODS", 2)
     names = [f"web-7d4b9-{index}" for index in range(4)]
     v = b.view(*static_objects(), *(b.pod(name) for name in names))
     kept = [v.pod(b.NS, name) for name in names]
     assert all(v.owner_of(pod) == WorkloadRef("Deployment", b.NS, "web") for pod in kept)
-    assert not v._parsed_pods
+    assert not v.caches.parsed_keys()
     first = [b.decide(v, pod) for pod in kept]
-    assert list(v._parsed_pods) == [(b.NS, name) for name in names[-2:]]
+    assert v.caches.parsed_keys() == [(b.NS, name) for name in names[-2:]]
     again = [b.decide(v, pod) for pod in kept]
     assert [(d.outcome, d.reason, d.values) for d in again] == [
         (d.outcome, d.reason, d.values) for d in first

@@ -76,3 +76,21 @@ def test_every_answer_holds_wherever_the_span_does(
                 assert again.elapsed_over(NOW + a, abs(b)) == answer
             else:
                 assert again.before(NOW + a) == answer
+
+
+def test_until_spans_from_now_to_the_instant() -> None:
+    h = Horizon(NOW)
+    assert not h.before(NOW - HOUR)
+    h.until(NOW + HOUR)
+    assert (h.start, h.end, h.next_change()) == (NOW, NOW + HOUR, NOW + HOUR)
+
+
+def test_a_pinned_span_says_nothing_about_when_it_changes() -> None:
+    h = Horizon(NOW)
+    h.before(NOW + HOUR)
+    h.until(None)  # no end known
+    assert h.pinned and h.next_change() is None and h.holds(NOW) and not h.holds(NOW + TICK)
+
+
+def test_an_unbounded_span_never_changes() -> None:
+    assert Horizon(NOW).next_change() is None

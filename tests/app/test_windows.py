@@ -13,6 +13,7 @@ from app.windows import (
     WindowVerdict,
     freeze_verdict,
     maintenance_verdict,
+    next_change,
     next_close,
     next_open,
     window_open,
@@ -344,3 +345,11 @@ def test_next_close_is_after_an_open_stretch(window: Window, now: datetime) -> N
         window_open(window, now + timedelta(minutes=i))
         for i in range(int((got - now).total_seconds() // 60))
     )
+
+
+def test_next_change_is_the_next_opening_or_closing_of_any_window() -> None:
+    lunch = win("12:00", "13:00", name="lunch")
+    assert next_change([OFFICE, lunch], at(0, 8)) == at(0, 9)  # the office opens
+    assert next_change([OFFICE, lunch], at(0, 9)) == at(0, 12)  # after it opened: lunch
+    assert next_change([OFFICE, lunch], at(0, 12, 30)) == at(0, 13)
+    assert next_change([OFFICE], at(4, 17)) == at(7, 9)  # Friday evening: Monday morning
