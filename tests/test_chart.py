@@ -303,6 +303,9 @@ def test_the_recommender_deployment_runs_its_service_account_and_values(
         "recommend",
         "--prometheus=http://prometheus.monitoring.svc:9090",
         "--interval=30m",
+        "--lease-duration=15",
+        "--renew-deadline=10",
+        "--retry-period=2",
         "--dry-run",
         "--limits=keep",
     ]
