@@ -233,6 +233,25 @@ class ApiWriter:
                 raise
 
 
+class PodReader:
+    """Reads one pod from the API server itself, not a cache: only where a stale view would
+    decide wrongly (did an eviction, recorded but unreported, go out?)."""
+
+    def __init__(self, transport: Transport) -> None:
+        self._t = transport
+
+    async def get(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """The pod as the API server has it now; None when it does not exist."""
+        try:
+            return await self._t.request(
+                "get", "pods", "GET", object_path("v1", "Pod", namespace, name)
+            )
+        except ApiStatusError as exc:
+            if exc.code == 404:
+                return None
+            raise
+
+
 class LeaseReader:
     """Reads the webhook's Lease (not a decision path: once per eviction, cached)."""
 

@@ -23,7 +23,7 @@ from app.heap import freeze_page
 from app.informer import ClusterFeed, api_client_from_config
 from app.statedir import load_view
 from app.view import ClusterView
-from reconciler.api import ApiWriter, LeaseReader, Transport
+from reconciler.api import ApiWriter, LeaseReader, PodReader, Transport
 from reconciler.dryrun import dry_pass, run_dry
 from reconciler.leader import LeaderElector, LeaderTimings, write_fence
 from reconciler.metrics import RollbackStatesCollector, SavingsCollector, reconciler_metrics
@@ -123,6 +123,7 @@ def build_service(
         writer,
         metrics,
         webhook_lease=cached_lease(LeaseReader(transport, namespace, WEBHOOK_LEASE)),
+        read_pod=PodReader(transport).get,
         clock=clock,
         config=execution,
     )
