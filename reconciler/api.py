@@ -31,6 +31,8 @@ REQUEST_TIMEOUT = aiohttp.ClientTimeout(total=30, sock_connect=10)
 EvictResult = Literal["evicted", "refused", "gone"]
 #: Called with the resource just before a write is sent; raises NotLeading to refuse it.
 Fence = Callable[[str], None]
+#: Called with the resource once a write sent through the fence has its answer (or failed).
+Answered = Callable[[str], None]
 
 
 class NotLeading(Exception):
@@ -136,11 +138,15 @@ class Writer(Protocol):
 
 
 class ApiWriter:
-    """The writes, sent to the API server, each through `fence` first (when given)."""
+    """The writes, sent to the API server, each through `fence` first (when given), and
+    each followed by `answered`."""
 
-    def __init__(self, transport: Transport, fence: Fence | None = None) -> None:
+    def __init__(
+        self, transport: Transport, fence: Fence | None = None, answered: Answered | None = None
+    ) -> None:
         self._t = transport
         self._fence = fence
+        self._answered = answered
 
     async def _send(
         self,
@@ -155,7 +161,11 @@ class ApiWriter:
         # the socket escapes it (docs/reconciler.md, "A paused leader").
         if self._fence is not None:
             self._fence(resource)
-        return await self._t.request(verb, resource, method, path, body, content_type)
+        try:
+            return await self._t.request(verb, resource, method, path, body, content_type)
+        finally:
+            if self._answered is not None:
+                self._answered(resource)
 
     async def patch_annotations(
         self, obj: Mapping[str, Any], patch: Mapping[str, str | None]

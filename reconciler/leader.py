@@ -29,7 +29,7 @@ from typing import Any
 
 from app.clock import Clock, utc_now
 from app.informer import ApiStatusError
-from reconciler.api import Fence, NotLeading, Transport, object_path
+from reconciler.api import Answered, Fence, NotLeading, Transport, object_path
 from reconciler.metrics import ReconcilerMetrics
 from webhook.lease import micro_time
 
@@ -246,3 +246,19 @@ def write_fence(leader: LeaderElector, metrics: ReconcilerMetrics) -> Fence:
             raise NotLeading(f"not sent: {leader.identity} does not hold the leader Lease")
 
     return fence
+
+
+def answer_check(leader: LeaderElector, metrics: ReconcilerMetrics) -> Answered:
+    """Called once a write that passed the fence has its answer: a replica that no longer
+    leads by then sent it across a pause or a hang after the check (the window the fence
+    leaves, one write per pass under way), counted and logged."""
+
+    def answered(resource: str) -> None:
+        if not leader.leading():
+            metrics.writes_outlived.labels(resource).inc()
+            logger.warning(
+                "a write sent as the leader was answered after the Lease was lost",
+                extra={"fields": {"identity": leader.identity, "resource": resource}},
+            )
+
+    return answered

@@ -25,7 +25,7 @@ from app.statedir import load_view
 from app.view import ClusterView
 from reconciler.api import ApiWriter, LeaseReader, PodReader, Transport
 from reconciler.dryrun import dry_pass, run_dry
-from reconciler.leader import LeaderElector, LeaderTimings, write_fence
+from reconciler.leader import LeaderElector, LeaderTimings, answer_check, write_fence
 from reconciler.metrics import RollbackStatesCollector, SavingsCollector, reconciler_metrics
 from reconciler.reconcile import ExecutionConfig, LeaseAge, WorkloadReconciler
 from reconciler.service import (
@@ -109,7 +109,9 @@ def build_service(
         timings=options.leader,
         on_change=lambda leading: holder[0].on_leadership(leading),
     )
-    writer = ApiWriter(transport, fence=write_fence(leader, metrics))
+    writer = ApiWriter(
+        transport, fence=write_fence(leader, metrics), answered=answer_check(leader, metrics)
+    )
     view = WatchedView(lambda ref: holder[0].on_change(ref), own_namespace=namespace)
     metrics.registry.register(SavingsCollector(view, clock))
     metrics.registry.register(RollbackStatesCollector(view))

@@ -17,7 +17,7 @@ from app.informer import ApiStatusError
 from app.owners import WorkloadRef
 from app.view import ClusterView
 from reconciler.api import ApiWriter, NotLeading
-from reconciler.leader import LeaderElector, LeaderTimings, write_fence
+from reconciler.leader import LeaderElector, LeaderTimings, answer_check, write_fence
 from reconciler.metrics import ReconcilerMetrics, reconciler_metrics
 from reconciler.reconcile import WorkloadReconciler
 from reconciler.service import Reconciler
@@ -272,3 +272,36 @@ class Dropped(WorkloadReconciler):
 
 def withheld(metrics: ReconcilerMetrics, resource: str) -> float:
     return metrics.writes_withheld.labels(resource)._value.get()
+
+
+class PausedOnTheWay(Recorder):
+    """A transport whose process is paused (for 20 s) after the fence and before the
+    request leaves."""
+
+    def __init__(self, sent: list[str], clock: Monotonic) -> None:
+        super().__init__(sent)
+        self.clock = clock
+
+    async def request(self, verb: str, resource: str, *args: Any, **kwargs: Any) -> dict:
+        self.clock.now += 20.0
+        return await super().request(verb, resource, *args, **kwargs)
+
+
+async def test_a_write_that_outlived_the_lease_is_counted_and_the_next_is_withheld() -> None:
+    server, clock, metrics = LeaseServer(), Monotonic(), reconciler_metrics()
+    a = elector(server, "a", clock)
+    await a._try()
+    sent: list[str] = []
+    writer = ApiWriter(
+        PausedOnTheWay(sent, clock),  # type: ignore[arg-type]
+        fence=write_fence(a, metrics),
+        answered=answer_check(a, metrics),
+    )
+    # The one write the fence cannot hold back: it was checked before the pause.
+    await writer.resize(POD, {"app": {"requests": {"cpu": "250m"}}})
+    assert sent == ["pods/resize"]
+    assert metrics.writes_outlived.labels("pods/resize")._value.get() == 1
+    with pytest.raises(NotLeading):
+        await writer.evict(POD)
+    assert sent == ["pods/resize"]
+    assert metrics.writes_outlived.labels("pods/eviction")._value.get() == 0
