@@ -23,6 +23,7 @@ TARGET = {"cpu": "250m", "memory": "256Mi"}
 APPS = [f"app{i}" for i in range(4)]
 ACCOUNT = "kerf-reconciler-b"
 LEASE = "kerf-reconciler"
+NS = "e2e-pause"
 #: passes under way at once (each has at most one write in flight)
 WORKERS = DEFAULT_WORKERS
 
@@ -49,7 +50,8 @@ def _identity(service: Service) -> str:
 @pytest.fixture
 def second(kerf: Kerf) -> Iterator[Service]:
     """A second replica with a ServiceAccount of its own, stopped after the test (the
-    session's first replica then leads again, as the later tests expect)."""
+    session's first replica then leads again, as the later tests expect), and the test's
+    namespace deleted (its pods would take the room later tests' resizes need)."""
     add_account_like(kerf.kubectl, "reconciler", ACCOUNT)
     replica = start_reconciler(kerf, "reconciler-paused-test", account=ACCOUNT)
     first = kerf.reconcilers[0]
@@ -61,6 +63,7 @@ def second(kerf: Kerf) -> Iterator[Service]:
                 os.killpg(service.process.pid, signal.SIGCONT)
         replica.stop()
         kerf.reconcilers.remove(replica)
+        kerf.kubectl("delete", "namespace", NS, "--ignore-not-found", "--timeout=110s")
         wait_until(lambda: _metric(kerf, first, "kerf_reconciler_leader") == 1, "the first to lead")
 
 
@@ -75,7 +78,7 @@ def test_a_leader_resumed_after_the_takeover_writes_nothing_after_its_fence(
         second.name: username(kerf.backend, ACCOUNT),
     }
     audit = kerf.backend.audit_log
-    ns = make_namespace(kerf, "e2e-pause")
+    ns = make_namespace(kerf, NS)
     for app in APPS:
         ns.apply(deployment(app))
     for app in APPS:
