@@ -51,6 +51,8 @@ class NotLeading(Exception):
 
 #: Called with the resource just before a write is sent; raises NotLeading to refuse it.
 Fence = Callable[[str], None]
+#: Called with the resource once a write sent through the fence has its answer (or failed).
+Answered = Callable[[str], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,3 +248,19 @@ def write_fence(leader: LeaderElector, withheld: Counter) -> Fence:
             raise NotLeading(f"not sent: {leader.identity} does not hold the leader Lease")
 
     return fence
+
+
+def answer_check(leader: LeaderElector, outlived: Counter, logger: logging.Logger) -> Answered:
+    """Called once a write that passed the fence has its answer: a replica that no longer
+    leads by then sent it across a pause or a hang after the check (the window the fence
+    leaves, one write per pass under way), counted in `outlived` by resource and logged."""
+
+    def answered(resource: str) -> None:
+        if not leader.leading():
+            outlived.labels(resource).inc()
+            logger.warning(
+                "a write sent as the leader was answered after the Lease was lost",
+                extra={"fields": {"identity": leader.identity, "resource": resource}},
+            )
+
+    return answered

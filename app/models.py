@@ -761,6 +761,24 @@ class PendingEvent(BaseModel):
     event_time: str
 
 
+class PendingEviction(BaseModel):
+    """An eviction about to be asked for, recorded before it is: whoever finds it tells its
+    Events if the pod went (the eviction happened) and drops it if the pod is still there
+    unchanged (it did not)."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow")
+
+    pod_uid: str
+    pod_name: str
+    #: the values the eviction applies (its replacement is admitted with them); empty for
+    #: one that applies no plan of its own (a fallback, an unschedulable pod's replacement)
+    containers: dict[str, ResourceValues] = Field(default_factory=dict)
+    proposal: str | None = None
+    fingerprint: str | None = None
+    #: the Events the eviction makes, named already (so they are told once, whoever tells)
+    events: list[PendingEvent] = Field(default_factory=list)
+
+
 class RecommendationStatus(BaseModel):
     """Status written by the reconciler; lenient (extra allowed) so older writers load."""
 
@@ -796,6 +814,8 @@ class RecommendationStatus(BaseModel):
     last_event: LastEvent | None = None
     #: Events recorded with this status and not yet known to be created
     pending_events: list[PendingEvent] = Field(default_factory=list)
+    #: an eviction recorded before it was asked for, until the status after it is written
+    pending_eviction: PendingEviction | None = None
 
 
 class Status(BaseModel):

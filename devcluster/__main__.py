@@ -82,10 +82,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--nodes", type=int, default=1, help="Ready nodes to create (default 1)")
     parser.add_argument("--node-cpu", default="4")
     parser.add_argument("--node-memory", default="8Gi")
+    parser.add_argument(
+        "--audit-log",
+        type=Path,
+        help="write kube-apiserver's audit log of every write here (JSON lines, Metadata)",
+    )
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING)
-    options = Options(args.kubeconfig, args.nodes, args.node_cpu, args.node_memory)
+    options = Options(
+        args.kubeconfig, args.nodes, args.node_cpu, args.node_memory, audit_log=args.audit_log
+    )
     code = EXIT_START_FAILED
     with contextlib.suppress(KeyboardInterrupt):
         code = asyncio.run(_serve(options))

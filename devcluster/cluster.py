@@ -39,6 +39,16 @@ CLUSTER_READY_PER_NODE_S = 1.0
 _POLL_S = 0.2
 #: Requests per second the controller manager and the scheduler may each send.
 CLIENT_QPS = 500
+#: Every write at level Metadata (who, what, when, the answer's code), nothing else: the
+#: reads and watches would be most of the log and tell nothing about who changed what.
+AUDIT_POLICY = """apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+  - level: None
+    verbs: [get, list, watch]
+  - level: Metadata
+"""
 
 
 @dataclass(frozen=True)
@@ -49,6 +59,8 @@ class Options:
     nodes: int = 1
     node_cpu: str = "4"
     node_memory: str = "8Gi"
+    #: where kube-apiserver writes its audit log of writes (None: no audit log)
+    audit_log: Path | None = None
 
 
 class DevCluster:
@@ -148,6 +160,18 @@ class DevCluster:
             # this machine's address: devcluster/network.py), not to the cluster IP that
             # nothing routes.
             "--enable-aggregator-routing=true",
+            *self._audit_args(),
+        ]
+
+    def _audit_args(self) -> list[str | Path]:
+        if self.options.audit_log is None:
+            return []
+        policy = self.data_dir / "audit-policy.yaml"
+        policy.write_text(AUDIT_POLICY)
+        return [
+            f"--audit-policy-file={policy}",
+            f"--audit-log-path={self.options.audit_log}",
+            "--audit-log-format=json",
         ]
 
     def _component_args(self, name: str, config: Path, pki: certs.Pki) -> list[str | Path]:

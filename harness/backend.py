@@ -54,6 +54,8 @@ class Backend:
     kubeconfig: Path
     process: subprocess.Popen[str]
     log: list[str]
+    #: the API server's audit log of every write (JSON lines of audit.k8s.io/v1 Events)
+    audit_log: Path
 
     @property
     def real(self) -> bool:
@@ -72,10 +74,12 @@ class Backend:
         return url.removeprefix("http://")
 
 
-def _command(kind: str, kubeconfig: Path, nodes: int, cpu: str, memory: str) -> list[str]:
+def _command(
+    kind: str, kubeconfig: Path, audit_log: Path, nodes: int, cpu: str, memory: str
+) -> list[str]:
     module = "devcluster" if kind == "real" else "kubesim"
     argv = [sys.executable, "-m", module, "--kubeconfig", str(kubeconfig), "--nodes", str(nodes)]
-    argv += ["--node-cpu", cpu, "--node-memory", memory]
+    argv += ["--node-cpu", cpu, "--node-memory", memory, "--audit-log", str(audit_log)]
     return argv + (["--real-clock"] if kind == "kubesim" else [])
 
 
@@ -104,8 +108,9 @@ def running_backend(
     """Start a backend in a session of its own, wait until it says it serves (at most
     `start_timeout_s`), stop it (SIGTERM) on exit."""
     kubeconfig = workdir / f"{kind}.kubeconfig"
+    audit_log = workdir / f"{kind}-audit.log"
     process = subprocess.Popen(
-        _command(kind, kubeconfig, nodes, cpu, memory),
+        _command(kind, kubeconfig, audit_log, nodes, cpu, memory),
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -128,7 +133,7 @@ def running_backend(
     try:
         if not serving.wait(start_timeout_s) or process.poll() is not None:
             raise BackendFailed(f"{kind} did not start:\n" + "\n".join(log[-30:]))
-        yield Backend(kind, kubeconfig, process, log)
+        yield Backend(kind, kubeconfig, process, log, audit_log)
     finally:
         stop_group(process, STOP_TIMEOUT_S)
         reader.join(timeout=10)

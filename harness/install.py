@@ -33,9 +33,39 @@ def install(kubectl: Kubectl) -> None:
     kubectl("apply", "-k", "manifests/defaults/")
 
 
+def add_account_like(kubectl: Kubectl, part: str, account: str) -> None:
+    """One more ServiceAccount with the permissions of `manifests/<part>/`'s: the account,
+    and a copy of each of its bindings naming it (so two replicas can be told apart by
+    user in the API server's audit log)."""
+    kubectl.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": {"name": account, "namespace": NAMESPACE},
+        }
+    )
+    for doc in yaml.safe_load_all((ROOT / "manifests" / part / "rbac.yaml").read_text()):
+        if not doc or doc.get("kind") not in ("RoleBinding", "ClusterRoleBinding"):
+            continue
+        doc["metadata"]["name"] = f"{doc['metadata']['name']}.{account}"
+        doc["subjects"] = [{"kind": "ServiceAccount", "name": account, "namespace": NAMESPACE}]
+        kubectl.apply(doc)
+
+
+def username(backend: Backend, account: str) -> str:
+    """The user the API server names in its audit log for `account`'s token."""
+    if not backend.real:
+        return _kubesim_token(account)  # kubesim's user is the token it was sent
+    return f"system:serviceaccount:{NAMESPACE}:{account}"
+
+
+def _kubesim_token(account: str) -> str:
+    return f"kubesim-{account}"  # kubesim accepts any token and enforces no RBAC
+
+
 def _token(backend: Backend, kubectl: Kubectl, account: str) -> str:
     if not backend.real:
-        return f"kubesim-{account}"  # kubesim accepts any token and enforces no RBAC
+        return _kubesim_token(account)
     return kubectl("-n", NAMESPACE, "create", "token", account, "--duration", "24h").strip()
 
 

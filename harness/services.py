@@ -112,11 +112,12 @@ def _ready(service: Service, context: ssl.SSLContext | None) -> bool:
         return False
 
 
-def start_reconciler(kerf: Kerf, identity: str) -> Service:
-    """One more reconciler replica (it leads once it holds the Lease)."""
+def start_reconciler(kerf: Kerf, identity: str, account: str = "kerf-reconciler") -> Service:
+    """One more reconciler replica (it leads once it holds the Lease), with a token of the
+    ServiceAccount `account`."""
     port = free_port()
     config = service_kubeconfig(
-        kerf.backend, kerf.kubectl, "kerf-reconciler", kerf.workdir / f"{identity}.kubeconfig"
+        kerf.backend, kerf.kubectl, account, kerf.workdir / f"{identity}.kubeconfig"
     )
     argv = [KERF, "reconciler", "--kubeconfig", str(config), "--metrics-host", "127.0.0.1"]
     argv += ["--metrics-port", str(port), *RECONCILER_ARGS]

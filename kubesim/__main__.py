@@ -9,13 +9,17 @@ import errno
 import logging
 import signal
 import sys
+from pathlib import Path
 
+from kubesim.audit import AuditLog
 from kubesim.clock import Clock
 from kubesim.sim import Simulator
 
 
 async def _serve(args: argparse.Namespace) -> None:
     sim = Simulator(clock=Clock() if args.real_clock else None)
+    if args.audit_log:
+        sim.http.audit = AuditLog(Path(args.audit_log))
     url = await sim.start(args.host, args.port)
     if args.kubeconfig:
         sim.write_kubeconfig(args.kubeconfig)
@@ -60,6 +64,10 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument(
         "--real-clock", action="store_true", help="use wall-clock time instead of the fake clock"
+    )
+    parser.add_argument(
+        "--audit-log",
+        help="append an audit log of every write here (JSON lines, as kube-apiserver's)",
     )
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args(argv)

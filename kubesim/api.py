@@ -7,6 +7,7 @@ import contextlib
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import orjson
@@ -17,6 +18,7 @@ from multidict import CIMultiDict
 from kubesim import cadvisor, discovery, openapi, patch, protoschema, protowire, tables
 from kubesim.admission import collect_warnings
 from kubesim.apiserver import ApiServer
+from kubesim.audit import AuditLog
 from kubesim.disruption import evict
 from kubesim.errors import ApiError, bad_request, internal, method_not_allowed
 from kubesim.faults import Faults
@@ -69,6 +71,8 @@ class HttpApi:
         self.bookmark_interval = bookmark_interval
         #: the writes received and who sent them (off unless enabled)
         self.requests = RequestLog()
+        #: the audit log of writes (`python -m kubesim --audit-log`; None: not kept)
+        self.audit: AuditLog | None = None
         self.server_address = "127.0.0.1:0"
         self.app = web.Application(client_max_size=16 * 1024 * 1024)
         self.app.router.add_route("*", "/{tail:.*}", self._handle)
@@ -184,17 +188,26 @@ class HttpApi:
         verb = _verb(method, bool(name), watching)
         if watching and verb == "watch":
             return await self._watch(request, route)
-        if verb not in ("get", "list"):
+        writing = verb not in ("get", "list")
+        received = datetime.now(UTC)
+        if writing:
             auth = request.headers.get("Authorization", "")
             self.requests.add(auth, verb, rt.plural, ns, name, sub)
-        await self.faults.apply(verb, rt, ns, name, sub)
-        with collect_warnings() as warnings:
-            status, body = await self._call(request, route, verb, dry_run)
-        if verb not in ("get", "list"):
+        try:
+            await self.faults.apply(verb, rt, ns, name, sub)
+            with collect_warnings() as warnings:
+                status, body = await self._call(request, route, verb, dry_run)
+        except ApiError as exc:
+            if writing:
+                await self._audit(request, route, verb, exc.code, received)
+            raise
+        if writing:
             self._on_write()
             lost = self.faults.pick_after_commit(verb, rt, ns, name, sub)
             if not dry_run:
                 self._record(request, route, verb, status, body, lost is not None)
+            # The server's own answer: a lost one was lost after the server logged it.
+            await self._audit(request, route, verb, status, received)
             if lost is not None:
                 await self.faults.act(lost, rt, name)
         headers = CIMultiDict(("Warning", _warning(w)) for w in warnings)
@@ -203,6 +216,32 @@ class HttpApi:
                 rt, body, self.api.clock.now(), q.get("includeObject", "Metadata")
             )
         return _json(body, status, headers)
+
+    async def _audit(
+        self, request: web.Request, route: Route, verb: str, code: int, received: datetime
+    ) -> None:
+        if self.audit is None:
+            return
+        name = route.name
+        if not name and verb == "create" and not route.subresource:
+            # As the real server: the name the request's object carries (none for
+            # generateName), whatever the answer.
+            with contextlib.suppress(ApiError):
+                sent = await _body(request, optional=True)
+                if isinstance(sent, dict):
+                    name = str((sent.get("metadata") or {}).get("name") or "")
+        token = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
+        self.audit.record(
+            verb=verb,
+            rt=route.rt,
+            namespace=route.namespace,
+            name=name,
+            subresource=route.subresource,
+            user=token or "system:anonymous",
+            uri=str(request.rel_url),
+            code=code,
+            received=received,
+        )
 
     def _record(
         self, request: web.Request, route: Route, verb: str, status: int, body: Any, lost: bool

@@ -37,6 +37,8 @@ class FaultRule:
     name: str | None = None
     subresource: str | None = None
     after_commit: bool = False
+    #: the answer waits until this is set (a client that hangs, or is paused, mid-request)
+    release: asyncio.Event | None = None
 
     def matches(
         self, verb: str, rt: ResourceType, namespace: str, name: str, subresource: str
@@ -161,6 +163,30 @@ class Faults:
             )
         )
 
+    def hold_answers(
+        self,
+        verbs: set[str] | None = None,
+        resource: str | None = None,
+        subresource: str | None = None,
+        times: int | None = 1,
+    ) -> asyncio.Event:
+        """Carry out the next `times` matching writes, then hold their answers until the
+        returned event is set: the change is stored and seen by watches while its client
+        still waits (and can be killed, or lose its Lease, before it hears back)."""
+        release = asyncio.Event()
+        self.add(
+            FaultRule(
+                status=0,
+                times=times,
+                verbs=frozenset(verbs or VERBS - {"get", "list", "watch"}),
+                resource=resource,
+                subresource=subresource,
+                after_commit=True,
+                release=release,
+            )
+        )
+        return release
+
     async def apply(
         self,
         verb: str,
@@ -183,7 +209,10 @@ class Faults:
         return self._pick(True, verb, rt, namespace, name, subresource)
 
     async def act(self, rule: FaultRule, rt: ResourceType, name: str) -> None:
-        """Sleep the rule's delay, then raise its error (when it has a status)."""
+        """Wait for the rule's release, sleep its delay, then raise its error (when it has a
+        status)."""
+        if rule.release is not None:
+            await rule.release.wait()
         if rule.delay:
             await asyncio.sleep(rule.delay)
         if rule.status:

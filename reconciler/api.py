@@ -14,7 +14,7 @@ from typing import Any, Literal, Protocol
 from kubernetes_asyncio import client
 
 from app.informer import ApiStatusError
-from app.leader import Fence
+from app.leader import Answered, Fence
 from app.models import API_VERSION, plural
 from app.transport import JSON, ApiTransport
 from reconciler.metrics import ReconcilerMetrics
@@ -75,11 +75,15 @@ class Writer(Protocol):
 
 
 class ApiWriter:
-    """The writes, sent to the API server, each through `fence` first (when given)."""
+    """The writes, sent to the API server, each through `fence` first (when given), and
+    each followed by `answered`."""
 
-    def __init__(self, transport: Transport, fence: Fence | None = None) -> None:
+    def __init__(
+        self, transport: Transport, fence: Fence | None = None, answered: Answered | None = None
+    ) -> None:
         self._t = transport
         self._fence = fence
+        self._answered = answered
 
     async def _send(
         self,
@@ -94,7 +98,11 @@ class ApiWriter:
         # the socket escapes it (docs/reconciler.md, "A paused leader").
         if self._fence is not None:
             self._fence(resource)
-        return await self._t.request(verb, resource, method, path, body, content_type)
+        try:
+            return await self._t.request(verb, resource, method, path, body, content_type)
+        finally:
+            if self._answered is not None:
+                self._answered(resource)
 
     async def patch_annotations(
         self, obj: Mapping[str, Any], patch: Mapping[str, str | None]
@@ -170,3 +178,22 @@ class ApiWriter:
         except ApiStatusError as exc:
             if exc.code != 409 or not body["metadata"].get("name"):
                 raise
+
+
+class PodReader:
+    """Reads one pod from the API server itself, not a cache: only where a stale view would
+    decide wrongly (did an eviction, recorded but unreported, go out?)."""
+
+    def __init__(self, transport: Transport) -> None:
+        self._t = transport
+
+    async def get(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """The pod as the API server has it now; None when it does not exist."""
+        try:
+            return await self._t.request(
+                "get", "pods", "GET", object_path("v1", "Pod", namespace, name)
+            )
+        except ApiStatusError as exc:
+            if exc.code == 404:
+                return None
+            raise

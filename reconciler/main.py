@@ -21,11 +21,11 @@ from app.clock import Clock, utc_now
 from app.health import health_app, serving
 from app.heap import freeze_page
 from app.informer import ClusterFeed, api_client_from_config
-from app.leader import LeaderElector, LeaderTimings, write_fence
+from app.leader import LeaderElector, LeaderTimings, answer_check, write_fence
 from app.lease import WEBHOOK_LEASE, LeaseClient, holder_identity, own_namespace
 from app.statedir import load_view
 from app.view import ClusterView
-from reconciler.api import ApiWriter, Transport
+from reconciler.api import ApiWriter, PodReader, Transport
 from reconciler.dryrun import dry_pass, run_dry
 from reconciler.metrics import RollbackStatesCollector, SavingsCollector, reconciler_metrics
 from reconciler.reconcile import ExecutionConfig, LeaseAge, WorkloadReconciler
@@ -103,16 +103,21 @@ def build_service(
     metrics = reconciler_metrics()
     transport = Transport(api_client, metrics)
     holder: list[Reconciler] = []
+    leader_log = logging.getLogger("kerf.reconciler.leader")
     leader = LeaderElector(
         transport,
         namespace,
         identity,
         name=LEASE_NAME,
-        logger=logging.getLogger("kerf.reconciler.leader"),
+        logger=leader_log,
         timings=options.leader,
         on_change=lambda leading: holder[0].on_leadership(leading),
     )
-    writer = ApiWriter(transport, fence=write_fence(leader, metrics.writes_withheld))
+    writer = ApiWriter(
+        transport,
+        fence=write_fence(leader, metrics.writes_withheld),
+        answered=answer_check(leader, metrics.writes_outlived, leader_log),
+    )
     view = WatchedView(lambda ref: holder[0].on_change(ref), own_namespace=namespace)
     metrics.registry.register(SavingsCollector(view, clock))
     metrics.registry.register(RollbackStatesCollector(view))
@@ -126,6 +131,7 @@ def build_service(
         writer,
         metrics,
         webhook_lease=cached_lease(LeaseClient(transport, namespace, WEBHOOK_LEASE)),
+        read_pod=PodReader(transport).get,
         clock=clock,
         config=execution,
     )

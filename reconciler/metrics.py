@@ -33,6 +33,7 @@ class ReconcilerMetrics:
     api_calls: Counter
     pass_failures: Counter
     writes_withheld: Counter
+    writes_outlived: Counter
     pass_seconds: Histogram
     unchanged_passes: Counter
     queue_latency: Histogram
@@ -90,6 +91,13 @@ def reconciler_metrics(registry: CollectorRegistry | None = None) -> ReconcilerM
             "kerf_reconciler_writes_withheld_total",
             "Writes not sent, by resource: this replica no longer held the leader Lease "
             "within its renew deadline.",
+            ["resource"],
+            registry=registry,
+        ),
+        writes_outlived=Counter(
+            "kerf_reconciler_writes_outlived_lease_total",
+            "Writes sent as the leader whose answer came once this replica no longer led, "
+            "by resource: a pause or a hang after the leader check.",
             ["resource"],
             registry=registry,
         ),

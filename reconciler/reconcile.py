@@ -49,7 +49,7 @@ from app.horizon import Horizon
 from app.informer import ApiStatusError
 from app.jsonlog import log_fields
 from app.leader import NotLeading
-from app.models import RightsizingRecommendation
+from app.models import PendingEviction, RightsizingRecommendation
 from app.owners import WorkloadRef
 from app.quantities import resource_amounts
 from app.records import record_name
@@ -61,6 +61,7 @@ from app.view import ClusterView, WorkloadPlan
 from app.workloads import Workload
 from reconciler.api import Writer
 from reconciler.events import dedup_key, event_body, is_repeat, merged, pending_event
+from reconciler.intent import applied_by, eviction_intent, happened, pending_events_of
 from reconciler.metrics import ReconcilerMetrics
 from reconciler.podstate import is_ready, is_running, is_terminating, resize_progress
 from reconciler.publish import annotation_patch
@@ -80,6 +81,8 @@ logger = logging.getLogger("kerf.reconciler")
 
 Values = dict[str, dict[str, dict[str, str]]]
 LeaseAge = Callable[[], Awaitable[datetime | None]]
+#: (namespace, name) -> the pod as the API server has it now (None: no such pod)
+ReadPod = Callable[[str, str], Awaitable[Mapping[str, Any] | None]]
 #: How long (seconds) a workload waits for the view to show annotations this reconciler
 #: wrote before it is decided again regardless (someone else may have changed them).
 ANNOTATIONS_WAIT_S = 30.0
@@ -126,8 +129,15 @@ class _Pass:
     #: the status must be written now (a decision is about to read it)
     report: bool = False
     events: list[tuple[str, str, bool]] = field(default_factory=list)
-    #: `events` as `pendingEvents` entries, once named (by the report)
+    #: Events named already (an eviction's, in the intent recorded before it)
+    named: list[dict[str, Any]] = field(default_factory=list)
+    #: `named` and `events` as `pendingEvents` entries, once named (by the report)
     told: list[dict[str, Any]] | None = None
+    #: the record as the pass read it; `created`: the pass created it (it was missing)
+    record: RightsizingRecommendation | None = None
+    created: bool = False
+    #: this pass recorded an eviction intent (`pendingEviction`): its status clears it
+    intent: bool = False
 
     #: something was written to the cluster in this pass
     wrote: bool = False
@@ -180,6 +190,7 @@ class WorkloadReconciler:
         metrics: ReconcilerMetrics,
         *,
         webhook_lease: LeaseAge | None,
+        read_pod: ReadPod | None = None,
         clock: Clock = utc_now,
         config: ExecutionConfig | None = None,
         eviction_bucket: TokenBucket | None = None,
@@ -189,6 +200,7 @@ class WorkloadReconciler:
         self.metrics = metrics
         self.config = config or ExecutionConfig()
         self._lease = webhook_lease
+        self._read_pod = read_pod
         self._clock = clock
         self._evictions = eviction_bucket or TokenBucket(self.config.eviction_rate)
         #: pod uid -> the resourceVersion it had when kerf acted on it (until the view
@@ -261,7 +273,7 @@ class WorkloadReconciler:
             self.metrics.unchanged_passes.inc()
             return _seconds_until(steady[0], now) if steady[2] else None
         self._steady.pop(ref.key, None)
-        done = _Pass()
+        done = _Pass(record=record)
         try:
             return await self._act(ref, workload, obj, record, plan, pods, inputs, now, done)
         except NotLeading:
@@ -277,7 +289,8 @@ class WorkloadReconciler:
     def _actions(self, ref: WorkloadRef, done: _Pass, now: datetime) -> list[dict[str, Any]]:
         """The Events of the pass's actions, named once."""
         if done.told is None:
-            done.told = [pending_event(ref, r, n, warning=w, now=now) for r, n, w in done.events]
+            fresh = [pending_event(ref, r, n, warning=w, now=now) for r, n, w in done.events]
+            done.told = merged(done.named, fresh)
         return done.told
 
     async def _act(
@@ -312,9 +325,13 @@ class WorkloadReconciler:
         decisions = [decide_pod(self.view, p, now=clock, path="running") for p in running]
         for decision in decisions:
             self.metrics.decisions.labels(decision.outcome, decision.reason or "").inc()
-        await self._execute(workload, pods, running, decisions, record, now, done)
+        intent = record.status.pending_eviction if record and record.status else None
+        if intent is not None:
+            await self._settle_intent(ref, intent, pods, done)
+        else:
+            await self._execute(workload, pods, running, decisions, record, now, done)
         rollback = await self._monitor(workload, obj, now, done)
-        if rollback is not None and not done.busy:
+        if rollback is not None and not done.busy and intent is None:
             await self._replace_unschedulable(workload, pods, rollback, now, done)
         await self._report(workload, obj, running, decisions, record, now, done, rollback)
         if not (done.wrote or done.busy) and done.requeue is None:
@@ -358,6 +375,35 @@ class WorkloadReconciler:
             done.again_in(max(0.05, (result.requeue_at - now).total_seconds()))
         return result
 
+    async def _settle_intent(
+        self,
+        ref: WorkloadRef,
+        intent: PendingEviction,
+        pods: Sequence[Mapping[str, Any]],
+        done: _Pass,
+    ) -> None:
+        """An eviction recorded before it was asked for, and not reported since (its
+        replica died or lost the Lease in between, or the answer was lost): if it went out,
+        report it as that replica would have; if not, the status write drops it. Nothing
+        new starts in this pass: the next one decides from the status this one writes."""
+        done.report = True
+        done.again_in(self.config.follow_s)
+        went = happened(intent, pods)
+        if not went and self._read_pod is not None:
+            # The view may not show the eviction yet (the pod's watch runs apart from the
+            # record's): only the API server can say it did not happen.
+            pod = await self._read_pod(ref.namespace, intent.pod_name)
+            went = happened(intent, [pod] if pod is not None else [])
+        if not went:
+            log_fields(
+                logger, "eviction intent dropped: the pod is still there", pod=intent.pod_name
+            )
+            return
+        done.busy = True
+        done.named.extend(pending_events_of(intent))
+        done.applied = done.applied or applied_by(intent)
+        log_fields(logger, "eviction intent found done", pod=intent.pod_name)
+
     async def _replace_unschedulable(
         self,
         workload: Workload,
@@ -381,7 +427,7 @@ class WorkloadReconciler:
             f"evicted unschedulable pod {_pod_name(pod)}: it cannot be resized; "
             "its replacement is admitted with the rollback's restored values"
         )
-        await self._evict(pod, None, now, done, note=note)
+        await self._evict(workload.ref, pod, None, now, done, note=note)
 
     # ------------------------------------------------------------------ executing
 
@@ -428,7 +474,7 @@ class WorkloadReconciler:
             done.again_in(self.config.follow_s)
             return
         if decision.method != "inPlace":
-            await self._evict(pod, decision, now, done)
+            await self._evict(workload.ref, pod, decision, now, done)
             return
         rejected = self._rejected.get(_proposal_key(pod, decision))
         if rejected is None:
@@ -586,11 +632,10 @@ class WorkloadReconciler:
             done.again_in(self.config.follow_s)
             return
         log_fields(logger, "resize fallback: evicting", **fields)
-        evicted = await self._evict(pod, decision, now, done)
-        if evicted:
+        note = f"in-place resize of pod {_pod_name(pod)} {cause}: evicted it; {detail}".strip()
+        fallback = ("ResizeFallback", note.rstrip("; "), True)
+        if await self._evict(workload.ref, pod, decision, now, done, also=[fallback]):
             self.metrics.fallbacks.labels(cause, "evicted").inc()
-            note = f"in-place resize of pod {_pod_name(pod)} {cause}: evicted it; {detail}".strip()
-            done.events.append(("ResizeFallback", note.rstrip("; "), True))
 
     def _disrupted(
         self,
@@ -639,16 +684,20 @@ class WorkloadReconciler:
 
     async def _evict(
         self,
+        ref: WorkloadRef,
         pod: Mapping[str, Any],
         decision: PodDecision | None,
         now: datetime,
         done: _Pass,
         *,
         note: str | None = None,
+        also: Sequence[tuple[str, str, bool]] = (),
     ) -> bool:
         """Evict one pod, unless the webhook is unhealthy or the rate limit says wait.
         `decision` is the plan the replacement carries (recorded as applied); None when the
-        eviction applies no plan of its own (`note` then says why)."""
+        eviction applies no plan of its own (`note` then says why). `also`: Events the
+        eviction makes besides `Evicted`. The eviction is recorded in the status before it
+        is asked for (`reconciler.intent`)."""
         name = _pod_name(pod)
         if not await self._webhook_healthy(now):
             self.metrics.evictions.labels("held").inc()
@@ -663,6 +712,13 @@ class WorkloadReconciler:
             done.busy = True
             done.again_in(wait)
             return False
+        # A fallback's decision carries no values: its replacement gets the change already
+        # under way, which stays the last applied.
+        applied = _applied(decision, "evict") if decision is not None and decision.values else None
+        note = note or f"evicted pod {name}; its replacement is sized at admission"
+        told = [("Evicted", note, False), *also]
+        events = [pending_event(ref, r, n, warning=w, now=now) for r, n, w in told]
+        await self._record_intent(ref, eviction_intent(pod, applied, events), done)
         result = await self.writer.evict(pod)
         self.metrics.evictions.labels(result).inc()
         if result == "evicted":
@@ -681,15 +737,28 @@ class WorkloadReconciler:
             return False
         self._refusals.pop(uid, None)
         if result == "evicted":
-            # A fallback's decision carries no values: its replacement gets the change
-            # already under way, which stays the last applied.
-            if decision is not None and decision.values:
-                done.applied = done.applied or _applied(decision, "evict")
-            note = note or f"evicted pod {name}; its replacement is sized at admission"
-            done.events.append(("Evicted", note, False))
+            done.applied = done.applied or applied
+            done.named.extend(events)
             log_fields(logger, "evicted", pod=name, values=decision.values if decision else None)
         done.again_in(self.config.follow_s)
         return result == "evicted"
+
+    async def _record_intent(self, ref: WorkloadRef, intent: dict[str, Any], done: _Pass) -> None:
+        """Write the eviction intent into the record's status (creating the record first
+        when it is missing): a write the leader fence covers, so a replica that no longer
+        leads neither records nor evicts."""
+        if done.record is None and not done.created:
+            obj = self.view.get(ref.kind, ref.namespace, ref.name) or {}
+            uid = (obj.get("metadata") or {}).get("uid")
+            answer = await self.writer.create_recommendation(
+                recommendation_object(ref, str(obj.get("apiVersion")), uid)
+            )
+            self._wrote(("record", ref.key), "", answer, done)
+            done.created = True
+        name = record_name(ref.kind, ref.name)
+        answer = await self.writer.patch_status(ref.namespace, name, {"pendingEviction": intent})
+        self._wrote(("record", ref.key), _record_version(done.record), answer, done)
+        done.wrote = done.intent = True
 
     def _refused_delay(self, uid: str) -> float:
         """How long to wait before asking again to evict a pod whose eviction was refused:
@@ -770,7 +839,8 @@ class WorkloadReconciler:
             for p in (status_before.pending_events if status_before else [])
         ]
         carried = self._untold.get(ref.key, [])
-        if not (left or carried) and self._holds(
+        intent = done.intent or bool(status_before and status_before.pending_eviction)
+        if not (left or carried or intent) and self._holds(
             status_before, status, last_applied, recorded, unreported, done, now
         ):
             since = unreported.since if unreported is not None else now
@@ -790,7 +860,10 @@ class WorkloadReconciler:
         done.wrote = done.wrote or record is None or bool(to_tell)
         name = record_name(ref.kind, ref.name)
         patch = self._status_patch(ref, record, status)
-        if record is None:
+        if done.intent:
+            # Written in this pass, so not in the record read: cleared explicitly.
+            patch = {**(patch or {}), "pendingEviction": None}
+        if record is None and not done.created:
             answer = await self.writer.create_recommendation(
                 recommendation_object(ref, api_version, uid)
             )

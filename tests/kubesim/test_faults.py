@@ -147,3 +147,20 @@ async def test_an_answer_lost_after_the_commit(sim, core: client.CoreV1Api) -> N
     with pytest.raises(ApiException) as again:
         await core.create_namespaced_config_map("default", {"metadata": {"name": "c"}})
     assert again.value.status == 409
+
+
+async def test_a_held_answer_comes_once_released_and_the_write_is_in_before(
+    sim, core: client.CoreV1Api
+) -> None:
+    release = sim.faults.hold_answers(verbs={"create"}, resource="configmaps")
+    created = asyncio.create_task(
+        core.create_namespaced_config_map("default", {"metadata": {"name": "c"}})
+    )
+    # Stored while its client still waits for the answer.
+    while sim.store.get(("", "configmaps"), "default", "c") is None:
+        await asyncio.sleep(0.01)
+    assert not created.done()
+    release.set()
+    assert (await created).metadata.name == "c"
+    # Only the next matching write was held.
+    await core.create_namespaced_config_map("default", {"metadata": {"name": "d"}})

@@ -70,12 +70,23 @@ async def test_a_500_on_the_status_write_loses_no_event_and_tells_what_happened(
         pods = await start_web(kerf)
         evicted = pods[1]["metadata"]["name"]
         kerf.sim.kubelet.resize_verdicts[("shop", evicted)] = ("Infeasible", "too big")
-        fault = kerf.sim.faults.add(
-            FaultRule(status=500, verbs=STATUS_WRITES, subresource="status")
+        # The eviction's answer waits until the status writes fail: the one recording the
+        # eviction beforehand goes in, the one after it does not.
+        release = kerf.sim.faults.hold_answers(
+            verbs={"create"}, resource="pods", subresource="eviction"
         )
         replica = await kerf.start_reconciler()
         await create(kerf, "staticpolicies", static_policy("web", "web", TARGET))
         metrics = replica.service.metrics
+
+        async def evicting() -> bool:
+            return evicted not in {p["metadata"]["name"] for p in await kerf.pods("web")}
+
+        await wait_for(kerf, evicting, "the eviction to go in")
+        fault = kerf.sim.faults.add(
+            FaultRule(status=500, verbs=STATUS_WRITES, subresource="status")
+        )
+        release.set()
 
         async def evicted_unrecorded() -> bool:
             failed = metrics.api_calls.labels("patch", "rightsizingrecommendations/status", "500")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import logging
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -14,7 +15,7 @@ from typing import Any
 import pytest
 
 from app.informer import ApiStatusError
-from app.leader import LeaderElector, LeaderTimings, NotLeading, write_fence
+from app.leader import LeaderElector, LeaderTimings, NotLeading, answer_check, write_fence
 from app.owners import WorkloadRef
 from app.view import ClusterView
 from reconciler.api import ApiWriter
@@ -274,3 +275,36 @@ class Dropped(WorkloadReconciler):
 
 def withheld(metrics: ReconcilerMetrics, resource: str) -> float:
     return metrics.writes_withheld.labels(resource)._value.get()
+
+
+class PausedOnTheWay(Recorder):
+    """A transport whose process is paused (for 20 s) after the fence and before the
+    request leaves."""
+
+    def __init__(self, sent: list[str], clock: Monotonic) -> None:
+        super().__init__(sent)
+        self.clock = clock
+
+    async def request(self, verb: str, resource: str, *args: Any, **kwargs: Any) -> dict:
+        self.clock.now += 20.0
+        return await super().request(verb, resource, *args, **kwargs)
+
+
+async def test_a_write_that_outlived_the_lease_is_counted_and_the_next_is_withheld() -> None:
+    server, clock, metrics = LeaseServer(), Monotonic(), reconciler_metrics()
+    a = elector(server, "a", clock)
+    await a._try()
+    sent: list[str] = []
+    writer = ApiWriter(
+        PausedOnTheWay(sent, clock),  # type: ignore[arg-type]
+        fence=write_fence(a, metrics.writes_withheld),
+        answered=answer_check(a, metrics.writes_outlived, logging.getLogger("test")),
+    )
+    # The one write the fence cannot hold back: it was checked before the pause.
+    await writer.resize(POD, {"app": {"requests": {"cpu": "250m"}}})
+    assert sent == ["pods/resize"]
+    assert metrics.writes_outlived.labels("pods/resize")._value.get() == 1
+    with pytest.raises(NotLeading):
+        await writer.evict(POD)
+    assert sent == ["pods/resize"]
+    assert metrics.writes_outlived.labels("pods/eviction")._value.get() == 0

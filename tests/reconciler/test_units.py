@@ -285,14 +285,30 @@ def test_a_workload_waits_until_the_view_shows_the_annotations_written() -> None
 
 
 class _RefusingWriter:
-    """Every eviction refused (429), as a PDB that allows no disruption."""
+    """Every eviction refused (429), as a PDB that allows no disruption; the writes before
+    each (the record, the eviction intent) are kept in order."""
 
     def __init__(self) -> None:
         self.evictions = 0
+        self.calls: list[str] = []
+
+    async def create_recommendation(self, body: Any) -> dict[str, Any]:
+        self.calls.append("create")
+        return {}
+
+    async def patch_status(self, namespace: str, name: str, patch: Any) -> dict[str, Any]:
+        self.calls.append(f"intent {patch['pendingEviction']['podName']}")
+        return {}
 
     async def evict(self, pod: Any) -> str:
         self.evictions += 1
+        self.calls.append(f"evict {pod['metadata']['name']}")
         return "refused"
+
+
+class _NoObjects:
+    def get(self, kind: str, namespace: str, name: str) -> None:
+        return None
 
 
 async def test_refused_evictions_of_a_pod_back_off_exponentially_to_a_cap() -> None:
@@ -300,25 +316,29 @@ async def test_refused_evictions_of_a_pod_back_off_exponentially_to_a_cap() -> N
     writer = _RefusingWriter()
     metrics = reconciler_metrics()
     reconciler = WorkloadReconciler(
-        None,  # type: ignore[arg-type]
+        _NoObjects(),  # type: ignore[arg-type]
         writer,  # type: ignore[arg-type]
         metrics,
         webhook_lease=None,
         config=config,
         eviction_bucket=TokenBucket(1.0, 100.0),  # the rate limit never holds one back here
     )
+    ref = WorkloadRef("Deployment", "shop", "web")
     pod = {"metadata": {"name": "web-1", "namespace": "shop", "uid": "u1"}}
     delays = []
     for _ in range(5):
         done = _Pass()
-        assert not await reconciler._evict(pod, None, datetime.now(UTC), done)
+        assert not await reconciler._evict(ref, pod, None, datetime.now(UTC), done)
+        assert done.intent and not done.named  # recorded, then refused: nothing to tell
         delays.append(done.requeue)
     assert delays == [10.0, 20.0, 40.0, 60.0, 60.0]
     assert writer.evictions == 5
     assert metrics.evictions.labels("refused")._value.get() == 5
+    # No record yet: it is created, then the intent recorded, before each eviction.
+    assert writer.calls[:3] == ["create", "intent web-1", "evict web-1"]
     other = {"metadata": {"name": "web-2", "namespace": "shop", "uid": "u2"}}
     done = _Pass()
-    await reconciler._evict(other, None, datetime.now(UTC), done)
+    await reconciler._evict(ref, other, None, datetime.now(UTC), done)
     assert done.requeue == 10.0  # another pod starts over
 
 
