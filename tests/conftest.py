@@ -1,7 +1,7 @@
-"""Hooks for the whole suite: the end-to-end scenarios end the session with a table of
-their results.
+"""Hooks for the whole suite: the long files start first, and the end-to-end scenarios end
+the session with a table of their results.
 
-They live here, not beside the tests they concern, because with pytest-xdist (`make test`
+Both live here, not beside the tests they concern, because with pytest-xdist (`make test`
 runs two workers) only the controller prints the summary, and it loads no conftest below
 this one."""
 
@@ -12,6 +12,12 @@ import pytest
 from tests.e2e.backends import selected
 
 _RESULTS: list[tuple[str, str, str]] = []
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The files marked `early` (pyproject.toml's markers say why) first; each file's tests
+    stay together and in their order."""
+    items.sort(key=lambda item: item.get_closest_marker("early") is None)
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from harness.services import Kerf
 from harness.wait import wait_until
 from tests.e2e.scenario import (
@@ -21,6 +23,8 @@ from tests.e2e.scenario import (
     uids,
 )
 
+#: the longest files start first (tests/conftest.py)
+pytestmark = pytest.mark.early
 TARGET = {"cpu": "250m", "memory": "256Mi"}
 SIZED = {"requests": TARGET}
 
