@@ -50,9 +50,10 @@ cluster-tools:
 	bash scripts/build-cluster-tools.sh
 
 # The whole suite on kubesim (the end-to-end scenarios included); the tests that need the
-# real control plane are `make e2e`'s.
+# real control plane are `make e2e`'s. Two pytest-xdist workers, a file to a worker (its
+# module fixtures start once), the files marked `early` first, in collection order.
 test: $(STAMP) $(KUBECTL) $(KUBECTL_OLDEST) $(HELM)
-	KUBECTL=$(CURDIR)/$(KUBECTL) KUBECTL_OLDEST=$(CURDIR)/$(KUBECTL_OLDEST) HELM=$(CURDIR)/$(HELM) $(BIN)/python -m pytest -m "not e2e"
+	KUBECTL=$(CURDIR)/$(KUBECTL) KUBECTL_OLDEST=$(CURDIR)/$(KUBECTL_OLDEST) HELM=$(CURDIR)/$(HELM) $(BIN)/python -m pytest -m "not e2e" -n 2 --dist loadfile --no-loadscope-reorder
 
 # The end-to-end scenarios, the devcluster tests, the conformance suite, the Helm chart and
 # make demo-real on the real control plane (kube-apiserver, etcd, controller manager and

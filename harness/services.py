@@ -24,8 +24,9 @@ from harness.kubectl import Kubectl
 from harness.wait import wait_until
 
 KERF = str(Path(sys.executable).parent / "kerf")
-#: a resync every 30 s, and a follower that takes over 6 s after the leader stops renewing
-RECONCILER_ARGS = ("--resync-interval", "30", "--lease-duration", "6")
+#: a resync every 10 s (the scenarios that check a steady cluster wait for resync passes),
+#: and a follower that takes over 6 s after the leader stops renewing
+RECONCILER_ARGS = ("--resync-interval", "10", "--lease-duration", "6")
 #: how long a service may take to stop after SIGTERM before it is killed
 STOP_S = 30.0
 

@@ -22,6 +22,9 @@ import pytest
 
 from tests.webhook.test_manifests import MANIFESTS, render
 
+#: the longest files start first (tests/conftest.py)
+pytestmark = pytest.mark.early
+
 ROOT = Path(__file__).resolve().parents[1]
 DOCKERFILE = ROOT / "Dockerfile"
 SCRIPT_IN_IMAGE = "/usr/local/bin/image-install.sh"

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from harness.services import Kerf
 from harness.wait import wait_until
 from tests.e2e.scenario import (
@@ -21,6 +23,8 @@ from tests.e2e.scenario import (
     uids,
 )
 
+#: the longest files start first (tests/conftest.py)
+pytestmark = pytest.mark.early
 TARGET = {"cpu": "250m", "memory": "256Mi"}
 SIZED = {"requests": TARGET}
 
@@ -133,7 +137,7 @@ def test_a_blocked_change_shows_its_reason_and_one_event(kerf: Kerf) -> None:
     assert status["phase"] == "Blocked"
     blocked = {c["type"]: c for c in status["conditions"]}["Blocked"]
     assert blocked["status"] == "True" and blocked["reason"] == "SingleReplicaUnsafe"
-    # Later passes (a resync every 30 s) decide the same: still exactly one event.
+    # Later passes (the harness resyncs every 10 s) decide the same: still exactly one event.
     passes = _unchanged_passes(kerf)
     wait_until(lambda: _unchanged_passes(kerf) > passes, "a later pass over the workload")
     events = ns.events("Blocked")

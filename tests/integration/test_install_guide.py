@@ -36,6 +36,8 @@ from tests.integration.guide import (
     kubectl_lines,
 )
 
+#: the longest files start first (tests/conftest.py)
+pytestmark = pytest.mark.early
 KERF_KEYS = {
     "static.rightsizing.kubex.ai/desired-resource-requests": '{"app":{"cpu":"250m"}}',
     "rightsizing.kubex.ai/rollback-state": '{"mode":"idle"}',

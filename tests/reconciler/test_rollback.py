@@ -29,6 +29,8 @@ from tests.reconciler.harness import (
     wait_for,
 )
 
+#: the longest files start first (tests/conftest.py)
+pytestmark = pytest.mark.early
 MANIFEST = {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"memory": "512Mi"}}
 EVICT_ONLY = {"inPlaceResize": {"enabled": False}, "podEviction": {"enabled": True}}
 
