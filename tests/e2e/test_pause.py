@@ -1,4 +1,4 @@
-"""A paused leader on the selected backend (issue 15 part 6; tests/reconciler/test_pause.py
+"""A paused leader on the selected backend (issue 15 part 6; tests/integration/reconciler/test_pause.py
 is its in-process twin on kubesim): the leader is SIGSTOPped in the middle of its work for
 longer than its Lease, the other replica takes over, the old leader is SIGCONTed, and the
 API server's audit log, by user (each replica runs with a ServiceAccount of its own), shows

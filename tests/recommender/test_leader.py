@@ -25,10 +25,10 @@ from harness.services import free_port
 from kubesim.requestlog import ServedWrite
 from kubesim.sim import Simulator
 from kubesim.testing import running_sim
+from tests.integration.reconciler.harness import LEASES
 from tests.recommender.history import MI, Replica, constant, openmetrics
 from tests.recommender.prometheus import backfill, needs_prometheus, running_prometheus
 from tests.recommender.scene import DAY, NAMESPACE, deployment, stamp
-from tests.reconciler.harness import LEASES
 
 pytestmark = needs_prometheus
 ROOT = Path(__file__).resolve().parents[2]

@@ -20,7 +20,7 @@ from benchmarks.startup import cluster_objects
 from reconciler.metrics import reconciler_metrics
 from reconciler.reconcile import WorkloadReconciler, _admitted_with, _Pass, _Unreported
 from reconciler.service import Reconciler
-from tests.reconciler.harness import (
+from tests.integration.reconciler.harness import (
     Kerf,
     RunningReconciler,
     create,

@@ -24,7 +24,7 @@ from reconciler.dryrun import run_dry
 from reconciler.metrics import reconciler_metrics
 from reconciler.service import RECONCILER_RESOURCES
 from tests.cluster import strategy
-from tests.reconciler.harness import (
+from tests.integration.reconciler.harness import (
     create,
     deployment,
     running_kerf,

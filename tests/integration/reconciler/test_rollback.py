@@ -17,7 +17,7 @@ from app.annotations import PAUSE_UNTIL, ROLLBACK_STATE
 from app.workloads import parse_time
 from kubesim.usage import USAGE
 from tests.cluster import GROUP, VERSION, custom
-from tests.reconciler.harness import (
+from tests.integration.reconciler.harness import (
     MERGE_PATCH,
     Kerf,
     RunningReconciler,

@@ -9,7 +9,7 @@ from typing import Any
 from kubernetes_asyncio import client
 
 from app.annotations import POD_INFO
-from tests.reconciler.harness import (
+from tests.integration.reconciler.harness import (
     Kerf,
     create,
     deployment,

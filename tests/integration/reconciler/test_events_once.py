@@ -11,7 +11,7 @@ from typing import Any
 from kubernetes_asyncio import client
 
 from kubesim.faults import FaultRule
-from tests.reconciler.harness import (
+from tests.integration.reconciler.harness import (
     Kerf,
     create,
     deployment,

@@ -8,7 +8,7 @@ from typing import Any
 from kubernetes_asyncio import client
 
 from app.annotations import fixed_key
-from tests.reconciler.harness import (
+from tests.integration.reconciler.harness import (
     create,
     deployment,
     requests_of,

@@ -12,7 +12,7 @@ from kubernetes_asyncio import client
 from app.annotations import PAUSE_UNTIL
 from app.owners import WorkloadRef
 from kubesim.clock import rfc3339
-from tests.reconciler.harness import (
+from tests.integration.reconciler.harness import (
     create,
     deployment,
     quiet,

@@ -10,7 +10,7 @@ from kubernetes_asyncio import client
 
 from kubesim.faults import FaultRule
 from reconciler.metrics import ReconcilerMetrics
-from tests.reconciler.harness import (
+from tests.integration.reconciler.harness import (
     Kerf,
     RunningReconciler,
     create,

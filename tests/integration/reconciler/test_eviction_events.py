@@ -14,7 +14,7 @@ from kubernetes_asyncio import client
 
 from app.apitime import micro_time
 from kubesim.faults import FaultRule
-from tests.reconciler.harness import (
+from tests.integration.reconciler.harness import (
     Kerf,
     RunningReconciler,
     create,

@@ -14,7 +14,7 @@ import pytest
 from kubernetes_asyncio import client
 
 from tests.app.builders import row, ts
-from tests.reconciler.harness import (
+from tests.integration.reconciler.harness import (
     Kerf,
     create,
     deployment,

@@ -11,7 +11,7 @@ from typing import Any
 from kubernetes_asyncio import client
 
 from tests.cluster import GROUP, VERSION, custom
-from tests.reconciler.harness import (
+from tests.integration.reconciler.harness import (
     MERGE_PATCH,
     create,
     deployment,

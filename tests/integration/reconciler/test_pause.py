@@ -25,9 +25,15 @@ from kubesim.sim import Simulator
 from kubesim.testing import running_sim
 from reconciler.service import DEFAULT_WORKERS
 from tests.cluster import GROUP, VERSION, custom, install_crds, strategy
-from tests.reconciler.harness import LEASES, deployment, requests_of, static_policy, wait_for
+from tests.integration.reconciler.harness import (
+    LEASES,
+    deployment,
+    requests_of,
+    static_policy,
+    wait_for,
+)
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 TARGET = {"cpu": "250m", "memory": "256Mi"}
 APPS = [f"app{i}" for i in range(6)]
 

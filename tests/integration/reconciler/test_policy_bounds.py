@@ -11,7 +11,7 @@ import pytest
 from kubernetes_asyncio import client
 
 from tests.cluster import GROUP, VERSION, custom
-from tests.reconciler.harness import (
+from tests.integration.reconciler.harness import (
     Kerf,
     create,
     deployment,
