@@ -15,7 +15,7 @@ import pytest
 from harness.audit import AuditEntry, read_audit
 from harness.install import NAMESPACE, add_account_like, username
 from harness.services import Kerf, Service, start_reconciler
-from harness.wait import wait_until
+from harness.wait import TimedOut, wait_until
 from reconciler.service import DEFAULT_WORKERS
 from tests.e2e.scenario import deployment, make_namespace, running_requests, static_policy
 
@@ -25,6 +25,8 @@ ACCOUNT = "kerf-reconciler-b"
 LEASE = "kerf-reconciler"
 NS = "e2e-pause"
 #: passes under way at once (each has at most one write in flight)
+#: How many lines of the new leader's log a failure shows.
+LOG_TAIL = 40
 WORKERS = DEFAULT_WORKERS
 
 
@@ -124,7 +126,12 @@ def test_a_leader_resumed_after_the_takeover_writes_nothing_after_its_fence(
                 return False
         return True
 
-    wait_until(converged, "the new leader to finish every change")
+    try:
+        wait_until(converged, "the new leader to finish every change")
+    except TimedOut:
+        states = {app: ns.status(f"deployment-{app}") for app in APPS}
+        tail = "\n".join(follower.text().splitlines()[-LOG_TAIL:])
+        pytest.fail(f"the new leader did not converge: {states}\nits log:\n{tail}")
     entries = read_audit(audit)
     # A Lease update refused for its stale version changes nothing: it is how a candidate
     # that read the Lease before the takeover loses; every other write counts.

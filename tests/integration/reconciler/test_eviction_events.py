@@ -6,6 +6,7 @@ the successor, once."""
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -160,22 +161,28 @@ async def test_an_eviction_whose_answer_is_lost_is_told_once(tmp_path: Path) -> 
 async def test_an_eviction_that_never_went_out_is_dropped_untold(tmp_path: Path) -> None:
     async with running_kerf(tmp_path, strategy_spec=EVICT_ONLY) as kerf:
         before = await start_web(kerf)
-        # The eviction is refused before it is carried out, and the replica dies then.
-        # Every eviction fails before it is carried out, until the first replica dies.
+        # The first eviction is refused before it is carried out, and its answer is held
+        # until the replica is dead: it makes that one attempt and no other.
+        release = asyncio.Event()
         rule = kerf.sim.faults.add(
-            FaultRule(status=500, verbs=frozenset({"create"}), subresource="eviction")
+            FaultRule(
+                status=500,
+                times=1,
+                verbs=frozenset({"create"}),
+                subresource="eviction",
+                release=release,
+            )
         )
         first = await kerf.start_reconciler(identity="first")
         await create(kerf, "staticpolicies", policy())
-        failed = first.service.metrics.api_calls.labels("create", "pods/eviction", "500")
 
         async def refused() -> dict[str, Any] | None:
             intent = (await status_of(kerf)).get("pendingEviction")
-            return intent if intent and failed._value.get() >= 1 else None
+            return intent if intent and rule.times == 0 else None
 
-        intent = await wait_for(kerf, refused, "an eviction recorded, then failed")
+        intent = await wait_for(kerf, refused, "an eviction recorded, then asked for")
         await first.kill()
-        kerf.sim.faults.remove(rule)
+        release.set()
         assert intent["podUid"] in {p["metadata"]["uid"] for p in before}
         second = await kerf.start_reconciler(identity="second")
         await finish(kerf, second, ["Evicted", "Evicted"])
