@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from app.leader import LEASE_DURATION_S, LeaderTimings
+from app.leadertimings import LEASE_DURATION_S, LeaderTimings
 
 
 def add_leader_arguments(parser: argparse.ArgumentParser) -> None:

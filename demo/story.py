@@ -16,7 +16,7 @@ import yaml
 from kubernetes_asyncio import client
 
 from app.jsonlog import configure_logging
-from app.leader import LeaderTimings
+from app.leadertimings import LeaderTimings
 from demo.narration import (
     POLICY_KINDS,
     ROLLBACK,

@@ -21,11 +21,6 @@ import orjson
 from app.cleanup import CleanupInputError, annotate_commands
 from app.clock import utc_now
 from app.completion import SHELLS, completion_script
-from app.explain import explain, render_text
-from app.models import InvalidObject
-from app.report import Prices, build_report, render_table, report_json, report_rows
-from app.snapshot import SnapshotError, cluster_snapshot
-from app.statedir import LoadError, load_view
 
 
 def _now(text: str | None) -> datetime:
@@ -42,6 +37,11 @@ def _now(text: str | None) -> datetime:
 
 def explain_command(args: argparse.Namespace) -> int:
     """`kerf explain`: print the decision for every pod of the given files."""
+    # The decisions and the models load in the commands that decide: not for --help,
+    # completion or cleanup.
+    from app.explain import explain, render_text
+    from app.statedir import load_view
+
     view = load_view(args.file)
     result = explain(view, now=_now(args.now), forced=args.for_)
     if args.output == "json":
@@ -67,12 +67,21 @@ def _price(flag: str, text: str | None) -> float:
 
 def report_command(args: argparse.Namespace) -> int:
     """`kerf report`: requests now, recommended and applied, reclaimable, monthly cost."""
+    from app.report import Prices, build_report, render_table, report_json, report_rows
+    from app.statedir import load_view
+
     prices = None
     if args.cpu_price is not None or args.memory_price is not None:
         prices = Prices(
             _price("--cpu-price", args.cpu_price), _price("--memory-price", args.memory_price)
         )
-    view = cluster_snapshot(args.kubeconfig) if args.kubeconfig else load_view(args.file)
+    if args.kubeconfig:
+        # The cluster client loads only when a cluster is listed.
+        from app.snapshot import cluster_snapshot
+
+        view = cluster_snapshot(args.kubeconfig)
+    else:
+        view = load_view(args.file)
     report = build_report(view, now=_now(args.now))
     if args.output == "json":
         body = orjson.dumps(report_json(report, prices), option=orjson.OPT_INDENT_2)
@@ -275,11 +284,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Flushed here, not at exit, so a reader that went away is handled below.
         sys.stdout.flush()
         return code
-    except (LoadError, InvalidObject, SnapshotError, argparse.ArgumentTypeError) as exc:
-        print(f"kerf {args.command}: {exc}", file=sys.stderr)
-        return 2
     except BrokenPipeError:
         return _reader_went_away()
+    except _user_errors() as exc:
+        print(f"kerf {args.command}: {exc}", file=sys.stderr)
+        return 2
+
+
+def _user_errors() -> tuple[type[Exception], ...]:
+    """The errors of a user's input, said in one line. Evaluated only once an exception is
+    raised: they come with the models and the cluster client, which most commands never
+    load."""
+    from app.models import InvalidObject
+    from app.snapshot import SnapshotError
+    from app.statedir import LoadError
+
+    return (LoadError, InvalidObject, SnapshotError, argparse.ArgumentTypeError)
 
 
 def _reader_went_away() -> int:

@@ -8,8 +8,7 @@ import errno
 import sys
 from datetime import datetime
 from pathlib import Path
-
-from kubernetes_asyncio.config import ConfigException
+from typing import TYPE_CHECKING
 
 from app.durations import DurationError, parse_duration
 from app.jsonlog import configure_logging
@@ -17,8 +16,10 @@ from app.leaderflags import add_leader_arguments, leader_timings
 from app.prometheus_query import Queries
 from app.quantities import QuantityError, parse_resource
 from app.recommender_rules import RuleSettings
-from recommender.analyze import Settings
-from recommender.main import DEFAULT_METRICS_PORT, Options, run_recommender, run_state_dir
+from recommender.defaults import DEFAULT_METRICS_PORT
+
+if TYPE_CHECKING:
+    from recommender.analyze import Settings
 
 _DEFAULTS = RuleSettings()
 _QUERIES = Queries()
@@ -231,6 +232,8 @@ def add_recommend_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _settings(args: argparse.Namespace) -> Settings:
+    from recommender.analyze import Settings
+
     if args.full_samples < 1:
         raise argparse.ArgumentTypeError("--full-samples must be at least 1")
     if args.learning_period <= 0:
@@ -269,6 +272,11 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 def recommend_command(args: argparse.Namespace) -> int:
     """Run the recommender: once over a state dir or a cluster, or as a service."""
+    # The recommender and its clients load only for the command that runs them.
+    from kubernetes_asyncio.config import ConfigException
+
+    from recommender.main import Options, run_recommender, run_state_dir
+
     settings = _settings(args)
     if not args.prometheus.startswith(("http://", "https://")):
         raise argparse.ArgumentTypeError(

@@ -15,7 +15,8 @@ import logging
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
-from app.leader import Fence, LeaderElector, LeaderTimings, NotLeading, write_fence
+from app.leader import Fence, LeaderElector, NotLeading, write_fence
+from app.leadertimings import LeaderTimings
 from app.transport import Requester
 from recommender.metrics import RecommenderMetrics
 

@@ -22,13 +22,15 @@ from kubernetes_asyncio import client
 from app.clock import utc_now
 from app.health import health_app, serving
 from app.informer import WEBHOOK_RESOURCES, ClusterFeed, Resource, api_client_from_config
-from app.leader import Fence, LeaderTimings
+from app.leader import Fence
+from app.leadertimings import LeaderTimings
 from app.lease import holder_identity, own_namespace
 from app.statedir import load_view
 from app.transport import ApiTransport
 from app.view import ClusterView
 from recommender.analyze import Analysis, Settings, analyze, record
 from recommender.configmaps import store
+from recommender.defaults import DEFAULT_METRICS_PORT
 from recommender.leadership import run_leading
 from recommender.metrics import RecommenderMetrics, recommender_metrics
 from recommender.output import write_json, write_table
@@ -36,7 +38,6 @@ from recommender.prometheus import PrometheusApi
 
 logger = logging.getLogger("kerf.recommender")
 
-DEFAULT_METRICS_PORT = 8082
 #: What the recommender reads from the cluster: workloads, the pods that name them and the
 #: intermediate owners between (its ConfigMaps it reads itself, before each write), and the
 #: proactive policies whose `recommender` blocks override its flags (app/recommender_policy.py).

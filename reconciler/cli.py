@@ -8,13 +8,9 @@ import errno
 import sys
 from pathlib import Path
 
-from kubernetes_asyncio.config import ConfigException
-
 from app.jsonlog import configure_logging
 from app.leaderflags import add_leader_arguments, leader_timings
-from reconciler.main import DEFAULT_METRICS_PORT, Options, plan_state_dir, run_reconciler
-from reconciler.reconcile import ExecutionConfig
-from reconciler.service import DEFAULT_RESYNC_S, DEFAULT_WORKERS, ServiceConfig
+from reconciler.defaults import DEFAULT_METRICS_PORT, DEFAULT_RESYNC_S, DEFAULT_WORKERS
 
 
 def add_reconciler_arguments(parser: argparse.ArgumentParser) -> None:
@@ -73,6 +69,13 @@ def add_reconciler_arguments(parser: argparse.ArgumentParser) -> None:
 
 def reconciler_command(args: argparse.Namespace) -> int:
     """Run the reconciler (or print its plan for a state dir)."""
+    # The reconciler and its cluster client load only for the command that runs them.
+    from kubernetes_asyncio.config import ConfigException
+
+    from reconciler.main import Options, plan_state_dir, run_reconciler
+    from reconciler.reconcile import ExecutionConfig
+    from reconciler.service import ServiceConfig
+
     if args.state_dir is not None:
         # The plan goes to stdout; keep stderr for warnings unless asked for more.
         configure_logging("warning" if args.log_level == "info" else args.log_level)

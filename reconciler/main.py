@@ -21,11 +21,13 @@ from app.clock import Clock, utc_now
 from app.health import health_app, serving
 from app.heap import freeze_page
 from app.informer import ClusterFeed, api_client_from_config
-from app.leader import LeaderElector, LeaderTimings, answer_check, write_fence
+from app.leader import LeaderElector, answer_check, write_fence
+from app.leadertimings import LeaderTimings
 from app.lease import WEBHOOK_LEASE, LeaseClient, holder_identity, own_namespace
 from app.statedir import load_view
 from app.view import ClusterView
 from reconciler.api import ApiWriter, PodReader, Transport
+from reconciler.defaults import DEFAULT_METRICS_PORT
 from reconciler.dryrun import dry_pass, run_dry
 from reconciler.metrics import RollbackStatesCollector, SavingsCollector, reconciler_metrics
 from reconciler.reconcile import ExecutionConfig, LeaseAge, WorkloadReconciler
@@ -41,7 +43,6 @@ logger = logging.getLogger("kerf.reconciler")
 
 LEASE_NAME = "kerf-reconciler"
 
-DEFAULT_METRICS_PORT = 8080
 #: A successful read of the webhook Lease is reused this long (evictions are rate-limited
 #: to about one a second; one read per eviction is plenty).
 LEASE_CACHE_S = 5.0

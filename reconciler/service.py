@@ -25,6 +25,7 @@ from app.models import KerfResource, RightsizingRecommendation
 from app.owners import WorkloadRef
 from app.view import ClusterView, object_key
 from app.workloads import WORKLOAD_KINDS
+from reconciler.defaults import DEFAULT_RESYNC_S, DEFAULT_WORKERS
 from reconciler.metrics import ReconcilerMetrics
 from reconciler.policyevents import PolicyEvents
 from reconciler.policystatus import write_policy_status
@@ -36,8 +37,6 @@ logger = logging.getLogger("kerf.reconciler")
 
 #: What the running-path decision reads: the same resources as the webhook's view.
 RECONCILER_RESOURCES: tuple[Resource, ...] = WEBHOOK_RESOURCES
-DEFAULT_RESYNC_S = 300.0
-DEFAULT_WORKERS = 4
 #: Kinds whose change can touch any workload (policies, strategies, configuration, rows).
 _NO_WORKLOAD = frozenset({"ReplicaSet", "Job", "Node"})
 

@@ -24,8 +24,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed448, ed25519, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-DEFAULT_SERVICE = "kerf-webhook"
-DEFAULT_NAMESPACE = "kerf-system"
+from webhook.defaults import DEFAULT_NAMESPACE, DEFAULT_SERVICE
+
 WEBHOOK_CONFIGURATION = "kerf-webhook"
 WEBHOOK_NAME = "pods.kerf.rightsizing.kubex.ai"
 # Clock skew between the machine that runs `kerf certs` and the cluster.

@@ -11,31 +11,26 @@ import ssl
 import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jsonpatch
 import jsonpointer
 import orjson
 import yaml
-from kubernetes_asyncio.config import ConfigException
 
 from app.durations import DurationError, format_duration, parse_duration
-from webhook.certs import (
+from webhook.defaults import (
+    DEFAULT_HOST,
     DEFAULT_NAMESPACE,
+    DEFAULT_PORT,
+    DEFAULT_RELOAD_INTERVAL_S,
     DEFAULT_SERVICE,
-    CertificateAuthority,
-    CertificateError,
-    expires_at,
-    issue_certificates,
-    kustomize_ca_bundle_patch,
-    load_certificate_authority,
-    write_atomic,
-    write_certificates,
+    ConnectionLimits,
 )
-from webhook.connections import ConnectionLimits
-from webhook.main import DEFAULT_HOST, DEFAULT_PORT, DEFAULT_RELOAD_INTERVAL_S, run_webhook
 from webhook.review import decode_patch
-from webhook.tls import EncryptedKeyError
+
+if TYPE_CHECKING:
+    from webhook.certs import CertificateAuthority
 
 
 def add_certs_arguments(parser: argparse.ArgumentParser) -> None:
@@ -99,6 +94,8 @@ def _certificate_authority(args: argparse.Namespace) -> CertificateAuthority | N
     """The CA to sign with: the one given, else OUT's own (re-running the install step or
     renewing keeps the caBundle the cluster trusts), else None (a new one: none in OUT, or
     `--new-ca`)."""
+    from webhook.certs import CertificateError, load_certificate_authority
+
     if (args.ca_cert is None) != (args.ca_key is None):
         raise CertificateError("--ca-cert and --ca-key go together")
     if args.new_ca and args.ca_cert is not None:
@@ -131,6 +128,16 @@ def certs_command(args: argparse.Namespace) -> int:
     With `--renew-if-expiring-within` a certificate that is still valid long enough is
     left alone: the command says so on stderr, prints nothing on stdout and exits 0.
     """
+    # Here, not at the top: the certificate code is not needed to build the parser.
+    from webhook.certs import (
+        CertificateError,
+        expires_at,
+        issue_certificates,
+        kustomize_ca_bundle_patch,
+        write_atomic,
+        write_certificates,
+    )
+
     if args.days < 1:
         print("kerf certs: --days must be at least 1", file=sys.stderr)
         return 2
@@ -276,6 +283,12 @@ def _limits(args: argparse.Namespace) -> ConnectionLimits | str:
 
 def webhook_command(args: argparse.Namespace) -> int:
     """Serve the admission webhook until interrupted."""
+    # The server, uvicorn and the cluster client load only for the command that runs them.
+    from kubernetes_asyncio.config import ConfigException
+
+    from webhook.main import run_webhook
+    from webhook.tls import EncryptedKeyError
+
     files = [
         ("--tls-cert", args.tls_cert, " (see `kerf certs`)"),
         ("--tls-key", args.tls_key, " (see `kerf certs`)"),

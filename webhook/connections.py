@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any
 
@@ -30,23 +29,10 @@ import httptools
 import orjson
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from webhook.limits import DEFAULT_READ_TIMEOUT_S, MAX_BODY_VALUES
+from webhook.defaults import ConnectionLimits
 
 #: (HTTP status sent or None, reason, message): counts and logs one refusal
 Refuse = Callable[[int | None, str, str], None]
-
-
-@dataclass(frozen=True, slots=True)
-class ConnectionLimits:
-    """What one connection, and all of them together, may hold."""
-
-    max_connections: int = 1000
-    read_timeout_s: float = DEFAULT_READ_TIMEOUT_S
-    #: request line plus headers; the API server sends well under 4 KiB
-    max_header_bytes: int = 32 * 1024
-    max_headers: int = 100
-    #: JSON values in one request body (checked by the app: `webhook.limits`)
-    max_body_values: int = MAX_BODY_VALUES
 
 
 class _Refused(Exception):

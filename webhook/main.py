@@ -27,17 +27,19 @@ from app.heap import freeze_loaded_state, freeze_page
 from app.informer import ClusterFeed, api_client_from_config
 from app.lease import holder_identity, own_namespace
 from app.view import ClusterView
-from webhook.connections import ConnectionLimits, GuardedHttpProtocol
+from webhook.connections import GuardedHttpProtocol
+from webhook.defaults import (
+    DEFAULT_HOST,
+    DEFAULT_PORT,
+    DEFAULT_RELOAD_INTERVAL_S,
+    ConnectionLimits,
+)
 from webhook.lease import RENEW_INTERVAL_S, LeaseRenewer
 from webhook.logs import LOGGER_NAME, DecisionLog, configure_logging
 from webhook.server import create_app
 from webhook.tls import ReloadingCertificate
 
 logger = logging.getLogger(LOGGER_NAME)
-
-DEFAULT_HOST = "0.0.0.0"
-DEFAULT_PORT = 8443
-DEFAULT_RELOAD_INTERVAL_S = 10.0
 
 
 def uvicorn_server(

@@ -16,7 +16,7 @@ from harness.audit import AuditEntry, read_audit
 from harness.install import NAMESPACE, add_account_like, username
 from harness.services import Kerf, Service, start_reconciler
 from harness.wait import TimedOut, wait_until
-from reconciler.service import DEFAULT_WORKERS
+from reconciler.defaults import DEFAULT_WORKERS
 from tests.e2e.scenario import deployment, make_namespace, running_requests, static_policy
 
 #: Up from the pods' 100m and 128Mi, and small: the e2e cluster's two nodes are shared with

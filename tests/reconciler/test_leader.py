@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 from app.informer import ApiStatusError
-from app.leader import LeaderElector, LeaderTimings, NotLeading, answer_check, write_fence
+from app.leader import LeaderElector, NotLeading, answer_check, write_fence
+from app.leadertimings import LeaderTimings
 from app.owners import WorkloadRef
 from app.view import ClusterView
 from reconciler.api import ApiWriter

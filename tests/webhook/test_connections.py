@@ -17,7 +17,7 @@ import pytest
 
 from tests.webhook.fakes import FakeView, ScriptedAdmit, load_example, result
 from tests.webhook.tls_helpers import RunningServer, client_context, issue_into, running_server
-from webhook.connections import ConnectionLimits
+from webhook.defaults import ConnectionLimits
 from webhook.logs import DecisionLog
 from webhook.server import create_app
 

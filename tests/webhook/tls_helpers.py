@@ -14,7 +14,7 @@ from cryptography.hazmat.primitives import serialization
 from fastapi import FastAPI
 
 from webhook.certs import issue_certificates, write_certificates
-from webhook.connections import ConnectionLimits
+from webhook.defaults import ConnectionLimits
 from webhook.main import serve, uvicorn_server
 from webhook.tls import ReloadingCertificate
 

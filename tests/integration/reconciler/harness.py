@@ -13,7 +13,7 @@ from typing import Any
 
 from kubernetes_asyncio import client
 
-from app.leader import LeaderTimings
+from app.leadertimings import LeaderTimings
 from app.view import ClusterView
 from kubesim.sim import Simulator
 from kubesim.testing import running_sim

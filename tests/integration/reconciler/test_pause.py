@@ -23,7 +23,7 @@ from kubesim.clock import Clock
 from kubesim.requestlog import ServedWrite
 from kubesim.sim import Simulator
 from kubesim.testing import running_sim
-from reconciler.service import DEFAULT_WORKERS
+from reconciler.defaults import DEFAULT_WORKERS
 from tests.cluster import GROUP, VERSION, custom, install_crds, strategy
 from tests.integration.reconciler.harness import (
     LEASES,
