@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -51,6 +51,10 @@ class AdmissionResult:
     #: pod annotations to set; empty when nothing changes
     annotations: dict[str, str] = field(default_factory=dict)
     selected: list[dict[str, str]] = field(default_factory=list)
+    #: the pod-template digest of a memoised result (`_template_key`): every pod it answers
+    #: has the same containers and kerf annotations, so what is built from the result and
+    #: those alone (the webhook's patch) serves them all; None for a one-off decision
+    template: bytes | None = field(default=None, compare=False)
 
 
 def _with_namespace(pod: Mapping[str, Any], namespace: str) -> Mapping[str, Any]:
@@ -183,7 +187,7 @@ def _memoised(view: ClusterView, pod: Mapping[str, Any], now: datetime) -> Admis
         return found.result
     view.caches.memo_misses += 1
     clock = Horizon(now)
-    result = _admit(view, pod, clock)
+    result = replace(_admit(view, pod, clock), template=key)
     view.remember(workload, plan, key, _Memo(result, inputs, clock.start, clock.end))
     return result
 

@@ -34,6 +34,7 @@ from app.clock import Clock, utc_now
 from app.quantities import QuantityError
 from webhook.bounds import DEFAULT_BOUNDS, RequestBounds, over_bounds
 from webhook.endpoint import PostEndpoint, Reply
+from webhook.finished import NO_PATCH, FinishedPatch, FinishedPatches
 from webhook.limits import (
     DEFAULT_READ_TIMEOUT_S,
     MAX_BODY_BYTES,
@@ -48,7 +49,6 @@ from webhook.limits import (
 )
 from webhook.logs import LOGGER_NAME, DecisionLog, bounded, decision_record, identifier
 from webhook.metrics import WebhookMetrics, create_metrics
-from webhook.patch import build_patch, patched_resources
 from webhook.review import (
     API_VERSION_V1,
     AdmissionRequest,
@@ -92,7 +92,7 @@ class _Answer:
     reason: str | None
     message: str
     result: AdmissionResult | None = None
-    patch: tuple[dict[str, Any], ...] = ()
+    patch: FinishedPatch = NO_PATCH
 
 
 #: Recent FastAPI versions check on every request whether OpenTelemetry providers are
@@ -147,6 +147,7 @@ def create_app(
     decide: Admit = admit
     logger = logging.getLogger(LOGGER_NAME)
     decisions = decision_log if decision_log is not None else DecisionLog()
+    patches = FinishedPatches()
 
     def sync_age() -> float:
         # The view may record when it was last fully in sync; without it the age is unknown.
@@ -237,23 +238,23 @@ def create_app(
             # Bad input, not a fault of kerf's: say which kind, never the value.
             message = "a resource quantity of the pod is not a valid Kubernetes quantity"
             return fail_open(request.uid, "InvalidQuantity", message, request.api_version)
-        patch = build_patch(pod, result)
+        patch = patches.patch_for(pod, result)
         warnings: list[str] = []
         if result.outcome == "blocked":
             # SPEC §9: whoever created the pod learns why kerf left it alone.
             reason = f"kerf did not rightsize the pod ({result.reason}): {result.message}"
             warnings.append(bounded(reason, MAX_WARNING))
         body = review_response(
-            request.uid, api_version=request.api_version, patch=patch, warnings=warnings
+            request.uid, api_version=request.api_version, patch=patch.encoded, warnings=warnings
         )
-        return _Answer(body, result.outcome, result.reason, result.message, result, tuple(patch))
+        return _Answer(body, result.outcome, result.reason, result.message, result, patch)
 
     def record(request: AdmissionRequest | None, uid: str, done: _Answer) -> None:
         metrics.count_request(done.outcome, done.reason or "")
         result = done.result
-        if done.patch and request and not request.dry_run:
-            for resource in patched_resources(done.patch):
-                metrics.count_patched(resource)
+        if request and not request.dry_run:
+            for resource, values in done.patch.values:
+                metrics.count_patched(resource, values)
         pod = (request.object or {}) if request else {}
         # The pod may be malformed (that is why some answers fail open): read it defensively.
         metadata = pod.get("metadata")
@@ -270,7 +271,7 @@ def create_app(
                 reason=done.reason,
                 message=done.message,
                 selected=result.selected if result else (),
-                patch_ops=len(done.patch),
+                patch_ops=done.patch.ops,
                 dry_run=bool(request and request.dry_run),
             ),
         )
