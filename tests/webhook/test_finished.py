@@ -8,7 +8,7 @@ from dataclasses import replace
 from typing import Any
 
 from tests.webhook.fakes import load_example, result
-from webhook.finished import FinishedPatches, finish
+from webhook.finished import FinishedAnswers, finish
 from webhook.patch import build_patch
 from webhook.review import decode_patch
 
@@ -31,45 +31,45 @@ def _patch(encoded: str) -> list[dict[str, Any]]:
 
 
 def test_a_memoised_result_has_its_patch_built_once_per_shape() -> None:
-    patches = FinishedPatches()
+    patches = FinishedAnswers()
     decided = _memoised()
-    first = patches.patch_for(_pod(), decided)
-    again = patches.patch_for(_pod(), decided)
+    first = patches.answer_for(_pod(), decided)
+    again = patches.answer_for(_pod(), decided)
     assert again is first
     assert _patch(first.encoded) == build_patch(_pod(), decided)
     assert first.ops == len(build_patch(_pod(), decided))
 
 
 def test_a_pod_of_another_shape_gets_its_own_patch() -> None:
-    patches = FinishedPatches()
+    patches = FinishedAnswers()
     decided = _memoised()
     with_annotations = _pod()
     with_annotations["metadata"]["annotations"] = {"team": "shop"}
     bare = _pod()
     bare["metadata"].pop("annotations", None)
     for pod in (with_annotations, bare, with_annotations):
-        assert _patch(patches.patch_for(pod, decided).encoded) == build_patch(pod, decided)
+        assert _patch(patches.answer_for(pod, decided).encoded) == build_patch(pod, decided)
 
 
 def test_a_new_decision_for_the_template_builds_its_patch_again() -> None:
-    patches = FinishedPatches()
+    patches = FinishedAnswers()
     old = _memoised()
-    patches.patch_for(_pod(), old)
+    patches.answer_for(_pod(), old)
     new = replace(old, resources={"app": {"requests": {"cpu": "500m"}}})
-    assert _patch(patches.patch_for(_pod(), new).encoded) == build_patch(_pod(), new)
+    assert _patch(patches.answer_for(_pod(), new).encoded) == build_patch(_pod(), new)
 
 
 def test_a_one_off_decision_is_not_kept() -> None:
-    patches = FinishedPatches()
+    patches = FinishedAnswers()
     decided = replace(_memoised(), template=None)
-    first = patches.patch_for(_pod(), decided)
-    assert patches.patch_for(_pod(), decided) is not first
+    first = patches.answer_for(_pod(), decided)
+    assert patches.answer_for(_pod(), decided) is not first
     assert first == finish(_pod(), decided)
 
 
 def test_the_kept_patches_are_bounded() -> None:
-    patches = FinishedPatches(limit=2)
+    patches = FinishedAnswers(limit=2)
     results = [replace(_memoised(), template=bytes([n])) for n in range(3)]
-    kept = [patches.patch_for(_pod(), r) for r in results]
-    assert patches.patch_for(_pod(), results[2]) is kept[2]
-    assert patches.patch_for(_pod(), results[0]) is not kept[0]
+    kept = [patches.answer_for(_pod(), r) for r in results]
+    assert patches.answer_for(_pod(), results[2]) is kept[2]
+    assert patches.answer_for(_pod(), results[0]) is not kept[0]
