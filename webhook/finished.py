@@ -12,7 +12,7 @@ done once per result and shape.
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -86,7 +86,8 @@ class FinishedAnswers:
 
     def __init__(self, limit: int = MAX_FINISHED):
         self._limit = limit
-        self._kept: dict[tuple[bytes, tuple[bool, bool]], _Kept] = {}
+        # Not a dict: taking a dict's first key after many deletions scans the deleted slots.
+        self._kept: OrderedDict[tuple[bytes, tuple[bool, bool]], _Kept] = OrderedDict()
 
     def answer_for(self, pod: Mapping[str, Any], result: AdmissionResult) -> FinishedAnswer:
         """The finished answer of `result` for `pod`, kept when the result is memoised."""
@@ -101,8 +102,8 @@ class FinishedAnswers:
         # An annotation the template digest does not cover would make the patch depend on
         # the pod; kerf writes only its own, which the digest covers.
         if all(map(kept_annotation, result.annotations)):
-            self._kept.pop(key, None)
             self._kept[key] = _Kept(result, answer)
+            self._kept.move_to_end(key)
             if len(self._kept) > self._limit:
-                del self._kept[next(iter(self._kept))]
+                self._kept.popitem(last=False)
         return answer
