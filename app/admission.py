@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -187,12 +187,14 @@ def _memoised(view: ClusterView, pod: Mapping[str, Any], now: datetime) -> Admis
         return found.result
     view.caches.memo_misses += 1
     clock = Horizon(now)
-    result = replace(_admit(view, pod, clock), template=key)
+    result = _admit(view, pod, clock, template=key)
     view.remember(workload, plan, key, _Memo(result, inputs, clock.start, clock.end))
     return result
 
 
-def _admit(view: ClusterView, pod: Mapping[str, Any], clock: Horizon) -> AdmissionResult:
+def _admit(
+    view: ClusterView, pod: Mapping[str, Any], clock: Horizon, *, template: bytes | None = None
+) -> AdmissionResult:
     if MIRROR_POD in ((pod.get("metadata") or {}).get("annotations") or {}):
         return AdmissionResult(
             "skipped", "MirrorPod", "mirror pods are managed by the kubelet", None
@@ -208,6 +210,7 @@ def _admit(view: ClusterView, pod: Mapping[str, Any], clock: Horizon) -> Admissi
             "the pod already carries this recommendation",
             decision.owner,
             selected=selected,
+            template=template,
         )
     resources = decision.values
     args = _new_args(view, pod, decision, clock)
@@ -232,4 +235,5 @@ def _admit(view: ClusterView, pod: Mapping[str, Any], clock: Horizon) -> Admissi
         args=args,
         annotations=annotations,
         selected=selected,
+        template=template,
     )

@@ -12,7 +12,7 @@ done once per result and shape.
 
 from __future__ import annotations
 
-from collections import Counter, OrderedDict
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -59,7 +59,10 @@ def finish(pod: Mapping[str, Any], result: AdmissionResult) -> FinishedAnswer:
     ops = build_patch(pod, result)
     if not ops:
         return FinishedAnswer("", 0, (), logged)
-    values = tuple(Counter(patched_resources(ops)).items())
+    counts: dict[str, int] = {}
+    for name in patched_resources(ops):
+        counts[name] = counts.get(name, 0) + 1
+    values = tuple(counts.items())
     return FinishedAnswer(encode_patch(ops), len(ops), values, logged)
 
 

@@ -131,7 +131,10 @@ class DecisionLog:
             return
         head = orjson.dumps(
             {
-                **self._preamble(level, "admission decision"),
+                "ts": jsonlog.log_time(time.time()),
+                "level": "warning" if failed else "info",
+                "logger": LOGGER_NAME,
+                "msg": "admission decision",
                 "uid": identifier(uid),
                 "namespace": identifier(namespace),
                 "pod": identifier(pod),
@@ -147,17 +150,14 @@ class DecisionLog:
         fields = {"status": status, "reason": reason, "message": bounded(message)}
         self._write(logging.WARNING, "request refused", fields)
 
-    @staticmethod
-    def _preamble(level: int, msg: str) -> dict[str, Any]:
-        return {
+    def _write(self, level: int, msg: str, fields: Mapping[str, Any]) -> None:
+        if level < self._level:
+            return
+        line = {
             "ts": jsonlog.log_time(time.time()),
             "level": logging.getLevelName(level).lower(),
             "logger": LOGGER_NAME,
             "msg": msg,
+            **fields,
         }
-
-    def _write(self, level: int, msg: str, fields: Mapping[str, Any]) -> None:
-        if level < self._level:
-            return
-        line = {**self._preamble(level, msg), **fields}
         self._stream.write(orjson.dumps(line, default=str).decode() + "\n")
