@@ -73,3 +73,13 @@ def test_the_kept_patches_are_bounded() -> None:
     kept = [patches.answer_for(_pod(), r) for r in results]
     assert patches.answer_for(_pod(), results[2]) is kept[2]
     assert patches.answer_for(_pod(), results[0]) is not kept[0]
+
+
+def test_an_answer_writing_an_annotation_outside_kerf_is_not_kept() -> None:
+    # The template digest covers kerf's annotations only: another one's current value
+    # could differ between pods of one template.
+    patches = FinishedAnswers()
+    decided = replace(_memoised(), annotations={"example.com/owner": "kerf"})
+    first = patches.answer_for(_pod(), decided)
+    assert patches.answer_for(_pod(), decided) is not first
+    assert _patch(first.encoded) == build_patch(_pod(), decided)
