@@ -51,6 +51,10 @@ class AdmissionResult:
     #: pod annotations to set; empty when nothing changes
     annotations: dict[str, str] = field(default_factory=dict)
     selected: list[dict[str, str]] = field(default_factory=list)
+    #: the pod-template digest of a memoised result (`_template_key`): every pod it answers
+    #: has the same containers and kerf annotations, so what is built from the result and
+    #: those alone (the webhook's patch) serves them all; None for a one-off decision
+    template: bytes | None = field(default=None, compare=False)
 
 
 def _with_namespace(pod: Mapping[str, Any], namespace: str) -> Mapping[str, Any]:
@@ -183,12 +187,14 @@ def _memoised(view: ClusterView, pod: Mapping[str, Any], now: datetime) -> Admis
         return found.result
     view.caches.memo_misses += 1
     clock = Horizon(now)
-    result = _admit(view, pod, clock)
+    result = _admit(view, pod, clock, template=key)
     view.remember(workload, plan, key, _Memo(result, inputs, clock.start, clock.end))
     return result
 
 
-def _admit(view: ClusterView, pod: Mapping[str, Any], clock: Horizon) -> AdmissionResult:
+def _admit(
+    view: ClusterView, pod: Mapping[str, Any], clock: Horizon, *, template: bytes | None = None
+) -> AdmissionResult:
     if MIRROR_POD in ((pod.get("metadata") or {}).get("annotations") or {}):
         return AdmissionResult(
             "skipped", "MirrorPod", "mirror pods are managed by the kubelet", None
@@ -204,6 +210,7 @@ def _admit(view: ClusterView, pod: Mapping[str, Any], clock: Horizon) -> Admissi
             "the pod already carries this recommendation",
             decision.owner,
             selected=selected,
+            template=template,
         )
     resources = decision.values
     args = _new_args(view, pod, decision, clock)
@@ -228,4 +235,5 @@ def _admit(view: ClusterView, pod: Mapping[str, Any], clock: Horizon) -> Admissi
         args=args,
         annotations=annotations,
         selected=selected,
+        template=template,
     )

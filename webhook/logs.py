@@ -55,28 +55,18 @@ def configure_logging(level: str = "info", stream: IO[str] | None = None) -> Non
     jsonlog.configure_logging(level, stream, loggers=("kerf", *UVICORN_LOGGERS))
 
 
-def decision_record(
+def decided_fields(
     *,
-    uid: str,
-    namespace: str | None,
-    pod: str | None,
     owner: Mapping[str, str] | None,
     outcome: str,
     reason: str | None,
     message: str,
     selected: Sequence[Mapping[str, Any]] = (),
-    patch_ops: int = 0,
-    dry_run: bool = False,
 ) -> dict[str, Any]:
-    """The structured fields of one admission decision, bounded (see the module doc).
-
-    `selected` values come from kerf's policies, not from the request; container names
-    do come from the request and are cut like every identifier.
-    """
-    record: dict[str, Any] = {
-        "uid": identifier(uid),
-        "namespace": identifier(namespace),
-        "pod": identifier(pod),
+    """The fields of a decision line that come from the decision, bounded (see the module
+    doc). `selected` values come from kerf's policies, not from the request; container
+    names do come from the request and are cut like every identifier."""
+    fields: dict[str, Any] = {
         "owner": {k: identifier(v) for k, v in owner.items()} if owner else None,
         "outcome": outcome,
         "reason": reason,
@@ -92,12 +82,16 @@ def decision_record(
             }
             for entry in selected[:MAX_SELECTED]
         ],
-        "patchOps": patch_ops,
-        "dryRun": dry_run,
     }
     if len(selected) > MAX_SELECTED:
-        record["selectedOmitted"] = len(selected) - MAX_SELECTED
-    return record
+        fields["selectedOmitted"] = len(selected) - MAX_SELECTED
+    return fields
+
+
+def render_decided(**decision: Any) -> bytes:
+    """`decided_fields` as the JSON object `DecisionLog.decision` splices into its line:
+    rendered once, it serves every answer of a memoised decision."""
+    return orjson.dumps(decided_fields(**decision), default=str)
 
 
 def _policy_name(entry: Mapping[str, Any]) -> str | None:
@@ -119,10 +113,36 @@ class DecisionLog:
         self._stream = stream if stream is not None else sys.stderr
         self._level = level if isinstance(level, int) else logging.getLevelName(level.upper())
 
-    def emit(self, record: Mapping[str, Any]) -> None:
-        """Write `record` (a `decision_record`) as one line, when its level passes."""
-        failed = record.get("outcome") == "failopen"
-        self._write(logging.WARNING if failed else logging.INFO, "admission decision", record)
+    def decision(
+        self,
+        *,
+        uid: str,
+        namespace: str | None,
+        pod: str | None,
+        decided: bytes,
+        failed: bool = False,
+        patch_ops: int = 0,
+        dry_run: bool = False,
+    ) -> None:
+        """One line for an admission decision: the request's identifiers (bounded), the
+        decision's fields (`render_decided`) and the patch. A fail-open is a warning."""
+        level = logging.WARNING if failed else logging.INFO
+        if level < self._level:
+            return
+        head = orjson.dumps(
+            {
+                "ts": jsonlog.log_time(time.time()),
+                "level": "warning" if failed else "info",
+                "logger": LOGGER_NAME,
+                "msg": "admission decision",
+                "uid": identifier(uid),
+                "namespace": identifier(namespace),
+                "pod": identifier(pod),
+            }
+        )
+        tail = b',"patchOps":%d,"dryRun":%s}' % (patch_ops, b"true" if dry_run else b"false")
+        # Both are JSON objects: the decided fields go inside the head's braces.
+        self._stream.write((head[:-1] + b"," + decided[1:-1] + tail).decode() + "\n")
 
     def refused(self, status: int | None, reason: str, message: str) -> None:
         """One line for a request answered without a decision: `status` is the HTTP

@@ -62,9 +62,9 @@ class WebhookMetrics:
         """One answered /mutate request."""
         self._child(self.requests, outcome, reason).inc()
 
-    def count_patched(self, resource: str) -> None:
-        """One container value set by an admission patch."""
-        self._child(self.patched_values, resource).inc()
+    def count_patched(self, resource: str, values: int = 1) -> None:
+        """`values` container values set to `resource` by an admission patch."""
+        self._child(self.patched_values, resource).inc(values)
 
     def count_fail_open(self, cause: str) -> None:
         """One pod allowed unchanged because kerf could not decide."""

@@ -204,17 +204,23 @@ def review_response(
     uid: str,
     *,
     api_version: str = API_VERSION_V1,
-    patch: Sequence[Mapping[str, Any]] = (),
+    patch: str = "",
     warnings: Sequence[str] = (),
 ) -> bytes:
-    """Serialize an allowing AdmissionReview answer; the patch is omitted when empty."""
+    """Serialize an allowing AdmissionReview answer; `patch` is the base64 JSON patch
+    (`encode_patch`), omitted when empty."""
     response: dict[str, Any] = {"uid": uid, "allowed": True}
     if patch:
         response["patchType"] = "JSONPatch"
-        response["patch"] = base64.b64encode(orjson.dumps(list(patch))).decode("ascii")
+        response["patch"] = patch
     if warnings:
         response["warnings"] = list(warnings)
     return orjson.dumps({"apiVersion": api_version, "kind": REVIEW_KIND, "response": response})
+
+
+def encode_patch(ops: Sequence[Mapping[str, Any]]) -> str:
+    """A JSON patch as an AdmissionReview answer carries it (base64 of its JSON)."""
+    return base64.b64encode(orjson.dumps(list(ops))).decode("ascii")
 
 
 def decode_patch(response: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -34,6 +34,7 @@ from app.clock import Clock, utc_now
 from app.quantities import QuantityError
 from webhook.bounds import DEFAULT_BOUNDS, RequestBounds, over_bounds
 from webhook.endpoint import PostEndpoint, Reply
+from webhook.finished import FinishedAnswer, FinishedAnswers
 from webhook.limits import (
     DEFAULT_READ_TIMEOUT_S,
     MAX_BODY_BYTES,
@@ -46,9 +47,8 @@ from webhook.limits import (
     read_body,
     too_many_values,
 )
-from webhook.logs import LOGGER_NAME, DecisionLog, bounded, decision_record, identifier
+from webhook.logs import LOGGER_NAME, DecisionLog, bounded, identifier, render_decided
 from webhook.metrics import WebhookMetrics, create_metrics
-from webhook.patch import build_patch, patched_resources
 from webhook.review import (
     API_VERSION_V1,
     AdmissionRequest,
@@ -91,8 +91,8 @@ class _Answer:
     outcome: str
     reason: str | None
     message: str
-    result: AdmissionResult | None = None
-    patch: tuple[dict[str, Any], ...] = ()
+    #: the decision and its finished patch and log fields; None without a decision
+    finished: FinishedAnswer | None = None
 
 
 #: Recent FastAPI versions check on every request whether OpenTelemetry providers are
@@ -107,13 +107,6 @@ _NO_TELEMETRY: dict[str, Any] = (
 
 #: AdmissionReview warnings are shown to whoever created the pod; keep them one line.
 MAX_WARNING = 240
-
-
-def _owner(result: AdmissionResult | None) -> dict[str, str] | None:
-    owner = result.owner if result else None
-    if owner is None:
-        return None
-    return {"kind": owner.kind, "namespace": owner.namespace, "name": owner.name}
 
 
 def create_app(
@@ -147,6 +140,7 @@ def create_app(
     decide: Admit = admit
     logger = logging.getLogger(LOGGER_NAME)
     decisions = decision_log if decision_log is not None else DecisionLog()
+    finished = FinishedAnswers()
 
     def sync_age() -> float:
         # The view may record when it was last fully in sync; without it the age is unknown.
@@ -237,42 +231,41 @@ def create_app(
             # Bad input, not a fault of kerf's: say which kind, never the value.
             message = "a resource quantity of the pod is not a valid Kubernetes quantity"
             return fail_open(request.uid, "InvalidQuantity", message, request.api_version)
-        patch = build_patch(pod, result)
+        done = finished.answer_for(pod, result)
         warnings: list[str] = []
         if result.outcome == "blocked":
             # SPEC §9: whoever created the pod learns why kerf left it alone.
             reason = f"kerf did not rightsize the pod ({result.reason}): {result.message}"
             warnings.append(bounded(reason, MAX_WARNING))
         body = review_response(
-            request.uid, api_version=request.api_version, patch=patch, warnings=warnings
+            request.uid, api_version=request.api_version, patch=done.encoded, warnings=warnings
         )
-        return _Answer(body, result.outcome, result.reason, result.message, result, tuple(patch))
+        return _Answer(body, result.outcome, result.reason, result.message, done)
 
     def record(request: AdmissionRequest | None, uid: str, done: _Answer) -> None:
         metrics.count_request(done.outcome, done.reason or "")
-        result = done.result
-        if done.patch and request and not request.dry_run:
-            for resource in patched_resources(done.patch):
-                metrics.count_patched(resource)
+        finished = done.finished
+        if finished is not None and request and not request.dry_run:
+            for resource, values in finished.values:
+                metrics.count_patched(resource, values)
         pod = (request.object or {}) if request else {}
         # The pod may be malformed (that is why some answers fail open): read it defensively.
         metadata = pod.get("metadata")
         if not isinstance(metadata, Mapping):
             metadata = {}
-        decisions.emit(
-            decision_record(
-                uid=uid,
-                namespace=(request.namespace if request else None)
-                or identifier(metadata.get("namespace")),
-                pod=identifier(metadata.get("name")) or identifier(metadata.get("generateName")),
-                owner=_owner(result),
-                outcome=done.outcome,
-                reason=done.reason,
-                message=done.message,
-                selected=result.selected if result else (),
-                patch_ops=len(done.patch),
-                dry_run=bool(request and request.dry_run),
+        decisions.decision(
+            uid=uid,
+            namespace=(request.namespace if request else None)
+            or identifier(metadata.get("namespace")),
+            pod=identifier(metadata.get("name")) or identifier(metadata.get("generateName")),
+            decided=finished.logged
+            if finished is not None
+            else render_decided(
+                owner=None, outcome=done.outcome, reason=done.reason, message=done.message
             ),
+            failed=done.outcome == "failopen",
+            patch_ops=finished.ops if finished is not None else 0,
+            dry_run=bool(request and request.dry_run),
         )
 
     async def mutate(scope: Scope, receive: Receive) -> Reply:

@@ -15,7 +15,7 @@ from fastapi.testclient import TestClient
 
 from app.view import ClusterView
 from tests.webhook.fakes import load_example
-from webhook.logs import MAX_IDENTIFIER, DecisionLog, decision_record, identifier
+from webhook.logs import MAX_IDENTIFIER, DecisionLog, identifier, render_decided
 from webhook.server import create_app
 
 STOREFRONT = Path(__file__).resolve().parents[2] / "examples" / "storefront"
@@ -102,17 +102,31 @@ def test_identifiers_are_strings_cut_to_the_kubernetes_limit() -> None:
     assert cut is not None and len(cut) == MAX_IDENTIFIER + 1 and cut.endswith("…")
 
 
-def test_a_decision_record_is_bounded() -> None:
+def test_a_decision_line_is_bounded() -> None:
     selected = [{"container": "c" * 1000, "value": "1", "policyName": "p"}] * 500
-    record = decision_record(
+    stream = io.StringIO()
+    DecisionLog(stream).decision(
         uid="u" * 5000,
         namespace="n" * 5000,
         pod="p" * 5000,
-        owner={"kind": "Deployment", "namespace": "shop", "name": "w" * 5000},
-        outcome="apply",
-        reason=None,
-        message="m" * 100_000,
-        selected=selected,
+        decided=render_decided(
+            owner={"kind": "Deployment", "namespace": "shop", "name": "w" * 5000},
+            outcome="apply",
+            reason=None,
+            message="m" * 100_000,
+            selected=selected,
+        ),
+        patch_ops=3,
     )
-    assert len(orjson.dumps(record)) <= MAX_LINE
+    line = stream.getvalue()
+    assert line.endswith("\n") and line.count("\n") == 1
+    assert len(line) <= MAX_LINE
+    record = orjson.loads(line)
     assert record["selectedOmitted"] == 500 - len(record["selected"])
+    assert (record["msg"], record["level"], record["patchOps"], record["dryRun"]) == (
+        "admission decision",
+        "info",
+        3,
+        False,
+    )
+    assert len(record["uid"]) == len(record["pod"]) == MAX_IDENTIFIER + 1

@@ -1,0 +1,85 @@
+"""The finished patches of memoised results: one build per result and pod shape, the
+same patch a fresh build gives, and never a patch of another result."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import replace
+from typing import Any
+
+from tests.webhook.fakes import load_example, result
+from webhook.finished import FinishedAnswers, finish
+from webhook.patch import build_patch
+from webhook.review import decode_patch
+
+INFO = "rightsizing.kubex.ai/pod-info"
+
+
+def _pod() -> dict[str, Any]:
+    return copy.deepcopy(load_example("replicaset-pod.json")["request"]["object"])
+
+
+def _memoised() -> Any:
+    resources = {"app": {"requests": {"cpu": "250m", "memory": "256Mi"}}}
+    return replace(
+        result(resources=resources, annotations={INFO: "{}"}), template=b"digest-of-template"
+    )
+
+
+def _patch(encoded: str) -> list[dict[str, Any]]:
+    return decode_patch({"response": {"patch": encoded}})
+
+
+def test_a_memoised_result_has_its_patch_built_once_per_shape() -> None:
+    patches = FinishedAnswers()
+    decided = _memoised()
+    first = patches.answer_for(_pod(), decided)
+    again = patches.answer_for(_pod(), decided)
+    assert again is first
+    assert _patch(first.encoded) == build_patch(_pod(), decided)
+    assert first.ops == len(build_patch(_pod(), decided))
+
+
+def test_a_pod_of_another_shape_gets_its_own_patch() -> None:
+    patches = FinishedAnswers()
+    decided = _memoised()
+    with_annotations = _pod()
+    with_annotations["metadata"]["annotations"] = {"team": "shop"}
+    bare = _pod()
+    bare["metadata"].pop("annotations", None)
+    for pod in (with_annotations, bare, with_annotations):
+        assert _patch(patches.answer_for(pod, decided).encoded) == build_patch(pod, decided)
+
+
+def test_a_new_decision_for_the_template_builds_its_patch_again() -> None:
+    patches = FinishedAnswers()
+    old = _memoised()
+    patches.answer_for(_pod(), old)
+    new = replace(old, resources={"app": {"requests": {"cpu": "500m"}}})
+    assert _patch(patches.answer_for(_pod(), new).encoded) == build_patch(_pod(), new)
+
+
+def test_a_one_off_decision_is_not_kept() -> None:
+    patches = FinishedAnswers()
+    decided = replace(_memoised(), template=None)
+    first = patches.answer_for(_pod(), decided)
+    assert patches.answer_for(_pod(), decided) is not first
+    assert first == finish(_pod(), decided)
+
+
+def test_the_kept_patches_are_bounded() -> None:
+    patches = FinishedAnswers(limit=2)
+    results = [replace(_memoised(), template=bytes([n])) for n in range(3)]
+    kept = [patches.answer_for(_pod(), r) for r in results]
+    assert patches.answer_for(_pod(), results[2]) is kept[2]
+    assert patches.answer_for(_pod(), results[0]) is not kept[0]
+
+
+def test_an_answer_writing_an_annotation_outside_kerf_is_not_kept() -> None:
+    # The template digest covers kerf's annotations only: another one's current value
+    # could differ between pods of one template.
+    patches = FinishedAnswers()
+    decided = replace(_memoised(), annotations={"example.com/owner": "kerf"})
+    first = patches.answer_for(_pod(), decided)
+    assert patches.answer_for(_pod(), decided) is not first
+    assert _patch(first.encoded) == build_patch(_pod(), decided)

@@ -1,0 +1,112 @@
+"""The finished parts of an answer (its patch, its decision's log fields), kept for
+memoised decisions.
+
+A memoised `AdmissionResult` answers every pod of one template, and those pods have the
+same containers and kerf annotations (`AdmissionResult.template`): the patch built for
+one of them, encoded, is the patch of all of them, as long as the pod's metadata and
+annotations have the same shape (absent, or an object), which decides whether the
+patch adds them whole. Building, encoding and reading back a patch, and bounding and
+rendering the decision's log fields, cost more than the rest of a memo hit, so they are
+done once per result and shape.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from app.slim import kept_annotation
+from webhook.logs import render_decided
+from webhook.patch import build_patch, patched_resources
+from webhook.review import encode_patch
+
+if TYPE_CHECKING:
+    from app.admission import AdmissionResult
+
+#: finished answers kept: as many as the admission memo keeps decisions
+#: (`app.decision_cache.MEMO_TOTAL`), so that every memo hit finds its answer
+MAX_FINISHED = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class FinishedAnswer:
+    """A decision's JSON patch ready for the response and the metrics, and its log fields."""
+
+    #: base64 of the JSON patch; "" when the patch is empty
+    encoded: str
+    #: operations in the patch
+    ops: int
+    #: (resource or `args`, how many container values the patch sets to it)
+    values: tuple[tuple[str, int], ...]
+    #: the decision's fields of its log line (`webhook.logs.render_decided`)
+    logged: bytes
+
+
+def finish(pod: Mapping[str, Any], result: AdmissionResult) -> FinishedAnswer:
+    """Build the patch of `result` for `pod`, encode it and render the log fields."""
+    owner = result.owner
+    logged = render_decided(
+        owner=None
+        if owner is None
+        else {"kind": owner.kind, "namespace": owner.namespace, "name": owner.name},
+        outcome=result.outcome,
+        reason=result.reason,
+        message=result.message,
+        selected=result.selected,
+    )
+    ops = build_patch(pod, result)
+    if not ops:
+        return FinishedAnswer("", 0, (), logged)
+    counts: dict[str, int] = {}
+    for name in patched_resources(ops):
+        counts[name] = counts.get(name, 0) + 1
+    values = tuple(counts.items())
+    return FinishedAnswer(encode_patch(ops), len(ops), values, logged)
+
+
+def _shape(pod: Mapping[str, Any]) -> tuple[bool, bool]:
+    """Whether the pod has a metadata object and an annotations object."""
+    metadata = pod.get("metadata")
+    if not isinstance(metadata, dict):
+        return (False, False)
+    return (True, isinstance(metadata.get("annotations"), dict))
+
+
+@dataclass(frozen=True, slots=True)
+class _Kept:
+    result: AdmissionResult
+    answer: FinishedAnswer
+
+
+class FinishedAnswers:
+    """Finished answers by (template digest, pod shape), oldest first out past `limit`.
+
+    An entry holds its result and serves only that very result: a new decision for the
+    template (the memo's inputs changed) is finished again.
+    """
+
+    def __init__(self, limit: int = MAX_FINISHED):
+        self._limit = limit
+        # Not a dict: taking a dict's first key after many deletions scans the deleted slots.
+        self._kept: OrderedDict[tuple[bytes, tuple[bool, bool]], _Kept] = OrderedDict()
+
+    def answer_for(self, pod: Mapping[str, Any], result: AdmissionResult) -> FinishedAnswer:
+        """The finished answer of `result` for `pod`, kept when the result is memoised."""
+        template = result.template
+        if template is None:
+            return finish(pod, result)
+        key = (template, _shape(pod))
+        kept = self._kept.get(key)
+        if kept is not None and kept.result is result:
+            return kept.answer
+        answer = finish(pod, result)
+        # An annotation the template digest does not cover would make the patch depend on
+        # the pod; kerf writes only its own, which the digest covers.
+        if all(map(kept_annotation, result.annotations)):
+            self._kept[key] = _Kept(result, answer)
+            self._kept.move_to_end(key)
+            if len(self._kept) > self._limit:
+                self._kept.popitem(last=False)
+        return answer
