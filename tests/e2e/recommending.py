@@ -70,8 +70,11 @@ def scraped(url: str, namespace: str) -> bool:
     return len(found) == 2 and all(float(s["value"][1]) >= SCRAPES for s in found)
 
 
-def recommend_once(kubeconfig: Path, url: str, now: datetime) -> subprocess.CompletedProcess[str]:
-    """`kerf recommend --once -o json` over the SCRAPES seconds before `now`."""
+def recommend_once(
+    kubeconfig: Path, url: str, now: datetime, *extra: str
+) -> subprocess.CompletedProcess[str]:
+    """`kerf recommend --once -o json` over the SCRAPES seconds before `now` (whole
+    seconds), with `extra` flags."""
     return subprocess.run(
         [
             KERF,
@@ -99,6 +102,7 @@ def recommend_once(kubeconfig: Path, url: str, now: datetime) -> subprocess.Comp
             "10",
             "--log-level",
             "warning",
+            *extra,
         ],
         capture_output=True,
         text=True,

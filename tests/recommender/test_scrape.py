@@ -6,10 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
-import sys
-import urllib.parse
-import urllib.request
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -22,12 +18,11 @@ from app.recommender_rows import CONFIGMAP_NAME
 from kubesim.clock import Clock
 from kubesim.testing import running_sim
 from kubesim.usage import USAGE
+from tests.e2e.recommending import SCRAPES, recommend_once, scraped
 from tests.recommender.prometheus import needs_prometheus, running_prometheus, wait_until
 
 pytestmark = needs_prometheus
-KERF = str(Path(sys.executable).parent / "kerf")
 #: Seconds of scraped history the run analyses (Prometheus scrapes every second).
-SCRAPES = 8
 
 
 def deployment(name: str, usage: dict[str, str]) -> dict[str, Any]:
@@ -60,54 +55,6 @@ def deployment(name: str, usage: dict[str, str]) -> dict[str, Any]:
     }
 
 
-def scraped(url: str) -> bool:
-    """Both replicas have at least SCRAPES points of working set."""
-    query = 'count_over_time(container_memory_working_set_bytes{namespace="shop"}[1m])'
-    with urllib.request.urlopen(
-        f"{url}/api/v1/query?{urllib.parse.urlencode({'query': query})}"
-    ) as r:
-        result = json.load(r)["data"]["result"]
-    return len(result) == 2 and all(float(s["value"][1]) >= SCRAPES for s in result)
-
-
-def recommend(
-    kubeconfig: Path, url: str, now: datetime, *extra: str
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [
-            KERF,
-            "recommend",
-            "--kubeconfig",
-            str(kubeconfig),
-            "--prometheus",
-            url,
-            "--once",
-            "-o",
-            "json",
-            "--now",
-            now.strftime("%Y-%m-%dT%H:%M:%S.%fZ").replace(".000000", ""),
-            "--window",
-            f"{SCRAPES}s",
-            "--step",
-            "1s",
-            "--rate-window",
-            "3s",
-            "--max-gap",
-            "4s",
-            "--learning-period",
-            f"{SCRAPES}s",
-            "--full-samples",
-            "10",
-            "--log-level",
-            "warning",
-            *extra,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-
-
 async def test_prometheus_scrapes_kubesim_and_the_rows_reach_the_configmap(tmp_path: Path) -> None:
     async with running_sim(tmp_path, clock=Clock()) as sim:
         await sim.add_namespace("shop")
@@ -120,21 +67,25 @@ async def test_prometheus_scrapes_kubesim_and_the_rows_reach_the_configmap(tmp_p
             await sim.settle()
             target = sim.url.removeprefix("http://") + "/metrics/cadvisor"
             with running_prometheus(tmp_path / "tsdb", scrape=[target]) as url:
-                await asyncio.to_thread(wait_until, lambda: scraped(url), "two replicas scraped")
+                await asyncio.to_thread(
+                    wait_until, lambda: scraped(url, "shop"), "two replicas scraped"
+                )
                 # A window that ended a second ago: its points are all stored, so two runs
                 # over it see the same data.
                 now = datetime.now(UTC).replace(microsecond=0) - timedelta(seconds=1)
-                dry = await asyncio.to_thread(recommend, sim.kubeconfig_path, url, now, "--dry-run")
+                dry = await asyncio.to_thread(
+                    recommend_once, sim.kubeconfig_path, url, now, "--dry-run"
+                )
                 assert dry.returncode == 0, dry.stderr
                 core = client.CoreV1Api(api)
                 listed = await core.list_namespaced_config_map("shop")
                 assert [c.metadata.name for c in listed.items] == [], "a dry run writes nothing"
 
-                first = await asyncio.to_thread(recommend, sim.kubeconfig_path, url, now)
+                first = await asyncio.to_thread(recommend_once, sim.kubeconfig_path, url, now)
                 assert first.returncode == 0, first.stderr
                 [row] = orjson.loads(first.stdout)["recommendations"]
                 stored = await core.read_namespaced_config_map(CONFIGMAP_NAME, "shop")
-                second = await asyncio.to_thread(recommend, sim.kubeconfig_path, url, now)
+                second = await asyncio.to_thread(recommend_once, sim.kubeconfig_path, url, now)
                 assert second.returncode == 0, second.stderr
                 again = await core.read_namespaced_config_map(CONFIGMAP_NAME, "shop")
 
