@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from app.decision_cache import MEMO_TOTAL
 from app.slim import kept_annotation
 from webhook.logs import render_decided
 from webhook.patch import build_patch, patched_resources
@@ -25,9 +26,9 @@ from webhook.review import encode_patch
 if TYPE_CHECKING:
     from app.admission import AdmissionResult
 
-#: finished answers kept: as many as the admission memo keeps decisions
-#: (`app.decision_cache.MEMO_TOTAL`), so that every memo hit finds its answer
-MAX_FINISHED = 4096
+#: finished answers kept: as many as the admission memo keeps decisions, so that every
+#: memo hit finds its answer
+MAX_FINISHED = MEMO_TOTAL
 
 
 @dataclass(frozen=True, slots=True)
