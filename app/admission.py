@@ -32,13 +32,14 @@ from app.horizon import Horizon
 from app.owners import WorkloadRef
 from app.slim import kept_annotation
 from app.view import ClusterView, WorkloadPlan
-from app.workloads import target_containers
+from app.workloads import Workload, target_containers
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class AdmissionResult:
     """What the webhook applies to a new pod. A result may be memoised and handed to
-    every pod of the same template: readers never change it."""
+    every pod of the same template: readers never change it. (Not frozen: one is built
+    for every decision, and a frozen dataclass's constructor costs several times more.)"""
 
     outcome: str
     reason: str | None
@@ -121,11 +122,12 @@ def admit_pod(
         return _admit(view, pod, Horizon(now))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _Memo:
     """A remembered decision and what it is valid for: the same pod template (its key),
     the same plan (where it is kept), the same `ClusterView.admission_inputs` and a time
-    inside the span over which its comparisons with the clock keep their answers."""
+    inside the span over which its comparisons with the clock keep their answers. Never
+    changed once built (not frozen, for the same reason as `AdmissionResult`)."""
 
     result: AdmissionResult
     inputs: tuple[int, int, tuple[int, int] | None]
@@ -187,22 +189,27 @@ def _memoised(view: ClusterView, pod: Mapping[str, Any], now: datetime) -> Admis
         return found.result
     view.caches.memo_misses += 1
     clock = Horizon(now)
-    result = _admit(view, pod, clock, template=key)
+    result = _admit(view, pod, clock, template=key, workload=workload)
     view.remember(workload, plan, key, _Memo(result, inputs, clock.start, clock.end))
     return result
 
 
 def _admit(
-    view: ClusterView, pod: Mapping[str, Any], clock: Horizon, *, template: bytes | None = None
+    view: ClusterView,
+    pod: Mapping[str, Any],
+    clock: Horizon,
+    *,
+    template: bytes | None = None,
+    workload: Workload | None = None,
 ) -> AdmissionResult:
     if MIRROR_POD in ((pod.get("metadata") or {}).get("annotations") or {}):
         return AdmissionResult(
             "skipped", "MirrorPod", "mirror pods are managed by the kubelet", None
         )
-    decision = decide_pod(view, pod, now=clock, path="admission")
-    # `selected` and `values` are computed on each access: read them once.
+    decision = decide_pod(view, pod, now=clock, path="admission", workload=workload)
+    # `values` is computed on each access: read it once.
     winners = decision.selected
-    selected = [s.as_dict() for s in winners]
+    selected = list(decision.selected_json)
     if _already_applied(pod, decision.fingerprint):
         return AdmissionResult(
             "skipped",

@@ -18,9 +18,10 @@ GPU = "nvidia.com/gpu"
 ENABLED_RESOURCES = {"cpu": "cpu", "memory": "memory", GPU: "gpu"}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Enabled:
-    """The value an action may set, or None with the reason it was filtered."""
+    """The value an action may set, or None with the reason it was filtered (never
+    changed once built; not frozen, as one is built per value decided)."""
 
     value: int | None
     reason: str | None = None

@@ -123,9 +123,10 @@ class ValueContext:
 NO_FACTS = ValueContext()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ValueOutcome:
-    """The value a rule set leaves, or None and the reason the part was dropped."""
+    """The value a rule set leaves, or None and the reason the part was dropped (never
+    changed once built, and shared; not frozen, as one is built per value decided)."""
 
     value: int | None
     reason: str | None = None

@@ -506,12 +506,30 @@ class ClusterView:
         if self._pods.get(key) is not pod:
             containers = target_containers(pod)
             return containers, resources_by_container(containers), resolve_owner(pod, self)
+        containers, resources = self._parsed(key, pod)
+        return containers, resources, self._pod_owner.get(key)
+
+    def pod_containers(
+        self, pod: Mapping[str, Any]
+    ) -> tuple[dict[str, ContainerDict], dict[str, Resources]]:
+        """The containers kerf sizes and their parsed resources (`pod_facts` without the
+        owner, for a caller that has resolved it)."""
+        key = _pod_key(pod)
+        if self._pods.get(key) is not pod:
+            containers = target_containers(pod)
+            return containers, resources_by_container(containers)
+        return self._parsed(key, pod)
+
+    def _parsed(
+        self, key: tuple[str, str], pod: Mapping[str, Any]
+    ) -> tuple[dict[str, ContainerDict], dict[str, Resources]]:
+        parsed: tuple[dict[str, ContainerDict], dict[str, Resources]] | None
         parsed = self.caches.parsed(key)
         if parsed is None:
             containers = target_containers(pod)
             parsed = (containers, resources_by_container(containers))
             self.caches.keep_parsed(key, parsed)
-        return parsed[0], parsed[1], self._pod_owner.get(key)
+        return parsed
 
     def admission_inputs(self, workload: Workload) -> tuple[int, int, tuple[int, int] | None]:
         """Versions of what an admission decision for a workload's pod reads beyond its

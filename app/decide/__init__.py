@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from app.decide.actions import _build_actions
 from app.decide.checks import HUB_UNREACHABLE, _run_checks, pod_gate
-from app.decide.context import Path, _Context, _final_resources, _Stop
+from app.decide.context import Path, _Context, _Stop
 from app.decide.fallback import decide_fallback, fallback_after
 from app.decide.method import _restarts_container
 from app.decide.plan_facts import _plan_facts
@@ -38,6 +38,7 @@ from app.decide.results import (
 )
 from app.horizon import Horizon
 from app.view import ClusterView, WorkloadPlan
+from app.workloads import Workload
 
 __all__ = [
     "AuditProposal",
@@ -71,23 +72,38 @@ UNTOUCHED = frozenset({"Paused", "ProtectedNamespace", "AutomationDisabled", "Au
 
 
 def decide_pod(
-    view: ClusterView, pod: Mapping[str, Any], *, now: datetime | Horizon, path: Path
+    view: ClusterView,
+    pod: Mapping[str, Any],
+    *,
+    now: datetime | Horizon,
+    path: Path,
+    workload: Workload | None = None,
 ) -> PodDecision:
     """The decision for one pod on the admission path (a new pod) or the running path.
     Given a `Horizon` for `now`, it ends up holding the span of time over which the
-    decision stays the same (`app/horizon.py`)."""
+    decision stays the same (`app/horizon.py`). A caller that has already resolved the
+    pod's workload in the view passes it as `workload` (it is not looked up again)."""
     with view.lock:
-        return _decide_pod(view, pod, clock=_horizon(now), path=path)
+        return _decide_pod(view, pod, clock=_horizon(now), path=path, known=workload)
 
 
 def _decide_pod(
-    view: ClusterView, pod: Mapping[str, Any], *, clock: Horizon, path: Path
+    view: ClusterView,
+    pod: Mapping[str, Any],
+    *,
+    clock: Horizon,
+    path: Path,
+    known: Workload | None,
 ) -> PodDecision:
     meta = pod.get("metadata") or {}
     namespace = str(meta.get("namespace") or "default")
     name = str(meta.get("name") or meta.get("generateName") or "")
-    containers, current, owner = view.pod_facts(pod)
-    workload = workload_for(view, pod, owner)
+    if known is None:
+        containers, current, owner = view.pod_facts(pod)
+        workload = workload_for(view, pod, owner)
+    else:
+        containers, current = view.pod_containers(pod)
+        workload, owner = known, known.ref
     if workload is None:
         return PodDecision(
             namespace,
@@ -145,6 +161,7 @@ def _decide_pod(
             changed=tuple(sorted(c for c in kept if kept[c] != current[c])),
             selection=selected,
             selected=facts.winners,
+            selected_json=facts.winners_json,
             dropped=ctx.dropped,
             next_allowed_at=stop.next_allowed_at,
             fingerprint=fp,
@@ -153,7 +170,7 @@ def _decide_pod(
             proposal=proposal.step if proposal else {},
             proposal_target=proposal.target if proposal else {},
         )
-    final = _final_resources(current, ctx.actions)
+    final = ctx.final()
     changed = {a.target.container for a in ctx.actions}
     notes = "; ".join(
         [f"{t.container}.{t.field}.{t.resource}: {r}" for t, r in ctx.dropped]
@@ -172,6 +189,7 @@ def _decide_pod(
         changed=tuple(sorted(changed)),
         selection=selected,
         selected=facts.winners,
+        selected_json=facts.winners_json,
         dropped=ctx.dropped,
         fingerprint=fp,
         plan=plan,

@@ -84,6 +84,7 @@ class _Context:
         "proposal",
         "strategy_facts",
         "method",
+        "_final",
     )
 
     def __init__(
@@ -128,9 +129,22 @@ class _Context:
         self.strategy_facts: _StrategyFacts | None = None
         #: how the change is carried out; chosen on the running path only
         self.method = "admission"
+        #: (actions, their count, the resources they give): `final`'s last answer
+        self._final: tuple[list[_Action], int, dict[str, Resources]] | None = None
 
     def settings(self, policy: KerfResource | None) -> GuardrailSettings:
         return self.view.guardrails(policy)
+
+    def final(self) -> dict[str, Resources]:
+        """Every container's resources with the standing actions set (`_final_resources`),
+        worked out again only when the action list was replaced or grew: the checks
+        never change an action's value once the plan is validated."""
+        kept = self._final
+        if kept is not None and kept[0] is self.actions and kept[1] == len(self.actions):
+            return kept[2]
+        final = _final_resources(self.current, self.actions)
+        self._final = (self.actions, len(self.actions), final)
+        return final
 
     def regular(self) -> list[_Action]:
         if not self.has_restores:

@@ -72,6 +72,9 @@ class _PlanFacts:
     selected: dict[Target, Candidate]
     #: `selected` as reported, ordered by container, field, resource
     winners: tuple[SelectedValue, ...]
+    #: `winners` in their JSON form (`SelectedValue.as_dict`), shared: readers never
+    #: change them
+    winners_json: tuple[dict[str, str], ...]
     items: list[_Prepared]
     record: RightsizingRecommendation | None
     rows: Mapping[str, RecommendationRow]
@@ -181,9 +184,11 @@ def _build_plan_facts(
     record = view.recommendation_for(workload.ref)
     status = record.status if record else None
     last_applied = status.last_applied if status else None
+    winners = tuple(_selected_value(target, candidate) for target, candidate in ordered)
     return _PlanFacts(
         selected=selected,
-        winners=tuple(_selected_value(target, candidate) for target, candidate in ordered),
+        winners=winners,
+        winners_json=tuple(w.as_dict() for w in winners),
         items=items,
         record=record,
         rows=rows,

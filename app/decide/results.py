@@ -41,9 +41,12 @@ class SelectedValue:
         }
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class PodDecision:
-    """`{outcome, reason, message, values}` for one pod, with what explain shows."""
+    """`{outcome, reason, message, values}` for one pod, with what explain shows.
+
+    Readers never change a decision; it is not frozen because one is built for every
+    pod decided, and a frozen dataclass's constructor costs several times more."""
 
     namespace: str
     name: str
@@ -61,6 +64,9 @@ class PodDecision:
     selection: Mapping[Target, Candidate] = field(default_factory=dict)
     #: the winning policy of every target, ordered by container, field, resource
     selected: tuple[SelectedValue, ...] = ()
+    #: `selected` in its JSON form (`SelectedValue.as_dict`), shared with every decision
+    #: of the plan: readers never change it
+    selected_json: tuple[dict[str, str], ...] = ()
     dropped: list[tuple[Target, str]] = field(default_factory=list)
     next_allowed_at: datetime | None = None
     fingerprint: str | None = None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.decide.context import _Action, _Context, _final_resources, _Stop
+from app.decide.context import _Action, _Context, _Stop
 from app.decide.plan_facts import _Prepared
 from app.decide.pod_facts import jvm_heap_bytes, oom_killed_since
 from app.decide.qos_pairs import GUARANTEED_QOS
@@ -180,7 +180,7 @@ def _refusal_message(reason: str, dropped: list[tuple[Target, str]]) -> str:
 
 def _validate_plan(ctx: _Context) -> None:
     """RequestsExceedLimits and GpuActionConflict over the whole plan, never clamped."""
-    final = _final_resources(ctx.current, ctx.actions)
+    final = ctx.final()
     for container, resources in sorted(final.items()):
         for resource, request in sorted(resources["requests"].items()):
             limit = resources["limits"].get(resource)
