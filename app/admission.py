@@ -51,7 +51,9 @@ class AdmissionResult:
     args: dict[str, list[str]] = field(default_factory=dict)
     #: pod annotations to set; empty when nothing changes
     annotations: dict[str, str] = field(default_factory=dict)
-    selected: list[dict[str, str]] = field(default_factory=list)
+    #: the winning policy of every target (`PodDecision.selected_json`): shared by every
+    #: decision of the workload's plan, so a reader may key what it derives on its identity
+    selected: tuple[dict[str, str], ...] = ()
     #: the pod-template digest of a memoised result (`_template_key`): every pod it answers
     #: has the same containers and kerf annotations, so what is built from the result and
     #: those alone (the webhook's patch) serves them all; None for a one-off decision
@@ -209,7 +211,7 @@ def _admit(
     decision = decide_pod(view, pod, now=clock, path="admission", workload=workload)
     # `values` is computed on each access: read it once.
     winners = decision.selected
-    selected = list(decision.selected_json)
+    selected = decision.selected_json
     if _already_applied(pod, decision.fingerprint):
         return AdmissionResult(
             "skipped",
