@@ -248,10 +248,11 @@ def pod_shape_problem(pod: Mapping[str, Any] | None) -> str | None:
         containers = spec.get(list_name, [])
         if containers is None:
             continue
-        if not isinstance(containers, list) or not all(
-            isinstance(c, dict) and isinstance(c.get("name"), str) for c in containers
-        ):
+        if not isinstance(containers, list):
             return f"request.object.spec.{list_name} is not a list of named containers"
+        for container in containers:
+            if not (isinstance(container, dict) and isinstance(container.get("name"), str)):
+                return f"request.object.spec.{list_name} is not a list of named containers"
     return None
 
 
