@@ -104,8 +104,8 @@ def _policy_name(entry: Mapping[str, Any]) -> str | None:
 
 class _Timestamps:
     """`jsonlog.log_time` of a time, with the date and time of day formatted once per
-    second: a decision line is written for every request, and building a datetime for
-    each cost more than the rest of the line's head."""
+    second: a decision line is written for every request, and a datetime built for each
+    costs about as much as the rest of the line."""
 
     __slots__ = ("_head", "_second")
 
