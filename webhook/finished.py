@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from app.decision_cache import MEMO_TOTAL
 from app.slim import kept_annotation
 from webhook.logs import render_decided
-from webhook.patch import build_patch, patched_resources
+from webhook.patch import plan_patch
 from webhook.review import encode_patch
 
 if TYPE_CHECKING:
@@ -57,14 +57,11 @@ def finish(pod: Mapping[str, Any], result: AdmissionResult) -> FinishedAnswer:
         message=result.message,
         selected=result.selected,
     )
-    ops = build_patch(pod, result)
-    if not ops:
+    patch = plan_patch(pod, result)
+    if not patch.ops:
         return FinishedAnswer("", 0, (), logged)
-    counts: dict[str, int] = {}
-    for name in patched_resources(ops):
-        counts[name] = counts.get(name, 0) + 1
-    values = tuple(counts.items())
-    return FinishedAnswer(encode_patch(ops), len(ops), values, logged)
+    values = tuple(patch.values.items())
+    return FinishedAnswer(encode_patch(patch.ops), len(patch.ops), values, logged)
 
 
 def _shape(pod: Mapping[str, Any]) -> tuple[bool, bool]:

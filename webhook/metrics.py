@@ -47,32 +47,41 @@ class WebhookMetrics:
     patched_values: Counter
     fail_open: Counter
     refused: Counter
-    #: labelled children by (collector, labels): `labels()` takes a lock and builds a key
-    #: on every call, which shows on the admission path; the label sets are few and fixed.
-    _children: dict[tuple[Any, ...], Any] = field(default_factory=dict, compare=False)
-
-    def _child(self, collector: Counter, *labels: str) -> Any:
-        key = (id(collector), *labels)
-        child = self._children.get(key)
-        if child is None:
-            child = self._children[key] = collector.labels(*labels)
-        return child
+    #: labelled children by labels, one map per collector: `labels()` takes a lock and
+    #: builds a key on every call, which shows on the admission path; the label sets are
+    #: few and fixed.
+    _requests: dict[tuple[str, str], Any] = field(default_factory=dict, compare=False)
+    _patched: dict[str, Any] = field(default_factory=dict, compare=False)
+    _fail_open: dict[str, Any] = field(default_factory=dict, compare=False)
+    _refused: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def count_request(self, outcome: str, reason: str) -> None:
         """One answered /mutate request."""
-        self._child(self.requests, outcome, reason).inc()
+        child = self._requests.get((outcome, reason))
+        if child is None:
+            child = self._requests[(outcome, reason)] = self.requests.labels(outcome, reason)
+        child.inc()
 
     def count_patched(self, resource: str, values: int = 1) -> None:
         """`values` container values set to `resource` by an admission patch."""
-        self._child(self.patched_values, resource).inc(values)
+        child = self._patched.get(resource)
+        if child is None:
+            child = self._patched[resource] = self.patched_values.labels(resource)
+        child.inc(values)
 
     def count_fail_open(self, cause: str) -> None:
         """One pod allowed unchanged because kerf could not decide."""
-        self._child(self.fail_open, cause).inc()
+        child = self._fail_open.get(cause)
+        if child is None:
+            child = self._fail_open[cause] = self.fail_open.labels(cause)
+        child.inc()
 
     def count_refused(self, reason: str) -> None:
         """One request answered without a decision (400, 413, 408, 431, client gone)."""
-        self._child(self.refused, reason).inc()
+        child = self._refused.get(reason)
+        if child is None:
+            child = self._refused[reason] = self.refused.labels(reason)
+        child.inc()
 
 
 class _MemoCounts:

@@ -17,6 +17,7 @@ The pod is parsed JSON, so its objects are tested with `isinstance(x, dict)`: th
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from app.quantities import QuantityError, parse_resource
@@ -42,6 +43,8 @@ class PatchSource(Protocol):
 
 def escape_pointer_token(token: str) -> str:
     """Escape one JSON-pointer reference token (RFC 6901 §3: `~` first, then `/`)."""
+    if "~" not in token and "/" not in token:
+        return token
     return token.replace("~", "~0").replace("/", "~1")
 
 
@@ -62,115 +65,156 @@ def container_paths(pod: Mapping[str, Any]) -> dict[str, tuple[str, Mapping[str,
     return found
 
 
+# A quantity's suffixes (binary first: "Mi" ends in "i", not in a decimal suffix).
+_BINARY_SUFFIXES = frozenset({"Ki", "Mi", "Gi", "Ti", "Pi", "Ei"})
+_DECIMAL_SUFFIXES = frozenset({"n", "u", "m", "k", "M", "G", "T", "P", "E"})
+
+
+def _whole_spelling(text: str) -> tuple[str, str] | None:
+    """(digits, suffix) of a quantity spelled as a whole number without leading zeros and
+    an optional suffix (`250m`, `512Mi`, `2`: how Kubernetes and kerf write them); None
+    for any other spelling."""
+    if text[-2:] in _BINARY_SUFFIXES:
+        end = len(text) - 2
+    elif text[-1:] in _DECIMAL_SUFFIXES:
+        end = len(text) - 1
+    else:
+        end = len(text)
+    digits = text[:end]
+    if digits.isascii() and digits.isdigit() and (digits[0] != "0" or end == 1):
+        return digits, text[end:]
+    return None
+
+
 def _same_quantity(resource: str, current: Any, desired: Any) -> bool:
     """`1000m` and `1` are one value: rewriting a spelling is not a change."""
+    if isinstance(current, str) and isinstance(desired, str):
+        # Two whole numbers with one suffix are one value exactly when their digits are the
+        # same: no need to parse them.
+        mine, theirs = _whole_spelling(current), _whole_spelling(desired)
+        if mine is not None and theirs is not None and mine[1] == theirs[1]:
+            return mine[0] == theirs[0]
     try:
         return parse_resource(resource, current) == parse_resource(resource, desired)
     except QuantityError:
         return False
 
 
-def _map_ops(
-    path: str, current: Any, desired: Mapping[str, Any], *, quantities: bool = False
-) -> list[Operation]:
-    """Operations that give the mapping at `path` every entry of `desired` (with
-    `quantities`, values that spell the same quantity count as equal)."""
-    if not desired:
-        return []
-    if not isinstance(current, dict):
-        op = "add" if current is None else "replace"
-        return [{"op": op, "path": path, "value": dict(desired)}]
-    ops: list[Operation] = []
-    for key, value in desired.items():
-        if key not in current:
-            ops.append({"op": "add", "path": f"{path}/{escape_pointer_token(key)}", "value": value})
-        elif current[key] != value and not (
-            quantities and _same_quantity(key, current[key], value)
-        ):
-            ops.append(
-                {"op": "replace", "path": f"{path}/{escape_pointer_token(key)}", "value": value}
-            )
-    return ops
+@dataclass(frozen=True, slots=True)
+class Patch:
+    """A JSON patch and what it sets, counted while it is built."""
+
+    ops: list[Operation]
+    #: resource (or `args`) -> how many container values the patch sets to it, in patch
+    #: order; values already in place produce no operation and are not counted
+    values: dict[str, int]
 
 
-def _resources_ops(
-    path: str, container: Mapping[str, Any], desired: Mapping[str, Mapping[str, str]]
-) -> list[Operation]:
-    """Operations for one container's `resources` (`requests` and `limits` only)."""
-    wanted = {field: dict(desired[field]) for field in RESOURCE_FIELDS if desired.get(field)}
-    if not wanted:
-        return []
-    current = container.get("resources")
-    if not isinstance(current, dict):
-        op = "add" if current is None else "replace"
-        return [{"op": op, "path": f"{path}/resources", "value": wanted}]
-    ops: list[Operation] = []
-    for field, values in wanted.items():
-        ops.extend(
-            _map_ops(f"{path}/resources/{field}", current.get(field), values, quantities=True)
-        )
-    return ops
+class _Builder:
+    """Collects the operations of one patch and counts the container values they set."""
+
+    __slots__ = ("ops", "values")
+
+    def __init__(self) -> None:
+        self.ops: list[Operation] = []
+        self.values: dict[str, int] = {}
+
+    def count(self, name: str) -> None:
+        self.values[name] = self.values.get(name, 0) + 1
+
+    def resources(
+        self, path: str, container: Mapping[str, Any], desired: Mapping[str, Mapping[str, str]]
+    ) -> None:
+        """Operations for one container's `resources` (`requests` and `limits` only)."""
+        wanted = {field: dict(desired[field]) for field in RESOURCE_FIELDS if desired.get(field)}
+        if not wanted:
+            return
+        current = container.get("resources")
+        if not isinstance(current, dict):
+            op = "add" if current is None else "replace"
+            self.ops.append({"op": op, "path": f"{path}/resources", "value": wanted})
+            for values in wanted.values():
+                for name in values:
+                    self.count(name)
+            return
+        for field, values in wanted.items():
+            self.quantities(f"{path}/resources/{field}", current.get(field), values)
+
+    def quantities(self, path: str, current: Any, desired: dict[str, str]) -> None:
+        """Operations that give the requests or limits at `path` every value of `desired`
+        (values that spell the same quantity count as equal)."""
+        if not isinstance(current, dict):
+            op = "add" if current is None else "replace"
+            self.ops.append({"op": op, "path": path, "value": desired})
+            for name in desired:
+                self.count(name)
+            return
+        ops, counted = self.ops, self.values
+        for key, value in desired.items():
+            if key not in current:
+                op = "add"
+            elif current[key] != value and not _same_quantity(key, current[key], value):
+                op = "replace"
+            else:
+                continue
+            ops.append({"op": op, "path": f"{path}/{escape_pointer_token(key)}", "value": value})
+            counted[key] = counted.get(key, 0) + 1
+
+    def args(self, path: str, container: Mapping[str, Any], desired: Sequence[str]) -> None:
+        current = container.get("args")
+        wanted = list(desired)
+        if current == wanted:
+            return
+        op = "add" if "args" not in container else "replace"
+        self.ops.append({"op": op, "path": f"{path}/args", "value": wanted})
+        self.count("args")
+
+    def annotations(self, pod: Mapping[str, Any], desired: Mapping[str, str]) -> None:
+        if not desired:
+            return
+        metadata = pod.get("metadata")
+        if not isinstance(metadata, dict):
+            whole = {"annotations": dict(desired)}
+            self.ops.append({"op": "add", "path": "/metadata", "value": whole})
+            return
+        current = metadata.get("annotations")
+        if not isinstance(current, dict):
+            op = "add" if current is None else "replace"
+            self.ops.append({"op": op, "path": "/metadata/annotations", "value": dict(desired)})
+            return
+        for key, value in desired.items():
+            if key not in current:
+                op = "add"
+            elif current[key] != value:
+                op = "replace"
+            else:
+                continue
+            path = f"/metadata/annotations/{escape_pointer_token(key)}"
+            self.ops.append({"op": op, "path": path, "value": value})
 
 
-def _args_ops(path: str, container: Mapping[str, Any], desired: Sequence[str]) -> list[Operation]:
-    current = container.get("args")
-    wanted = list(desired)
-    if current == wanted:
-        return []
-    if "args" not in container:
-        return [{"op": "add", "path": f"{path}/args", "value": wanted}]
-    return [{"op": "replace", "path": f"{path}/args", "value": wanted}]
-
-
-def _annotation_ops(pod: Mapping[str, Any], desired: Mapping[str, str]) -> list[Operation]:
-    if not desired:
-        return []
-    metadata = pod.get("metadata")
-    if not isinstance(metadata, dict):
-        return [{"op": "add", "path": "/metadata", "value": {"annotations": dict(desired)}}]
-    return _map_ops("/metadata/annotations", metadata.get("annotations"), desired)
-
-
-def patched_resources(ops: Sequence[Operation]) -> list[str]:
-    """One entry per container value a patch sets: the resource name, or `args`.
-
-    Read back from the operations (not from the decision) so that values already in place,
-    which produce no operation, are not counted as applied.
-    """
-    names: list[str] = []
-    for op in ops:
-        parts = op["path"].split("/")
-        if len(parts) < 5 or parts[1] != "spec":
-            continue
-        tail = parts[4:]
-        value: Any = op.get("value")  # the shape its path gives it
-        if tail == ["args"]:
-            names.append("args")
-        elif tail == ["resources"]:
-            names.extend(res for values in value.values() for res in values)
-        elif len(tail) == 2:
-            names.extend(value)
-        elif len(tail) == 3:
-            names.append(tail[2].replace("~1", "/").replace("~0", "~"))
-    return names
-
-
-def build_patch(pod: Mapping[str, Any], result: PatchSource) -> list[Operation]:
-    """The minimal JSON patch that gives `pod` the decision's resources, args and annotations.
+def plan_patch(pod: Mapping[str, Any], result: PatchSource) -> Patch:
+    """The minimal JSON patch that gives `pod` the decision's resources, args and
+    annotations, with the container values it sets.
 
     Containers named in the decision but absent from the pod are ignored: the decision was
     made from this very pod, so that can only mean a caller bug, and failing open (no
     change for that container) is the safe answer for admission.
     """
     paths = container_paths(pod)
-    ops: list[Operation] = []
+    built = _Builder()
     for name, desired in result.resources.items():
-        if name in paths:
-            path, container = paths[name]
-            ops.extend(_resources_ops(path, container, desired))
+        found = paths.get(name)
+        if found is not None:
+            built.resources(found[0], found[1], desired)
     for name, args in result.args.items():
-        if name in paths:
-            path, container = paths[name]
-            ops.extend(_args_ops(path, container, args))
-    ops.extend(_annotation_ops(pod, result.annotations))
-    return ops
+        found = paths.get(name)
+        if found is not None:
+            built.args(found[0], found[1], args)
+    built.annotations(pod, result.annotations)
+    return Patch(built.ops, built.values)
+
+
+def build_patch(pod: Mapping[str, Any], result: PatchSource) -> list[Operation]:
+    """The operations of `plan_patch(pod, result)`."""
+    return plan_patch(pod, result).ops

@@ -83,7 +83,8 @@ class _Refusal(Exception):
         self.reply = reply
 
 
-@dataclass(frozen=True, slots=True)
+# Not frozen, for the reason `AdmissionRequest` is not: one is built per request.
+@dataclass(slots=True)
 class _Answer:
     """What one /mutate request produced, for the response, the metrics and the log."""
 

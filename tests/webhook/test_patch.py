@@ -11,7 +11,7 @@ import pytest
 
 from app.annotations import POD_INFO
 from tests.webhook.fakes import load_example, result
-from webhook.patch import build_patch, escape_pointer_token, patched_resources
+from webhook.patch import build_patch, escape_pointer_token, plan_patch
 
 STATIC_REQUESTS = "static.rightsizing.kubex.ai/desired-resource-requests"
 
@@ -207,7 +207,7 @@ def test_pod_without_metadata_gets_metadata_added() -> None:
     assert patched["metadata"] == {"annotations": {"k": "v"}}
 
 
-def test_patched_resources_counts_only_values_the_patch_sets() -> None:
+def test_patch_counts_only_values_it_sets() -> None:
     pod = pod_of("multi-container.json")
     pod["spec"]["containers"][2]["resources"] = {}
     decision = result(
@@ -218,8 +218,43 @@ def test_patched_resources_counts_only_values_the_patch_sets() -> None:
         },
         args={"envoy": ["-c", "/etc/envoy/other.yaml"]},
     )
-    ops = build_patch(pod, decision)
-    assert sorted(patched_resources(ops)) == ["args", "cpu", "memory", "memory", "nvidia.com/gpu"]
+    patch = plan_patch(pod, decision)
+    assert patch.ops == build_patch(pod, decision)
+    assert patch.values == {"memory": 2, "cpu": 1, "nvidia.com/gpu": 1, "args": 1}
     no_resources = pod_of("no-resources.json")
-    whole = build_patch(no_resources, result(resources={"worker": {"limits": {"cpu": "1"}}}))
-    assert patched_resources(whole) == ["cpu"]
+    whole = plan_patch(no_resources, result(resources={"worker": {"limits": {"cpu": "1"}}}))
+    assert [op["path"] for op in whole.ops] == ["/spec/containers/0/resources"]
+    assert whole.values == {"cpu": 1}
+
+
+@pytest.mark.parametrize(
+    ("current", "desired", "same"),
+    [
+        ("250m", "300m", False),
+        ("512Mi", "512Mi", True),
+        ("1000m", "1", True),
+        ("1", "1000m", True),
+        ("0250m", "250m", True),
+        ("0.25", "250m", True),
+        ("1Gi", "1024Mi", True),
+        ("1G", "1Gi", False),
+        ("1e3", "1k", True),
+        ("0", "0m", True),
+        ("0m", "5m", False),
+        ("10", "1", False),
+        ("١٠m", "10m", False),
+        ("bogus", "1", False),
+        (2, "2", True),
+    ],
+)
+def test_only_a_different_quantity_is_replaced(current: Any, desired: str, same: bool) -> None:
+    pod = {"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": current}}}]}}
+    ops = build_patch(pod, result(resources={"c": {"requests": {"cpu": desired}}}))
+    expected = (
+        []
+        if same
+        else [
+            {"op": "replace", "path": "/spec/containers/0/resources/requests/cpu", "value": desired}
+        ]
+    )
+    assert ops == expected
