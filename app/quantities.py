@@ -205,6 +205,42 @@ def parse_resource(resource: str, text: str | int | float) -> int:
     return to_bytes(text)
 
 
+def _whole_spelling(text: str, resource: str) -> tuple[str, str] | None:
+    """(digits, suffix) of a quantity spelled as a whole number without leading zeros and
+    at most one suffix whose unit is a whole amount of `resource` (`250m` of CPU, `512Mi`,
+    `2`: how Kubernetes and kerf write them); None for any other spelling, including those
+    whose amount is rounded up (`5u` of CPU, `3m` of memory)."""
+    if text[-2:] in _BINARY_SUFFIXES:
+        end = len(text) - 2
+    elif text[-1:] in _DECIMAL_SUFFIXES:
+        end = len(text) - 1
+    else:
+        end = len(text)
+    digits, suffix = text[:end], text[end:]
+    if not (digits.isascii() and digits.isdigit() and (digits[0] != "0" or end == 1)):
+        return None
+    if suffix:
+        numerator, denominator = _SUFFIX_RATIOS[suffix]
+        if numerator * (1000 if resource == "cpu" else 1) % denominator:
+            return None
+    return digits, suffix
+
+
+def same_quantity(resource: str, a: str | int | float, b: str | int | float) -> bool:
+    """Whether two spellings name one amount of `resource` (`1000m` and `1` do), as
+    `parse_resource` reads them; a text that is not a quantity equals nothing. Two whole
+    numbers with the same exact suffix are compared by their digits, without parsing:
+    the admission patch asks this for every value it may set."""
+    if isinstance(a, str) and isinstance(b, str):
+        mine, theirs = _whole_spelling(a, resource), _whole_spelling(b, resource)
+        if mine is not None and theirs is not None and mine[1] == theirs[1]:
+            return mine[0] == theirs[0]
+    try:
+        return parse_resource(resource, a) == parse_resource(resource, b)
+    except QuantityError:
+        return False
+
+
 def resource_amounts(values: Mapping[str, object] | None) -> dict[str, int | None]:
     """{resource: amount} of one requests or limits map, so maps compare by amount
     (`1000m` equals `1`); an unparsable quantity is None."""

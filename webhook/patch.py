@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from app.quantities import QuantityError, parse_resource
+from app.quantities import same_quantity
 
 Operation = dict[str, Any]
 
@@ -63,41 +63,6 @@ def container_paths(pod: Mapping[str, Any]) -> dict[str, tuple[str, Mapping[str,
             if isinstance(name, str) and name not in found:
                 found[name] = (f"/spec/{list_name}/{index}", container)
     return found
-
-
-# A quantity's suffixes (binary first: "Mi" ends in "i", not in a decimal suffix).
-_BINARY_SUFFIXES = frozenset({"Ki", "Mi", "Gi", "Ti", "Pi", "Ei"})
-_DECIMAL_SUFFIXES = frozenset({"n", "u", "m", "k", "M", "G", "T", "P", "E"})
-
-
-def _whole_spelling(text: str) -> tuple[str, str] | None:
-    """(digits, suffix) of a quantity spelled as a whole number without leading zeros and
-    an optional suffix (`250m`, `512Mi`, `2`: how Kubernetes and kerf write them); None
-    for any other spelling."""
-    if text[-2:] in _BINARY_SUFFIXES:
-        end = len(text) - 2
-    elif text[-1:] in _DECIMAL_SUFFIXES:
-        end = len(text) - 1
-    else:
-        end = len(text)
-    digits = text[:end]
-    if digits.isascii() and digits.isdigit() and (digits[0] != "0" or end == 1):
-        return digits, text[end:]
-    return None
-
-
-def _same_quantity(resource: str, current: Any, desired: Any) -> bool:
-    """`1000m` and `1` are one value: rewriting a spelling is not a change."""
-    if isinstance(current, str) and isinstance(desired, str):
-        # Two whole numbers with one suffix are one value exactly when their digits are the
-        # same: no need to parse them.
-        mine, theirs = _whole_spelling(current), _whole_spelling(desired)
-        if mine is not None and theirs is not None and mine[1] == theirs[1]:
-            return mine[0] == theirs[0]
-    try:
-        return parse_resource(resource, current) == parse_resource(resource, desired)
-    except QuantityError:
-        return False
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,7 +118,7 @@ class _Builder:
         for key, value in desired.items():
             if key not in current:
                 op = "add"
-            elif current[key] != value and not _same_quantity(key, current[key], value):
+            elif current[key] != value and not same_quantity(key, current[key], value):
                 op = "replace"
             else:
                 continue

@@ -14,6 +14,7 @@ from app.quantities import (
     parse_quantity,
     parse_resource,
     round_up,
+    same_quantity,
     to_bytes,
     to_count,
     to_millicores,
@@ -313,3 +314,51 @@ def test_resource_amounts_compare_by_amount() -> None:
     )
     assert resource_amounts({"cpu": "lots"}) == {"cpu": None}
     assert resource_amounts(None) == {}
+
+
+_SUFFIXES = ["", "m", "k", "M", "Ki", "Mi", "Gi", "n", "u"]
+
+
+def _spelling(zeros: int, digits: int, suffix: str) -> str:
+    return "0" * zeros + str(digits) + suffix
+
+
+_SPELLING = st.builds(
+    _spelling, st.integers(0, 2), st.integers(0, 5000), st.sampled_from(_SUFFIXES)
+)
+
+
+@given(resource=st.sampled_from(["cpu", "memory"]), a=_SPELLING, b=_SPELLING)
+def test_same_quantity_is_equality_of_the_parsed_amounts(resource: str, a: str, b: str) -> None:
+    # The shortcut for whole numbers with one suffix must answer what parsing answers.
+    assert same_quantity(resource, a, b) == (
+        parse_resource(resource, a) == parse_resource(resource, b)
+    )
+
+
+@given(
+    resource=st.sampled_from(["cpu", "memory"]),
+    suffix=st.sampled_from(_SUFFIXES),
+    a=st.integers(0, 5000),
+    b=st.integers(0, 5000),
+)
+def test_same_quantity_with_one_suffix_is_equality_of_the_parsed_amounts(
+    resource: str, suffix: str, a: int, b: int
+) -> None:
+    # Sub-unit suffixes round up (5u and 3u of CPU are both 1 millicore): the digits alone
+    # do not decide those.
+    first, second = _spelling(0, a, suffix), _spelling(0, b, suffix)
+    assert same_quantity(resource, first, second) == (
+        parse_resource(resource, first) == parse_resource(resource, second)
+    )
+
+
+def test_rounded_spellings_are_compared_by_their_amounts() -> None:
+    assert same_quantity("cpu", "5u", "3u")
+    assert same_quantity("memory", "5m", "3m")
+    assert not same_quantity("cpu", "5m", "3m")
+
+
+@pytest.mark.parametrize(("a", "b"), [("bogus", "1"), ("1", "bogus"), ("١٠m", "10m")])
+def test_a_text_that_is_not_a_quantity_is_the_same_as_nothing(a: str, b: str) -> None:
+    assert not same_quantity("cpu", a, b)
