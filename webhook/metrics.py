@@ -50,38 +50,34 @@ class WebhookMetrics:
     #: labelled children by labels, one map per collector: `labels()` takes a lock and
     #: builds a key on every call, which shows on the admission path; the label sets are
     #: few and fixed.
-    _requests: dict[tuple[str, str], Any] = field(default_factory=dict, compare=False)
-    _patched: dict[str, Any] = field(default_factory=dict, compare=False)
-    _fail_open: dict[str, Any] = field(default_factory=dict, compare=False)
-    _refused: dict[str, Any] = field(default_factory=dict, compare=False)
+    _requests: dict[tuple[str, ...], Any] = field(default_factory=dict, compare=False)
+    _patched: dict[tuple[str, ...], Any] = field(default_factory=dict, compare=False)
+    _fail_open: dict[tuple[str, ...], Any] = field(default_factory=dict, compare=False)
+    _refused: dict[tuple[str, ...], Any] = field(default_factory=dict, compare=False)
 
     def count_request(self, outcome: str, reason: str) -> None:
         """One answered /mutate request."""
-        child = self._requests.get((outcome, reason))
-        if child is None:
-            child = self._requests[(outcome, reason)] = self.requests.labels(outcome, reason)
-        child.inc()
+        _child(self._requests, self.requests, (outcome, reason)).inc()
 
     def count_patched(self, resource: str, values: int = 1) -> None:
         """`values` container values set to `resource` by an admission patch."""
-        child = self._patched.get(resource)
-        if child is None:
-            child = self._patched[resource] = self.patched_values.labels(resource)
-        child.inc(values)
+        _child(self._patched, self.patched_values, (resource,)).inc(values)
 
     def count_fail_open(self, cause: str) -> None:
         """One pod allowed unchanged because kerf could not decide."""
-        child = self._fail_open.get(cause)
-        if child is None:
-            child = self._fail_open[cause] = self.fail_open.labels(cause)
-        child.inc()
+        _child(self._fail_open, self.fail_open, (cause,)).inc()
 
     def count_refused(self, reason: str) -> None:
         """One request answered without a decision (400, 413, 408, 431, client gone)."""
-        child = self._refused.get(reason)
-        if child is None:
-            child = self._refused[reason] = self.refused.labels(reason)
-        child.inc()
+        _child(self._refused, self.refused, (reason,)).inc()
+
+
+def _child(kept: dict[tuple[str, ...], Any], collector: Counter, labels: tuple[str, ...]) -> Any:
+    """`collector.labels(*labels)`, kept in `kept` (the collector's own map)."""
+    child = kept.get(labels)
+    if child is None:
+        child = kept[labels] = collector.labels(*labels)
+    return child
 
 
 class _MemoCounts:
