@@ -11,11 +11,9 @@ request gets exactly one line: a decision, or a refusal (400, 413, 408, 431, a c
 from __future__ import annotations
 
 import logging
-import math
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
 from typing import IO, Any
 
 import orjson
@@ -102,35 +100,6 @@ def _policy_name(entry: Mapping[str, Any]) -> str | None:
     return f"{namespace}/{name}" if namespace and name else name
 
 
-class _Timestamps:
-    """`jsonlog.log_time` of a time, with the date and time of day formatted once per
-    second: a decision line is written for every request, and a datetime built for each
-    costs about as much as the rest of the line."""
-
-    __slots__ = ("_head", "_second")
-
-    def __init__(self) -> None:
-        self._second = -1
-        self._head = ""
-
-    def __call__(self, unix: float) -> str:
-        """RFC 3339 in UTC, to the millisecond (as `jsonlog.log_time` writes it)."""
-        # Split as `datetime.fromtimestamp` does: the fraction rounded half-even to whole
-        # microseconds, which may carry into the next second.
-        fraction, whole = math.modf(unix)
-        micros = round(fraction * 1e6)
-        second = int(whole)
-        if micros >= 1_000_000:
-            second += 1
-            micros -= 1_000_000
-        elif micros < 0:
-            return jsonlog.log_time(unix)
-        if second != self._second:
-            self._head = datetime.fromtimestamp(second, UTC).isoformat(timespec="seconds")[:-6]
-            self._second = second
-        return f"{self._head}.{micros // 1000:03d}+00:00"
-
-
 class DecisionLog:
     """Writes one JSON line per admission decision straight to a stream.
 
@@ -143,7 +112,6 @@ class DecisionLog:
     def __init__(self, stream: IO[str] | None = None, level: str | int = "info"):
         self._stream = stream if stream is not None else sys.stderr
         self._level = level if isinstance(level, int) else logging.getLevelName(level.upper())
-        self._timestamps = _Timestamps()
 
     def decision(
         self,
@@ -163,7 +131,7 @@ class DecisionLog:
             return
         head = orjson.dumps(
             {
-                "ts": self._timestamps(time.time()),
+                "ts": jsonlog.log_time(time.time()),
                 "level": "warning" if failed else "info",
                 "logger": LOGGER_NAME,
                 "msg": "admission decision",

@@ -13,10 +13,9 @@ import orjson
 import pytest
 from fastapi.testclient import TestClient
 
-from app.jsonlog import log_time
 from app.view import ClusterView
 from tests.webhook.fakes import load_example
-from webhook.logs import MAX_IDENTIFIER, DecisionLog, _Timestamps, identifier, render_decided
+from webhook.logs import MAX_IDENTIFIER, DecisionLog, identifier, render_decided
 from webhook.server import create_app
 
 STOREFRONT = Path(__file__).resolve().parents[2] / "examples" / "storefront"
@@ -131,13 +130,3 @@ def test_a_decision_line_is_bounded() -> None:
         False,
     )
     assert len(record["uid"]) == len(record["pod"]) == MAX_IDENTIFIER + 1
-
-
-def test_decision_timestamps_are_written_as_every_log_line_writes_them() -> None:
-    stamps = _Timestamps()
-    second = 1_764_616_974
-    # Each second twice (the second time from its kept head), the last microsecond of a
-    # second (which rounds into the next) and times before 1970.
-    times = [second + step / 7 for step in range(40)] + [second + step / 7 for step in range(40)]
-    times += [second + 0.9999996, second + 0.9995, second + 0.0004999, 0.0, -1.25, -0.0000001]
-    assert [stamps(t) for t in times] == [log_time(t) for t in times]
