@@ -502,12 +502,8 @@ class ClusterView:
         """The containers kerf sizes, their parsed resources and the owner of a pod, in one
         lookup: kept per pod object of the view (shared: callers copy before they change
         anything), worked out afresh for a pod the view does not hold."""
-        key = _pod_key(pod)
-        if self._pods.get(key) is not pod:
-            containers = target_containers(pod)
-            return containers, resources_by_container(containers), resolve_owner(pod, self)
-        containers, resources = self._parsed(key, pod)
-        return containers, resources, self._pod_owner.get(key)
+        containers, resources = self.pod_containers(pod)
+        return containers, resources, self.owner_of(pod)
 
     def pod_containers(
         self, pod: Mapping[str, Any]
@@ -518,11 +514,6 @@ class ClusterView:
         if self._pods.get(key) is not pod:
             containers = target_containers(pod)
             return containers, resources_by_container(containers)
-        return self._parsed(key, pod)
-
-    def _parsed(
-        self, key: tuple[str, str], pod: Mapping[str, Any]
-    ) -> tuple[dict[str, ContainerDict], dict[str, Resources]]:
         parsed: tuple[dict[str, ContainerDict], dict[str, Resources]] | None
         parsed = self.caches.parsed(key)
         if parsed is None:
