@@ -11,7 +11,6 @@ import argparse
 import gc
 import platform
 import random
-import resource
 import sys
 import time
 from collections.abc import Iterator
@@ -24,6 +23,7 @@ import orjson
 from app.decide import decide_pod
 from app.models import parse_object
 from app.view import ClusterView
+from benchmarks.figures import add_size_arguments, peak_rss_mib, write_figures
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 API = "rightsizing.kubex.ai/v1alpha1"
@@ -182,11 +182,6 @@ def documents(
         }
 
 
-def _peak_rss_mib() -> float:
-    # ru_maxrss is KiB on Linux.
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Build the view, decide every pod on both paths, return the figures."""
     started = time.perf_counter()
@@ -237,24 +232,19 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         figures[f"{path}_decisions_per_second_median"] = sorted(rates)[len(rates) // 2]
         figures[f"{path}_rounds"] = rates
         figures[f"{path}_outcomes"] = dict(sorted(outcomes.items()))
-    figures["peak_rss_mib"] = round(_peak_rss_mib(), 1)
+    figures["peak_rss_mib"] = peak_rss_mib()
     return figures
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of `make bench`."""
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--workloads", type=int, default=25_000)
-    parser.add_argument("--pods", type=int, default=35_000)
-    parser.add_argument("--nodes", type=int, default=1_000)
-    parser.add_argument("--policies", type=int, default=1_000)
-    parser.add_argument("--namespaces", type=int, default=250)
+    add_size_arguments(parser)
     parser.add_argument("--rounds", type=int, default=5, help="timed passes per path")
     parser.add_argument("--out", type=Path, default=Path(".bench/explain.json"))
     args = parser.parse_args(argv)
     figures = run(args)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_bytes(orjson.dumps(figures, option=orjson.OPT_INDENT_2))
+    write_figures(args.out, figures)
     for key, value in figures.items():
         print(f"{key:32} {value}")
     print(f"wrote {args.out}", file=sys.stderr)

@@ -43,6 +43,7 @@ from typing import Any
 
 import orjson
 
+from benchmarks.figures import add_size_arguments, peak_rss_mib
 from benchmarks.real_cluster import SetupError, cpu_delta, real_cluster
 from benchmarks.startup import (
     CLUSTER_ARGS,
@@ -161,11 +162,6 @@ def _cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _peak_rss_mib() -> float:
-    """The process's peak RSS so far (ru_maxrss is KiB on Linux)."""
-    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
-
-
 def _calls(metrics: Any, by_resource: bool = False) -> dict[str, float]:
     """API calls so far by verb, or by "verb resource" (Lease traffic of the leader
     election left out)."""
@@ -259,7 +255,7 @@ def measure(
             figures["cold_start"] = {
                 "seconds": round(time.perf_counter() - t0, 2),
                 "cpu_seconds": round(_cpu() - cpu0, 2),
-                "peak_rss_mib": _peak_rss_mib(),
+                "peak_rss_mib": peak_rss_mib(),
                 "server_cpu_seconds": cpu_delta(_server_cpu(server_pids), server0),
             }
             if service.leader is not None:
@@ -292,7 +288,7 @@ def measure(
                     "unchanged_passes": int(
                         service.metrics.unchanged_passes._value.get() - unchanged0
                     ),
-                    "peak_rss_mib": _peak_rss_mib(),
+                    "peak_rss_mib": peak_rss_mib(),
                     "scheduled_later": service.queue.scheduled,
                     # the quiet time waited included: the server worked on through it
                     "server_cpu_seconds": cpu_delta(_server_cpu(server_pids), server0),
@@ -301,7 +297,7 @@ def measure(
                     figures[name]["api_calls_per_resized_pod"] = round(
                         sum(calls.values()) / resized, 2
                     )
-            figures["peak_rss_mib"] = _peak_rss_mib()
+            figures["peak_rss_mib"] = peak_rss_mib()
             service.queue.close()
             for task in (*tasks, *workers):
                 task.cancel()
@@ -407,11 +403,7 @@ def side_by_side(sim: Mapping[str, Any], real: Mapping[str, Any]) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark, print the figures, write them as JSON."""
     parser = argparse.ArgumentParser(prog="python -m benchmarks.reconciler", description=__doc__)
-    parser.add_argument("--workloads", type=int, default=25_000)
-    parser.add_argument("--pods", type=int, default=35_000)
-    parser.add_argument("--nodes", type=int, default=1_000)
-    parser.add_argument("--policies", type=int, default=1_000)
-    parser.add_argument("--namespaces", type=int, default=250)
+    add_size_arguments(parser)
     parser.add_argument("--timeout", type=float, default=1800.0)
     parser.add_argument(
         "--cluster",

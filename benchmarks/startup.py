@@ -41,6 +41,8 @@ from typing import Any
 import orjson
 import yaml
 
+from benchmarks.figures import add_size_arguments, write_figures
+
 REPO = Path(__file__).resolve().parent.parent
 CRD_DIR = REPO / "manifests" / "crds"
 POD_TEMPLATE = REPO / "examples" / "admission" / "replicaset-pod.json"
@@ -399,8 +401,7 @@ def run_each(
     figures: dict[str, Any] = {}
     for name in ("sim", "real"):
         figures[name] = runners[name]()
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_bytes(orjson.dumps(figures, option=orjson.OPT_INDENT_2))
+        write_figures(out, figures)
     return figures
 
 
@@ -504,11 +505,7 @@ def _pinned_measure(
 def main(argv: list[str] | None = None) -> int:
     """Entry point of `make bench` (start-up part)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--workloads", type=int, default=25_000)
-    parser.add_argument("--pods", type=int, default=35_000)
-    parser.add_argument("--nodes", type=int, default=1_000)
-    parser.add_argument("--policies", type=int, default=1_000)
-    parser.add_argument("--namespaces", type=int, default=250)
+    add_size_arguments(parser)
     parser.add_argument("--runs", type=int, default=2, help="cold starts; the fastest is reported")
     parser.add_argument(
         "--page-size", type=int, default=None, help="list page size (default: the informer's)"
@@ -536,8 +533,7 @@ def main(argv: list[str] | None = None) -> int:
     except (SetupError, RuntimeError) as exc:
         print(f"benchmarks.startup: {exc}", file=sys.stderr)
         return 1
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_bytes(orjson.dumps(figures, option=orjson.OPT_INDENT_2))
+    write_figures(args.out, figures)
     for name, result in figures.items() if args.cluster == "both" else [("", figures)]:
         if name:
             print(f"--- {name}")

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import platform
-import resource
 import sys
 import tempfile
 import time
@@ -24,6 +23,7 @@ import yaml
 from app.view import ClusterView
 from app.yamlload import LOADER
 from benchmarks.explain import documents
+from benchmarks.figures import add_size_arguments, peak_rss_mib, write_figures
 
 #: documents per file: a state dir is usually a handful of dumps, not one file per object
 CHUNK = 2_000
@@ -100,25 +100,19 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         figures[f"{name}_load_seconds"] = min(walls)
         figures[f"{name}_load_cpu_seconds"] = min(cpus)
         figures[f"{name}_rounds_seconds"] = walls
-    # ru_maxrss is KiB on Linux.
-    figures["peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    figures["peak_rss_mib"] = peak_rss_mib()
     return figures
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the state-dir part of `make bench`."""
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--workloads", type=int, default=25_000)
-    parser.add_argument("--pods", type=int, default=35_000)
-    parser.add_argument("--nodes", type=int, default=1_000)
-    parser.add_argument("--policies", type=int, default=1_000)
-    parser.add_argument("--namespaces", type=int, default=250)
+    add_size_arguments(parser)
     parser.add_argument("--rounds", type=int, default=2, help="timed loads per encoding")
     parser.add_argument("--out", type=Path, default=Path(".bench/statedir.json"))
     args = parser.parse_args(argv)
     figures = run(args)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_bytes(orjson.dumps(figures, option=orjson.OPT_INDENT_2))
+    write_figures(args.out, figures)
     for key, value in figures.items():
         print(f"{key:28} {value}")
     print(f"wrote {args.out}", file=sys.stderr)

@@ -64,6 +64,7 @@ import jsonpatch
 import orjson
 from prometheus_client.parser import text_string_to_metric_families
 
+from benchmarks.figures import add_size_arguments, write_figures
 from benchmarks.startup import cpu_split, process_cpu_seconds
 from webhook.review import decode_patch
 
@@ -1023,10 +1024,7 @@ def render(figures: Mapping[str, Any]) -> Iterator[str]:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of `make bench-webhook`."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--workloads", type=int, default=25_000)
-    parser.add_argument("--policies", type=int, default=1_000)
-    parser.add_argument("--namespaces", type=int, default=250)
-    parser.add_argument("--nodes", type=int, default=100)
+    add_size_arguments(parser, pods=None, nodes=100)
     parser.add_argument(
         "--bodies",
         type=int,
@@ -1081,8 +1079,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.no_memo and args.precomputed_decisions:
         parser.error("--no-memo and --precomputed-decisions exclude each other")
     figures = run(args)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_bytes(orjson.dumps(figures, option=orjson.OPT_INDENT_2))
+    write_figures(args.out, figures)
     for line in render(figures):
         print(line)
     print(f"wrote {args.out}", file=sys.stderr)
