@@ -84,6 +84,13 @@ class HttpApi:
             return await self._dispatch(request)
         except ApiError as exc:
             return _error(exc)
+        except ConnectionError:
+            # The client went away mid-request (killed, or gave up): there is no one to answer,
+            # and like the API server kubesim has changed nothing, so this is not an error.
+            log.info(
+                "kubesim: %s %s: the client closed the connection", request.method, request.path
+            )
+            return web.Response(status=499, text="the client closed the connection")
         except Exception as exc:
             # A simulator bug must still answer like the API server would, with a Status.
             log.exception("kubesim: unhandled error for %s %s", request.method, request.path)

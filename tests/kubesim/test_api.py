@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 
 import pytest
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from kubesim.sim import Simulator
 from tests.kubesim.conftest import pod_body
 
 
@@ -456,3 +459,33 @@ async def test_events_are_one_set_behind_both_apis(
     assert [e.note for e in listed.items] == ["resized app"]
     await core.patch_namespaced_event("e1", "default", {"message": "changed"})
     assert (await new_events.read_namespaced_event("e1", "default")).note == "changed"
+
+
+def _client_closed(caplog: pytest.LogCaptureFixture) -> bool:
+    return any("the client closed the connection" in r.getMessage() for r in caplog.records)
+
+
+async def test_client_gone_mid_body_is_one_line_and_changes_nothing(
+    sim: Simulator, core: client.CoreV1Api, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A client killed while it sends a write (the soak's SIGKILL) is not a kubesim error."""
+    caplog.set_level(logging.INFO, logger="kubesim.api")
+    await core.create_namespaced_pod("default", pod_body("p1"))
+    await sim.settle()
+    before = await core.read_namespaced_pod("p1", "default")
+    host, port = sim.http.server_address.split(":")
+    _, writer = await asyncio.open_connection(host, int(port))
+    writer.write(
+        b"PUT /api/v1/namespaces/default/pods/p1 HTTP/1.1\r\nHost: kubesim\r\n"
+        b"Content-Type: application/json\r\nContent-Length: 4096\r\n\r\n" + b'{"kind": "Pod"'
+    )
+    await writer.drain()
+    writer.close()
+    await writer.wait_closed()
+    async with asyncio.timeout(30):
+        while not _client_closed(caplog):
+            await asyncio.sleep(0.01)
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+    await sim.settle()
+    after = await core.read_namespaced_pod("p1", "default")
+    assert after.metadata.resource_version == before.metadata.resource_version
