@@ -130,7 +130,7 @@ def _validate(value: Any, schema: Schema, path: str, causes: list[Cause]) -> Non
     if wanted and not _type_ok(value, wanted, schema):
         causes.append(
             Cause(
-                "FieldValueInvalid",
+                "FieldValueTypeInvalid",
                 f'Invalid value: "{_type_name(value)}": {path} in body must be of type {wanted}: {_show(value)}',
                 path,
             )
