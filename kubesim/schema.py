@@ -3,7 +3,7 @@
 Follows the apiextensions server: unknown fields are pruned unless
 `x-kubernetes-preserve-unknown-fields` is set, `default`s are applied, then the object is
 validated with field paths and messages in the real server's format. CEL rules
-(`x-kubernetes-validations`) are not evaluated (documented in docs/kubesim.md).
+(`x-kubernetes-validations`) are evaluated after this, by `kubesim.crdrules`.
 """
 
 from __future__ import annotations
