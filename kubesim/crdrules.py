@@ -13,6 +13,7 @@ ratcheting).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -31,6 +32,7 @@ _BLOCKING = frozenset(
         "FieldValueTypeInvalid",
     }
 )
+_UNSUPPORTED_FIELDS = ("messageExpression", "reason", "fieldPath", "optionalOldSelf")
 _NOT_CHECKED = Cause(
     "FieldValueInvalid",
     "Invalid value: null: some validation rules were not checked because the object was "
@@ -51,6 +53,7 @@ def compile_errors(schema: Schema, path: str) -> list[Cause]:
                 causes.append(Cause("FieldValueRequired", "Required value", field))
                 continue
             try:
+                _unsupported(rule, source)
                 compile_expression(source)
             except CelSyntaxError as exc:
                 message = (
@@ -59,6 +62,16 @@ def compile_errors(schema: Schema, path: str) -> list[Cause]:
                 )
                 causes.append(Cause("FieldValueInvalid", message, field))
     return causes
+
+
+def _unsupported(rule: dict[str, Any], source: str) -> None:
+    """Refuse what kubesim does not model rather than ignore it: transition rules and the
+    rule fields that change how a failure is reported."""
+    if re.search(r"\boldSelf\b", source):
+        raise CelSyntaxError("transition rules (oldSelf) are not supported by kubesim")
+    for key in _UNSUPPORTED_FIELDS:
+        if rule.get(key):
+            raise CelSyntaxError(f"a rule's {key} is not supported by kubesim")
 
 
 def compile_rules(schema: Schema) -> dict[str, Node]:

@@ -306,3 +306,19 @@ def test_compile_errors_walk_every_node() -> None:
         cause.field
         == "s.properties[spec].additionalProperties.items.x-kubernetes-validations[0].rule"
     )
+
+
+@pytest.mark.parametrize(
+    ("rule", "why"),
+    [
+        ({"rule": "self == oldSelf"}, "transition rules (oldSelf) are not supported"),
+        ({"rule": "self.a", "messageExpression": "'x'"}, "messageExpression is not supported"),
+        ({"rule": "self.a", "fieldPath": ".a"}, "fieldPath is not supported"),
+    ],
+)
+def test_rule_features_kubesim_does_not_model_are_compile_errors(
+    rule: dict[str, Any], why: str
+) -> None:
+    schema = {"type": "object", "x-kubernetes-validations": [rule]}
+    [cause] = compile_errors(schema, "s")
+    assert why in cause.message
