@@ -17,6 +17,7 @@ import orjson
 
 from kubesim import defaults, patch, pods, schema, views
 from kubesim.clock import Clock
+from kubesim.crdrules import rule_causes
 from kubesim.crds import crd_status, register, validate_crd
 from kubesim.errors import (
     ApiError,
@@ -452,7 +453,8 @@ class ApiServer:
                     "UPDATE", rt, new, self._present(rt, clone(old)), dry_run, ""
                 )
                 self._default(rt, new)
-        self._validate(rt, new, old if not subresource else None)
+        # A CR's rules compare with the stored object on a status write too (ratcheting).
+        self._validate(rt, new, old if not subresource or rt.is_custom else None)
         new["apiVersion"], new["kind"] = (
             old.get("apiVersion", rt.api_version),
             old.get("kind", rt.kind),
@@ -600,6 +602,7 @@ class ApiServer:
         causes: list[Cause] = []
         if rt.is_custom:
             causes = schema.prepare(obj, rt.schema)
+            causes += rule_causes(obj, rt.schema, rt.rules, old, causes)
         elif rt.key == ("", "pods"):
             causes = (
                 pods.validate_pod_update(old, obj) if old is not None else pods.validate_pod(obj)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kubesim.crdrules import compile_errors, compile_rules
 from kubesim.errors import Cause
 from kubesim.resources import Registry, ResourceType
 
@@ -11,7 +12,8 @@ Obj = dict[str, Any]
 
 
 def validate_crd(crd: Obj) -> list[Cause]:
-    """The checks that matter for serving: names, group, versions, one storage version."""
+    """The checks that matter for serving: names, group, versions, one storage version,
+    and validation rules kubesim can compile."""
     spec = crd.get("spec") or {}
     names = spec.get("names") or {}
     causes: list[Cause] = []
@@ -39,6 +41,7 @@ def validate_crd(crd: Obj) -> list[Cause]:
                 "spec.versions",
             )
         )
+    causes += _rule_errors(versions)
     expected = f"{names.get('plural', '')}.{spec.get('group', '')}"
     if crd.get("metadata", {}).get("name") != expected:
         causes.append(
@@ -48,6 +51,20 @@ def validate_crd(crd: Obj) -> list[Cause]:
                 "metadata.name",
             )
         )
+    return causes
+
+
+def _rule_errors(versions: list[Obj]) -> list[Cause]:
+    schemas = [(v.get("schema") or {}).get("openAPIV3Schema") for v in versions]
+    if schemas and all(s == schemas[0] for s in schemas):
+        # One schema for every version: the real server names it by its internal place.
+        schemas, paths = schemas[:1], ["spec.validation.openAPIV3Schema"]
+    else:
+        paths = [f"spec.versions[{i}].schema.openAPIV3Schema" for i in range(len(schemas))]
+    causes: list[Cause] = []
+    for schema, path in zip(schemas, paths, strict=True):
+        if isinstance(schema, dict):
+            causes += compile_errors(schema, path)
     return causes
 
 
@@ -99,6 +116,7 @@ def register(registry: Registry, crd: Obj) -> None:
                 short_names=tuple(names.get("shortNames") or ()),
                 categories=tuple(names.get("categories") or ()),
                 schema=validation.get("openAPIV3Schema"),
+                rules=compile_rules(validation.get("openAPIV3Schema") or {}),
                 printer_columns=tuple(version.get("additionalPrinterColumns") or ()),
                 crd_name=crd["metadata"]["name"],
             )

@@ -26,6 +26,9 @@ class ResourceType:
     schema: dict[str, Any] | None = field(default=None, compare=False, hash=False)
     printer_columns: tuple[dict[str, Any], ...] = field(default=(), compare=False, hash=False)
     crd_name: str = ""
+    # For CRDs: the schema's compiled x-kubernetes-validations rules, by source text
+    # (kubesim.crdrules.compile_rules), so a write does not recompile them.
+    rules: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
     # Where the objects live when another resource owns the storage (events.k8s.io
     # Events are a view of v1 Events).
     storage: tuple[str, str] | None = None

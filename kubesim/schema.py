@@ -3,7 +3,7 @@
 Follows the apiextensions server: unknown fields are pruned unless
 `x-kubernetes-preserve-unknown-fields` is set, `default`s are applied, then the object is
 validated with field paths and messages in the real server's format. CEL rules
-(`x-kubernetes-validations`) are not evaluated (documented in docs/kubesim.md).
+(`x-kubernetes-validations`) are evaluated after this, by `kubesim.crdrules`.
 """
 
 from __future__ import annotations
@@ -130,7 +130,7 @@ def _validate(value: Any, schema: Schema, path: str, causes: list[Cause]) -> Non
     if wanted and not _type_ok(value, wanted, schema):
         causes.append(
             Cause(
-                "FieldValueInvalid",
+                "FieldValueTypeInvalid",
                 f'Invalid value: "{_type_name(value)}": {path} in body must be of type {wanted}: {_show(value)}',
                 path,
             )
