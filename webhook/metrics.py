@@ -6,12 +6,14 @@ process, as in the tests, from sharing or double-registering collectors.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from itertools import accumulate
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
-from prometheus_client.core import CounterMetricFamily, Metric
+from prometheus_client import CollectorRegistry, Gauge
+from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.utils import floatToGoString
 
 # Admission latency is expected well under a millisecond; the API server's timeout is
 # seconds. The buckets resolve both ends.
@@ -42,42 +44,98 @@ class WebhookMetrics:
     """The collectors the request handler updates."""
 
     registry: CollectorRegistry
-    requests: Counter
-    latency: Histogram
-    patched_values: Counter
-    fail_open: Counter
-    refused: Counter
-    #: labelled children by labels, one map per collector: `labels()` takes a lock and
-    #: builds a key on every call, which shows on the admission path; the label sets are
-    #: few and fixed.
-    _requests: dict[tuple[str, ...], Any] = field(default_factory=dict, compare=False)
-    _patched: dict[tuple[str, ...], Any] = field(default_factory=dict, compare=False)
-    _fail_open: dict[tuple[str, ...], Any] = field(default_factory=dict, compare=False)
-    _refused: dict[tuple[str, ...], Any] = field(default_factory=dict, compare=False)
+    requests: CountsByLabel
+    latency: LatencyHistogram
+    patched_values: CountsByLabel
+    fail_open: CountsByLabel
+    refused: CountsByLabel
 
     def count_request(self, outcome: str, reason: str) -> None:
         """One answered /mutate request."""
-        _child(self._requests, self.requests, (outcome, reason)).inc()
+        self.requests.add((outcome, reason))
 
     def count_patched(self, resource: str, values: int = 1) -> None:
         """`values` container values set to `resource` by an admission patch."""
-        _child(self._patched, self.patched_values, (resource,)).inc(values)
+        self.patched_values.add((resource,), values)
 
     def count_fail_open(self, cause: str) -> None:
         """One pod allowed unchanged because kerf could not decide."""
-        _child(self._fail_open, self.fail_open, (cause,)).inc()
+        self.fail_open.add((cause,))
 
     def count_refused(self, reason: str) -> None:
         """One request answered without a decision (400, 413, 408, 431, client gone)."""
-        _child(self._refused, self.refused, (reason,)).inc()
+        self.refused.add((reason,))
 
 
-def _child(kept: dict[tuple[str, ...], Any], collector: Counter, labels: tuple[str, ...]) -> Any:
-    """`collector.labels(*labels)`, kept in `kept` (the collector's own map)."""
-    child = kept.get(labels)
-    if child is None:
-        child = kept[labels] = collector.labels(*labels)
-    return child
+class CountsByLabel:
+    """A labelled counter kept as plain numbers and turned into samples at scrape time.
+
+    prometheus_client's counters take a lock on every increment, which is most of what
+    the metrics cost per admission; the webhook counts only on its event loop's thread,
+    so a dict is enough. A scrape reads a copy of the counts.
+    """
+
+    def __init__(self, name: str, documentation: str, labelnames: tuple[str, ...]):
+        self.name = name
+        self.documentation = documentation
+        self.labelnames = labelnames
+        self._counts: dict[tuple[str, ...], float] = {}
+
+    def add(self, labels: tuple[str, ...], amount: float = 1) -> None:
+        """Count `amount` under `labels` (one value per label name)."""
+        counts = self._counts
+        counts[labels] = counts.get(labels, 0) + amount
+
+    def _family(self) -> CounterMetricFamily:
+        return CounterMetricFamily(self.name, self.documentation, labels=self.labelnames)
+
+    def describe(self) -> Iterator[Metric]:
+        """The family without samples (what the registry and docs/reference.md read)."""
+        yield self._family()
+
+    def collect(self) -> Iterator[Metric]:
+        """One sample per label set counted so far."""
+        family = self._family()
+        for labels, value in list(self._counts.items()):
+            family.add_metric(list(labels), value)
+        yield family
+
+
+class LatencyHistogram:
+    """An unlabelled histogram kept as plain bucket counts, for the same reason as
+    `CountsByLabel`; the cumulative buckets are summed at scrape time."""
+
+    def __init__(self, name: str, documentation: str, buckets: tuple[float, ...]):
+        self.name = name
+        self.documentation = documentation
+        self._bounds = buckets
+        #: observations per bucket, not cumulative; the last one is above every bound
+        self._counts = [0] * (len(buckets) + 1)
+        self._sum = 0.0
+
+    def observe(self, seconds: float) -> None:
+        """Record one duration."""
+        # A bucket counts values up to and including its bound (Prometheus's `le`).
+        self._counts[bisect_left(self._bounds, seconds)] += 1
+        self._sum += seconds
+
+    def _family(self, buckets: list[tuple[str, float]] | None = None) -> HistogramMetricFamily:
+        return HistogramMetricFamily(
+            self.name,
+            self.documentation,
+            buckets=buckets,
+            sum_value=self._sum if buckets is not None else None,
+        )
+
+    def describe(self) -> Iterator[Metric]:
+        """The family without samples."""
+        yield self._family()
+
+    def collect(self) -> Iterator[Metric]:
+        """The cumulative buckets, the count and the sum."""
+        counts = list(self._counts)
+        bounds = [*map(floatToGoString, self._bounds), "+Inf"]
+        yield self._family(list(zip(bounds, accumulate(counts), strict=True)))
 
 
 class _MemoCounts:
@@ -117,37 +175,34 @@ def create_metrics(
     """Create the collectors on a fresh registry; `sync_age_seconds` and `memo_counts`
     (admission memo hits and misses) are read at scrape time."""
     registry = CollectorRegistry(auto_describe=True)
-    requests = Counter(
+    requests = CountsByLabel(
         "kerf_webhook_requests",
         "Admission requests answered, by decision outcome and reason.",
-        ["outcome", "reason"],
-        registry=registry,
+        ("outcome", "reason"),
     )
-    latency = Histogram(
+    latency = LatencyHistogram(
         "kerf_webhook_request_duration_seconds",
         "Time to answer one /mutate request, from body read to response.",
-        buckets=LATENCY_BUCKETS,
-        registry=registry,
+        LATENCY_BUCKETS,
     )
-    patched_values = Counter(
+    patched_values = CountsByLabel(
         "kerf_webhook_patched_values",
         "Values set by admission patches, by resource (cpu, memory, ...; args for arguments).",
-        ["resource"],
-        registry=registry,
+        ("resource",),
     )
-    fail_open = Counter(
+    fail_open = CountsByLabel(
         "kerf_webhook_fail_open",
         "Requests allowed unchanged because kerf could not decide, by cause.",
-        ["cause"],
-        registry=registry,
+        ("cause",),
     )
-    refused = Counter(
+    refused = CountsByLabel(
         "kerf_webhook_refused_requests",
         "Requests answered without a decision (not JSON, too large or too many JSON values, too slow, "
         "headers over the limits, client gone, too many connections), by reason.",
-        ["reason"],
-        registry=registry,
+        ("reason",),
     )
+    for collector in (requests, latency, patched_values, fail_open, refused):
+        registry.register(collector)
     sync_age = Gauge(
         "kerf_webhook_view_sync_age_seconds",
         "Seconds since the cluster view was last in sync (NaN before the first sync).",
