@@ -16,14 +16,15 @@ their cluster feed first reports the view synced (`ClusterFeed(on_synced=...)`),
 `freeze_page` keeps the load itself from paying for ever longer full collections
 (`ClusterFeed(on_initial_page=...)`).
 
-What is allocated after the freeze and lives on is mostly the decision caches (plans,
-the admission memo, finished answers): a few hundred thousand objects at 25,000
-workloads, which a full collection walks in 100 – 200 ms. CPython runs one after every 10
-middle-generation collections (once enough has survived), about every 24,000 fresh
-admission decisions; `freeze_loaded_state` makes that every `FULL_COLLECTION_EVERY`
-instead. The caches hold no reference cycles, so what waits longer for a full collection
-is only cyclic garbage that outlived two younger collections, which request handling
-rarely leaves.
+In the webhook, what is allocated after the freeze and lives on is mostly the decision
+caches (plans, the admission memo, finished answers): a few hundred thousand objects at
+25,000 workloads, which a full collection walks in about 200 ms while requests wait.
+CPython runs one after every 10 middle-generation collections (once enough has survived);
+`freeze_for_admission` also makes that every `FULL_COLLECTION_EVERY`. The caches hold no
+reference cycles, so what waits longer for a full collection is only cyclic garbage that
+outlived two younger collections, which request handling rarely leaves. The reconciler
+keeps CPython's default: its passes leave more such garbage, and its memory is the bound
+it is measured against.
 """
 
 from __future__ import annotations
@@ -33,8 +34,8 @@ import logging
 
 logger = logging.getLogger("kerf.heap")
 
-#: middle-generation collections between two full ones, once the loaded state is frozen
-#: (CPython's default is 10)
+#: middle-generation collections between two full ones in the webhook (CPython's default
+#: is 10)
 FULL_COLLECTION_EVERY = 100
 
 
@@ -52,15 +53,20 @@ def freeze_page() -> None:
 
 
 def freeze_loaded_state() -> None:
-    """Collect once, then exclude every object alive now from later collections, and
-    make full collections rarer (`FULL_COLLECTION_EVERY`)."""
+    """Collect once, then exclude every object alive now from later collections."""
     unreachable = gc.collect()
     gc.freeze()
-    young, middle, _ = gc.get_threshold()
-    gc.set_threshold(young, middle, FULL_COLLECTION_EVERY)
     # Not gc.get_freeze_count(): it walks every frozen object, millions of them here.
     logger.info(
         "loaded state frozen: later garbage collections skip it (%d unreachable objects "
         "collected first)",
         unreachable,
     )
+
+
+def freeze_for_admission() -> None:
+    """`freeze_loaded_state`, then full collections only every `FULL_COLLECTION_EVERY`
+    middle-generation collections: what the webhook does once its view is loaded."""
+    freeze_loaded_state()
+    young, middle, _ = gc.get_threshold()
+    gc.set_threshold(young, middle, FULL_COLLECTION_EVERY)

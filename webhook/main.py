@@ -23,7 +23,7 @@ from fastapi import FastAPI
 from kubernetes_asyncio import client
 
 from app.clock import Clock, utc_now
-from app.heap import freeze_loaded_state, freeze_page
+from app.heap import freeze_for_admission, freeze_page
 from app.informer import ClusterFeed, api_client_from_config
 from app.lease import holder_identity, own_namespace
 from app.view import ClusterView
@@ -156,7 +156,7 @@ async def serve_cluster(
     feed = ClusterFeed(
         api_client,
         view,
-        on_synced=freeze_loaded_state if freeze_heap else None,
+        on_synced=freeze_for_admission if freeze_heap else None,
         on_initial_page=freeze_page if freeze_heap else None,
     )
     lease = LeaseRenewer(
@@ -271,7 +271,7 @@ def run_webhook(
 
     if state_dir is not None:
         view = ClusterView.from_state_dir(Path(state_dir))
-        freeze_loaded_state()
+        freeze_for_admission()
         server = serving(view)
         announce = announce_when_listening(server, curl_line(host, port, tls_cert))
         run_server(server, certificate, reload_interval_s=reload_interval_s, background=[announce])

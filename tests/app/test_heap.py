@@ -12,7 +12,7 @@ import orjson
 import pytest
 
 from app.admission import admit_pod
-from app.heap import FULL_COLLECTION_EVERY, freeze_loaded_state
+from app.heap import FULL_COLLECTION_EVERY, freeze_for_admission, freeze_loaded_state
 from benchmarks.explain import NOW
 from benchmarks.webhook import build_bodies, build_view
 from webhook.finished import FinishedAnswers
@@ -29,9 +29,12 @@ def collector() -> Iterator[None]:
 
 
 @pytest.mark.usefixtures("collector")
-def test_freezing_makes_full_collections_rarer() -> None:
-    young, middle, _ = gc.get_threshold()
+def test_the_webhooks_freeze_makes_full_collections_rarer() -> None:
+    before = gc.get_threshold()
     freeze_loaded_state()
+    assert gc.get_threshold() == before  # the reconciler's: CPython's default
+    young, middle, _ = before
+    freeze_for_admission()
     assert gc.get_threshold() == (young, middle, FULL_COLLECTION_EVERY)
     assert gc.get_freeze_count() > 0
 
