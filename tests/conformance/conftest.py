@@ -5,7 +5,9 @@ of the real API server that kerf relies on and kubesim reproduces."""
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -61,3 +63,15 @@ class NamespacedKubectl(Kubectl):
 
     def __call__(self, *args: str, stdin: str | None = None, check: bool = True) -> str:
         return super().__call__("-n", self.namespace, *args, stdin=stdin, check=check)
+
+
+def kerf_object(kind: str, name: str, spec: dict[str, Any]) -> str:
+    """A kerf custom resource of `kind` as JSON, for `kubectl create -f -`."""
+    return json.dumps(
+        {
+            "apiVersion": "rightsizing.kubex.ai/v1alpha1",
+            "kind": kind,
+            "metadata": {"name": name},
+            "spec": spec,
+        }
+    )

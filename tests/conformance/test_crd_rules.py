@@ -11,20 +11,13 @@ from typing import Any
 
 import pytest
 
-from tests.conformance.conftest import NamespacedKubectl
+from tests.conformance.conftest import NamespacedKubectl, kerf_object
 
 pytestmark = pytest.mark.usefixtures("kerf_crds")
 
 
 def _strategy(name: str, spec: dict[str, Any]) -> str:
-    return json.dumps(
-        {
-            "apiVersion": "rightsizing.kubex.ai/v1alpha1",
-            "kind": "AutomationStrategy",
-            "metadata": {"name": name},
-            "spec": spec,
-        }
-    )
+    return kerf_object("AutomationStrategy", name, spec)
 
 
 def _requests(bounds: dict[str, Any]) -> dict[str, Any]:

@@ -9,20 +9,14 @@ from typing import Any
 
 import pytest
 
-from tests.conformance.conftest import NamespacedKubectl
+from tests.conformance.conftest import NamespacedKubectl, kerf_object
 
 pytestmark = pytest.mark.usefixtures("kerf_crds")
 
 
 def _policy(name: str, block: dict[str, Any]) -> str:
-    return json.dumps(
-        {
-            "apiVersion": "rightsizing.kubex.ai/v1alpha1",
-            "kind": "ProactivePolicy",
-            "metadata": {"name": name},
-            "spec": {"automationStrategyRef": {"name": "default"}, "recommender": block},
-        }
-    )
+    spec = {"automationStrategyRef": {"name": "default"}, "recommender": block}
+    return kerf_object("ProactivePolicy", name, spec)
 
 
 @pytest.mark.parametrize(
