@@ -65,11 +65,19 @@ def pending_event(
     warning: bool,
     now: datetime,
     action: str | None = None,
+    identity: str | None = None,
 ) -> dict[str, Any]:
     """A `pendingEvents` entry: one Event to tell, named once and for all (`action`: what
-    kerf was doing; by default the reason's own action, else `Decide`)."""
+    kerf was doing; by default the reason's own action, else `Decide`).
+
+    The name is random, or, given `identity` (what the Event was derived from), a digest
+    of it: a pass that derives the Event again from the same inputs names it alike, so
+    its second create is refused (409) instead of telling it twice."""
+    suffix = (
+        hashlib.sha256(identity.encode()).hexdigest() if identity is not None else uuid.uuid4().hex
+    )
     return {
-        "name": f"{ref.name[: 253 - 6 - _NAME_SUFFIX]}.kerf-{uuid.uuid4().hex[:_NAME_SUFFIX]}",
+        "name": f"{ref.name[: 253 - 6 - _NAME_SUFFIX]}.kerf-{suffix[:_NAME_SUFFIX]}",
         "reason": reason,
         "note": note_within(note),
         "type": "Warning" if warning else "Normal",

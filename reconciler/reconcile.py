@@ -850,13 +850,20 @@ class WorkloadReconciler:
             note = _resized_note(self.view, last_applied["containers"], running, done.resized)
             events.insert(0, ("Resized", note, False))
         done.told = self._actions(ref, done, now)
-        derived = [pending_event(ref, r, n, warning=w, now=now) for r, n, w in events]
+        uid = (obj.get("metadata") or {}).get("uid")
+        # Named from the record they were derived over: a pass retried over the same one
+        # (its status write went in but the answer was lost, and the view has not caught
+        # up) derives the same Events under the same names, and tells none of them twice.
+        read = f"{uid}/{_record_version(record)}"
+        derived = [
+            pending_event(ref, r, n, warning=w, now=now, identity=f"{read}/{r}")
+            for r, n, w in events
+        ]
         # Resized first: the change, then how it was made.
         to_tell = merged(left, carried, derived[:1], done.told, derived[1:])
         if to_tell:
             status["pendingEvents"] = to_tell
         api_version = str(obj.get("apiVersion"))
-        uid = (obj.get("metadata") or {}).get("uid")
         done.wrote = done.wrote or record is None or bool(to_tell)
         name = record_name(ref.kind, ref.name)
         patch = self._status_patch(ref, record, status)

@@ -196,6 +196,20 @@ def test_pending_events_have_names_of_their_own_and_merge_once() -> None:
     assert merged([a], [a, b], [b]) == [a, b]
 
 
+def test_an_event_derived_again_from_the_same_inputs_has_the_same_name() -> None:
+    ref = WorkloadRef("Deployment", "shop", "web")
+    again = [
+        pending_event(ref, "Resized", note, warning=False, now=NOW, identity="uid/41/Resized")
+        for note in ("resized (1 of 2 pods)", "resized (2 of 2 pods)")
+    ]
+    other = pending_event(ref, "Resized", "x", warning=False, now=NOW, identity="uid/42/Resized")
+    assert again[0]["name"] == again[1]["name"] != other["name"]
+    assert (
+        again[0]["name"].startswith("web.kerf-") and len(again[0]["name"]) == len("web.kerf-") + 16
+    )
+    assert merged([again[0]], [again[1]]) == [again[0]]  # told once
+
+
 # ----------------------------------------------------------------------- queue
 
 
