@@ -138,31 +138,23 @@ class LatencyHistogram:
         yield self._family(list(zip(bounds, accumulate(counts), strict=True)))
 
 
-class _MemoCounts:
+class _MemoCounts(CountsByLabel):
     """`kerf_webhook_decision_memo_total`, read from the view's counts at scrape time
     (the memo is the library's; the webhook only reports it)."""
 
-    labelnames = ("result",)
-
     def __init__(self, counts: Callable[[], tuple[int, int]]) -> None:
-        self._counts = counts
-
-    def _family(self) -> CounterMetricFamily:
-        return CounterMetricFamily(
+        super().__init__(
             "kerf_webhook_decision_memo",
             "Admission decisions answered from the per-template memo (hit) or made afresh "
             "(miss); pods of workloads the view does not hold are neither.",
-            labels=self.labelnames,
+            ("result",),
         )
-
-    def describe(self) -> Iterator[Metric]:
-        """The family without samples (what the registry and docs/reference.md read)."""
-        yield self._family()
+        self._read = counts
 
     def collect(self) -> Iterator[Metric]:
         """One sample per result: `hit` (answered from the memo), `miss` (decided)."""
         family = self._family()
-        hits, misses = self._counts()
+        hits, misses = self._read()
         family.add_metric(["hit"], hits)
         family.add_metric(["miss"], misses)
         yield family
