@@ -103,27 +103,35 @@ class _Builder:
                     self.count(name)
             return
         for field, values in wanted.items():
-            self.quantities(f"{path}/resources/{field}", current.get(field), values)
+            self.mapping(f"{path}/resources/{field}", current.get(field), values, quantities=True)
 
-    def quantities(self, path: str, current: Any, desired: dict[str, str]) -> None:
-        """Operations that give the requests or limits at `path` every value of `desired`
-        (values that spell the same quantity count as equal)."""
+    def mapping(
+        self, path: str, current: Any, desired: Mapping[str, str], *, quantities: bool = False
+    ) -> None:
+        """Operations that give the mapping at `path` every entry of `desired`. With
+        `quantities` (requests or limits), values that spell the same quantity count as
+        equal, and every value set is counted."""
         if not isinstance(current, dict):
             op = "add" if current is None else "replace"
-            self.ops.append({"op": op, "path": path, "value": desired})
-            for name in desired:
-                self.count(name)
+            self.ops.append({"op": op, "path": path, "value": dict(desired)})
+            if quantities:
+                for name in desired:
+                    self.count(name)
             return
-        ops, counted = self.ops, self.values
         for key, value in desired.items():
             if key not in current:
                 op = "add"
-            elif current[key] != value and not same_quantity(key, current[key], value):
+            elif current[key] != value and not (
+                quantities and same_quantity(key, current[key], value)
+            ):
                 op = "replace"
             else:
                 continue
-            ops.append({"op": op, "path": f"{path}/{escape_pointer_token(key)}", "value": value})
-            counted[key] = counted.get(key, 0) + 1
+            self.ops.append(
+                {"op": op, "path": f"{path}/{escape_pointer_token(key)}", "value": value}
+            )
+            if quantities:
+                self.count(key)
 
     def args(self, path: str, container: Mapping[str, Any], desired: Sequence[str]) -> None:
         current = container.get("args")
@@ -142,20 +150,7 @@ class _Builder:
             whole = {"annotations": dict(desired)}
             self.ops.append({"op": "add", "path": "/metadata", "value": whole})
             return
-        current = metadata.get("annotations")
-        if not isinstance(current, dict):
-            op = "add" if current is None else "replace"
-            self.ops.append({"op": op, "path": "/metadata/annotations", "value": dict(desired)})
-            return
-        for key, value in desired.items():
-            if key not in current:
-                op = "add"
-            elif current[key] != value:
-                op = "replace"
-            else:
-                continue
-            path = f"/metadata/annotations/{escape_pointer_token(key)}"
-            self.ops.append({"op": op, "path": path, "value": value})
+        self.mapping("/metadata/annotations", metadata.get("annotations"), desired)
 
 
 def plan_patch(pod: Mapping[str, Any], result: PatchSource) -> Patch:
