@@ -211,6 +211,9 @@ class HttpApi:
         if writing:
             self._on_write()
             lost = self.faults.pick_after_commit(verb, rt, ns, name, sub)
+            if lost is not None and lost.lag is not None and not dry_run:
+                # No await since the store took the write: no watch has sent its event.
+                lost.lag.start(int(body["metadata"]["resourceVersion"]))
             if not dry_run:
                 self._record(request, route, verb, status, body, lost is not None)
             # The server's own answer: a lost one was lost after the server logged it.
@@ -420,6 +423,7 @@ class HttpApi:
         for event in backlog:
             out = translate(event)
             if out:
+                await self.faults.deliverable(event, rt)
                 await send(*out)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout if timeout else None
@@ -440,6 +444,7 @@ class HttpApi:
                 return
             out = translate(event)
             if out:
+                await self.faults.deliverable(event, rt)
                 await send(*out)
         if bookmarks:
             await send("BOOKMARK", self._bookmark(rt))

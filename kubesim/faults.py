@@ -1,5 +1,6 @@
-"""Fault injection: errors, slowness, dropped watches, forced 409 and 410, and answers
-lost after the commit (`after_commit`: the write is applied, the client gets the error).
+"""Fault injection: errors, slowness, dropped watches, forced 409 and 410, answers lost
+after the commit (`after_commit`: the write is applied, the client gets the error), and
+watches that lag behind a write whose answer was lost (`lose_answer_and_lag_watches`).
 
 Rules match requests by verb, resource, namespace and name; each fires with a given
 probability (from a seeded generator, so runs are repeatable) and optionally only a
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 
 from kubesim.errors import ApiError, conflict, gone, internal
 from kubesim.resources import ResourceType
-from kubesim.store import Store
+from kubesim.store import Store, WatchEvent
 
 VERBS = frozenset(
     {"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}
@@ -39,6 +40,8 @@ class FaultRule:
     after_commit: bool = False
     #: the answer waits until this is set (a client that hangs, or is paused, mid-request)
     release: asyncio.Event | None = None
+    #: `after_commit` only: the watches lag from this write on
+    lag: WatchLag | None = None
 
     def matches(
         self, verb: str, rt: ResourceType, namespace: str, name: str, subresource: str
@@ -54,6 +57,52 @@ class FaultRule:
         )
 
 
+class WatchLag:
+    """Watches of one resource that hold back its events from one write on, as the real
+    server's watch cache does when it falls behind etcd: every watcher gets them later,
+    in order, as far as `let_through` allows. A lag starts when the write its rule
+    matches is carried out (`started`)."""
+
+    def __init__(self, resource: str | None) -> None:
+        self.resource = resource
+        #: the resourceVersion of the write it starts at, once carried out
+        self.first: int | None = None
+        self._through = 0
+        self._moved = asyncio.Event()
+
+    @property
+    def started(self) -> bool:
+        """Whether the write it starts at was carried out."""
+        return self.first is not None
+
+    def start(self, version: int) -> None:
+        """Hold back the events from `version` on (the write's own included)."""
+        self.first = version
+        self._through = version - 1
+
+    def let_through(self, version: int) -> None:
+        """Deliver the held events up to `version` (included); later ones stay held."""
+        self._through = max(self._through, version)
+        self._moved.set()
+        self._moved = asyncio.Event()
+
+    def release(self) -> None:
+        """Deliver every held event and stop lagging."""
+        self.let_through(2**62)
+
+    def holds(self, event: WatchEvent, rt: ResourceType) -> bool:
+        """Whether a watch of `rt` must not deliver `event` yet."""
+        return (
+            self.first is not None
+            and event.rv > self._through
+            and self.resource in (rt.plural, f"{rt.plural}.{rt.group}")
+        )
+
+    async def moved(self) -> None:
+        """Wait until `let_through` or `release` lets more through."""
+        await self._moved.wait()
+
+
 class Faults:
     """The simulator's fault injector (`sim.faults`)."""
 
@@ -61,6 +110,7 @@ class Faults:
         self._store = store
         self._rng = random.Random(seed)
         self.rules: list[FaultRule] = []
+        self.lags: list[WatchLag] = []
 
     def add(self, rule: FaultRule) -> FaultRule:
         """Install a rule; returns it so a test can later `remove` it."""
@@ -72,8 +122,11 @@ class Faults:
         self.rules.remove(rule)
 
     def clear(self) -> None:
-        """Uninstall every rule."""
+        """Uninstall every rule, and let every lagging watch catch up."""
         self.rules.clear()
+        for lag in self.lags:
+            lag.release()
+        self.lags.clear()
 
     def error_rate(
         self,
@@ -186,6 +239,38 @@ class Faults:
             )
         )
         return release
+
+    def lose_answer_and_lag_watches(
+        self,
+        resource: str,
+        status: int = 504,
+        verbs: set[str] | None = None,
+        subresource: str | None = None,
+    ) -> WatchLag:
+        """Carry out the next matching write and lose its answer (as `after_commit`), and
+        from that write on hold back the resource's watch events until the returned lag
+        lets them through: a client that retries over its informer meets a view that has
+        not seen its own write yet."""
+        lag = WatchLag(resource)
+        self.lags.append(lag)
+        self.add(
+            FaultRule(
+                status=status,
+                times=1,
+                verbs=frozenset(verbs or VERBS - {"get", "list", "watch"}),
+                resource=resource,
+                subresource=subresource,
+                after_commit=True,
+                lag=lag,
+            )
+        )
+        return lag
+
+    async def deliverable(self, event: WatchEvent, rt: ResourceType) -> None:
+        """Return once no lag holds `event` back from a watch of `rt`."""
+        for lag in self.lags:
+            while lag.holds(event, rt):
+                await lag.moved()
 
     async def apply(
         self,

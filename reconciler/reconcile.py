@@ -71,6 +71,7 @@ from reconciler.status import (
     ShownProposal,
     Summary,
     build_status,
+    derived_from,
     recommendation_object,
     rollback_status,
     status_digest,
@@ -851,10 +852,10 @@ class WorkloadReconciler:
             events.insert(0, ("Resized", note, False))
         done.told = self._actions(ref, done, now)
         uid = (obj.get("metadata") or {}).get("uid")
-        # Named from the record they were derived over: a pass retried over the same one
+        # Named from the status they were derived over: a pass retried over the same one
         # (its status write went in but the answer was lost, and the view has not caught
         # up) derives the same Events under the same names, and tells none of them twice.
-        read = f"{uid}/{_record_version(record)}"
+        read = f"{uid}/{derived_from(record)}" if events else ""
         derived = [
             pending_event(ref, r, n, warning=w, now=now, identity=f"{read}/{r}")
             for r, n, w in events

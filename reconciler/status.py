@@ -248,6 +248,21 @@ def status_patch(
     return patch
 
 
+def derived_from(record: RightsizingRecommendation | None) -> str:
+    """What a pass derives its Events from in a record: its status as read, without the
+    Events still to tell. A record without a status and no record at all are the same
+    start, and two versions of the record with the same status are the same state, so a
+    pass retried over either derives the same Events (named alike, told once)."""
+    before = (
+        record.status.model_dump(
+            by_alias=True, mode="json", exclude_none=True, exclude={"pending_events"}
+        )
+        if record and record.status
+        else {}
+    )
+    return hashlib.blake2b(_canonical(before).encode(), digest_size=16).hexdigest()
+
+
 def status_digest(status: Mapping[str, Any]) -> bytes:
     """A 16-byte digest of a status (equal statuses, whatever their key order, have equal
     digests): what the reconciler remembers of a status it found written, instead of the

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from typing import Any
 
 import pytest
 from kubernetes_asyncio import client, config, watch
@@ -164,3 +165,47 @@ async def test_a_held_answer_comes_once_released_and_the_write_is_in_before(
     assert (await created).metadata.name == "c"
     # Only the next matching write was held.
     await core.create_namespaced_config_map("default", {"metadata": {"name": "d"}})
+
+
+async def test_watches_lag_from_a_write_whose_answer_was_lost(sim, core: client.CoreV1Api) -> None:
+    # What each watch received, and in which phase of the test it arrived.
+    phase = 0
+    seen: dict[str, list[tuple[int, str, str]]] = {"configmaps": [], "secrets": []}
+
+    async def consume(plural: str, lister: Any) -> None:
+        async for event in watch.Watch().stream(
+            lister, "default", resource_version=rv, timeout_seconds=30
+        ):
+            seen[plural].append((phase, event["type"], event["object"].metadata.name))
+
+    async def until(check: Any) -> None:
+        while not check():
+            await asyncio.sleep(0.01)
+
+    rv = (await core.list_namespaced_config_map("default")).metadata.resource_version
+    tasks = [
+        asyncio.create_task(consume("configmaps", core.list_namespaced_config_map)),
+        asyncio.create_task(consume("secrets", core.list_namespaced_secret)),
+    ]
+    await core.create_namespaced_config_map("default", {"metadata": {"name": "a"}})
+    await until(lambda: seen["configmaps"])
+    lag = sim.faults.lose_answer_and_lag_watches("configmaps", verbs={"patch"})
+    with pytest.raises(ApiException) as err:
+        await core.patch_namespaced_config_map("a", "default", {"data": {"k": "v"}})
+    assert err.value.status == 504 and lag.started
+    # The write is in; a read sees it, the watch does not yet.
+    assert (await core.read_namespaced_config_map("a", "default")).data == {"k": "v"}
+    await core.create_namespaced_config_map("default", {"metadata": {"name": "b"}})
+    # Other resources' watches are not held back.
+    await core.create_namespaced_secret("default", {"metadata": {"name": "s"}})
+    await until(lambda: seen["secrets"])
+    phase = 1
+    lag.let_through(lag.first or 0)
+    await until(lambda: len(seen["configmaps"]) >= 2)
+    phase = 2
+    lag.release()
+    await until(lambda: len(seen["configmaps"]) >= 3)
+    for task in tasks:
+        task.cancel()
+    assert seen["configmaps"] == [(0, "ADDED", "a"), (1, "MODIFIED", "a"), (2, "ADDED", "b")]
+    assert seen["secrets"] == [(0, "ADDED", "s")]

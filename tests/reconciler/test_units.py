@@ -19,7 +19,14 @@ from reconciler.publish import annotation_patch
 from reconciler.queue import QueueClosed, WorkQueue
 from reconciler.ratelimit import TokenBucket
 from reconciler.reconcile import ExecutionConfig, WorkloadReconciler, _Pass
-from reconciler.status import Summary, build_status, phase_of, status_digest, status_patch
+from reconciler.status import (
+    Summary,
+    build_status,
+    derived_from,
+    phase_of,
+    status_digest,
+    status_patch,
+)
 
 NOW = datetime(2026, 11, 30, 12, tzinfo=UTC)
 REF = WorkloadRef("Deployment", "shop", "web")
@@ -208,6 +215,26 @@ def test_an_event_derived_again_from_the_same_inputs_has_the_same_name() -> None
         again[0]["name"].startswith("web.kerf-") and len(again[0]["name"]) == len("web.kerf-") + 16
     )
     assert merged([again[0]], [again[1]]) == [again[0]]  # told once
+
+
+def test_events_are_derived_from_the_status_read_not_its_version() -> None:
+    summary = Summary("blocked", "Cooldown", "wait", current={"app": {"requests": {"cpu": "1"}}})
+    status = build_status(
+        None, REF, summary, last_applied=None, last_event=None, approved=None, now=NOW
+    )
+    pending = pending_event(REF, "Resized", "x", warning=False, now=NOW)
+    # No record, and a record just created without a status: the same start.
+    assert derived_from(None) == derived_from(record(None))
+    # The Events still to tell are not what a pass derives from.
+    assert derived_from(record(status)) == derived_from(
+        record({**status, "pendingEvents": [pending]})
+    )
+    assert derived_from(record(status)) != derived_from(record(None))
+    plain = record(status)
+    versioned = plain.model_copy(
+        update={"metadata": plain.metadata.model_copy(update={"resource_version": "42"})}
+    )
+    assert derived_from(versioned) == derived_from(plain)
 
 
 # ----------------------------------------------------------------------- queue

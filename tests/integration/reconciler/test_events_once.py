@@ -17,6 +17,7 @@ from tests.integration.reconciler.harness import (
     deployment,
     idle,
     requests_of,
+    resync,
     running_kerf,
     static_policy,
     status_of,
@@ -128,6 +129,53 @@ async def test_answers_lost_after_the_commit_double_no_event(tmp_path: Path) -> 
         assert codes.labels("create", "events", "409")._value.get() == 1  # already told
         (event,) = await kerf_events(kerf)
         assert event["note"].endswith("(2 of 2 pods)")
+
+
+async def test_a_retry_over_a_view_behind_its_own_lost_write_tells_nothing_twice(
+    tmp_path: Path,
+) -> None:
+    # The chaos run's case (seed 337733). The pass that creates the record writes the
+    # status naming the Resized Event; it goes in, its answer is lost, and the retry runs
+    # over a view that has the new record but not that write, so it derives the Event
+    # again. Then the view shows the lost write alone, which names the Event as one still
+    # to tell.
+    async with running_kerf(tmp_path) as kerf:
+        await start_web(kerf)
+        lag = kerf.sim.faults.lose_answer_and_lag_watches(
+            "rightsizingrecommendations", verbs={"patch"}, subresource="status"
+        )
+        replica = await kerf.start_reconciler()
+        await create(kerf, "staticpolicies", static_policy("web", "web", TARGET))
+
+        async def resized() -> list[dict[str, Any]]:
+            return [e for e in await kerf_events(kerf) if e["reason"] == "Resized"]
+
+        async def retried() -> bool:
+            status = await status_of(kerf)
+            return (
+                lag.started
+                and bool(await resized())
+                and status.get("phase") == "Applied"
+                and not status.get("pendingEvents")
+            )
+
+        await wait_for(kerf, retried, "the retry over the view behind to tell the change")
+        lost = lag.first or 0
+        lag.let_through(lost)
+        view = replica.service.view
+
+        async def at_the_lost_write() -> bool:
+            record = view.kerf_object("RightsizingRecommendation", "shop", "deployment-web")
+            return record is not None and record.metadata.resource_version == str(lost)
+
+        await wait_for(kerf, at_the_lost_write, "the view to show the lost write alone")
+        await resync(kerf, replica)  # a pass over the record naming the Event to tell
+        assert len(await resized()) == 1
+        lag.release()
+        check = settled(kerf, ["Resized"])
+        await wait_for(kerf, check, "the change told once")
+        await wait_for(kerf, idle(replica), "the reconciler to settle")
+        assert await check()
 
 
 async def test_a_replica_killed_between_the_status_and_the_event(tmp_path: Path) -> None:
