@@ -69,6 +69,7 @@ class WatchLag:
         self.first: int | None = None
         self._through = 0
         self._moved = asyncio.Event()
+        self._started = asyncio.Event()
 
     @property
     def started(self) -> bool:
@@ -79,6 +80,11 @@ class WatchLag:
         """Hold back the events from `version` on (the write's own included)."""
         self.first = version
         self._through = version - 1
+        self._started.set()
+
+    async def wait_started(self) -> None:
+        """Wait until the write it starts at is carried out."""
+        await self._started.wait()
 
     def let_through(self, version: int) -> None:
         """Deliver the held events up to `version` (included); later ones stay held."""
@@ -115,11 +121,16 @@ class Faults:
     def add(self, rule: FaultRule) -> FaultRule:
         """Install a rule; returns it so a test can later `remove` it."""
         self.rules.append(rule)
+        if rule.lag is not None:
+            self.lags.append(rule.lag)
         return rule
 
     def remove(self, rule: FaultRule) -> None:
-        """Uninstall one rule."""
+        """Uninstall one rule; the watches its lag holds back catch up."""
         self.rules.remove(rule)
+        if rule.lag is not None:
+            rule.lag.release()
+            self.lags.remove(rule.lag)
 
     def clear(self) -> None:
         """Uninstall every rule, and let every lagging watch catch up."""
@@ -252,7 +263,6 @@ class Faults:
         lets them through: a client that retries over its informer meets a view that has
         not seen its own write yet."""
         lag = WatchLag(resource)
-        self.lags.append(lag)
         self.add(
             FaultRule(
                 status=status,

@@ -1,11 +1,13 @@
 """The chaos, on a seeded schedule printed as it happens: the leader killed (SIGKILL) or
 stopped (SIGSTOP) for longer than the Lease every 15–25 s, API fault windows (500, 409,
-429, slow answers, 410 on watches, answers lost after the commit), pods deleted and
-Deployments scaled, and the policies' values changed once midway."""
+429, slow answers, 410 on watches, answers lost after the commit, and one lost answer
+whose resource's watches then lag behind for the window), pods deleted and Deployments
+scaled, and the policies' values changed once midway."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import time
 from collections import Counter
@@ -13,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from kubesim.errors import ApiError
-from kubesim.faults import FaultRule
+from kubesim.faults import FaultRule, WatchLag
 from soak.cluster import LEASE_DURATION_S, Cluster
 from soak.workloads import MAX_REPLICAS, NAMESPACE, PHASE_A, PHASE_B, WORKLOADS
 
@@ -21,7 +23,13 @@ READS = frozenset({"get", "list"})
 WRITES = frozenset({"create", "update", "patch", "delete"})
 #: a rule's `times`, so large no window uses it up: what is left says how often it fired
 FIRE_BUDGET = 1_000_000
-FAULT_KINDS = ("500", "409", "429", "slow", "410", "lost-500", "lost-504")
+FAULT_KINDS = ("500", "409", "429", "slow", "410", "lost-500", "lost-504", "lost-lag")
+#: what a lost answer's lagging watches can be of: the reconciler's records, the pods it
+#: resizes and the workloads it annotates
+LAGGED = ("rightsizingrecommendations", "pods", "deployments")
+#: how long a lagging-watch fault waits for its write (kerf writes those resources only
+#: when something changes) before its window starts anyway
+LAG_ARMED_S = 20.0
 PODS = ("", "pods")
 
 
@@ -57,6 +65,16 @@ def fault_rule(kind: str, rng: random.Random) -> FaultRule:
         return FaultRule(status=0, delay=delay, fraction=0.5, verbs=every, times=FIRE_BUDGET)
     if kind == "410":
         return FaultRule(status=410, fraction=0.5, verbs=frozenset({"watch"}), times=FIRE_BUDGET)
+    if kind == "lost-lag":
+        resource = rng.choice(LAGGED)
+        return FaultRule(
+            status=504,
+            verbs=WRITES,
+            resource=resource,
+            times=1,
+            after_commit=True,
+            lag=WatchLag(resource),
+        )
     status = int(kind.removeprefix("lost-"))
     return FaultRule(
         status=status, fraction=0.3, verbs=WRITES, times=FIRE_BUDGET, after_commit=True
@@ -68,6 +86,11 @@ def describe(rule: FaultRule) -> str:
     what = f"delay {rule.delay}s" if not rule.status else str(rule.status)
     when = " after the commit" if rule.after_commit else ""
     verbs = ",".join(sorted(rule.verbs))
+    if rule.lag is not None:
+        return (
+            f"{what}{when} on the next {verbs} of {rule.resource}, its watches lagging "
+            "from that write on"
+        )
     return f"{what}{when} on {rule.fraction:.0%} of {verbs}"
 
 
@@ -160,14 +183,22 @@ class Chaos:
             if kind == "410":
                 dropped = faults.drop_watches()
                 self.timeline.note("drop-watches", f"{dropped} watches dropped")
+            budget = rule.times or 0
             faults.add(rule)
             window = round(self.rng.uniform(3, 6), 1)
             self.timeline.note(f"fault-{kind}", f"for {window}s: {describe(rule)}")
             try:
+                if rule.lag is not None:
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(rule.lag.wait_started(), LAG_ARMED_S)
+                    if rule.lag.started:
+                        self.timeline.note(
+                            "lag", f"{rule.resource} watches lag from version {rule.lag.first}"
+                        )
                 await asyncio.sleep(window)
             finally:
                 faults.remove(rule)
-                self.fired[kind] += FIRE_BUDGET - (rule.times or 0)
+                self.fired[kind] += budget - (rule.times or 0)
 
     # ------------------------------------------------------------ the workloads
 

@@ -10,7 +10,7 @@ import pytest
 from kubernetes_asyncio import client, config, watch
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from kubesim.faults import FaultRule
+from kubesim.faults import FaultRule, WatchLag
 
 
 async def test_error_rate_answers_500(sim, core: client.CoreV1Api) -> None:
@@ -209,3 +209,37 @@ async def test_watches_lag_from_a_write_whose_answer_was_lost(sim, core: client.
         task.cancel()
     assert seen["configmaps"] == [(0, "ADDED", "a"), (1, "MODIFIED", "a"), (2, "ADDED", "b")]
     assert seen["secrets"] == [(0, "ADDED", "s")]
+
+
+async def test_removing_a_lagging_rule_lets_the_watches_catch_up(
+    sim, core: client.CoreV1Api
+) -> None:
+    rule = sim.faults.add(
+        FaultRule(
+            status=504,
+            times=1,
+            verbs=frozenset({"create"}),
+            resource="configmaps",
+            after_commit=True,
+            lag=WatchLag("configmaps"),
+        )
+    )
+    rv = (await core.list_namespaced_config_map("default")).metadata.resource_version
+    seen: list[str] = []
+
+    async def consume() -> None:
+        async for event in watch.Watch().stream(
+            core.list_namespaced_config_map, "default", resource_version=rv, timeout_seconds=30
+        ):
+            seen.append(event["object"].metadata.name)
+
+    task = asyncio.create_task(consume())
+    with pytest.raises(ApiException):
+        await core.create_namespaced_config_map("default", {"metadata": {"name": "a"}})
+    await core.create_namespaced_config_map("default", {"metadata": {"name": "b"}})
+    assert rule.lag is not None and rule.lag.started and not seen
+    sim.faults.remove(rule)
+    while len(seen) < 2:
+        await asyncio.sleep(0.01)
+    task.cancel()
+    assert seen == ["a", "b"] and sim.faults.lags == []
