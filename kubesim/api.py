@@ -202,6 +202,7 @@ class HttpApi:
             self.requests.add(auth, verb, rt.plural, ns, name, sub)
         try:
             await self.faults.apply(verb, rt, ns, name, sub)
+            version_before = self.api.store.resource_version
             with collect_warnings() as warnings:
                 status, body = await self._call(request, route, verb, dry_run)
         except ApiError as exc:
@@ -212,8 +213,10 @@ class HttpApi:
             self._on_write()
             lost = self.faults.pick_after_commit(verb, rt, ns, name, sub)
             if lost is not None and lost.lag is not None and not dry_run:
-                # No await since the store took the write: no watch has sent its event.
-                lost.lag.start(int(body["metadata"]["resourceVersion"]))
+                # From the write's own version, or for an answer without one (an eviction's
+                # is a Status) from the first after the write began. No await since the
+                # store took the write: no watch has sent its event yet.
+                lost.lag.start(_written_version(body) or version_before + 1)
             if not dry_run:
                 self._record(request, route, verb, status, body, lost is not None)
             # The server's own answer: a lost one was lost after the server logged it.
@@ -462,6 +465,13 @@ def _warning(text: str) -> str:
     """One `Warning` header value (RFC 7234 warn-code 299, the text quoted and escaped)."""
     escaped = text.replace("\\", "\\\\").replace('"', '\\"')
     return f'299 - "{escaped}"'
+
+
+def _written_version(body: Any) -> int | None:
+    """The resourceVersion of the object a write answered with, if it answered with one."""
+    meta = body.get("metadata") if isinstance(body, dict) else None
+    version = meta.get("resourceVersion") if isinstance(meta, dict) else None
+    return int(version) if isinstance(version, str) and version.isdigit() else None
 
 
 def _flag(value: str | None) -> bool:

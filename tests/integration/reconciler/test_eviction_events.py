@@ -31,6 +31,7 @@ from tests.integration.reconciler.harness import (
 EVICT_ONLY = {"inPlaceResize": {"enabled": False}, "podEviction": {"enabled": True}}
 TARGET = {"cpu": "250m", "memory": "256Mi"}
 EVICTION = dict(verbs={"create"}, resource="pods", subresource="eviction")
+EVICTION_WRITE = dict(verbs={"create"}, subresource="eviction")
 
 
 def policy() -> dict[str, Any]:
@@ -208,3 +209,35 @@ async def test_a_replica_killed_between_a_resize_and_its_status_write(tmp_path: 
         assert not (await status_of(kerf)).get("lastApplied")
         second = await kerf.start_reconciler(identity="second")
         await finish(kerf, second, ["Resized"])
+
+
+async def test_an_eviction_lost_while_the_pods_watch_lags_evicts_each_pod_once(
+    tmp_path: Path,
+) -> None:
+    # The eviction goes in and its answer is lost; the pods' watch then lags behind it, so
+    # the passes that follow still see the evicted pod running, and not its replacement.
+    async with running_kerf(tmp_path, strategy_spec=EVICT_ONLY) as kerf:
+        await start_web(kerf)
+        kerf.sim.writes.enabled = True
+        lag = kerf.sim.faults.lose_answer_and_lag_watches("pods", **EVICTION_WRITE)
+        replica = await kerf.start_reconciler()
+        await create(kerf, "staticpolicies", policy())
+
+        async def lost() -> bool:
+            return lag.started
+
+        await wait_for(kerf, lost, "an eviction carried out, its answer lost")
+        passes = replica.service.passes
+
+        async def passed_over_the_stale_view() -> bool:
+            return replica.service.passes >= passes + 3
+
+        await wait_for(kerf, passed_over_the_stale_view, "passes over the view behind")
+        lag.release()
+        await finish(kerf, replica, ["Evicted", "Evicted"])
+        evicted = [
+            w.name
+            for w in kerf.sim.writes.entries
+            if w.subresource == "eviction" and w.status < 300
+        ]
+        assert len(evicted) == len(set(evicted)) == 2
