@@ -1,8 +1,8 @@
 """The chaos, on a seeded schedule printed as it happens: the leader killed (SIGKILL) or
 stopped (SIGSTOP) for longer than the Lease every 15–25 s, API fault windows (500, 409,
-429, slow answers, 410 on watches, answers lost after the commit, and one lost answer
-whose resource's watches then lag behind for the window), pods deleted and Deployments
-scaled, and the policies' values changed once midway."""
+429, slow answers, 410 on watches, answers lost after the commit), pods deleted and
+Deployments scaled, and the policies' values changed once midway, with one lost answer
+whose resource's watches then lag behind for a while."""
 
 from __future__ import annotations
 
@@ -23,12 +23,13 @@ READS = frozenset({"get", "list"})
 WRITES = frozenset({"create", "update", "patch", "delete"})
 #: a rule's `times`, so large no window uses it up: what is left says how often it fired
 FIRE_BUDGET = 1_000_000
-FAULT_KINDS = ("500", "409", "429", "slow", "410", "lost-500", "lost-504", "lost-lag")
+FAULT_KINDS = ("500", "409", "429", "slow", "410", "lost-500", "lost-504")
 #: what a lost answer's lagging watches can be of: the reconciler's records, the pods it
 #: resizes and the workloads it annotates
 LAGGED = ("rightsizingrecommendations", "pods", "deployments")
-#: how long a lagging-watch fault waits for its write (kerf writes those resources only
-#: when something changes) before its window starts anyway
+#: how long the lagging-watch fault waits for its write (kerf writes those resources only
+#: when something changes: it is armed just before phase B's change, which writes all
+#: three) before its window starts anyway
 LAG_ARMED_S = 20.0
 PODS = ("", "pods")
 
@@ -130,7 +131,23 @@ class Chaos:
 
     async def _phase_b(self) -> None:
         await asyncio.sleep(self.duration_s / 2)
-        await self.set_policies(PHASE_B, "phase B")
+        faults = self.cluster.sim.faults
+        rule = faults.add(fault_rule("lost-lag", self.rng))
+        window = round(self.rng.uniform(3, 6), 1)
+        self.timeline.note("fault-lost-lag", f"for {window}s once it fires: {describe(rule)}")
+        try:
+            await self.set_policies(PHASE_B, "phase B")
+            assert rule.lag is not None
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(rule.lag.wait_started(), LAG_ARMED_S)
+            if rule.lag.started:
+                self.fired["lost-lag"] += 1
+                self.timeline.note(
+                    "lag", f"{rule.resource} watches lag from version {rule.lag.first}"
+                )
+            await asyncio.sleep(window)
+        finally:
+            faults.remove(rule)
 
     async def set_policies(self, phase: dict[str, dict[str, str]], label: str) -> None:
         """Every StaticPolicy to a phase's values (through the API server directly, so
@@ -188,13 +205,6 @@ class Chaos:
             window = round(self.rng.uniform(3, 6), 1)
             self.timeline.note(f"fault-{kind}", f"for {window}s: {describe(rule)}")
             try:
-                if rule.lag is not None:
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(rule.lag.wait_started(), LAG_ARMED_S)
-                    if rule.lag.started:
-                        self.timeline.note(
-                            "lag", f"{rule.resource} watches lag from version {rule.lag.first}"
-                        )
                 await asyncio.sleep(window)
             finally:
                 faults.remove(rule)
