@@ -855,7 +855,7 @@ class WorkloadReconciler:
         # Named from the status they were derived over: a pass retried over the same one
         # (its status write went in but the answer was lost, and the view has not caught
         # up) derives the same Events under the same names, and tells none of them twice.
-        read = f"{uid}/{derived_from(record)}" if events else ""
+        read = f"{uid}/{derived_from(record)}"
         derived = [
             pending_event(ref, r, n, warning=w, now=now, identity=f"{read}/{r}")
             for r, n, w in events

@@ -249,18 +249,13 @@ def status_patch(
 
 
 def derived_from(record: RightsizingRecommendation | None) -> str:
-    """What a pass derives its Events from in a record: its status as read, without the
-    Events still to tell. A record without a status and no record at all are the same
-    start, and two versions of the record with the same status are the same state, so a
-    pass retried over either derives the same Events (named alike, told once)."""
-    before = (
-        record.status.model_dump(
-            by_alias=True, mode="json", exclude_none=True, exclude={"pending_events"}
-        )
-        if record and record.status
-        else {}
-    )
-    return hashlib.blake2b(_canonical(before).encode(), digest_size=16).hexdigest()
+    """What a pass derives its Events from: the version of the record's status it read.
+    A record without a status yet (just created: the status subresource ignores a status
+    sent with the create) and no record at all are the same start, so the pass that
+    creates the record and a retry over the new record derive the same Events."""
+    if record is None or record.status is None:
+        return ""
+    return record.metadata.resource_version or ""
 
 
 def status_digest(status: Mapping[str, Any]) -> bytes:
