@@ -63,7 +63,8 @@ class WatchLag:
     in order, as far as `let_through` allows. A lag starts when the write its rule
     matches is carried out (`started`)."""
 
-    def __init__(self, resource: str | None) -> None:
+    def __init__(self, resource: str) -> None:
+        #: the plural (or plural.group) whose watches lag
         self.resource = resource
         #: the resourceVersion of the write it starts at, once carried out
         self.first: int | None = None

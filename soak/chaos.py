@@ -200,7 +200,6 @@ class Chaos:
             if kind == "410":
                 dropped = faults.drop_watches()
                 self.timeline.note("drop-watches", f"{dropped} watches dropped")
-            budget = rule.times or 0
             faults.add(rule)
             window = round(self.rng.uniform(3, 6), 1)
             self.timeline.note(f"fault-{kind}", f"for {window}s: {describe(rule)}")
@@ -208,7 +207,7 @@ class Chaos:
                 await asyncio.sleep(window)
             finally:
                 faults.remove(rule)
-                self.fired[kind] += budget - (rule.times or 0)
+                self.fired[kind] += FIRE_BUDGET - (rule.times or 0)
 
     # ------------------------------------------------------------ the workloads
 
