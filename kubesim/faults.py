@@ -21,6 +21,8 @@ from kubesim.store import Store, WatchEvent
 VERBS = frozenset(
     {"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}
 )
+#: the verbs of the after-commit faults by default
+WRITES = VERBS - {"get", "list", "watch"}
 
 
 @dataclass
@@ -221,7 +223,7 @@ class Faults:
                 status=status,
                 fraction=fraction,
                 times=times,
-                verbs=frozenset(verbs or VERBS - {"get", "list", "watch"}),
+                verbs=frozenset(verbs or WRITES),
                 resource=resource,
                 subresource=subresource,
                 after_commit=True,
@@ -243,7 +245,7 @@ class Faults:
             FaultRule(
                 status=0,
                 times=times,
-                verbs=frozenset(verbs or VERBS - {"get", "list", "watch"}),
+                verbs=frozenset(verbs or WRITES),
                 resource=resource,
                 subresource=subresource,
                 after_commit=True,
@@ -268,7 +270,7 @@ class Faults:
             FaultRule(
                 status=status,
                 times=1,
-                verbs=frozenset(verbs or VERBS - {"get", "list", "watch"}),
+                verbs=frozenset(verbs or WRITES),
                 resource=resource,
                 subresource=subresource,
                 after_commit=True,
