@@ -25,6 +25,11 @@ VERBS = frozenset(
 WRITES = VERBS - {"get", "list", "watch"}
 
 
+def _names(resource: str, rt: ResourceType) -> bool:
+    """Whether a fault's `resource` (a plural, or plural.group) names `rt`."""
+    return resource in (rt.plural, f"{rt.plural}.{rt.group}")
+
+
 @dataclass
 class FaultRule:
     """One injected fault. `status` 0 means "only delay"; `times` None means forever;
@@ -52,7 +57,7 @@ class FaultRule:
         return (
             (self.times is None or self.times > 0)
             and verb in self.verbs
-            and self.resource in (None, rt.plural, f"{rt.plural}.{rt.group}")
+            and (self.resource is None or _names(self.resource, rt))
             and self.namespace in (None, namespace)
             and self.name in (None, name)
             and self.subresource in (None, subresource)
@@ -101,11 +106,7 @@ class WatchLag:
 
     def holds(self, event: WatchEvent, rt: ResourceType) -> bool:
         """Whether a watch of `rt` must not deliver `event` yet."""
-        return (
-            self.first is not None
-            and event.rv > self._through
-            and self.resource in (rt.plural, f"{rt.plural}.{rt.group}")
-        )
+        return self.first is not None and event.rv > self._through and _names(self.resource, rt)
 
     async def moved(self) -> None:
         """Wait until `let_through` or `release` lets more through."""

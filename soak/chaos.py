@@ -66,20 +66,20 @@ def fault_rule(kind: str, rng: random.Random) -> FaultRule:
         return FaultRule(status=0, delay=delay, fraction=0.5, verbs=every, times=FIRE_BUDGET)
     if kind == "410":
         return FaultRule(status=410, fraction=0.5, verbs=frozenset({"watch"}), times=FIRE_BUDGET)
-    if kind == "lost-lag":
-        resource = rng.choice(LAGGED)
-        return FaultRule(
-            status=504,
-            verbs=WRITES,
-            resource=resource,
-            times=1,
-            after_commit=True,
-            lag=WatchLag(resource),
-        )
     status = int(kind.removeprefix("lost-"))
     return FaultRule(
         status=status, fraction=0.3, verbs=WRITES, times=FIRE_BUDGET, after_commit=True
     )
+
+
+def lagging_rule(rng: random.Random) -> tuple[FaultRule, WatchLag]:
+    """The lost answer whose resource's watches then lag (one of `LAGGED`), and its lag."""
+    resource = rng.choice(LAGGED)
+    lag = WatchLag(resource)
+    rule = FaultRule(
+        status=504, verbs=WRITES, resource=resource, times=1, after_commit=True, lag=lag
+    )
+    return rule, lag
 
 
 def describe(rule: FaultRule) -> str:
@@ -132,19 +132,17 @@ class Chaos:
     async def _phase_b(self) -> None:
         await asyncio.sleep(self.duration_s / 2)
         faults = self.cluster.sim.faults
-        rule = faults.add(fault_rule("lost-lag", self.rng))
+        rule, lag = lagging_rule(self.rng)
+        faults.add(rule)
         window = round(self.rng.uniform(3, 6), 1)
         self.timeline.note("fault-lost-lag", f"for {window}s once it fires: {describe(rule)}")
         try:
             await self.set_policies(PHASE_B, "phase B")
-            assert rule.lag is not None
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(rule.lag.wait_started(), LAG_ARMED_S)
-            if rule.lag.started:
+                await asyncio.wait_for(lag.wait_started(), LAG_ARMED_S)
+            if lag.started:
                 self.fired["lost-lag"] += 1
-                self.timeline.note(
-                    "lag", f"{rule.resource} watches lag from version {rule.lag.first}"
-                )
+                self.timeline.note("lag", f"{lag.resource} watches lag from version {lag.first}")
             await asyncio.sleep(window)
         finally:
             faults.remove(rule)
