@@ -8,6 +8,11 @@ annotations have the same shape (absent, or an object), which decides whether th
 patch adds them whole. Building, encoding and reading back a patch, and bounding and
 rendering the decision's log fields, cost more than the rest of a memo hit, so they are
 done once per result and shape.
+
+The log fields of the winning values (`webhook.logs.render_selected`) depend on the
+workload's plan alone (`AdmissionResult.selected` is shared by every decision of a plan):
+they are rendered once per plan's selection, so a fresh decision of a workload decided
+before renders only its verdict.
 """
 
 from __future__ import annotations
@@ -17,9 +22,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from app.decision_cache import MEMO_TOTAL
+from app.decision_cache import MAX_CACHED_PLANS, MEMO_TOTAL
 from app.slim import kept_annotation
-from webhook.logs import render_decided
+from webhook.logs import render_decided, render_selected
 from webhook.patch import plan_patch
 from webhook.review import encode_patch
 
@@ -29,6 +34,8 @@ if TYPE_CHECKING:
 #: finished answers kept: as many as the admission memo keeps decisions, so that every
 #: memo hit finds its answer
 MAX_FINISHED = MEMO_TOTAL
+#: rendered selections kept: one for each plan whose decision caches the view keeps
+MAX_SELECTIONS = MAX_CACHED_PLANS
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,8 +52,11 @@ class FinishedAnswer:
     logged: bytes
 
 
-def finish(pod: Mapping[str, Any], result: AdmissionResult) -> FinishedAnswer:
-    """Build the patch of `result` for `pod`, encode it and render the log fields."""
+def finish(
+    pod: Mapping[str, Any], result: AdmissionResult, rendered_selected: bytes | None = None
+) -> FinishedAnswer:
+    """Build the patch of `result` for `pod`, encode it and render the log fields
+    (`rendered_selected`, when given, is `render_selected(result.selected)`)."""
     owner = result.owner
     logged = render_decided(
         owner=None
@@ -56,6 +66,7 @@ def finish(pod: Mapping[str, Any], result: AdmissionResult) -> FinishedAnswer:
         reason=result.reason,
         message=result.message,
         selected=result.selected,
+        rendered_selected=rendered_selected,
     )
     patch = plan_patch(pod, result)
     if not patch.ops:
@@ -79,27 +90,45 @@ class _Kept:
 
 
 class FinishedAnswers:
-    """Finished answers by (template digest, pod shape), oldest first out past `limit`.
+    """Finished answers by (template digest, pod shape), oldest first out past `limit`;
+    rendered selections by the identity of the plan's `selected`, oldest first out past
+    `selections`.
 
     An entry holds its result and serves only that very result: a new decision for the
-    template (the memo's inputs changed) is finished again.
+    template (the memo's inputs changed) is finished again. A rendered selection holds
+    its `selected`, so that no other tuple can take its identity while it is kept.
     """
 
-    def __init__(self, limit: int = MAX_FINISHED):
+    def __init__(self, limit: int = MAX_FINISHED, selections: int = MAX_SELECTIONS):
         self._limit = limit
+        self._selections = selections
         # Not a dict: taking a dict's first key after many deletions scans the deleted slots.
         self._kept: OrderedDict[tuple[bytes, tuple[bool, bool]], _Kept] = OrderedDict()
+        self._rendered: OrderedDict[int, tuple[tuple[dict[str, str], ...], bytes]] = OrderedDict()
+
+    def _rendered_selected(self, selected: tuple[dict[str, str], ...]) -> bytes:
+        key = id(selected)
+        kept = self._rendered.get(key)
+        if kept is not None and kept[0] is selected:
+            self._rendered.move_to_end(key)
+            return kept[1]
+        rendered = render_selected(selected)
+        self._rendered[key] = (selected, rendered)
+        self._rendered.move_to_end(key)
+        if len(self._rendered) > self._selections:
+            self._rendered.popitem(last=False)
+        return rendered
 
     def answer_for(self, pod: Mapping[str, Any], result: AdmissionResult) -> FinishedAnswer:
         """The finished answer of `result` for `pod`, kept when the result is memoised."""
         template = result.template
         if template is None:
-            return finish(pod, result)
+            return finish(pod, result, self._rendered_selected(result.selected))
         key = (template, _shape(pod))
         kept = self._kept.get(key)
         if kept is not None and kept.result is result:
             return kept.answer
-        answer = finish(pod, result)
+        answer = finish(pod, result, self._rendered_selected(result.selected))
         # An annotation the template digest does not cover would make the patch depend on
         # the pod; kerf writes only its own, which the digest covers.
         if all(map(kept_annotation, result.annotations)):

@@ -55,22 +55,24 @@ def configure_logging(level: str = "info", stream: IO[str] | None = None) -> Non
     jsonlog.configure_logging(level, stream, loggers=("kerf", *UVICORN_LOGGERS))
 
 
-def decided_fields(
-    *,
-    owner: Mapping[str, str] | None,
-    outcome: str,
-    reason: str | None,
-    message: str,
-    selected: Sequence[Mapping[str, Any]] = (),
+def _verdict_fields(
+    owner: Mapping[str, str] | None, outcome: str, reason: str | None, message: str
 ) -> dict[str, Any]:
-    """The fields of a decision line that come from the decision, bounded (see the module
-    doc). `selected` values come from kerf's policies, not from the request; container
-    names do come from the request and are cut like every identifier."""
-    fields: dict[str, Any] = {
+    """The fields of a decision line that come from the decision's verdict, bounded (see
+    the module doc)."""
+    return {
         "owner": {k: identifier(v) for k, v in owner.items()} if owner else None,
         "outcome": outcome,
         "reason": reason,
         "message": bounded(message),
+    }
+
+
+def _selected_fields(selected: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The winning value of every target, bounded. The values come from kerf's policies,
+    not from the request; container names do come from the request and are cut like
+    every identifier."""
+    fields: dict[str, Any] = {
         "selected": [
             {
                 "container": identifier(entry.get("container")),
@@ -88,10 +90,29 @@ def decided_fields(
     return fields
 
 
-def render_decided(**decision: Any) -> bytes:
-    """`decided_fields` as the JSON object `DecisionLog.decision` splices into its line:
-    rendered once, it serves every answer of a memoised decision."""
-    return orjson.dumps(decided_fields(**decision), default=str)
+def render_selected(selected: Sequence[Mapping[str, Any]]) -> bytes:
+    """The `selected` fields of a decision line, as the JSON members
+    `render_decided` ends its object with. They depend on the workload's plan alone, so
+    the webhook renders them once per plan (`webhook.finished`)."""
+    return orjson.dumps(_selected_fields(selected), default=str)[1:-1]
+
+
+def render_decided(
+    *,
+    owner: Mapping[str, str] | None,
+    outcome: str,
+    reason: str | None,
+    message: str,
+    selected: Sequence[Mapping[str, Any]] = (),
+    rendered_selected: bytes | None = None,
+) -> bytes:
+    """The fields of a decision line that come from the decision, as the JSON object
+    `DecisionLog.decision` splices into its line: rendered once, it serves every answer
+    of a memoised decision. `rendered_selected`, when given, is
+    `render_selected(selected)` made earlier."""
+    head = orjson.dumps(_verdict_fields(owner, outcome, reason, message), default=str)
+    tail = render_selected(selected) if rendered_selected is None else rendered_selected
+    return head[:-1] + b"," + tail + b"}"
 
 
 def _policy_name(entry: Mapping[str, Any]) -> str | None:

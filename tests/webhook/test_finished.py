@@ -1,5 +1,6 @@
 """The finished patches of memoised results: one build per result and pod shape, the
-same patch a fresh build gives, and never a patch of another result."""
+same patch a fresh build gives, and never a patch of another result; the log fields of a
+plan's selection rendered once."""
 
 from __future__ import annotations
 
@@ -7,8 +8,12 @@ import copy
 from dataclasses import replace
 from typing import Any
 
+import pytest
+
 from tests.webhook.fakes import load_example, result
+from webhook import finished
 from webhook.finished import FinishedAnswers, finish
+from webhook.logs import render_selected
 from webhook.patch import build_patch
 from webhook.review import decode_patch
 
@@ -83,3 +88,51 @@ def test_an_answer_writing_an_annotation_outside_kerf_is_not_kept() -> None:
     first = patches.answer_for(_pod(), decided)
     assert patches.answer_for(_pod(), decided) is not first
     assert _patch(first.encoded) == build_patch(_pod(), decided)
+
+
+def test_a_plans_selection_is_rendered_once_for_every_decision_of_the_plan(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    rendered: list[object] = []
+
+    def counting(selected: Any) -> bytes:
+        rendered.append(selected)
+        return render_selected(selected)
+
+    monkeypatch.setattr(finished, "render_selected", counting)
+    patches = FinishedAnswers()
+    first = _memoised()
+    # Another decision of the same plan: another template, the plan's very `selected`.
+    second = replace(first, message="again", template=b"digest-of-another-template")
+    one_off = replace(first, message="once more", template=None)
+    answers = [patches.answer_for(_pod(), r) for r in (first, second, one_off)]
+    assert rendered == [first.selected]
+    for decided, answer in zip((first, second, one_off), answers, strict=True):
+        assert answer.logged == finish(_pod(), decided).logged
+
+
+def test_an_equal_selection_of_another_plan_is_rendered_for_itself() -> None:
+    patches = FinishedAnswers()
+    first = _memoised()
+    other = replace(
+        first,
+        selected=({**first.selected[0], "policyName": "other"},),
+        template=b"digest-of-another-template",
+    )
+    assert b'"shop/other"' in patches.answer_for(_pod(), other).logged
+    assert b'"shop/other"' not in patches.answer_for(_pod(), first).logged
+
+
+def test_the_rendered_selections_are_bounded() -> None:
+    patches = FinishedAnswers(selections=2)
+    results = [
+        replace(_memoised(), selected=({"container": f"c{n}"},), template=bytes([n]))
+        for n in range(3)
+    ]
+    for decided in results:
+        patches.answer_for(_pod(), decided)
+    assert len(patches._rendered) == 2
+    assert [kept[0] for kept in patches._rendered.values()] == [
+        results[1].selected,
+        results[2].selected,
+    ]
