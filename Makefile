@@ -20,7 +20,7 @@ LARGE_SIZE := $(if $(filter sim,$(CLUSTER)),,$(REAL_SIZE))
 # The image the manifests name (tests/test_image.py checks they agree).
 IMAGE ?= kerf:$(VERSION)
 
-.PHONY: install test e2e soak lint fmt run demo demo-real explain report crds reference image image-name bench bench-webhook bench-reconciler bench-startup certs tools cluster-tools prometheus clean
+.PHONY: install test e2e soak lint fmt run demo demo-real explain report crds reference image image-name bench bench-webhook bench-instructions bench-reconciler bench-startup certs tools cluster-tools prometheus clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -133,13 +133,20 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.explain --out .bench/explain.json
 	$(BIN)/python -m benchmarks.statedir --out .bench/statedir.json
 	$(MAKE) bench-webhook
+	$(MAKE) bench-instructions
 	$(MAKE) bench-startup
 	$(MAKE) bench-reconciler
 
 # The webhook under load: wrk and hey are Debian packages, installed when missing.
 bench-webhook: $(STAMP)
-	bash scripts/bench-webhook.sh
+	bash scripts/bench-tools.sh wrk hey
 	$(BIN)/python -m benchmarks.webhook --out .bench/webhook.json
+
+# Instructions per admission answer, counted by callgrind (valgrind, a Debian package,
+# installed when missing): comparable between commits on a noisy machine.
+bench-instructions: $(STAMP)
+	bash scripts/bench-tools.sh valgrind
+	$(BIN)/python -m benchmarks.instructions --out .bench/instructions.json
 
 # The reconciler over $(CLUSTER): cold start, first pass, steady pass, resync (issue 8 part 8);
 # then the convergence of 1,000 workloads / 2,000 pods. CLUSTER=real runs the first at
@@ -151,7 +158,7 @@ bench-reconciler: $(STAMP)
 # Start-up from a cluster: cold start to a synced view, then (kubesim only) /mutate over it.
 bench-startup: $(STAMP)
 ifeq ($(CLUSTER),sim)
-	bash scripts/bench-webhook.sh
+	bash scripts/bench-tools.sh wrk hey
 	$(BIN)/python -m benchmarks.startup --out .bench/startup.json
 	$(BIN)/python -m benchmarks.webhook --from-cluster --nodes 1000 --out .bench/webhook-cluster.json
 else
