@@ -18,7 +18,9 @@ Each load runs inside a C function that nothing else in the process calls
 those alone (`--toggle-collect`): building the view and the warm-up are not counted. The
 counts repeat to within a fraction of a percent, so two commits compare on any machine.
 They leave out what instructions do not show: cache misses, the kernel, TLS and the
-server's HTTP; the webhook bench measures those.
+server's HTTP; the webhook bench measures those. Nor do they show what the CPU's own
+instructions for a task save: valgrind's CPU has no SHA extensions, so OpenSSL hashes in
+plain instructions there.
 
 The view is smaller than the webhook bench's (3,000 workloads by default, not 25,000):
 under callgrind the process runs about fifty times slower, and a decision reads its
@@ -30,6 +32,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import os
 import re
 import shutil
 import subprocess
@@ -212,7 +215,10 @@ def _count(args: argparse.Namespace, work: Path) -> tuple[dict[str, int], dict[s
     command += [f"--toggle-collect={function}" for function in LOADS.values()]
     command += [sys.executable, "-m", "benchmarks.instructions", "--loads-only", str(checks_file)]
     command += [f"--{name}={getattr(args, name)}" for name in _SIZES]
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    # One hash seed: the order of the sets and dicts the decision builds changes a few
+    # instructions from run to run otherwise.
+    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    done = subprocess.run(command, capture_output=True, text=True, check=False, env=env)
     if done.returncode != 0:
         raise SystemExit(f"bench-instructions: the counted run failed:\n{done.stderr[-2000:]}")
     annotated = subprocess.run(
