@@ -52,6 +52,8 @@ LOADS = {
     "hits": "deque_extendleft",
     "fresh": "deque_extend",
 }
+#: the flags the counted child is run with, as the parent got them
+_SIZES = ("workloads", "nodes", "policies", "namespaces", "answers")
 _INCLUSIVE = re.compile(r"^\s*([\d,]+)\s+\([^)]*\)\s+\S*?:(\w+)(?:'\d+)?\s")
 
 
@@ -235,9 +237,6 @@ def _count(args: argparse.Namespace, work: Path) -> tuple[dict[str, int], dict[s
             "for its own functions"
         )
     return counts, orjson.loads(checks_file.read_bytes())
-
-
-_SIZES = ("workloads", "nodes", "policies", "namespaces", "answers")
 
 
 def main(argv: list[str] | None = None) -> int:
