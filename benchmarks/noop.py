@@ -1,16 +1,26 @@
-"""The webhook bench's baseline: POST /noop, added to the webhook's own app.
+"""The webhook bench's baselines, added to the webhook's own app: two no-ops.
 
-It reads the body as /mutate does (the same bounded read from the ASGI channel, the same
-value count and JSON parser) and allows the request without deciding, so the ratio of
-/mutate to /noop on the same server, port and TLS is the cost of the decision and its
-patch. It is added only by the bench: the production server has no such endpoint.
+Both read the body, count its JSON values, parse it with the JSON parser /mutate uses and
+allow the request without deciding, so that on the same server, port and TLS what /mutate
+costs above them is the decision and its patch. They differ only in how they are served:
+
+- POST /fastapi-noop is a FastAPI endpoint, written the way a FastAPI handler is (a
+  `Request`, `await request.body()`, a `Response`): the FastAPI no-op that issue 17's
+  throughput and latency targets are stated against;
+- POST /noop is a plain ASGI route, served the way /mutate is (`webhook.endpoint`), outside
+  FastAPI's per-request machinery: the floor under /mutate, what answering costs on this
+  server with no framework work at all.
+
+Only the benches add them: the production server has neither.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
+from fastapi.routing import APIRoute
+from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope
 
@@ -28,7 +38,9 @@ from webhook.limits import (
 )
 from webhook.review import BodyError, load_json, review_response
 
+JSON = "application/json"
 PATH = "/noop"
+FASTAPI_PATH = "/fastapi-noop"
 
 
 async def noop(scope: Scope, receive: Receive) -> Reply:
@@ -53,8 +65,29 @@ async def noop(scope: Scope, receive: Receive) -> Reply:
     return Reply(review_response(uid if isinstance(uid, str) else ""))
 
 
+async def fastapi_noop(request: Request) -> Response:
+    """`noop` as a FastAPI endpoint: the same checks and answer, through FastAPI's request
+    object, dependency solving and response."""
+    body = await request.body()
+    if len(body) > MAX_BODY_BYTES:
+        return Response(b'{"error":"too large"}', 413, media_type=JSON)
+    if too_many_values(body, MAX_BODY_VALUES):
+        return Response(b'{"error":"too many JSON values"}', 413, media_type=JSON)
+    try:
+        doc: Any = load_json(body)
+    except BodyError:
+        return Response(b'{"error":"not JSON"}', 400, media_type=JSON)
+    review = doc.get("request") if isinstance(doc, dict) else None
+    uid = review.get("uid") if isinstance(review, dict) else None
+    return Response(review_response(uid if isinstance(uid, str) else ""), media_type=JSON)
+
+
 def with_noop(app: FastAPI) -> FastAPI:
-    """`app` (the webhook's, from `webhook.server.create_app`) with POST /noop in front of
-    its routes, served the way /mutate is (a plain ASGI route)."""
-    app.router.routes.insert(0, Route(PATH, PostEndpoint(noop), methods=["POST"]))
+    """`app` (the webhook's, from `webhook.server.create_app`) with POST /fastapi-noop and
+    POST /noop in front of its routes. Routes are matched in order: the baselines come
+    first, so neither pays for matching /mutate."""
+    app.router.routes[:0] = [
+        APIRoute(FASTAPI_PATH, fastapi_noop, methods=["POST"]),
+        Route(PATH, PostEndpoint(noop), methods=["POST"]),
+    ]
     return app
