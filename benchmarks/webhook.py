@@ -962,6 +962,9 @@ def summarize(figures: Mapping[str, Any]) -> dict[str, Any]:
                     f"round {number} {name}: non-200 answers {bad}, "
                     f"socket errors {phase.get('errors')}"
                 )
+    if phases["noop_max"]["rps"] < phases["fastapi_noop_max"]["rps"]:
+        # /noop does a subset of /fastapi-noop's work: slower, the machine got in the way.
+        warnings.append("/noop was slower than /fastapi-noop: the run was disturbed")
     outcomes = mutate_rate.get("server_outcomes", {})
     if not any(key.startswith("apply") for key in outcomes):
         warnings.append("the fixed-rate /mutate phase produced no `apply` outcome")

@@ -96,3 +96,11 @@ def test_a_target_missed_against_the_fastapi_noop_is_not_met() -> None:
     lines = list(ratio_lines(summary, bodies=6000, rate=500))
     assert lines[-1].startswith("targets: memo hits >= 0.60: met (0.60); ")
     assert "fresh decisions >= 0.45: NOT met (0.40" in lines[-1]
+
+
+def test_a_floor_slower_than_the_fastapi_noop_marks_the_run_disturbed() -> None:
+    figures = _figures(fastapi_noop_rps=800.0)
+    figures["phases"]["noop_max"]["rps"] = 700.0
+    assert summarize(figures)["warnings"] == [
+        "/noop was slower than /fastapi-noop: the run was disturbed"
+    ]
