@@ -43,9 +43,23 @@ PATH = "/noop"
 FASTAPI_PATH = "/fastapi-noop"
 
 
+def _answer(body: bytes) -> tuple[bytes, int]:
+    """The no-ops' answer to a body read whole: (response body, status). 413 or 400 for a
+    body /mutate would refuse too (the bench sends none: those answers only keep it
+    honest), else allowed, echoing the review's uid."""
+    if too_many_values(body, MAX_BODY_VALUES):
+        return b'{"error":"too many JSON values"}', 413
+    try:
+        doc: Any = load_json(body)
+    except BodyError:
+        return b'{"error":"not JSON"}', 400
+    request = doc.get("request") if isinstance(doc, dict) else None
+    uid = request.get("uid") if isinstance(request, dict) else None
+    return review_response(uid if isinstance(uid, str) else ""), 200
+
+
 async def noop(scope: Scope, receive: Receive) -> Reply:
-    """Parse the review and allow it, echoing its uid; 413 or 400 for a body /mutate
-    would refuse too (the bench sends none: those answers only keep it honest)."""
+    """Read the body as /mutate does (bounded, from the ASGI channel) and answer it."""
     try:
         body = await read_body(
             receive, declared_length(scope["headers"]), MAX_BODY_BYTES, DEFAULT_READ_TIMEOUT_S
@@ -54,15 +68,8 @@ async def noop(scope: Scope, receive: Receive) -> Reply:
         return Reply(b'{"error":"too large"}', 413, close=True)
     except (BodyTimeout, ClientGone):
         return Reply(b"", 400, close=True)
-    if too_many_values(body, MAX_BODY_VALUES):
-        return Reply(b'{"error":"too many JSON values"}', 413, close=True)
-    try:
-        doc: Any = load_json(body)
-    except BodyError:
-        return Reply(b'{"error":"not JSON"}', 400)
-    request = doc.get("request") if isinstance(doc, dict) else None
-    uid = request.get("uid") if isinstance(request, dict) else None
-    return Reply(review_response(uid if isinstance(uid, str) else ""))
+    answer, status = _answer(body)
+    return Reply(answer, status, close=status == 413)
 
 
 async def fastapi_noop(request: Request) -> Response:
@@ -71,15 +78,8 @@ async def fastapi_noop(request: Request) -> Response:
     body = await request.body()
     if len(body) > MAX_BODY_BYTES:
         return Response(b'{"error":"too large"}', 413, media_type=JSON)
-    if too_many_values(body, MAX_BODY_VALUES):
-        return Response(b'{"error":"too many JSON values"}', 413, media_type=JSON)
-    try:
-        doc: Any = load_json(body)
-    except BodyError:
-        return Response(b'{"error":"not JSON"}', 400, media_type=JSON)
-    review = doc.get("request") if isinstance(doc, dict) else None
-    uid = review.get("uid") if isinstance(review, dict) else None
-    return Response(review_response(uid if isinstance(uid, str) else ""), media_type=JSON)
+    answer, status = _answer(body)
+    return Response(answer, status, media_type=JSON)
 
 
 def with_noop(app: FastAPI) -> FastAPI:
