@@ -5,8 +5,8 @@ allow the request without deciding, so that on the same server, port and TLS wha
 costs above them is the decision and its patch. They differ only in how they are served:
 
 - POST /fastapi-noop is a FastAPI endpoint, written the way a FastAPI handler is (a
-  `Request`, `await request.body()`, a `Response`): the FastAPI no-op that issue 17's
-  throughput and latency targets are stated against;
+  `Request`, `await request.body()`, a `Response`): the FastAPI no-op that the webhook
+  bench's throughput and latency targets are stated against;
 - POST /noop is a plain ASGI route, served the way /mutate is (`webhook.endpoint`), outside
   FastAPI's per-request machinery: the floor under /mutate, what answering costs on this
   server with no framework work at all.
