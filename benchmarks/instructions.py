@@ -18,9 +18,9 @@ instructions per answer of four loads:
 Each load runs inside a C function that nothing else in the process calls
 (`deque.extend`, `deque.extendleft`, `bytearray.extend`, `array.extend`), and callgrind
 counts inside those alone (`--toggle-collect`): building the view and the warm-up are not
-counted. The counts repeat to within a fraction of a percent, so two commits compare on any machine.
-They leave out what instructions do not show: cache misses, the kernel, TLS and the
-server's HTTP; the webhook bench measures those. Nor do they show what the CPU's own
+counted. The counts repeat to within a fraction of a percent, so two commits compare on
+any machine. They leave out what instructions do not show: cache misses, the kernel, TLS
+and the server's HTTP; the webhook bench measures those. Nor do they show what the CPU's own
 instructions for a task save: valgrind's CPU has no SHA extensions, so OpenSSL hashes in
 plain instructions there.
 
