@@ -56,8 +56,9 @@ LOADS = {
     "hits": "deque_extendleft",
     "fresh": "deque_extend",
 }
-#: the loads of /mutate
+#: the loads of /mutate, and those of the no-ops it is compared with
 _MUTATE = ("hits", "fresh")
+_NOOPS = ("noop", "fastapi_noop")
 #: the flags the counted child is run with, as the parent got them
 _SIZES = ("workloads", "nodes", "policies", "namespaces", "answers")
 _INCLUSIVE = re.compile(r"^\s*([\d,]+)\s+\([^)]*\)\s+\S*?:(\w+)(?:'\d+)?\s")
@@ -187,7 +188,7 @@ def summarize(counts: Mapping[str, int], checks: Mapping[str, Mapping[str, int]]
     each no-op and as a share of it."""
     per_answer = {name: round(counts[LOADS[name]] / checks[name]["answers"]) for name in LOADS}
     figures: dict[str, Any] = {"instructions_per_answer": per_answer}
-    for baseline in ("noop", "fastapi_noop"):
+    for baseline in _NOOPS:
         base = per_answer[baseline]
         figures[f"above_{baseline}"] = {name: per_answer[name] - base for name in _MUTATE}
         figures[f"{baseline}_over_mutate"] = {
@@ -207,7 +208,7 @@ def problems(checks: Mapping[str, Mapping[str, int]]) -> list[str]:
         found.append(f"hits: {checks['hits']['memo_hits']} memo hits")
     if checks["fresh"]["memo_misses"] != checks["fresh"]["answers"]:
         found.append(f"fresh: {checks['fresh']['memo_misses']} memo misses")
-    for name in ("noop", "fastapi_noop"):
+    for name in _NOOPS:
         check = checks[name]
         if check["with_patch"] or check["memo_hits"] or check["memo_misses"]:
             found.append(f"{name}: decided or patched, not a no-op")
