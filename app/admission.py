@@ -5,6 +5,7 @@ The webhook turns an AdmissionResult into a JSON patch; every choice is made her
 
 Decisions are memoised per pod template: the pods a controller creates for one workload
 are alike, so the answer for one serves the next ones while nothing it read has changed.
+A template is memoised from its second pod on, so one seen once keeps nothing.
 What makes a memoised answer valid, and what ends it, is in `_template_key`, `_Memo` and
 docs/decisions.md ("Admission decisions are memoised per pod template").
 """
@@ -193,6 +194,8 @@ def _memoised(view: ClusterView, pod: Mapping[str, Any], now: datetime) -> Admis
         return found.result
     view.caches.memo_misses += 1
     clock = Horizon(now)
+    if found is None and view.caches.first_sighting(key):
+        return _admit(view, pod, clock, workload=workload)
     result = _admit(view, pod, clock, template=key, workload=workload)
     view.remember(workload, plan, key, _Memo(result, inputs, clock.start, clock.end))
     return result

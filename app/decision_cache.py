@@ -33,6 +33,9 @@ MEMO_PER_PLAN = 8
 #: admission decisions remembered over all plans: what a request can make the view keep
 #: is bounded whatever it sends (~3.4 KB each)
 MEMO_TOTAL = 4096
+#: templates seen once and not memoised, the most recent: as many as the memo keeps, so a
+#: template that comes back before the memo would have dropped its answer is memoised
+MAX_SIGHTINGS = MEMO_TOTAL
 #: the plan memo's key of its admission decisions
 ADMISSIONS = "admissions"
 
@@ -73,6 +76,12 @@ class DecisionCaches(Generic[P]):
       `MEMO_PER_PLAN` per plan and `MEMO_TOTAL` in all, oldest first out. Each entry
       carries the input stamps it read and the span of time it holds for (checked by
       `app.admission`, which decides again when either differs).
+    - **sightings**: the template digests seen once and not memoised, the
+      `MAX_SIGHTINGS` most recent. A template is memoised from its second pod on: the
+      first leaves only its digest here (`first_sighting`), so a template seen once (a
+      CronJob's run, more templates cycling than the memo keeps) builds no answer that
+      is dropped before any reuse. Dropped when the template is seen again, or oldest
+      first past the bound.
     - **input stamps**: by ("ns", namespace) and ("oom", workload key), the version of
       an admission input no plan covers: the Namespace and its HPAs, the OOM evidence
       among a workload's pods. `touch` gives a new version from one counter, so a key
@@ -97,6 +106,7 @@ class DecisionCaches(Generic[P]):
     _counter: Iterator[int] = field(default_factory=lambda: itertools.count(1))
     _settings: dict[tuple[Any, ...], Any] = field(default_factory=dict)
     _parsed: OrderedDict[PodKey, Any] = field(default_factory=OrderedDict)
+    _sightings: OrderedDict[Any, None] = field(default_factory=OrderedDict)
     #: admission decisions answered from the memo, and those decided afresh
     memo_hits: int = 0
     memo_misses: int = 0
@@ -165,6 +175,18 @@ class DecisionCaches(Generic[P]):
         while len(order) > MEMO_TOTAL:
             old_memo, old_key = order.popleft()
             old_memo.pop(old_key, None)
+
+    def first_sighting(self, key: Any) -> bool:
+        """Whether a template is seen for the first time since the bound last dropped
+        it: True records it, False forgets it (its answer is memoised from now on)."""
+        sightings = self._sightings
+        if key in sightings:
+            del sightings[key]
+            return False
+        sightings[key] = None
+        if len(sightings) > MAX_SIGHTINGS:
+            sightings.popitem(last=False)
+        return True
 
     # ------------------------------------------------------------------ input stamps
 

@@ -36,10 +36,12 @@ def both(v: ClusterView, pod: dict[str, Any], now: datetime = NOW) -> AdmissionR
 
 
 def warm(v: ClusterView, now: datetime = NOW, **kw: Any) -> AdmissionResult:
-    """Decide one pod of the template, then check that the next one is a memo hit."""
+    """Decide two pods of the template (a template is memoised from its second pod on),
+    then check that the third is a memo hit."""
     first = both(v, new_pod("web-7d4b9-first", **kw), now)
-    hits = v.memo_hits
     assert both(v, new_pod("web-7d4b9-second", **kw), now) == first
+    hits = v.memo_hits
+    assert both(v, new_pod("web-7d4b9-third", **kw), now) == first
     assert v.memo_hits == hits + 1
     return first
 
@@ -56,7 +58,7 @@ def test_pods_of_one_template_share_one_decision() -> None:
     first = warm(v)
     assert first.outcome == "apply"
     # Name, uid and labels differ between pods of a template: still the same decision.
-    other = new_pod("web-7d4b9-third", labels={"statefulset.kubernetes.io/pod-name": "x"})
+    other = new_pod("web-7d4b9-fourth", labels={"statefulset.kubernetes.io/pod-name": "x"})
     other["metadata"]["uid"] = "another-uid"
     hits = v.memo_hits
     assert both(v, other) == first
@@ -224,6 +226,7 @@ def test_the_memo_is_bounded_per_plan() -> None:
         p = new_pod()
         p["spec"]["containers"][0]["resources"]["requests"]["cpu"] = f"{cpu}m"
         both(v, p)
+        both(v, copy.deepcopy(p))
     plan = v.plan_for(v.workload(v.owner_of(new_pod())))  # type: ignore[arg-type]
     assert len(plan.memo["admissions"]) == app.decision_cache.MEMO_PER_PLAN
 
@@ -242,11 +245,54 @@ def test_the_memo_is_bounded_overall(monkeypatch: pytest.MonkeyPatch) -> None:
             p = new_pod(f"{n}-7d4b9-x", workload=n)
             p["spec"]["containers"][0]["resources"]["requests"]["cpu"] = f"{cpu}m"
             both(v, p)
+            both(v, copy.deepcopy(p))
     kept = sum(
         len(v.plan_for(v.workload(v.owner_of(new_pod(workload=n)))).memo.get("admissions", {}))  # type: ignore[arg-type]
         for n in names
     )
     assert kept == 5
+
+
+def test_a_template_is_memoised_from_its_second_pod_on() -> None:
+    v = static_view()
+    plan = v.plan_for(v.workload(v.owner_of(new_pod())))  # type: ignore[arg-type]
+    first = both(v, new_pod("web-7d4b9-first"))
+    assert first.template is None
+    assert not plan.memo.get("admissions")
+    second = both(v, new_pod("web-7d4b9-second"))
+    assert second.template is not None
+    assert len(plan.memo["admissions"]) == 1
+    assert (v.memo_hits, v.memo_misses) == (0, 2)
+    assert both(v, new_pod("web-7d4b9-third")) is second
+    assert (v.memo_hits, v.memo_misses) == (1, 2)
+
+
+def test_a_sighting_is_forgotten_past_the_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(app.decision_cache, "MAX_SIGHTINGS", 2)
+    v = static_view()
+    pods = []
+    for cpu in (100, 200, 300):
+        p = new_pod()
+        p["spec"]["containers"][0]["resources"]["requests"]["cpu"] = f"{cpu}m"
+        pods.append(p)
+        both(v, p)
+    # The first template's sighting went out of the bound: its second pod is a first.
+    assert both(v, copy.deepcopy(pods[0])).template is None
+    # The third's is still there: its second pod is memoised.
+    assert both(v, copy.deepcopy(pods[2])).template is not None
+
+
+def test_an_answer_no_longer_valid_is_memoised_again_at_once() -> None:
+    v = static_view()
+    warm(v)
+    v.apply(b.namespace(annotations={"kubex.ai/note": "changed"}))
+    misses = v.memo_misses
+    again = both(v, new_pod("web-7d4b9-after"))
+    assert again.template is not None
+    assert v.memo_misses == misses + 1
+    hits = v.memo_hits
+    assert both(v, new_pod("web-7d4b9-next")) is again
+    assert v.memo_hits == hits + 1
 
 
 # ------------------------------------------------------------------ property

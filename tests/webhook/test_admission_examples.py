@@ -88,16 +88,21 @@ def test_guaranteed_pod_stays_guaranteed(client: TestClient) -> None:
     }
 
 
-def test_a_second_pod_of_a_template_is_answered_from_the_memo() -> None:
-    """The same answer, counted as a memo hit in /metrics (the memo is the library's)."""
+def test_a_third_pod_of_a_template_is_answered_from_the_memo() -> None:
+    """The same answer every time; the first two decided afresh (a template is memoised
+    from its second pod on), the third counted as a memo hit in /metrics (the memo is the
+    library's)."""
     view = ClusterView.from_state_dir(STATE)
+    answers = []
     with TestClient(create_app(view)) as fresh:
-        first = fresh.post("/mutate", json=load_example("replicaset-pod.json")).json()
-        second = load_example("replicaset-pod.json")
-        second["request"]["uid"] = "another-request"
-        second["request"]["object"]["metadata"]["name"] = "web-7d4b9-other"
-        again = fresh.post("/mutate", json=second).json()
+        for n in range(3):
+            review = load_example("replicaset-pod.json")
+            review["request"]["uid"] = f"request-{n}"
+            review["request"]["object"]["metadata"]["name"] = f"web-7d4b9-{n}"
+            answers.append(fresh.post("/mutate", json=review).json())
         text = fresh.get("/metrics").text
-    assert decode_patch(again) == decode_patch(first) != []
+    patches = [decode_patch(a) for a in answers]
+    assert patches[0] != [] and patches.count(patches[0]) == 3
+    assert [a["response"]["uid"] for a in answers] == ["request-0", "request-1", "request-2"]
     assert 'kerf_webhook_decision_memo_total{result="hit"} 1.0' in text
-    assert 'kerf_webhook_decision_memo_total{result="miss"} 1.0' in text
+    assert 'kerf_webhook_decision_memo_total{result="miss"} 2.0' in text
