@@ -12,7 +12,7 @@ The AdmissionReview bodies are ReplicaSet-owned pods of `--bodies` generated Dep
 (default 6,000), shaped like `examples/admission/replicaset-pod.json`. Two loads:
 
 - one template: one body (a pod that gets a patch) sent again and again, so that every
-  answer after the first comes from the admission memo;
+  answer after the second comes from the admission memo;
 - more templates than the memo keeps: wrk cycles through every body, more than
   `app.decision_cache.MEMO_TOTAL`, so that every answer is a fresh decision.
 
