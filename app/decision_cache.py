@@ -1,10 +1,10 @@
 """Every cache of decisions the cluster view keeps, in one owner with its bounds.
 
 `DecisionCaches` holds what decisions derive from the view and keep between pods: the
-workload plans, the decision caches of each plan, the admission memo, the versions of
-the admission inputs no plan covers, the settings derived from kerf objects, and the
-parsed containers of pods. The view tells
-it what changed; it decides what that drops. Its docstring is the one place that says
+workload plans, the decision caches of each plan, the admission memo and the templates
+seen once (not memoised yet), the versions of the admission inputs no plan covers, the
+settings derived from kerf objects, and the parsed containers of pods. The view tells it
+what changed; it decides what that drops. Its docstring is the one place that says
 what each cache keys on and what drops each entry.
 """
 
