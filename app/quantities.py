@@ -145,12 +145,14 @@ def _full_ratio(text: str) -> tuple[int, int]:
     return (-numerator if match["sign"] == "-" else numerator), denominator
 
 
-def parse_quantity(text: str | int | float) -> Fraction:
+def parse_quantity(text: object) -> Fraction:
     """Parse a Kubernetes quantity (``"250m"``, ``"1.5Gi"``, ``"129e6"``, ``2``) exactly.
 
     Numbers are accepted because YAML turns ``cpu: 2`` or ``cpu: 0.5`` into one; a float
     is read through its shortest decimal spelling so ``0.1`` means one tenth. Raises
-    :class:`QuantityError` naming the text for anything else.
+    :class:`QuantityError` naming the text for anything else. The parsers take ``object``
+    because they are where a user's values arrive: they check the type themselves, and a
+    compiled build (setup.py) would otherwise reject a wrong one with a bare TypeError.
     """
     if isinstance(text, str):
         return Fraction(*_ratio(text))
@@ -168,7 +170,7 @@ def _ceil(value: Fraction) -> int:
     return -(-value.numerator // value.denominator)
 
 
-def to_millicores(text: str | int | float) -> int:
+def to_millicores(text: object) -> int:
     """CPU quantity in whole millicores, rounded up (``"0.25"`` → 250, ``"1"`` → 1000)."""
     if isinstance(text, str):
         numerator, denominator = _ratio(text)
@@ -176,7 +178,7 @@ def to_millicores(text: str | int | float) -> int:
     return _ceil(parse_quantity(text) * 1000)
 
 
-def to_bytes(text: str | int | float) -> int:
+def to_bytes(text: object) -> int:
     """Byte quantity (memory, storage) in whole bytes, rounded up (``"1Ki"`` → 1024)."""
     if isinstance(text, str):
         numerator, denominator = _ratio(text)
@@ -184,7 +186,7 @@ def to_bytes(text: str | int | float) -> int:
     return _ceil(parse_quantity(text))
 
 
-def to_count(text: str | int | float) -> int:
+def to_count(text: object) -> int:
     """Countable resource (GPUs, pods ...) as an integer, rounded up (``"1.5"`` → 2)."""
     # Bytes and counts share the rule "whole units, rounded up"; only the name differs.
     return to_bytes(text)
@@ -194,7 +196,7 @@ def _is_byte_resource(resource: str) -> bool:
     return resource in _BYTE_RESOURCES or resource.startswith("hugepages-")
 
 
-def parse_resource(resource: str, text: str | int | float) -> int:
+def parse_resource(resource: str, text: object) -> int:
     """Parse ``text`` in the integer unit of ``resource``.
 
     ``cpu`` → millicores; ``memory``, ``ephemeral-storage``, ``hugepages-*`` → bytes;
@@ -226,7 +228,7 @@ def _whole_spelling(text: str, resource: str) -> tuple[str, str] | None:
     return digits, suffix
 
 
-def same_quantity(resource: str, a: str | int | float, b: str | int | float) -> bool:
+def same_quantity(resource: str, a: object, b: object) -> bool:
     """Whether two spellings name one amount of `resource` (`1000m` and `1` do), as
     `parse_resource` reads them; a text that is not a quantity equals nothing. Two whole
     numbers with the same exact suffix are compared by their digits, without parsing:

@@ -4,6 +4,7 @@ version arrives."""
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import timedelta
 
 from app.models import KerfResource, LastApplied, LastRollback, RecommendationStatus
@@ -79,6 +80,6 @@ def test_a_plan_keeps_the_last_change_time_not_the_status_models() -> None:
     facts = [v for k, v in memo.items() if k[0] == "facts"]
     assert facts
     for found in facts:
-        kept = [getattr(found, name) for name in found.__slots__]
+        kept = [getattr(found, f.name) for f in dataclasses.fields(found)]
         assert not any(isinstance(v, LastApplied | LastRollback) for v in kept)
         assert found.last_applied_at == b.NOW - timedelta(days=5)
