@@ -20,7 +20,7 @@ LARGE_SIZE := $(if $(filter sim,$(CLUSTER)),,$(REAL_SIZE))
 # The image the manifests name (tests/test_image.py checks they agree).
 IMAGE ?= kerf:$(VERSION)
 
-.PHONY: install test e2e soak lint fmt run demo demo-real explain report crds reference image image-name bench bench-webhook bench-instructions bench-reconciler bench-startup certs tools cluster-tools prometheus clean
+.PHONY: install test test-compiled e2e soak lint fmt run demo demo-real explain report crds reference image image-name bench bench-webhook bench-instructions bench-reconciler bench-startup certs tools cluster-tools prometheus clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -52,8 +52,15 @@ cluster-tools:
 # The whole suite on kubesim (the end-to-end scenarios included); the tests that need the
 # real control plane are `make e2e`'s. Two pytest-xdist workers, a file to a worker (its
 # module fixtures start once), the files marked `early` first, in collection order.
+TEST_ENV = KUBECTL=$(CURDIR)/$(KUBECTL) KUBECTL_OLDEST=$(CURDIR)/$(KUBECTL_OLDEST) HELM=$(CURDIR)/$(HELM)
+PYTEST_SUITE = -m pytest -m "not e2e" -n 2 --dist loadfile --no-loadscope-reorder
 test: $(STAMP) $(KUBECTL) $(KUBECTL_OLDEST) $(HELM)
-	KUBECTL=$(CURDIR)/$(KUBECTL) KUBECTL_OLDEST=$(CURDIR)/$(KUBECTL_OLDEST) HELM=$(CURDIR)/$(HELM) $(BIN)/python -m pytest -m "not e2e" -n 2 --dist loadfile --no-loadscope-reorder
+	$(TEST_ENV) $(BIN)/python $(PYTEST_SUITE)
+
+# The same suite on the compiled build the image ships (setup.py: the decision modules
+# through mypyc), in a temporary copy of the tree; .ci/run runs it after `make test`.
+test-compiled: $(STAMP) $(KUBECTL) $(KUBECTL_OLDEST) $(HELM)
+	$(TEST_ENV) bash scripts/with-compiled-build.sh $(BIN)/python $(CURDIR)/$(BIN)/python $(PYTEST_SUITE)
 
 # The end-to-end scenarios, the devcluster tests, the conformance suite, the Helm chart and
 # make demo-real on the real control plane (kube-apiserver, etcd, controller manager and
