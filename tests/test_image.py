@@ -28,11 +28,17 @@ pytestmark = pytest.mark.early
 ROOT = Path(__file__).resolve().parents[1]
 DOCKERFILE = ROOT / "Dockerfile"
 SCRIPT_IN_IMAGE = "/usr/local/bin/image-install.sh"
-TEST_ONLY = ("pytest", "hypothesis", "kubernetes_validate", "ruff", "jsonschema", "httpx")
+TEST_ONLY = ("pytest", "hypothesis", "kubernetes_validate", "ruff", "jsonschema", "httpx", "mypy")
 #: The product: the kerf command, the library and the services.
 PRODUCT = ("kerf", "app", "webhook", "reconciler", "recommender")
 #: The source tree's dev tools, which neither the wheel nor the image carries.
 DEV_TOOLS = ("kubesim", "demo", "benchmarks", "harness", "soak", "devcluster", "tests")
+
+
+def outside_env() -> dict[str, str]:
+    """This environment without PYTHONPATH, which the image does not set: `make
+    test-compiled` puts its copy of the tree there, and the image must not import from it."""
+    return {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
 
 
 def stages() -> list[list[tuple[str, str]]]:
@@ -90,11 +96,14 @@ def installed() -> Iterator[Path]:
                 else:
                     target.parent.mkdir(parents=True, exist_ok=True)
                     shutil.copy2(ROOT / source, target)
-        [run] = [rest for keyword, rest in build if keyword == "RUN"]
-        assert run == f"sh {SCRIPT_IN_IMAGE} /src /opt/kerf"
+        runs = [rest for keyword, rest in build if keyword == "RUN"]
+        # The compiler's install (apt, for mypyc) comes first; this machine already has one.
+        assert runs[-1] == f"sh {SCRIPT_IN_IMAGE} /src /opt/kerf"
+        assert all("apt-get" in run for run in runs[:-1])
         venv = top / "opt-kerf"
         done = subprocess.run(
             ["sh", str(ROOT / "scripts" / "image-install.sh"), str(context), str(venv)],
+            env=outside_env(),
             capture_output=True,
             text=True,
             timeout=600,
@@ -170,6 +179,7 @@ def test_the_virtualenv_holds_runtime_dependencies_only(installed: Path) -> None
         done = subprocess.run(
             [python, "-c", f"import {module}"],
             cwd="/",
+            env=outside_env(),
             capture_output=True,
             text=True,
             timeout=60,
@@ -178,11 +188,42 @@ def test_the_virtualenv_holds_runtime_dependencies_only(installed: Path) -> None
     done = subprocess.run(
         [python, "-c", f"import {', '.join(PRODUCT)}, cryptography, uvicorn, kubernetes_asyncio"],
         cwd="/",
+        env=outside_env(),
         capture_output=True,
         text=True,
         timeout=60,
     )
     assert done.returncode == 0, done.stderr
+
+
+def compiled_modules() -> list[str]:
+    """The dotted names of the modules setup.py compiles."""
+    import setup
+
+    paths: list[Path] = []
+    for entry in setup.COMPILED:
+        paths += sorted((ROOT / entry).glob("*.py")) if entry.endswith("/") else [ROOT / entry]
+    parts = [path.relative_to(ROOT).with_suffix("").parts for path in paths]
+    return [".".join(p[:-1] if p[-1] == "__init__" else p) for p in parts]
+
+
+def test_the_image_runs_the_compiled_decision_modules(installed: Path) -> None:
+    """setup.py's compiled build: each module it names is an extension in the image."""
+    modules = compiled_modules()
+    assert "app.decide.checks" in modules
+    shown = "; ".join(f"import {m}; print({m}.__file__)" for m in modules)
+    done = subprocess.run(
+        [str(installed / "bin" / "python"), "-c", shown],
+        cwd="/",
+        env=outside_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    files = done.stdout.split()
+    assert len(files) == len(modules)
+    assert all(f.endswith(".so") for f in files), files
 
 
 def test_the_build_context_holds_what_the_dockerfile_copies_and_no_dev_tool() -> None:
