@@ -147,7 +147,7 @@ bench: $(STAMP)
 # The webhook under load: wrk and hey are Debian packages, installed when missing.
 bench-webhook: $(STAMP)
 	bash scripts/bench-tools.sh wrk hey
-	$(BIN)/python -m benchmarks.webhook --out .bench/webhook.json
+	bash scripts/with-compiled-build.sh $(BIN)/python $(CURDIR)/$(BIN)/python -m benchmarks.webhook --out $(CURDIR)/.bench/webhook.json
 
 # Instructions per admission answer, counted by callgrind (valgrind, a Debian package,
 # installed when missing): comparable between commits on a noisy machine.

@@ -698,6 +698,14 @@ def _require_tools() -> None:
         )
 
 
+def decision_build() -> str:
+    """Which build of the decision modules the server runs: "compiled" (mypyc, setup.py) or
+    "pure". The server inherits this process's import path, so the two load the same one."""
+    import app.quantities
+
+    return "compiled" if (app.quantities.__file__ or "").endswith(".so") else "pure"
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Build everything, start the server, run the phases, return the figures."""
     from webhook.certs import issue_certificates, write_certificates
@@ -733,6 +741,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "log_level": args.log_level,
         "decisions": "precomputed" if args.precomputed_decisions else "live",
         "memo": not args.no_memo,
+        "build": decision_build(),
     }
     with tempfile.TemporaryDirectory(prefix="kerf-bench-") as tmp:
         work = Path(tmp)
@@ -997,7 +1006,7 @@ def render(figures: Mapping[str, Any]) -> Iterator[str]:
     """Human-readable lines: the set-up, one row per phase, then the targets."""
     for key in ("source", "workloads", "pods", "policies", "bodies", "body_bytes"):
         yield f"{key:24} {figures[key]}"
-    for key in ("view_load_seconds", "frozen_after_sync", "decisions"):
+    for key in ("view_load_seconds", "frozen_after_sync", "decisions", "build"):
         yield f"{key:24} {figures[key]}"
     yield f"{'cpus':24} server {figures['server_cpus']}, load {figures['load_cpus']}"
     check = figures["check"]
