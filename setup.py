@@ -1,4 +1,4 @@
-"""kerf's build: pure Python, unless KERF_COMPILE=1 compiles the decision modules with mypyc.
+"""kerf's build: pure Python, unless KERF_COMPILE=1 compiles the admission path with mypyc.
 
 The image's build (scripts/image-install.sh) sets it; a development install does not, so an
 edited module is never shadowed by a stale compiled one. docs/decisions.md says why these
@@ -8,15 +8,41 @@ modules and not others.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from setuptools import Extension, setup
 
-#: The modules every fresh admission decision runs through, in order of their cost.
+#: What every fresh admission answer runs through: the decision stages and the rules and
+#: quantities they apply, the admission memo around them, then the webhook's request
+#: checks, patch, answer and log line. Left out: modules that interpreted code subclasses
+#: (app/view.py) and those that work around a type pydantic declares (app/slim.py,
+#: app/decision_cache.py), which compiled code would check.
 COMPILED = [
     "app/decide/",
     "app/guardrails.py",
     "app/quantities.py",
+    "app/admission.py",
+    "app/workloads.py",
+    "app/enablement.py",
+    "app/owners.py",
+    "webhook/review.py",
+    "webhook/bounds.py",
+    "webhook/limits.py",
+    "webhook/patch.py",
+    "webhook/finished.py",
+    "webhook/logs.py",
+    "webhook/metrics.py",
+    "webhook/endpoint.py",
 ]
+
+
+def compiled_modules(root: Path = Path(__file__).resolve().parent) -> list[str]:
+    """The dotted names of the modules COMPILED names (a folder: each of its modules)."""
+    paths: list[Path] = []
+    for entry in COMPILED:
+        paths += sorted((root / entry).glob("*.py")) if entry.endswith("/") else [root / entry]
+    parts = [path.relative_to(root).with_suffix("").parts for path in paths]
+    return [".".join(p[:-1] if p[-1] == "__init__" else p) for p in parts]
 
 
 def compiled_extensions() -> list[Extension]:
@@ -28,6 +54,6 @@ def compiled_extensions() -> list[Extension]:
     return mypycify(COMPILED, opt_level="3")
 
 
-# setuptools runs this file as __main__; tests/test_image.py imports it for COMPILED.
+# setuptools runs this file as __main__; tests and scripts import it for COMPILED.
 if __name__ == "__main__":
     setup(ext_modules=compiled_extensions())

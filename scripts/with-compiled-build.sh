@@ -21,9 +21,9 @@ git ls-files -z --cached --others --exclude-standard \
 (cd "$tree" && KERF_COMPILE=1 "$python" setup.py --quiet build_ext --inplace >/dev/null)
 # A run that silently fell back to the pure modules would measure or test the wrong build.
 (cd "$tree" && "$python" -c '
-import sys
-import app.decide, app.guardrails, app.quantities
-pure = [m.__name__ for m in (app.decide, app.guardrails, app.quantities) if m.__file__.endswith(".py")]
+import importlib, sys
+from setup import compiled_modules
+pure = [m for m in compiled_modules() if not importlib.import_module(m).__file__.endswith(".so")]
 sys.exit(f"not compiled: {pure}" if pure else 0)')
 echo "compiled build: $tree" >&2
 cd "$tree"

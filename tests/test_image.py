@@ -196,19 +196,10 @@ def test_the_virtualenv_holds_runtime_dependencies_only(installed: Path) -> None
     assert done.returncode == 0, done.stderr
 
 
-def compiled_modules() -> list[str]:
-    """The dotted names of the modules setup.py compiles."""
-    import setup
-
-    paths: list[Path] = []
-    for entry in setup.COMPILED:
-        paths += sorted((ROOT / entry).glob("*.py")) if entry.endswith("/") else [ROOT / entry]
-    parts = [path.relative_to(ROOT).with_suffix("").parts for path in paths]
-    return [".".join(p[:-1] if p[-1] == "__init__" else p) for p in parts]
-
-
 def test_the_image_runs_the_compiled_decision_modules(installed: Path) -> None:
     """setup.py's compiled build: each module it names is an extension in the image."""
+    from setup import compiled_modules
+
     modules = compiled_modules()
     assert "app.decide.checks" in modules
     shown = "; ".join(f"import {m}; print({m}.__file__)" for m in modules)

@@ -20,16 +20,14 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from app.admission import AdmissionResult
 from app.decision_cache import MAX_CACHED_PLANS, MEMO_TOTAL
 from app.slim import kept_annotation
 from webhook.logs import render_decided, render_selected
 from webhook.patch import plan_patch
 from webhook.review import encode_patch
-
-if TYPE_CHECKING:
-    from app.admission import AdmissionResult
 
 #: finished answers kept: as many as the admission memo keeps decisions, so that every
 #: memo hit finds its answer

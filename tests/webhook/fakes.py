@@ -68,7 +68,7 @@ def result(
         resources=resources,
         args=args or {},
         annotations=annotations or {},
-        selected=selected,
+        selected=tuple(selected),
     )
 
 
