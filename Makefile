@@ -57,7 +57,7 @@ PYTEST_SUITE = -m pytest -m "not e2e" -n 2 --dist loadfile --no-loadscope-reorde
 test: $(STAMP) $(KUBECTL) $(KUBECTL_OLDEST) $(HELM)
 	$(TEST_ENV) $(BIN)/python $(PYTEST_SUITE)
 
-# The same suite on the compiled build the image ships (setup.py: the decision modules
+# The same suite on the compiled build the image ships (setup.py: the admission path
 # through mypyc), in a temporary copy of the tree; .ci/run runs it after `make test`.
 test-compiled: $(STAMP) $(KUBECTL) $(KUBECTL_OLDEST) $(HELM)
 	$(TEST_ENV) bash scripts/with-compiled-build.sh $(BIN)/python $(CURDIR)/$(BIN)/python $(PYTEST_SUITE)
@@ -150,10 +150,11 @@ bench-webhook: $(STAMP)
 	bash scripts/with-compiled-build.sh $(BIN)/python $(CURDIR)/$(BIN)/python -m benchmarks.webhook --out $(CURDIR)/.bench/webhook.json
 
 # Instructions per admission answer, counted by callgrind (valgrind, a Debian package,
-# installed when missing): comparable between commits on a noisy machine.
+# installed when missing): comparable between commits on a noisy machine. Both this and
+# bench-webhook run the compiled build the image ships.
 bench-instructions: $(STAMP)
 	bash scripts/bench-tools.sh valgrind
-	$(BIN)/python -m benchmarks.instructions --out .bench/instructions.json
+	bash scripts/with-compiled-build.sh $(BIN)/python $(CURDIR)/$(BIN)/python -m benchmarks.instructions --out $(CURDIR)/.bench/instructions.json
 
 # The reconciler over $(CLUSTER): cold start, first pass, steady pass, resync (issue 8 part 8);
 # then the convergence of 1,000 workloads / 2,000 pods. CLUSTER=real runs the first at

@@ -30,6 +30,15 @@ def peak_rss_mib() -> float:
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
+def decision_build() -> str:
+    """Which build of the admission path this process imports: "compiled" (mypyc,
+    setup.py; what `make bench-webhook` and `make bench-instructions` run) or "pure". A
+    server or counted child the bench starts inherits its import path, so loads the same."""
+    import app.quantities
+
+    return "compiled" if (app.quantities.__file__ or "").endswith(".so") else "pure"
+
+
 def write_figures(out: Path, figures: Mapping[str, Any]) -> None:
     """Write `figures` as indented JSON to `out`, creating its directory."""
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -47,7 +47,7 @@ from typing import Any
 
 import orjson
 
-from benchmarks.figures import add_size_arguments, write_figures
+from benchmarks.figures import add_size_arguments, decision_build, write_figures
 
 #: the C function each load runs inside, so that callgrind counts it apart
 LOADS = {
@@ -266,13 +266,17 @@ def main(argv: list[str] | None = None) -> int:
         counts, checks = _count(args, Path(tmp))
     figures = {
         **{name: getattr(args, name) for name in _SIZES},
+        "build": decision_build(),
         "checks": checks,
         "problems": problems(checks),
         **summarize(counts, checks),
     }
     per_answer = figures["instructions_per_answer"]
     above, above_fastapi = figures["above_noop"], figures["above_fastapi_noop"]
-    print(f"instructions per answer ({args.answers} answers a load, {args.workloads} workloads)")
+    print(
+        f"instructions per answer ({args.answers} answers a load, {args.workloads} workloads, "
+        f"{figures['build']} build)"
+    )
     labels = {"noop": "/noop", "fastapi_noop": "/fastapi-noop"}
     labels |= {"hits": "memo hits", "fresh": "fresh decisions"}
     for name, label in labels.items():

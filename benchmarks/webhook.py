@@ -68,7 +68,7 @@ import jsonpatch
 import orjson
 from prometheus_client.parser import text_string_to_metric_families
 
-from benchmarks.figures import add_size_arguments, write_figures
+from benchmarks.figures import add_size_arguments, decision_build, write_figures
 from benchmarks.startup import cpu_split, process_cpu_seconds
 from webhook.review import decode_patch
 
@@ -696,14 +696,6 @@ def _require_tools() -> None:
             f"webhook bench: {', '.join(missing)} not found; `make bench-webhook` installs "
             "them (Debian packages wrk and hey)"
         )
-
-
-def decision_build() -> str:
-    """Which build of the decision modules the server runs: "compiled" (mypyc, setup.py) or
-    "pure". The server inherits this process's import path, so the two load the same one."""
-    import app.quantities
-
-    return "compiled" if (app.quantities.__file__ or "").endswith(".so") else "pure"
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
