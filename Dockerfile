@@ -9,7 +9,7 @@ ARG PYTHON_IMAGE=docker.io/library/python:3.11-slim-bookworm
 
 FROM ${PYTHON_IMAGE} AS build
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
-# mypyc's compiler for the decision modules (setup.py); the base holds Python's headers.
+# mypyc's compiler for the admission path (setup.py); the base holds Python's headers.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends gcc libc6-dev \
  && rm -rf /var/lib/apt/lists/*

@@ -14,9 +14,9 @@ from setuptools import Extension, setup
 
 #: What every fresh admission answer runs through: the decision stages and the rules and
 #: quantities they apply, the admission memo around them, then the webhook's request
-#: checks, patch, answer and log line. Left out: modules that interpreted code subclasses
-#: (app/view.py) and those that work around a type pydantic declares (app/slim.py,
-#: app/decision_cache.py), which compiled code would check.
+#: checks, patch, answer and log line. Left out (docs/decisions.md says more): app/view.py,
+#: which interpreted code subclasses; app/slim.py, which stores a frozenset where pydantic
+#: declares a set; app/decision_cache.py, whose generic slotted dataclass fails at import.
 COMPILED = [
     "app/decide/",
     "app/guardrails.py",

@@ -6,7 +6,7 @@
 # no pip or setuptools (the build stage's pip installs into it); byte code is compiled at
 # install time, so a read-only root filesystem costs nothing at start.
 #
-# The wheel is the compiled build (setup.py, KERF_COMPILE=1: the decision modules through
+# The wheel is the compiled build (setup.py, KERF_COMPILE=1: the admission path through
 # mypyc, so a C compiler is needed). It is built in a build-only virtualenv holding kerf's
 # runtime dependencies and its `compile` extra (mypy, and the type information mypyc
 # checks the modules against); none of that reaches VENV.
