@@ -3,10 +3,11 @@
 #   scripts/with-compiled-build.sh PYTHON CMD...
 # PYTHON builds, so it needs the compile extra (the test extra includes it) and a C compiler
 # with Python's headers (README.md's prerequisites). The script copies the source tree
-# (tracked and new files, as they are now) to a temporary directory, compiles the decision
-# modules there with mypyc, in place, and runs CMD in that copy with it first on PYTHONPATH, so subprocesses import the compiled modules too. The copy is
-# removed afterwards: compiled modules never sit beside the sources one edits, where a
-# stale one would shadow an edited .py.
+# (tracked and new files, as they are now) to a temporary directory, compiles the modules
+# setup.py's COMPILED names there with mypyc, in place, and runs CMD in that copy with it
+# first on PYTHONPATH, so subprocesses import the compiled modules too. The copy is removed
+# afterwards: compiled modules never sit beside the sources one edits, where a stale one
+# would shadow an edited .py.
 set -euo pipefail
 python=$1
 shift

@@ -196,7 +196,7 @@ def test_the_virtualenv_holds_runtime_dependencies_only(installed: Path) -> None
     assert done.returncode == 0, done.stderr
 
 
-def test_the_image_runs_the_compiled_decision_modules(installed: Path) -> None:
+def test_the_image_runs_the_compiled_admission_path(installed: Path) -> None:
     """setup.py's compiled build: each module it names is an extension in the image."""
     from setup import compiled_modules
 
