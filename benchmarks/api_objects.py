@@ -99,13 +99,13 @@ def api_objects(
     *, workloads: int, pods: int, nodes: int, policies: int, namespaces: int
 ) -> ApiObjects:
     """The generated cluster of this size as objects to create through the API."""
-    from benchmarks.explain import documents
+    from benchmarks.explain import wall_clock_documents
 
     result = ApiObjects(
         namespaces=[{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": KERF_NAMESPACE}}]
     )
     index = 0
-    for obj in documents(
+    for obj in wall_clock_documents(
         workloads=workloads, pods=pods, nodes=nodes, policies=policies, namespaces=namespaces
     ):
         kind = obj["kind"]

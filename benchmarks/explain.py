@@ -14,19 +14,38 @@ import random
 import sys
 import time
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from app.apitime import rfc3339
 from app.decide import decide_pod
 from app.models import parse_object
 from app.view import ClusterView
 from benchmarks.figures import add_size_arguments, peak_rss_mib, write_figures
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+#: When the generated recommendations were analyzed, for benches that decide at NOW; a bench
+#: on the wall clock passes its own time, or its rows grow stale and block every change.
+ANALYZED_AT = NOW - timedelta(hours=26)
 API = "rightsizing.kubex.ai/v1alpha1"
+
+
+def wall_clock_documents(
+    *, workloads: int, pods: int, nodes: int, policies: int, namespaces: int
+) -> Iterator[dict[str, Any]]:
+    """`documents` for services on the wall clock: analyzed an hour ago, fresh for the
+    whole run."""
+    return documents(
+        workloads=workloads,
+        pods=pods,
+        nodes=nodes,
+        policies=policies,
+        namespaces=namespaces,
+        analyzed_at=datetime.now(UTC) - timedelta(hours=1),
+    )
 
 
 def _policy(index: int, namespace: str, app: str) -> dict[str, Any]:
@@ -87,7 +106,14 @@ def generate(
 
 
 def documents(
-    *, workloads: int, pods: int, nodes: int, policies: int, namespaces: int, seed: int = 7
+    *,
+    workloads: int,
+    pods: int,
+    nodes: int,
+    policies: int,
+    namespaces: int,
+    seed: int = 7,
+    analyzed_at: datetime = ANALYZED_AT,
 ) -> Iterator[dict[str, Any]]:
     """The synthetic cluster as plain manifests, as a state dir or the API holds them."""
     rng = random.Random(seed)
@@ -110,6 +136,7 @@ def documents(
     for index in range(policies):
         yield _policy(index, f"team-{index % namespaces}", tiers[index % len(tiers)])
     rows = []
+    analyzed = rfc3339(analyzed_at)
     for w in range(workloads):
         namespace = f"team-{w % namespaces}"
         name = f"svc-{w}"
@@ -138,7 +165,7 @@ def documents(
                         "cpu": f"{rng.randint(50, 800)}m",
                         "memory": f"{rng.randint(64, 900)}Mi",
                     },
-                    "analyzedAt": "2026-11-28T10:00:00Z",
+                    "analyzedAt": analyzed,
                     "coverageHours": 400,
                     "samples": 40000,
                     "confidence": 0.9,

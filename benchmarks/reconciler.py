@@ -181,13 +181,15 @@ def _delta(after: dict[str, float], before: dict[str, float]) -> dict[str, int]:
 
 
 async def _quiet(service: Any) -> float:
-    """Wait until the queue has been idle for QUIET_S, follow-ups due within FOLLOW_UP_S
-    fired first; or until nothing was written for WRITES_QUIET_S with no workload waiting
-    for a worker (a few workloads can poll a resize the kubelet never finishes, e.g. one
-    deferred until `fallbackAfter`; a pass deciding every workload writes nothing for
-    longer than that, and is not over while the queue holds work). Later
-    follow-ups are not waited for: the phase reports how many are left (`scheduled_later`).
-    Returns the quiet time waited (not part of the phase's wall time)."""
+    """Wait until every pod runs what its spec asks and the queue has been idle for
+    QUIET_S, follow-ups due within FOLLOW_UP_S fired first. A resize still in flight keeps
+    the phase open: the kubelet finishing it refills the queue (the workload's next pod).
+    The deadline: nothing written for WRITES_QUIET_S with no workload waiting for a worker
+    (a few workloads can poll a resize the kubelet never finishes, e.g. one deferred until
+    `fallbackAfter`; a pass deciding every workload writes nothing for longer than that,
+    and is not over while the queue holds work). Later follow-ups are not waited for: the
+    phase reports how many are left (`scheduled_later`). Returns the quiet time waited
+    (not part of the phase's wall time)."""
     idle_since: float | None = None
     writes = _writes(service.metrics)
     wrote_at = time.perf_counter()
@@ -202,8 +204,18 @@ async def _quiet(service: Any) -> float:
             idle_since = None
             continue
         idle_since = idle_since or now
-        if now - idle_since >= QUIET_S:
+        if now - idle_since < QUIET_S:
+            continue
+        if not _resizing(service.view):  # read once per quiet period: a walk of every pod
             return QUIET_S
+        idle_since = None
+
+
+def _resizing(view: Any) -> bool:
+    """A pod's spec asks for other resources than the kubelet reports it runs."""
+    from reconciler.podstate import resources_running
+
+    return not all(resources_running(pod) for pod in view.pods())
 
 
 def _writes(metrics: Any) -> float:

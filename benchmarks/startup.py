@@ -159,13 +159,13 @@ def cluster_objects(
     *, workloads: int, pods: int, nodes: int, policies: int, namespaces: int
 ) -> Iterator[dict[str, Any]]:
     """The objects of the generated cluster as an API server stores them."""
-    from benchmarks.explain import documents
+    from benchmarks.explain import wall_clock_documents
 
     template = orjson.loads(POD_TEMPLATE.read_bytes())["request"]["object"]
     # kerf's own namespace: the webhook renews its Lease there
     yield {"apiVersion": "v1", "kind": "Namespace", "metadata": _meta({"name": "kerf-system"}, 0)}
     index = 0
-    for obj in documents(
+    for obj in wall_clock_documents(
         workloads=workloads, pods=pods, nodes=nodes, policies=policies, namespaces=namespaces
     ):
         index += 1
