@@ -106,7 +106,9 @@ def installed() -> Iterator[Path]:
             env=outside_env(),
             capture_output=True,
             text=True,
-            timeout=600,
+            # A bound against a hang, not a time: compiling with mypyc took over 10 minutes
+            # with both cores busy and more beside them.
+            timeout=1800,
         )
         assert done.returncode == 0, done.stderr
         yield venv
