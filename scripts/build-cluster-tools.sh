@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Build a real Kubernetes control plane from the Kubernetes Go modules (devcluster/go):
-#   .tools/bin/kube-apiserver, kube-controller-manager, kube-scheduler  (k8s.io/kubernetes/cmd/...)
+# Build a real Kubernetes control plane and node from the Kubernetes Go modules (devcluster/go):
+#   .tools/bin/kube-apiserver, kube-controller-manager, kube-scheduler, kubelet (k8s.io/kubernetes/cmd/...)
 #   .tools/bin/etcd                                                     (go.etcd.io/etcd/server/v3)
 # The module versions are the ones devcluster/go/go.mod pins; the Go module proxy supplies them.
 # Cached: .tools/bin/.cluster-tools.stamp holds a hash of go.mod, go.sum, any .go files under
-# devcluster/go and this script; while it matches and the four binaries are there, a run only
+# devcluster/go and this script; while it matches and the five binaries are there, a run only
 # prints their versions. Otherwise everything is rebuilt (Go's build cache makes that cheap
 # after the first, cold, build).
 set -euo pipefail
@@ -12,7 +12,7 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 mod="$root/devcluster/go"
 bin="$root/.tools/bin"
 stamp="$bin/.cluster-tools.stamp"
-binaries=(etcd kube-apiserver kube-controller-manager kube-scheduler)
+binaries=(etcd kube-apiserver kube-controller-manager kube-scheduler kubelet)
 
 inputs_hash() {
   (
@@ -67,19 +67,20 @@ for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
 done
 ldflags="$ldflags -X go.etcd.io/etcd/api/v3/version.GitSHA=${etcd_commit:-unknown}"
 
-# One go build for all four shares the compile work; into a scratch directory first so a
+# One go build for all five shares the compile work; into a scratch directory first so a
 # failed or interrupted build leaves no half set behind. -mod=readonly: go.sum is complete.
 tmp="$bin/.cluster-tools-build"
 rm -rf "$tmp"
 mkdir -p "$tmp"
-echo "building etcd $etcd_version and Kubernetes $k8s_version control plane (cold: many minutes)..." >&2
+echo "building etcd $etcd_version and Kubernetes $k8s_version control plane and kubelet (cold: many minutes)..." >&2
 CGO_ENABLED=0 go build -mod=readonly -trimpath -ldflags "$ldflags" -o "$tmp/" \
   go.etcd.io/etcd/server/v3 \
   k8s.io/kubernetes/cmd/kube-apiserver \
   k8s.io/kubernetes/cmd/kube-controller-manager \
-  k8s.io/kubernetes/cmd/kube-scheduler
+  k8s.io/kubernetes/cmd/kube-scheduler \
+  k8s.io/kubernetes/cmd/kubelet
 mv "$tmp/server" "$bin/etcd" # go names the etcd main package after its path, .../server/v3
-for b in kube-apiserver kube-controller-manager kube-scheduler; do mv "$tmp/$b" "$bin/$b"; done
+for b in kube-apiserver kube-controller-manager kube-scheduler kubelet; do mv "$tmp/$b" "$bin/$b"; done
 rmdir "$tmp"
 
 inputs_hash >"$stamp"

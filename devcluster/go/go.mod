@@ -1,5 +1,5 @@
-// The control plane kerf's dev cluster runs: etcd, kube-apiserver, kube-controller-manager
-// and kube-scheduler, built from these modules by scripts/build-cluster-tools.sh
+// The cluster kerf's dev cluster runs: etcd, kube-apiserver, kube-controller-manager,
+// kube-scheduler and the kubelet, built from these modules by scripts/build-cluster-tools.sh
 // (make cluster-tools). See docs/devcluster.md.
 module kerf.dev/devcluster
 
@@ -12,6 +12,7 @@ tool (
 	k8s.io/kubernetes/cmd/kube-apiserver
 	k8s.io/kubernetes/cmd/kube-controller-manager
 	k8s.io/kubernetes/cmd/kube-scheduler
+	k8s.io/kubernetes/cmd/kubelet
 )
 
 require (
@@ -20,8 +21,10 @@ require (
 	github.com/Azure/go-ansiterm v0.0.0-20230124172434-306776ec8161 // indirect
 	github.com/JeffAshton/win_pdh v0.0.0-20161109143554-76bb4ee9f0ab // indirect
 	github.com/Microsoft/go-winio v0.6.2 // indirect
+	github.com/Microsoft/hnslib v0.1.2 // indirect
 	github.com/NYTimes/gziphandler v1.1.1 // indirect
 	github.com/antlr4-go/antlr/v4 v4.13.0 // indirect
+	github.com/armon/circbuf v0.0.0-20190214190532-5111143e8da2 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/blang/semver/v4 v4.0.0 // indirect
 	github.com/cenkalti/backoff/v4 v4.3.0 // indirect
@@ -115,6 +118,7 @@ require (
 	go.etcd.io/etcd/server/v3 v3.6.5 // indirect
 	go.etcd.io/raft/v3 v3.6.0 // indirect
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
+	go.opentelemetry.io/contrib/instrumentation/github.com/emicklei/go-restful/otelrestful v0.44.0 // indirect
 	go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc v0.60.0 // indirect
 	go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp v0.61.0 // indirect
 	go.opentelemetry.io/otel v1.41.0 // indirect
@@ -186,7 +190,7 @@ require (
 
 // k8s.io/kubernetes requires every staging module at v0.0.0 (in its own repository they are
 // replaced by ./staging/src/...); the replace block below pins each to the release's v0.35.4
-// tag, and each is also required at it. These three are not in the four binaries' build, so
+// tag, and each is also required at it. These three are not in the five binaries' build, so
 // `go mod tidy` drops them (harmlessly); they are kept so that every pinned one is required.
 require (
 	k8s.io/cli-runtime v0.35.4
