@@ -1,0 +1,3 @@
+module kerf.dev/nodeimages
+
+go 1.22
