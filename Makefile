@@ -20,7 +20,7 @@ LARGE_SIZE := $(if $(filter sim,$(CLUSTER)),,$(REAL_SIZE))
 # The image the manifests name (tests/test_image.py checks they agree).
 IMAGE ?= kerf:$(VERSION)
 
-.PHONY: install test test-compiled e2e soak lint fmt run demo demo-real explain report crds reference image image-name bench bench-webhook bench-instructions bench-reconciler bench-startup certs tools cluster-tools prometheus clean
+.PHONY: install test test-compiled e2e soak lint fmt run demo demo-real explain report crds reference image image-name bench bench-webhook bench-instructions bench-reconciler bench-startup certs tools cluster-tools node-tools node-images prometheus clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -44,10 +44,21 @@ tools: $(KUBECTL) $(KUBECTL_OLDEST) $(HELM)
 prometheus:
 	bash scripts/get-prometheus.sh
 
-# A real control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler) built
+# A real control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler) and the kubelet, built
 # from the Kubernetes Go modules pinned in devcluster/go; cached by a stamp, see docs/devcluster.md.
 cluster-tools:
 	bash scripts/build-cluster-tools.sh
+
+# The node images (pause and kerf-load, from devcluster/nodeimages) as docker-archive tarballs
+# for `ctr images import`, built without a registry; cached by a stamp, see docs/devcluster.md.
+node-images: $(STAMP)
+	$(BIN)/python -m devcluster.images --out .tools/images
+
+# What a real devcluster node runs on: containerd, runc, the CNI plugins and iptables from
+# Debian (apt-get, as root), then the node images; `python -m devcluster --kubelet real`.
+node-tools: $(STAMP)
+	bash scripts/get-node-tools.sh
+	$(MAKE) node-images
 
 # The whole suite on kubesim (the end-to-end scenarios included); the tests that need the
 # real control plane are `make e2e`'s. Two pytest-xdist workers, a file to a worker (its
