@@ -37,6 +37,8 @@ class Pki:
     admin: KeyPair
     controller_manager: KeyPair
     scheduler: KeyPair
+    #: the apiserver's client certificate to kubelets (logs, exec, the node proxy)
+    kubelet_client: KeyPair
     service_account_key: Path
     service_account_pub: Path
 
@@ -184,6 +186,54 @@ def generate(directory: Path) -> Pki:
         scheduler=_leaf(
             ca_cert, ca_key, _name("system:kube-scheduler"), client, directory, "scheduler"
         ),
+        kubelet_client=_leaf(
+            ca_cert,
+            ca_key,
+            _name("kube-apiserver-kubelet-client", "system:masters"),
+            client,
+            directory,
+            "apiserver-kubelet-client",
+        ),
         service_account_key=sa_key_path,
         service_account_pub=sa_pub_path,
+    )
+
+
+@dataclass(frozen=True)
+class NodePki:
+    """A kubelet's files: its client certificate (the Node authorizer's `system:node:NAME`)
+    and its serving certificate, for the node's name and address."""
+
+    client: KeyPair
+    serving: KeyPair
+
+
+def issue_node(pki: Pki, name: str, address: str) -> NodePki:
+    """Certificates for the kubelet of node `name` at `address`, from the cluster's CA."""
+    ca_cert = x509.load_pem_x509_certificate(pki.ca.cert.read_bytes())
+    ca_key = serialization.load_pem_private_key(pki.ca.key.read_bytes(), None)
+    assert isinstance(ca_key, ec.EllipticCurvePrivateKey)
+    directory = pki.ca.cert.parent
+    sans: list[x509.GeneralName] = [
+        x509.IPAddress(ipaddress.ip_address(address)),
+        x509.DNSName(name),
+    ]
+    return NodePki(
+        client=_leaf(
+            ca_cert,
+            ca_key,
+            _name(f"system:node:{name}", "system:nodes"),
+            ExtendedKeyUsageOID.CLIENT_AUTH,
+            directory,
+            f"kubelet-{name}-client",
+        ),
+        serving=_leaf(
+            ca_cert,
+            ca_key,
+            _name(name),
+            ExtendedKeyUsageOID.SERVER_AUTH,
+            directory,
+            f"kubelet-{name}-serving",
+            sans,
+        ),
     )

@@ -23,12 +23,16 @@ from devcluster.processes import (
     Component,
     ComponentError,
     find_binaries,
+    find_images,
     free_port,
     start,
     tools_dir,
 )
+from devcluster.realnode import NODE_NAME, NodeSize, RealNode
 
 SERVICE_CIDR = "10.96.0.0/16"
+AGENT_NODE_CPU = "4"
+AGENT_NODE_MEMORY = "8Gi"
 ISSUER = "https://kubernetes.default.svc.cluster.local"
 #: Bounds on each start-up stage (generous: a cold apiserver on a loaded 2-core machine).
 ETCD_READY_S = 30
@@ -57,10 +61,15 @@ class Options:
 
     kubeconfig: Path
     nodes: int = 1
-    node_cpu: str = "4"
-    node_memory: str = "8Gi"
+    #: the node's allocatable (None: the agent's 4 cores and 8Gi; a real node's machine,
+    #: less a reserve)
+    node_cpu: str | None = None
+    node_memory: str | None = None
     #: where kube-apiserver writes its audit log of writes (None: no audit log)
     audit_log: Path | None = None
+    #: "agent": devcluster/agent.py plays the kubelet of every node; "real": containerd and
+    #: one real kubelet (devcluster/realnode.py)
+    kubelet: str = "agent"
 
 
 class DevCluster:
@@ -68,7 +77,9 @@ class DevCluster:
 
     def __init__(self, options: Options) -> None:
         self.options = options
-        self.binaries = find_binaries(tools_dir())
+        real = options.kubelet == "real"
+        self.binaries = find_binaries(tools_dir(), with_kubelet=real)
+        self.images = find_images() if real else []
         self.data_dir = Path(tempfile.mkdtemp(prefix="devcluster-"))
         self.components: list[Component] = []
         self.server = ""
@@ -76,6 +87,9 @@ class DevCluster:
         self.agent: NodeAgent | None = None
         self._agent_task: asyncio.Task[None] | None = None
         self.metrics: MetricsServer | None = None
+        self.node: RealNode | None = None
+        #: what the real node could not put back when it stopped, one line each
+        self.problems: list[str] = []
 
     async def start(self) -> str:
         """Bring the cluster up; returns the API server's URL once the kubeconfig is
@@ -94,16 +108,44 @@ class DevCluster:
             path = self.data_dir / f"{name}.kubeconfig"
             kubeconfig.write(path, kubeconfig.render(self.server, pki.ca.cert, pair, name))
             await self._launch(name, self._component_args(name, path, pki))
-        shape = NodeShape(cpu=self.options.node_cpu, memory=self.options.node_memory)
-        self.agent = NodeAgent(self.client, shape, self.options.nodes)
-        self._agent_task = asyncio.create_task(self.agent.run())
-        self.metrics = MetricsServer(self.agent.pods.values)
-        await self.metrics.start()
+        if self.options.kubelet == "real":
+            await self._start_real_node(pki)
+        else:
+            await self._start_agent()
         ready_s = CLUSTER_READY_S + CLUSTER_READY_PER_NODE_S * self.options.nodes
         await self._wait(None, ready_s, "to have Ready nodes", self._cluster_ready)
         text = kubeconfig.render(self.server, pki.ca.cert, pki.admin, "devcluster-admin")
         kubeconfig.write(self.options.kubeconfig, text)
         return self.server
+
+    async def _start_agent(self) -> None:
+        assert self.client is not None
+        shape = NodeShape(
+            cpu=self.options.node_cpu or AGENT_NODE_CPU,
+            memory=self.options.node_memory or AGENT_NODE_MEMORY,
+        )
+        self.agent = NodeAgent(self.client, shape, self.options.nodes)
+        self._agent_task = asyncio.create_task(self.agent.run())
+        self.metrics = MetricsServer(self.agent.pods.values)
+        await self.metrics.start()
+
+    async def _start_real_node(self, pki: certs.Pki) -> None:
+        size = NodeSize.of(self.options.node_cpu, self.options.node_memory)
+        self.node = RealNode(
+            self.data_dir, self.binaries["kubelet"], self.server, pki, size, self.images
+        )
+        try:
+            await self.node.start()
+        finally:
+            self.components.extend(self.node.components)
+
+    @property
+    def metrics_url(self) -> str:
+        """Where the node's cAdvisor series are served: the agent's own server, or the
+        real kubelet's through the API server's node proxy (authenticated)."""
+        if self.metrics is not None:
+            return self.metrics.url
+        return f"{self.server}/api/v1/nodes/{NODE_NAME}/proxy/metrics/cadvisor"
 
     async def _start_etcd(self) -> str:
         client_port, peer_port = free_port(), free_port()
@@ -143,6 +185,11 @@ class DevCluster:
             f"--tls-cert-file={pki.serving.cert}",
             f"--tls-private-key-file={pki.serving.key}",
             f"--client-ca-file={pki.ca.cert}",
+            # To kubelets (logs, exec, the node proxy): a client certificate, and theirs verified.
+            f"--kubelet-client-certificate={pki.kubelet_client.cert}",
+            f"--kubelet-client-key={pki.kubelet_client.key}",
+            f"--kubelet-certificate-authority={pki.ca.cert}",
+            "--kubelet-preferred-address-types=InternalIP",
             "--authorization-mode=Node,RBAC",
             # 1.35's defaults already include ServiceAccount, MutatingAdmissionWebhook and
             # ValidatingAdmissionWebhook; NodeRestriction is what kubeadm adds.
@@ -272,11 +319,11 @@ class DevCluster:
     async def wait_exit(self) -> ComponentError:
         """Block until a component exits, or the node agent stops, on its own; what
         happened, as the error to report."""
-        assert self._agent_task is not None
         waits: dict[asyncio.Future[Any], Component | None] = {
             asyncio.ensure_future(c.process.wait()): c for c in self.components
         }
-        waits[self._agent_task] = None
+        if self._agent_task is not None:
+            waits[self._agent_task] = None
         done, pending = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
         for future in pending:
             if future is not self._agent_task:
@@ -292,8 +339,9 @@ class DevCluster:
         )
 
     async def stop(self) -> None:
-        """Stop the agent and every component (the scheduler and controller manager
-        first, etcd last), then delete the data dir."""
+        """Stop the agent or the real node (which puts the machine back), then every
+        component (the scheduler and controller manager first, etcd last), then delete
+        the data dir."""
         if self._agent_task is not None:
             self._agent_task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -302,6 +350,8 @@ class DevCluster:
             await self.metrics.stop()
         if self.client is not None:
             await self.client.close()
+        if self.node is not None:
+            self.problems = await self.node.stop()
         for component in reversed(self.components):
             await component.stop()
         shutil.rmtree(self.data_dir, ignore_errors=True)

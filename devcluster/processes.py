@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
+KUBELET = "kubelet"
 TOOLS_ENV = "KERF_CLUSTER_TOOLS"
+IMAGES_ENV = "KERF_NODE_IMAGES"
 #: How long a component gets to exit after SIGTERM before it is killed.
 STOP_GRACE_S = 10.0
 _PR_SET_PDEATHSIG = 1
@@ -44,10 +46,29 @@ def tools_dir() -> Path:
     return Path(__file__).resolve().parents[1] / ".tools" / "bin"
 
 
-def find_binaries(directory: Path) -> dict[str, Path]:
-    """Every control-plane binary in `directory`; MissingBinary names the first absent."""
+def images_dir() -> Path:
+    """`$KERF_NODE_IMAGES`, else `<repo root>/.tools/images` (`make node-images`)."""
+    override = os.environ.get(IMAGES_ENV)
+    if override:
+        return Path(override)
+    return Path(__file__).resolve().parents[1] / ".tools" / "images"
+
+
+def find_images(directory: Path | None = None) -> list[Path]:
+    """The node images' tarballs; MissingBinary names the pause image's when it is absent
+    (no pod can start without it)."""
+    directory = directory or images_dir()
+    found = sorted(directory.glob("*.tar")) if directory.is_dir() else []
+    if not any(p.name.startswith("pause") for p in found):
+        raise MissingBinary(directory / "pause.tar")
+    return found
+
+
+def find_binaries(directory: Path, *, with_kubelet: bool = False) -> dict[str, Path]:
+    """Every control-plane binary in `directory` (and the kubelet, when asked);
+    MissingBinary names the first absent."""
     found = {}
-    for name in BINARIES:
+    for name in (*BINARIES, KUBELET) if with_kubelet else BINARIES:
         path = directory / name
         if not (path.is_file() and os.access(path, os.X_OK)):
             raise MissingBinary(path)

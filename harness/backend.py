@@ -75,12 +75,12 @@ class Backend:
 
 
 def _command(
-    kind: str, kubeconfig: Path, audit_log: Path, nodes: int, cpu: str, memory: str
+    kind: str, kubeconfig: Path, audit_log: Path, nodes: int, cpu: str, memory: str, kubelet: str
 ) -> list[str]:
     module = "devcluster" if kind == "real" else "kubesim"
     argv = [sys.executable, "-m", module, "--kubeconfig", str(kubeconfig), "--nodes", str(nodes)]
     argv += ["--node-cpu", cpu, "--node-memory", memory, "--audit-log", str(audit_log)]
-    return argv + (["--real-clock"] if kind == "kubesim" else [])
+    return argv + (["--real-clock"] if kind == "kubesim" else ["--kubelet", kubelet])
 
 
 def stop_group(process: subprocess.Popen[str] | subprocess.Popen[bytes], timeout_s: float) -> None:
@@ -103,6 +103,7 @@ def running_backend(
     nodes: int = 2,
     cpu: str = "4",
     memory: str = "8Gi",
+    kubelet: str = "agent",
     start_timeout_s: float = START_TIMEOUT_S,
 ) -> Iterator[Backend]:
     """Start a backend in a session of its own, wait until it says it serves (at most
@@ -110,7 +111,7 @@ def running_backend(
     kubeconfig = workdir / f"{kind}.kubeconfig"
     audit_log = workdir / f"{kind}-audit.log"
     process = subprocess.Popen(
-        _command(kind, kubeconfig, audit_log, nodes, cpu, memory),
+        _command(kind, kubeconfig, audit_log, nodes, cpu, memory, kubelet),
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

@@ -122,9 +122,10 @@ def start_cluster(base: Path, *args: str) -> Cluster:
     kubeconfig = base / "kubeconfig"
     # stderr to a file: a pipe nobody drains would block devcluster once full.
     errors = base / "stderr.txt"
+    mode = [] if "--kubelet" in args else ["--kubelet", "agent"]
     with errors.open("w") as err:
         process = subprocess.Popen(
-            [sys.executable, "-m", "devcluster", "--kubeconfig", str(kubeconfig), *args],
+            [sys.executable, "-m", "devcluster", "--kubeconfig", str(kubeconfig), *mode, *args],
             cwd=ROOT,
             stdout=subprocess.PIPE,
             stderr=err,
