@@ -18,6 +18,9 @@ backends read the same contract:
 - `sim.kerf.dev/unready=<container>[,<container>]`: its readiness probe fails.
 - `sim.kerf.dev/resize=Deferred|Infeasible`: the node answers the pod's resizes so while the
   annotation is there.
+- `sim.kerf.dev/resize=Error`: the node refuses to actuate the pod's resizes
+  (`PodResizeInProgress` reason `Error`), as a kubelet refuses a memory limit below the
+  container's usage, while the annotation is there.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from kubesim.fault_annotations import (
     OOM_KILL,
     RESIZE,
     UNREADY,
+    forced_error,
 )
 from kubesim.quantity import parse
 
@@ -87,17 +91,19 @@ def _resize(
 ) -> None:
     """Act out a pending in-place resize: applied in one step when it fits (a container
     whose resizePolicy says RestartContainer for a changed resource restarts), else
-    PodResizePending Deferred or Infeasible."""
-    drop_condition(status, "PodResizeInProgress")
+    PodResizePending Deferred or Infeasible, or PodResizeInProgress Error while the
+    `resize=Error` annotation stands for a memory limit below the container's usage."""
     pending = [(c, e) for c, e in running if _resize_pending(c, e)]
     if not pending:
         drop_condition(status, "PodResizePending")
+        drop_condition(status, "PodResizeInProgress")
         return
     forced = ((pod["metadata"].get("annotations") or {}).get(RESIZE) or "").strip()
     verdict = (forced, FORCED_RESIZE[forced]) if forced in FORCED_RESIZE else None
     verdict = verdict or resize_verdict(pod, node, others)
     if verdict is not None:
         reason, message = verdict
+        drop_condition(status, "PodResizeInProgress")
         set_condition(
             status,
             "PodResizePending",
@@ -110,6 +116,21 @@ def _resize(
         )
         return
     drop_condition(status, "PodResizePending")
+    # Kept, not dropped and set again: its lastTransitionTime is when the refusal began.
+    refused = forced_error(pod["metadata"].get("annotations"))
+    if refused:
+        set_condition(
+            status,
+            "PodResizeInProgress",
+            "True",
+            stamp,
+            "Error",
+            refused,
+            probe=True,
+            observedGeneration=generation,
+        )
+        return
+    drop_condition(status, "PodResizeInProgress")
     uid = pod["metadata"]["uid"]
     for container, entry in pending:
         wanted = applied_resources(container)

@@ -18,6 +18,11 @@ runs against the other. `<container>` names an app container or a sidecar.
 - `sim.kerf.dev/resize=Deferred|Infeasible`: while present, the node answers the pod's
   pending resizes so (`PodResizePending` with that reason and a message naming the
   annotation), as `Kubelet.resize_verdicts` does for tests.
+- `sim.kerf.dev/resize=Error`: while present, the node refuses to actuate the pod's pending
+  resizes as a kubelet refuses a memory limit below the container's current usage
+  (`PodResizeInProgress` reason `Error`, the kubelet's message, the old resources kept,
+  retried on every step). kubesim's usage annotation stands for a container's peak, so its
+  kubelet does not refuse a limit below it by itself (docs/devcluster.md).
 """
 
 from __future__ import annotations
@@ -34,6 +39,18 @@ FORCED_RESIZE = {
     "Deferred": f"Node didn't have enough resource: the resize waits (annotation {RESIZE}=Deferred)",
     "Infeasible": f"Node didn't have enough capacity: the resize can never fit (annotation {RESIZE}=Infeasible)",
 }
+
+#: The kubelet's refusal that `resize=Error` forces, in its words (kubelet 1.35).
+RESIZE_ERROR = (
+    "cannot decrease memory limits: attempting to set pod memory limit below current usage "
+    f"(annotation {RESIZE}=Error)"
+)
+
+
+def forced_error(annotations: dict[str, str] | None) -> str | None:
+    """The kubelet's refusal message while `resize=Error` is set, else None."""
+    return RESIZE_ERROR if ((annotations or {}).get(RESIZE) or "").strip() == "Error" else None
+
 
 CRASH_BACKOFF_BASE = timedelta(seconds=10)
 CRASH_BACKOFF_CAP = timedelta(minutes=5)

@@ -344,14 +344,18 @@ class Kubelet:
                 statuses[container["name"]]["allocatedResources"] = clone(
                     (container.get("resources") or {}).get("requests") or {}
                 )
+            refused = fa.forced_error(pod["metadata"].get("annotations"))
             set_condition(
                 status,
                 "PodResizeInProgress",
                 "True",
                 now,
+                *(("Error", refused) if refused else ()),
                 probe=True,
                 observedGeneration=pod["metadata"].get("generation", 1),
             )
+            if refused:
+                return None
         else:
             drop_condition(status, "PodResizePending")
         in_progress = get_condition(status, "PodResizeInProgress") is not None

@@ -44,7 +44,7 @@ from app.decide import (
     fallback_after,
     format_resources,
 )
-from app.durations import parse_duration
+from app.durations import format_duration, parse_duration
 from app.horizon import Horizon
 from app.informer import ApiStatusError
 from app.jsonlog import log_fields
@@ -63,7 +63,13 @@ from reconciler.api import Writer
 from reconciler.events import dedup_key, event_body, is_repeat, merged, pending_event
 from reconciler.intent import applied_by, eviction_intent, happened, pending_events_of
 from reconciler.metrics import ReconcilerMetrics
-from reconciler.podstate import is_ready, is_running, is_terminating, resize_progress
+from reconciler.podstate import (
+    is_ready,
+    is_running,
+    is_terminating,
+    resize_progress,
+    resources_running,
+)
 from reconciler.publish import annotation_patch
 from reconciler.ratelimit import TokenBucket
 from reconciler.restore import unschedulable_to_replace
@@ -114,6 +120,11 @@ class ExecutionConfig:
     #: one under way longer than this is reported as `Pending` first (0: report every pass)
     pending_after: timedelta = timedelta(seconds=10)
     instance: str = field(default_factory=socket.gethostname)
+
+
+#: The fallback cause of a resize the node has not carried out, by its stage (an
+#: `inProgress` one has none: it is followed).
+_RESIZE_CAUSES = {"deferred": "Deferred", "infeasible": "Infeasible", "error": "Error"}
 
 
 @dataclass(slots=True)
@@ -591,15 +602,22 @@ class WorkloadReconciler:
             progress = resize_progress(pod)
             if progress.stage == "none":
                 continue
-            cause = {"infeasible": "Infeasible", "error": "Error"}.get(progress.stage)
-            if progress.stage == "deferred":
+            cause = _RESIZE_CAUSES.get(progress.stage)
+            if progress.stage in ("deferred", "error"):
+                # An Error (a memory limit below what the container uses now) is retried by
+                # the kubelet itself, like a Deferred resize: not sent again, waited for.
                 waited = now - (progress.since or now)
                 limit = fallback_after(self.view, workload)
                 if waited < limit:
                     done.busy = True
+                    if progress.stage == "error":
+                        done.blocked = (
+                            "ResizeError",
+                            f"pod {_pod_name(pod)}: {progress.message} (the kubelet retries; "
+                            f"falls back after {format_duration(limit)})",
+                        )
                     done.again_in(max(0.5, (limit - waited).total_seconds()))
                     continue
-                cause = "Deferred"
             under_way = True
             if cause is None:
                 done.again_in(self.config.follow_s)
@@ -1114,7 +1132,10 @@ def _summary(
     selected = [s.as_dict() for s in decisions[0].selected] if decisions else []
     live = (
         last_applied is not None
-        and all(_runs(view, p, last_applied["containers"]) for p in running)
+        # the kubelet runs them: a resize it refused (Error) or defers is not live
+        and all(
+            _runs(view, p, last_applied["containers"]) and resources_running(p) for p in running
+        )
         and bool(running)
     )
     audit = next((d for d in decisions if d.reason == "Audit" and d.proposal_id), None)

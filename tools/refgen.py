@@ -105,6 +105,13 @@ REASONS: tuple[tuple[str, str, str], ...] = (
         "reconciler: no eviction while the webhook Lease is older than webhookLeaseMaxAge",
     ),
     (
+        "ResizeError",
+        "blocked",
+        "reconciler: the kubelet answered a resize with PodResizeInProgress Error (a memory "
+        "limit below current usage) and retries it; kerf waits, then falls back after "
+        "fallbackAfter",
+    ),
+    (
         "Deferred, Infeasible, Error, ResizeRejected",
         "blocked",
         "reconciler: an in-place resize could not finish and eviction is not allowed",

@@ -145,6 +145,26 @@ def test_the_resize_annotation_forces_the_verdict() -> None:
     assert _condition(status, "PodResizePending")["reason"] == "Deferred"
 
 
+def test_the_error_annotation_refuses_the_resize_from_one_time_on_until_removed() -> None:
+    pod = _pod(annotations={podstatus.RESIZE: "Error"})
+    _run(pod)
+    pod["spec"]["containers"][0]["resources"]["limits"]["memory"] = "96Mi"
+    status, _ = _run(pod)
+    refused = _condition(status, "PodResizeInProgress")
+    assert refused["reason"] == "Error" and "below current usage" in refused["message"]
+    assert status["containerStatuses"][0]["resources"]["limits"]["memory"] != "96Mi"
+    # A later sync keeps the refusal's start: kerf's fallback counts from it.
+    status, _ = _run(pod, now=NOW + timedelta(minutes=1))
+    assert (
+        _condition(status, "PodResizeInProgress")["lastTransitionTime"]
+        == refused["lastTransitionTime"]
+    )
+    del pod["metadata"]["annotations"][podstatus.RESIZE]
+    status, _ = _run(pod, now=NOW + timedelta(minutes=2))
+    assert _condition(status, "PodResizeInProgress") is None
+    assert status["containerStatuses"][0]["resources"]["limits"]["memory"] == "96Mi"
+
+
 def test_restart_container_policy_restarts_on_resize() -> None:
     pod = _pod(
         "web",

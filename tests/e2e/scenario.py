@@ -170,3 +170,41 @@ def running_requests(pod: dict[str, Any], name: str = "app") -> dict[str, str]:
 def uids(pods: list[dict[str, Any]]) -> set[str]:
     """The pods' uids."""
     return {p["metadata"]["uid"] for p in pods}
+
+
+def refused_then_blocked(ns: Namespace, pod: str) -> dict[str, Any]:
+    """Wait for kerf to show the kubelet's refusal of a resize (`ResizeError` with the
+    kubelet's message), then for the fallback's verdict once `fallbackAfter` has passed
+    (`Blocked`: the tests turn eviction off); the pod then, checked not resized again."""
+    status = wait_until(
+        lambda: ns.status() if ns.status().get("reason") == "ResizeError" else None,
+        "kerf to show the kubelet's refusal",
+    )
+    blocked = {c["type"]: c for c in status["conditions"]}["Blocked"]
+    assert "below current usage" in blocked["message"]
+    generation = ns.get("pod", pod)["metadata"]["generation"]
+    final = wait_until(
+        lambda: ns.status() if ns.status().get("reason") not in (None, "ResizeError") else None,
+        "the fallback's verdict after fallbackAfter",
+    )
+    assert final["phase"] == "Blocked"
+    live: dict[str, Any] = ns.get("pod", pod)
+    assert live["metadata"]["generation"] == generation
+    notes = [e["note"] for e in ns.events("Blocked")]
+    assert any("below current usage" in n for n in notes)
+    return live
+
+
+def rollback_policy(monitoring_period: str) -> dict[str, Any]:
+    """RollbackPolicy `web`: back to the manifest's values after one failed turn."""
+    return {
+        "apiVersion": GROUP_VERSION,
+        "kind": "RollbackPolicy",
+        "metadata": {"name": "web"},
+        "spec": {
+            "monitoringPeriod": monitoring_period,
+            "rollbackTarget": "manifest",
+            "adoptionThresholdPercent": 50,
+            "backoff": {"timePeriod": "5s", "multiplyByTurn": 1, "maxAttempts": 1},
+        },
+    }

@@ -17,7 +17,9 @@ from tests.e2e.scenario import (
     container,
     deployment,
     make_namespace,
+    refused_then_blocked,
     requests,
+    rollback_policy,
     running_requests,
     static_policy,
     uids,
@@ -143,6 +145,26 @@ def test_a_blocked_change_shows_its_reason_and_one_event(kerf: Kerf) -> None:
     events = ns.events("Blocked")
     assert len(events) == 1 and "SingleReplicaUnsafe" in events[0]["note"]
     assert uids(ns.pods("web")) == uids([pod])
+
+
+def test_a_resize_the_kubelet_refuses_with_error_waits_and_is_not_sent_again(
+    kerf: Kerf,
+) -> None:
+    """The kubelet refuses a memory limit below what the container uses (PodResizeInProgress
+    Error, played here by `resize=Error`) and retries by itself: kerf shows its message,
+    sends the resize once, and falls back after fallbackAfter (blocked: eviction is off).
+    tests/e2e/test_real_node.py has it with real memory use on a real kubelet."""
+    in_place_only = {"inPlaceResize": {"enabled": True}, "podEviction": {"enabled": False}}
+    ns = make_namespace(kerf, "e2e-resize-error", in_place_only)
+    big = {"requests": {"cpu": "200m", "memory": "512Mi"}, "limits": {"memory": "512Mi"}}
+    ns.apply(deployment(replicas=1, containers=[container("app", resources=big)]))
+    (pod,) = ns.running("web", 1)
+    name = pod["metadata"]["name"]
+    ns.annotate_pod(name, f"{FAULT}/resize", "Error")
+    small = {"requests": {"cpu": "200m", "memory": "256Mi"}, "limits": {"memory": "256Mi"}}
+    ns.apply(static_policy({"app": small}, guardrails={"apply": {"fallbackAfter": "15s"}}))
+    live = refused_then_blocked(ns, name)
+    assert running_requests(live)["memory"] == "512Mi"
 
 
 def _metric(text: str, name: str, **labels: str) -> float:
@@ -288,19 +310,7 @@ def _rollback_state(ns: Namespace) -> dict:
 def test_oom_kills_after_a_downsize_roll_it_back_then_fail_permanently(ns: Namespace) -> None:
     ns.apply(deployment())
     before = uids(ns.running("web", 2))
-    ns.apply(
-        {
-            "apiVersion": "rightsizing.kubex.ai/v1alpha1",
-            "kind": "RollbackPolicy",
-            "metadata": {"name": "web"},
-            "spec": {
-                "monitoringPeriod": "20s",
-                "rollbackTarget": "manifest",
-                "adoptionThresholdPercent": 50,
-                "backoff": {"timePeriod": "5s", "multiplyByTurn": 1, "maxAttempts": 1},
-            },
-        }
-    )
+    ns.apply(rollback_policy("20s"))
     small = {"requests": {"cpu": "100m", "memory": "64Mi"}}
     ns.apply(static_policy({"app": small}, guardrails={"cooldown": "1s"}))
 
