@@ -150,6 +150,19 @@ def oom_terminations(pod: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str,
                 yield str(status.get("name")), terminated
 
 
+def oom_looping(pod: Mapping[str, Any]) -> set[str]:
+    """The pod's containers in an OOM loop: last ended by an OOM kill, and waiting in
+    CrashLoopBackOff or killed more than once (between back-offs it runs for a moment)."""
+    looping = set()
+    for status in target_statuses(pod):
+        last = ((status.get("lastState") or {}).get("terminated") or {}).get("reason")
+        waiting = ((status.get("state") or {}).get("waiting") or {}).get("reason")
+        again = int(status.get("restartCount") or 0) >= 2
+        if last == "OOMKilled" and (waiting == "CrashLoopBackOff" or again):
+            looping.add(str(status.get("name")))
+    return looping
+
+
 def target_containers(pod: Mapping[str, Any]) -> dict[str, ContainerDict]:
     """Containers kerf sizes: the app containers and sidecars (init containers that keep
     running, `restartPolicy: Always`); plain init containers run once and are left alone."""

@@ -9,6 +9,7 @@ from typing import Any
 from app.decide.capacity import _restore_outgrows
 from app.decide.context import IN_PLACE_RESOURCES, FallbackCase, _block_regular, _Context
 from app.decide.plan_facts import _common_methods
+from app.workloads import oom_looping
 
 
 def _choose_method(ctx: _Context) -> None:
@@ -24,7 +25,8 @@ def _choose_method(ctx: _Context) -> None:
         return
     restart_ok = strategies.restart_ok
     in_place = _resizable(ctx) and (restart_ok or not _restarts_container(ctx))
-    if "inPlace" in allowed and in_place and not ("evict" in allowed and _restore_outgrows(ctx)):
+    rather_evict = _restore_outgrows(ctx) or _resizes_an_oom_loop(ctx)
+    if "inPlace" in allowed and in_place and not ("evict" in allowed and rather_evict):
         return
     if "evict" in allowed:
         ctx.method = "evict"
@@ -40,6 +42,16 @@ def _fallback_method(case: FallbackCase) -> tuple[str, str] | None:
     if "evict" in _common_methods(case.facts.strategies):
         return None
     return case.cause, f"in-place resize failed ({case.cause}) and eviction is not allowed"
+
+
+def _resizes_an_oom_loop(ctx: _Context) -> bool:
+    """A memory change of a container in an OOM loop: kubelet 1.35.4 resizes the container's
+    cgroup in place but leaves the pod's at the old limit, so the kills go on
+    (kubernetes/kubernetes#138760); a replacement pod starts with the new values."""
+    looping = oom_looping(ctx.pod)
+    return bool(looping) and any(
+        a.target.resource == "memory" and a.target.container in looping for a in ctx.actions
+    )
 
 
 def _resizable(ctx: _Context) -> bool:
