@@ -76,21 +76,30 @@ def _ready(url: str) -> bool:
 
 @contextlib.contextmanager
 def running_prometheus(
-    storage: Path, scrape: list[str] | None = None, interval: str = "1s"
+    storage: Path,
+    scrape: list[str] | None = None,
+    interval: str = "1s",
+    tls: dict[str, Path] | None = None,
 ) -> Iterator[str]:
     """A Prometheus over `storage` on a free port (scraping `scrape`, "host:port/path"
-    targets), ready on entry, stopped on exit; yields its base URL."""
+    targets, or "https://host:port/path" ones with `tls`: its `ca_file`, `cert_file` and
+    `key_file`), ready on entry, stopped on exit; yields its base URL."""
     assert PROMETHEUS is not None
     storage.mkdir(parents=True, exist_ok=True)
     jobs = ""
     for index, target in enumerate(scrape or []):
-        address, _, path = target.partition("/")
+        secure = target.startswith("https://")
+        address, _, path = target.removeprefix("https://").partition("/")
         jobs += (
             f"  - job_name: target{index}\n"
             f"    metrics_path: /{path}\n"
             f"    honor_labels: true\n"
             f"    static_configs: [{{targets: ['{address}']}}]\n"
         )
+        if secure:
+            assert tls is not None, f"{target}: https needs tls files"
+            files = ", ".join(f"{key}: '{value}'" for key, value in sorted(tls.items()))
+            jobs += f"    scheme: https\n    tls_config: {{{files}}}\n"
     config = storage.parent / f"{storage.name}.yml"
     config.write_text(
         f"global: {{scrape_interval: {interval}, evaluation_interval: {interval}}}\n"
