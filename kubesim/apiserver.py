@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from kubesim import defaults, limitranger, patch, pods, schema, views
+from kubesim import defaults, limitranger, patch, pods, quota, schema, views
 from kubesim.clock import Clock
 from kubesim.crdrules import rule_causes
 from kubesim.crds import crd_status, register, validate_crd
@@ -608,9 +608,17 @@ class ApiServer:
         dry_run: bool,
     ) -> None:
         """The in-tree validating plugins, after the object's own validation as on the
-        real server: LimitRanger."""
-        if rt.key == ("", "pods") and limitranger.applies(operation, subresource, old):
+        real server: LimitRanger, then ResourceQuota, last because it charges the quotas
+        (not on a dry run)."""
+        if rt.key != ("", "pods"):
+            return
+        if limitranger.applies(operation, subresource, old):
             limitranger.check_pod(self.store, rt, obj)
+        if quota.handles(operation, subresource, obj, old):
+            quotas = self.resource("", "v1", "resourcequotas")
+            for charged in quota.charge(self.store, rt, obj, old, self.clock.now()):
+                if not dry_run:
+                    self.write_status(quotas, charged)
 
     # ----------------------------------------------------------------- kind rules
 

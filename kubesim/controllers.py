@@ -11,7 +11,7 @@ from typing import Any
 
 import orjson
 
-from kubesim import pods
+from kubesim import pods, quota
 from kubesim.apiserver import ApiServer
 from kubesim.clock import parse_rfc3339, rfc3339
 from kubesim.conditions import get_condition, set_condition
@@ -90,6 +90,7 @@ class Controllers:
                 ("batch", "v1", "jobs"),
                 ("batch", "v1", "cronjobs"),
                 ("", "v1", "nodes"),
+                ("", "v1", "resourcequotas"),
             )
         }
         self._recorders = {kind: EventRecorder(api, name) for kind, name in _CONTROLLERS.items()}
@@ -114,6 +115,8 @@ class Controllers:
             await self._cronjob(cj)
         for job in self._all("jobs"):
             await self._job(job)
+        for resource_quota in self._all("resourcequotas"):
+            self._resource_quota(resource_quota)
 
     def _event(
         self, owner: Obj, reason: str, note: str, action: str, warning: bool = False
@@ -128,6 +131,15 @@ class Controllers:
     def _owned(self, plural: str, owner: Obj) -> list[Obj]:
         ns = owner["metadata"]["namespace"]
         return [o for o in self.api.store.list(self._rt[plural].key, ns) if controlled_by(o, owner)]
+
+    # ----------------------------------------------------------------- resource quotas
+
+    def _resource_quota(self, resource_quota: Obj) -> None:
+        """The quota controller: `status.hard` from the spec and `status.used` recounted
+        from the pods, so a deleted or finished pod gives its share back."""
+        updated = quota.sync(self.api.store, resource_quota, self.api.clock.now())
+        if updated is not None:
+            self.api.write_status(self._rt["resourcequotas"], updated)
 
     # ----------------------------------------------------------------- garbage collection
 
