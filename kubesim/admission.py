@@ -13,7 +13,7 @@ import contextlib
 import contextvars
 import ssl
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +33,9 @@ _WARNINGS: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar(
     "kubesim_warnings", default=None
 )
 _SKIPPED_GROUPS = {"admissionregistration.k8s.io"}
+# The in-tree mutating plugins, run again when a webhook changed the object:
+# (operation, rt, object, old object, subresource) -> the object.
+InTree = Callable[[str, ResourceType, Obj, Obj | None, str], Obj]
 
 
 @contextlib.contextmanager
@@ -79,6 +82,8 @@ class Admission:
         self.calls: list[Call] = []
         self._session: aiohttp.ClientSession | None = None
         self._contexts: dict[str, ssl.SSLContext] = {}
+        #: the API server's in-tree mutating plugins (LimitRanger), set when it is wired
+        self.in_tree: InTree | None = None
 
     def set_service_address(self, namespace: str, name: str, address: str) -> None:
         """Send calls for `clientConfig.service` namespace/name to `address` ("host:port")."""
@@ -99,8 +104,9 @@ class Admission:
         dry_run: bool,
         subresource: str,
     ) -> Obj:
-        """Run every matching webhook in order, then reinvoke `IfNeeded` ones once when a
-        later webhook changed the object."""
+        """Run every matching webhook in order; when one changed the object, run the
+        in-tree plugins again and reinvoke once each `IfNeeded` webhook that a later change
+        makes stale (the real chain's reinvocation)."""
         if rt.group in _SKIPPED_GROUPS:
             return obj
         hooks = [
@@ -115,9 +121,14 @@ class Admission:
                     f'admission webhook "{hook.get("name", "")}" does not support dry run'
                 )
         seen: list[Obj] = []
+        changed = False
         for hook in hooks:
+            before = obj
             obj = await self._call(hook, operation, rt, obj, old, dry_run, subresource)
+            changed = changed or obj != before
             seen.append(clone(obj))
+        if changed and self.in_tree is not None:
+            obj = self.in_tree(operation, rt, obj, old, subresource)
         for hook, last in zip(hooks, seen, strict=True):
             if hook.get("reinvocationPolicy") == "IfNeeded" and obj != last:
                 obj = await self._call(hook, operation, rt, obj, old, dry_run, subresource)

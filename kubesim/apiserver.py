@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from kubesim import defaults, patch, pods, schema, views
+from kubesim import defaults, limitranger, patch, pods, quota, schema, views
 from kubesim.clock import Clock
 from kubesim.crdrules import rule_causes
 from kubesim.crds import crd_status, register, validate_crd
@@ -228,6 +228,7 @@ class ApiServer:
         self._default(rt, obj)
         # Mutating admission runs before the name is generated and the uid and
         # creationTimestamp are set, so webhooks see what the real server shows them.
+        self.mutate_in_tree("CREATE", rt, obj, None, "")
         if self.admit is not None:
             obj = await self.admit("CREATE", rt, obj, None, dry_run, "")
             self._default(rt, obj)
@@ -240,6 +241,7 @@ class ApiServer:
         meta["creationTimestamp"] = self.clock.stamp()
         self._on_create(rt, obj)
         self._validate(rt, obj, None)
+        self._validate_in_tree("CREATE", rt, obj, None, "", dry_run)
         if self._tracks_generation(rt, obj):
             meta["generation"] = 1
         if dry_run:
@@ -421,6 +423,7 @@ class ApiServer:
         if subresource == "status":
             new = status_write(rt, old, obj)
         elif subresource == "resize":
+            self.mutate_in_tree("UPDATE", rt, obj, old, subresource)
             new, causes = pods.resize_target(old, obj)
             if causes:
                 raise invalid(rt, name, causes)
@@ -455,6 +458,7 @@ class ApiServer:
                 self._default(rt, new)
         # A CR's rules compare with the stored object on a status write too (ratcheting).
         self._validate(rt, new, old if not subresource or rt.is_custom else None)
+        self._validate_in_tree("UPDATE", rt, new, old, subresource, dry_run)
         new["apiVersion"], new["kind"] = (
             old.get("apiVersion", rt.api_version),
             old.get("kind", rt.kind),
@@ -573,6 +577,48 @@ class ApiServer:
         """Remove an object at once (garbage collection and kubelet cleanup)."""
         obj = self.store.peek(rt.key, namespace, name)
         return None if obj is None else self._remove(rt, obj)
+
+    # ----------------------------------------------------------------- in-tree admission
+
+    def mutate_in_tree(
+        self, operation: str, rt: ResourceType, obj: Obj, old: Obj | None, subresource: str
+    ) -> None:
+        """The in-tree mutating admission plugins kubesim has (LimitRanger's defaults), run
+        before the webhooks, and again after them when a webhook changed the object, as
+        the real admission chain is reinvoked."""
+        if rt.key == ("", "pods") and limitranger.applies(operation, subresource, old):
+            limitranger.default_pod(self.store, obj)
+
+    def reinvoke_in_tree(
+        self, operation: str, rt: ResourceType, obj: Obj, old: Obj | None, subresource: str
+    ) -> Obj:
+        """`mutate_in_tree` over an object a webhook patched, defaulted first as the real
+        server defaults a webhook's answer."""
+        self._default(rt, obj)
+        self.mutate_in_tree(operation, rt, obj, old, subresource)
+        return obj
+
+    def _validate_in_tree(
+        self,
+        operation: str,
+        rt: ResourceType,
+        obj: Obj,
+        old: Obj | None,
+        subresource: str,
+        dry_run: bool,
+    ) -> None:
+        """The in-tree validating plugins, after the object's own validation as on the
+        real server: LimitRanger, then ResourceQuota, last because it charges the quotas
+        (not on a dry run)."""
+        if rt.key != ("", "pods"):
+            return
+        if limitranger.applies(operation, subresource, old):
+            limitranger.check_pod(self.store, rt, obj)
+        if quota.handles(operation, subresource, obj, old):
+            quotas = self.resource("", "v1", "resourcequotas")
+            for charged in quota.charge(self.store, rt, obj, old, self.clock.now()):
+                if not dry_run:
+                    self.write_status(quotas, charged)
 
     # ----------------------------------------------------------------- kind rules
 

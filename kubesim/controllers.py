@@ -5,12 +5,13 @@ so the pods they create pass admission like any other pod."""
 from __future__ import annotations
 
 import logging
+import re
 from datetime import datetime
 from typing import Any
 
 import orjson
 
-from kubesim import pods
+from kubesim import pods, quota
 from kubesim.apiserver import ApiServer
 from kubesim.clock import parse_rfc3339, rfc3339
 from kubesim.conditions import get_condition, set_condition
@@ -27,6 +28,8 @@ _SAFE = "bcdfghjklmnpqrstvwxz2456789"
 REVISION = "deployment.kubernetes.io/revision"
 REVISION_HISTORY = "deployment.kubernetes.io/revision-history"
 HASH_LABEL = "pod-template-hash"
+# The object an API error names first: `pods "web-x7k2p" is forbidden: ...`.
+_NAMED = re.compile(r'^\S+ "[^"]*"')
 # The reporting controller of each kind's Events, as named by kube-controller-manager.
 _CONTROLLERS = {
     "Deployment": "deployment-controller",
@@ -87,6 +90,7 @@ class Controllers:
                 ("batch", "v1", "jobs"),
                 ("batch", "v1", "cronjobs"),
                 ("", "v1", "nodes"),
+                ("", "v1", "resourcequotas"),
             )
         }
         self._recorders = {kind: EventRecorder(api, name) for kind, name in _CONTROLLERS.items()}
@@ -111,6 +115,8 @@ class Controllers:
             await self._cronjob(cj)
         for job in self._all("jobs"):
             await self._job(job)
+        for resource_quota in self._all("resourcequotas"):
+            self._resource_quota(resource_quota)
 
     def _event(
         self, owner: Obj, reason: str, note: str, action: str, warning: bool = False
@@ -125,6 +131,15 @@ class Controllers:
     def _owned(self, plural: str, owner: Obj) -> list[Obj]:
         ns = owner["metadata"]["namespace"]
         return [o for o in self.api.store.list(self._rt[plural].key, ns) if controlled_by(o, owner)]
+
+    # ----------------------------------------------------------------- resource quotas
+
+    def _resource_quota(self, resource_quota: Obj) -> None:
+        """The quota controller: `status.hard` from the spec and `status.used` recounted
+        from the pods, so a deleted or finished pod gives its share back."""
+        updated = quota.sync(self.api.store, resource_quota, self.api.clock.now())
+        if updated is not None:
+            self.api.write_status(self._rt["resourcequotas"], updated)
 
     # ----------------------------------------------------------------- garbage collection
 
@@ -175,7 +190,7 @@ class Controllers:
                 owner["metadata"]["name"],
                 exc,
             )
-            self._failed_create(owner, str(exc.message))
+            self._failed_create(owner, str(exc.message), generated=not name)
             return False
         created_name = created["metadata"]["name"]
         self._event(
@@ -188,7 +203,7 @@ class Controllers:
         )
         return True
 
-    def _failed_create(self, owner: Obj, message: str) -> None:
+    def _failed_create(self, owner: Obj, message: str, generated: bool) -> None:
         rt = self._rt[owner["kind"].lower() + "s"]
         current = self.api.store.get(
             rt.key, owner["metadata"]["namespace"], owner["metadata"]["name"]
@@ -197,6 +212,11 @@ class Controllers:
             return
         status = current.setdefault("status", {})
         before = (get_condition(status, "ReplicaFailure") or {}).get("message")
+        if generated and before and _NAMED.sub("", before) == _NAMED.sub("", message):
+            # The same refusal of a pod whose generated name differs on every try (an
+            # admission plugin names it): the real controllers back off between tries,
+            # kubesim keeps the first record so the cluster settles.
+            return
         set_condition(
             status, "ReplicaFailure", "True", self.api.clock.stamp(), "FailedCreate", message
         )

@@ -67,6 +67,9 @@ def default_object(plural: str, group: str, obj: Obj) -> None:
         for port in spec.get("ports") or []:
             port.setdefault("protocol", "TCP")
             port.setdefault("targetPort", port.get("port"))
+    elif plural == "limitranges" and group == "" and isinstance(spec, dict):
+        for item in spec.get("limits") or []:
+            _default_limit_range_item(item)
     elif plural == "mutatingwebhookconfigurations":
         for hook in obj.get("webhooks") or []:
             hook.setdefault("failurePolicy", "Fail")
@@ -80,6 +83,24 @@ def default_object(plural: str, group: str, obj: Obj) -> None:
             service = (hook.get("clientConfig") or {}).get("service")
             if isinstance(service, dict):
                 service.setdefault("port", 443)
+
+
+def _default_limit_range_item(item: Obj) -> None:
+    """A `Container` item's default limit falls back to its max, and its default request
+    to the default limit, then to the min (the real SetDefaults_LimitRangeItem): what the
+    LimitRanger plugin later puts into containers that set none."""
+    if item.get("type") != "Container":
+        return
+    default = {**(item.get("max") or {}), **(item.get("default") or {})}
+    default_request = {
+        **(item.get("min") or {}),
+        **default,
+        **(item.get("defaultRequest") or {}),
+    }
+    # Empty maps are left out, as the real server's JSON leaves them out.
+    for key, values in (("default", default), ("defaultRequest", default_request)):
+        if values:
+            item[key] = values
 
 
 def prepare_job(obj: Obj) -> None:

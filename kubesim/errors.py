@@ -120,6 +120,13 @@ def _cause_text(cause: Cause) -> str:
     return f"{cause.field}: {cause.message}" if cause.field else cause.message
 
 
+def forbidden(rt: ResourceType, name: str, why: str) -> ApiError:
+    """403 Forbidden from an admission plugin (admission.NewForbidden's wording)."""
+    return ApiError(
+        403, "Forbidden", f'{qualified(rt)} "{name}" is forbidden: {why}', _details(rt, name)
+    )
+
+
 def bad_request(message: str) -> ApiError:
     """400 BadRequest."""
     return ApiError(400, "BadRequest", message)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
@@ -401,6 +402,44 @@ def pod_requests(pod: Obj, source: str = "max") -> dict[str, Fraction]:
         for k in set(running) | set(peak)
     }
     total["pods"] = Fraction(1)
+    return total
+
+
+def aggregate(
+    pod: Obj, of: Callable[[Obj, bool], dict[str, quantity.Amount]]
+) -> dict[str, quantity.Amount]:
+    """A pod's requests or limits as kube's PodRequests and PodLimits add them up: app
+    containers and sidecars summed, or a plain init container with the sidecars started
+    before it, whichever is larger. `of(container, running)` gives one container's list;
+    `running` is false for a plain init container, which only its spec describes."""
+
+    def add(total: dict[str, quantity.Amount], more: dict[str, quantity.Amount]) -> None:
+        for name, amount in more.items():
+            total[name] = total[name] + amount if name in total else amount
+
+    def widen(total: dict[str, quantity.Amount], more: dict[str, quantity.Amount]) -> None:
+        for name, amount in more.items():
+            if name not in total or amount.value > total[name].value:
+                total[name] = amount
+
+    spec = pod.get("spec") or {}
+    total: dict[str, quantity.Amount] = {}
+    for container in spec.get("containers") or []:
+        add(total, of(container, True))
+    sidecars: dict[str, quantity.Amount] = {}
+    peak: dict[str, quantity.Amount] = {}
+    for container in spec.get("initContainers") or []:
+        during: dict[str, quantity.Amount] = {}
+        if is_sidecar(container):
+            own = of(container, True)
+            add(total, own)
+            add(sidecars, own)
+            during = dict(sidecars)
+        else:
+            add(during, of(container, False))
+            add(during, sidecars)
+        widen(peak, during)
+    widen(total, peak)
     return total
 
 

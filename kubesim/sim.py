@@ -51,6 +51,7 @@ class Simulator:
         self.api = ApiServer(self.clock, self.store, seed=seed)
         self.admission = Admission(self.store)
         self.api.admit = self.admission.admit
+        self.admission.in_tree = self.api.reinvoke_in_tree
         self.faults = Faults(self.store, seed)
         self.controllers = Controllers(self.api)
         self.scheduler = Scheduler(self.api)
