@@ -100,6 +100,10 @@ WEBHOOK_RESOURCES: tuple[Resource, ...] = (
     Resource("Namespace", "v1", _typed(client.CoreV1Api, "list_namespace")),
     Resource("Pod", "v1", _typed(client.CoreV1Api, "list_pod_for_all_namespaces")),
     Resource("Node", "v1", _typed(client.CoreV1Api, "list_node")),
+    Resource("LimitRange", "v1", _typed(client.CoreV1Api, "list_limit_range_for_all_namespaces")),
+    Resource(
+        "ResourceQuota", "v1", _typed(client.CoreV1Api, "list_resource_quota_for_all_namespaces")
+    ),
     Resource(
         "ConfigMap",
         "v1",

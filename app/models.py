@@ -431,6 +431,15 @@ class Scheduling(KerfModel):
     exclusion_windows: list[Window] = Field(default_factory=list)
 
 
+class StrategySafetyChecks(KerfModel):
+    """Kubex's safety filters of a strategy: a change past a namespace's LimitRange (per
+    container, per pod) or ResourceQuota is dropped while its filter is on."""
+
+    enable_limit_range_filter: bool = True
+    enable_pod_limit_range_filter: bool = True
+    enable_resource_quota_filter: bool = True
+
+
 class AutomationStrategySpec(KerfModel):
     enablement: Enablement = Field(default_factory=Enablement)
     in_place_resize: InPlaceResize = Field(default_factory=InPlaceResize)
@@ -439,6 +448,7 @@ class AutomationStrategySpec(KerfModel):
     #: change of one sets both, so a Guaranteed pod never becomes Burstable
     retain_guaranteed_qos: bool = Field(default=True, alias="retainGuaranteedQoS")
     scheduling: Scheduling = Field(default_factory=Scheduling)
+    safety_checks: StrategySafetyChecks = Field(default_factory=StrategySafetyChecks)
 
 
 # --------------------------------------------------------------------------- policies
@@ -779,6 +789,20 @@ class PendingEviction(BaseModel):
     events: list[PendingEvent] = Field(default_factory=list)
 
 
+class FilteredValue(BaseModel):
+    """A value the last decision dropped because it would take the pods past a bound of
+    their namespace (a LimitRange, a ResourceQuota), and the bound."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow")
+
+    container: str
+    field: str
+    resource: str
+    #: LimitRangeViolation or ResourceQuotaExceeded
+    reason: str
+    message: str
+
+
 class RecommendationStatus(BaseModel):
     """Status written by the reconciler; lenient (extra allowed) so older writers load."""
 
@@ -809,6 +833,8 @@ class RecommendationStatus(BaseModel):
     #: every container's resources as its running pods have them
     current: dict[str, ResourceValues] = Field(default_factory=dict)
     selected: list[SelectedPolicy] = Field(default_factory=list)
+    #: values the last decision dropped for a LimitRange or ResourceQuota
+    filtered: list[FilteredValue] = Field(default_factory=list)
     #: the proposal id an approval was used for (each approval applies once)
     approved_proposal: str | None = None
     last_event: LastEvent | None = None

@@ -30,6 +30,7 @@ from app.models import (
     PolicyEvaluation,
     RightsizingRecommendation,
 )
+from app.namespace_bounds import BOUND_KINDS, NamespaceBounds, parse_bounds
 from app.owners import WorkloadRef, controller_ref, resolve_owner
 from app.quantities import QuantityError, parse_resource
 from app.recommendations import RecommendationRow
@@ -70,6 +71,7 @@ CORE_KINDS = frozenset(
         "HorizontalPodAutoscaler",
         "ConfigMap",
         "PodDisruptionBudget",
+        *BOUND_KINDS,
     }
 )
 
@@ -192,6 +194,10 @@ class ClusterView:
         #: plans, the admission memo, input versions, parsed pods (see its docstring)
         self.caches: DecisionCaches[WorkloadPlan] = DecisionCaches()
         self._node_totals: dict[str, list[int]] = {}
+        #: LimitRanges and ResourceQuotas by namespace, and their parsed form (dropped when
+        #: one of the namespace's changes)
+        self._bound_objects: dict[str, dict[tuple[str, str], Mapping[str, Any]]] = {}
+        self._bounds: dict[str, NamespaceBounds] = {}
 
     @classmethod
     def from_state_dir(cls, path: str | Path, *, own_namespace: str = "kerf-system") -> ClusterView:
@@ -251,6 +257,9 @@ class ClusterView:
         elif kind == "HorizontalPodAutoscaler":
             self._hpas.setdefault(namespace, {})[name] = obj
             self._touch(("ns", namespace))
+        elif kind in BOUND_KINDS:
+            self._bound_objects.setdefault(namespace, {})[(kind, name)] = obj
+            self._bounds_changed(namespace)
         elif kind == "ConfigMap":
             # Each ConfigMap on its own (app/sources.py): one that does not load keeps its
             # rows and stops only the workloads it feeds (HubUnreachable).
@@ -277,6 +286,9 @@ class ClusterView:
         elif kind == "HorizontalPodAutoscaler":
             self._hpas.get(namespace, {}).pop(name, None)
             self._touch(("ns", namespace))
+        elif kind in BOUND_KINDS:
+            if self._bound_objects.get(namespace, {}).pop((kind, name), None) is not None:
+                self._bounds_changed(namespace)
         elif kind == "ConfigMap":
             if self._sources.delete(namespace, name):
                 self._drop_plans()
@@ -289,6 +301,10 @@ class ClusterView:
                 self._touch(("ns", name))
             elif kind in INTERMEDIATE_OWNER_KINDS:
                 self._reresolve_owners(key)
+
+    def _bounds_changed(self, namespace: str) -> None:
+        self._bounds.pop(namespace, None)
+        self._touch(("ns", namespace))
 
     def _touch(self, key: tuple[str, Any]) -> None:
         """A view input outside the plans changed: give it a new version."""
@@ -595,6 +611,15 @@ class ClusterView:
                 return None
             self._largest = (max(a[0] for a in amounts), max(a[1] for a in amounts))
         return self._largest
+
+    def namespace_bounds(self, namespace: str) -> NamespaceBounds:
+        """The namespace's LimitRanges and ResourceQuotas, parsed once per change of any."""
+        found = self._bounds.get(namespace)
+        if found is None:
+            found, warnings = parse_bounds(self._bound_objects.get(namespace, {}).values())
+            self.warnings.extend(warnings)
+            self._bounds[namespace] = found
+        return found
 
     def node_requests(self, node: str) -> tuple[int, int]:
         """Sum of (cpu millicores, memory bytes) requested by non-terminal pods on a node."""

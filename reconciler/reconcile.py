@@ -1148,7 +1148,12 @@ def _summary(
         if audit is not None and audit.proposal_id
         else None
     )
-    common: dict[str, Any] = dict(current=current, selected=selected, proposal=proposal, live=live)
+    filtered = list(
+        {tuple(f.as_dict().items()): f.as_dict() for d in decisions for f in d.filtered}.values()
+    )
+    common: dict[str, Any] = dict(
+        current=current, selected=selected, proposal=proposal, live=live, filtered=filtered
+    )
     if done.blocked is not None:
         return Summary("blocked", done.blocked[0], done.blocked[1], **common)
     if done.busy or any(d.outcome == "apply" for d in decisions):

@@ -22,6 +22,7 @@ from app.heap import freeze_loaded_state
 from app.informer import WEBHOOK_RESOURCES, ClusterFeed, Resource
 from app.leader import LeaderElector, NotLeading
 from app.models import KerfResource, RightsizingRecommendation
+from app.namespace_bounds import BOUND_KINDS
 from app.owners import WorkloadRef
 from app.view import ClusterView, object_key
 from app.workloads import WORKLOAD_KINDS
@@ -68,6 +69,8 @@ class WatchedView(ClusterView):
                 self._on_change(touched)
         elif kind in WORKLOAD_KINDS:
             self._on_change(WorkloadRef(kind, namespace, name))
+        elif kind in BOUND_KINDS:
+            self._namespace_changed(namespace)
         elif kind not in _NO_WORKLOAD:
             self._on_change(None)
 
@@ -87,8 +90,15 @@ class WatchedView(ClusterView):
                 self._on_change(owner)
         elif kind in WORKLOAD_KINDS:
             self._on_change(WorkloadRef(kind, namespace, name))
+        elif kind in BOUND_KINDS:
+            self._namespace_changed(namespace)
         elif kind not in _NO_WORKLOAD:
             self._on_change(None)
+
+    def _namespace_changed(self, namespace: str) -> None:
+        """A LimitRange or ResourceQuota bounds the pods of its namespace only."""
+        for workload in [w for w in self.workloads() if w.namespace == namespace]:
+            self._on_change(workload.ref)
 
 
 @dataclass(frozen=True, slots=True)

@@ -52,6 +52,8 @@ class Summary:
     proposal: ShownProposal | None = None
     #: the last applied values run on every running pod
     live: bool = False
+    #: values dropped for a LimitRange or ResourceQuota (`Filtered.as_dict`)
+    filtered: Sequence[Mapping[str, str]] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,6 +193,7 @@ def build_status(
         "conditions": conditions,
         "current": summary.current,
         "selected": [dict(s) for s in summary.selected],
+        "filtered": [dict(f) for f in summary.filtered] or None,
         # A new object starts at generation 1 (it is created just before this status).
         "observedGeneration": (record.metadata.generation or 1) if record else 1,
     }

@@ -89,6 +89,18 @@ REASONS: tuple[tuple[str, str, str], ...] = (
     ("NoSignificantChange", "skipped", "every change is within tolerancePercent"),
     ("RequestsExceedLimits", "blocked", "a request would end above its limit (never clamped)"),
     ("GpuActionConflict", "blocked", "the GPU actions disagree"),
+    (
+        "LimitRangeViolation",
+        "blocked",
+        "a value past a LimitRange's min, max or ratio, per container or pod (filtered; "
+        "safetyChecks.enableLimitRangeFilter, enablePodLimitRangeFilter)",
+    ),
+    (
+        "ResourceQuotaExceeded",
+        "blocked",
+        "an increase past a ResourceQuota that applies to the pod, counting what is used "
+        "(filtered; safetyChecks.enableResourceQuotaFilter)",
+    ),
     ("NoCommonMethod", "blocked", "the contributing strategies share no method"),
     ("Cooldown", "blocked", "a new proposal within cooldown of the last change"),
     ("SingleReplicaUnsafe", "blocked", "one replica and the method would disrupt it"),

@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from app.decide.actions import _build_actions
+from app.decide.bounds import breaches_bounds
 from app.decide.checks import HUB_UNREACHABLE, _run_checks, pod_gate
 from app.decide.context import Path, _Context, _Stop
 from app.decide.fallback import decide_fallback, fallback_after
@@ -31,6 +32,7 @@ from app.decide.pod_facts import (
 )
 from app.decide.results import (
     AuditProposal,
+    Filtered,
     PodDecision,
     SelectedValue,
     describe_resources,
@@ -42,6 +44,7 @@ from app.workloads import Workload
 
 __all__ = [
     "AuditProposal",
+    "Filtered",
     "PodDecision",
     "SelectedValue",
     "decide_fallback",
@@ -149,6 +152,8 @@ def _decide_pod(
         # blocked or skipped gets the live (last applied) values, not its manifest's —
         # unless the pod is not to be touched at all.
         kept = ctx.baseline if path == "admission" and stop.reason not in UNTOUCHED else current
+        if kept is not current and breaches_bounds(view, pod, namespace, current, kept):
+            kept = current
         proposal = ctx.proposal if stop.reason == "Audit" else None
         return PodDecision(
             namespace,
@@ -163,6 +168,7 @@ def _decide_pod(
             selected=facts.winners,
             selected_json=facts.winners_json,
             dropped=ctx.dropped,
+            filtered=tuple(ctx.filtered),
             next_allowed_at=stop.next_allowed_at,
             fingerprint=fp,
             plan=plan,
@@ -174,6 +180,7 @@ def _decide_pod(
     changed = {a.target.container for a in ctx.actions}
     notes = "; ".join(
         [f"{t.container}.{t.field}.{t.resource}: {r}" for t, r in ctx.dropped]
+        + list(dict.fromkeys(f.message for f in ctx.filtered))
         + [f"{INVALID_RECOMMENDATION}: {w}" for w in plan.sources.invalid]
     )
     return PodDecision(
@@ -191,6 +198,7 @@ def _decide_pod(
         selected=facts.winners,
         selected_json=facts.winners_json,
         dropped=ctx.dropped,
+        filtered=tuple(ctx.filtered),
         fingerprint=fp,
         plan=plan,
         proposal_id=ctx.approved_id,

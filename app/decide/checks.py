@@ -14,6 +14,12 @@ from typing import Any
 
 from app.annotations import PAUSE_UNTIL
 from app.decide.audit import _check_audit
+from app.decide.bounds import (
+    LIMIT_RANGE_VIOLATION,
+    RESOURCE_QUOTA_EXCEEDED,
+    _filter_limit_ranges,
+    _filter_quotas,
+)
 from app.decide.capacity import INFEASIBLE, _check_feasible, _filter_node_capacity
 from app.decide.context import FallbackCase, Path, _block_regular, _Context, _Stop
 from app.decide.method import _choose_method, _fallback_method, _restarts_container
@@ -212,7 +218,8 @@ def _fallback_single_replica(case: FallbackCase) -> tuple[str, str] | None:
 
 #: SPEC §6's order. Infeasible comes first: a value no node can hold is wrong whatever the
 #: mode. The method (SPEC §7) is chosen once the plan is valid, since SingleReplicaUnsafe
-#: depends on it. The admission path never evaluates windows, the method, cooldown,
+#: depends on it. The namespace's LimitRanges and quotas judge the values once they are
+#: final, on both paths: the API server judges both. The admission path never evaluates windows, the method, cooldown,
 #: single-replica safety or node capacity.
 CHECKS: tuple[Check, ...] = (
     Check((INFEASIBLE,), _check_feasible),
@@ -229,6 +236,8 @@ CHECKS: tuple[Check, ...] = (
     # A decrease within a rollback's cooldown is refused here too, as Cooldown.
     Check((THROTTLED, OOM_KILLED, JVM_FIXED_HEAP, NO_SIGNIFICANT_CHANGE), _apply_value_rules),
     Check(("RequestsExceedLimits", "GpuActionConflict"), _validate_plan),
+    Check((LIMIT_RANGE_VIOLATION,), _filter_limit_ranges),
+    Check((RESOURCE_QUOTA_EXCEEDED,), _filter_quotas),
     Check(("NoCommonMethod",), _choose_method, RUNNING, fallback=_fallback_method),
     Check((COOLDOWN,), _check_cooldown, RUNNING),
     Check(

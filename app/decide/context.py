@@ -16,7 +16,7 @@ from app.decide.plan_facts import (
     _StrategyFacts,
 )
 from app.decide.pod_facts import is_guaranteed
-from app.decide.results import AuditProposal
+from app.decide.results import AuditProposal, Filtered
 from app.guardrails import GuardrailSettings
 from app.horizon import Horizon
 from app.models import AutomationStrategySpec, KerfResource
@@ -75,6 +75,7 @@ class _Context:
         "actions",
         "has_restores",
         "dropped",
+        "filtered",
         "_memo_actions",
         "_memo_len",
         "_policies",
@@ -115,6 +116,8 @@ class _Context:
         self.actions: list[_Action] = []
         self.has_restores = False
         self.dropped: list[tuple[Target, str]] = []
+        #: values dropped for a bound outside kerf (a LimitRange, a quota), and the bound
+        self.filtered: list[Filtered] = []
         self._memo_actions: list[_Action] | None = None
         self._memo_len = -1
         self._policies: list[KerfResource] = []

@@ -41,6 +41,26 @@ class SelectedValue:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class Filtered:
+    """A value dropped because it would take the pod past a bound of its namespace."""
+
+    target: Target
+    reason: str
+    #: the bound, named with its object: `LimitRange shop/bounds: maximum memory …`
+    message: str
+
+    def as_dict(self) -> dict[str, str]:
+        t = self.target
+        return {
+            "container": t.container,
+            "field": t.field,
+            "resource": t.resource,
+            "reason": self.reason,
+            "message": self.message,
+        }
+
+
 @dataclass(slots=True)
 class PodDecision:
     """`{outcome, reason, message, values}` for one pod, with what explain shows.
@@ -68,6 +88,8 @@ class PodDecision:
     #: of the plan: readers never change it
     selected_json: tuple[dict[str, str], ...] = ()
     dropped: list[tuple[Target, str]] = field(default_factory=list)
+    #: the dropped values a namespace bound took, with the bound
+    filtered: tuple[Filtered, ...] = ()
     next_allowed_at: datetime | None = None
     fingerprint: str | None = None
     plan: WorkloadPlan | None = None

@@ -52,11 +52,18 @@ def test_the_table_is_the_spec_order() -> None:
 def test_what_the_table_adds_to_the_spec_and_where() -> None:
     reasons = table_reasons()
     assert len(reasons) == len(set(reasons))
-    assert [r for r in reasons if r not in SPEC_ORDER] == ["Infeasible", "NoCommonMethod"]
-    # A value no node can hold is wrong whatever the mode; the method comes once the plan
-    # is valid and before SingleReplicaUnsafe, which depends on it.
+    assert [r for r in reasons if r not in SPEC_ORDER] == [
+        "Infeasible",
+        "LimitRangeViolation",
+        "ResourceQuotaExceeded",
+        "NoCommonMethod",
+    ]
+    # A value no node can hold is wrong whatever the mode; the namespace's bounds judge
+    # the values once they are valid, on both paths; the method comes after them and
+    # before SingleReplicaUnsafe, which depends on it.
     assert reasons[0] == "Infeasible"
-    assert reasons.index("GpuActionConflict") + 1 == reasons.index("NoCommonMethod")
+    assert reasons.index("GpuActionConflict") + 1 == reasons.index("LimitRangeViolation")
+    assert reasons.index("ResourceQuotaExceeded") + 1 == reasons.index("NoCommonMethod")
     assert reasons.index("NoCommonMethod") + 1 == reasons.index("Cooldown")
 
 

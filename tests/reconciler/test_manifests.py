@@ -44,6 +44,7 @@ def test_cluster_role_grants_exactly_what_the_reconciler_uses(
     kerf_kinds = sorted(plural(kind) for kind in KINDS)
     expected = (
         expand("", ["pods", "nodes", "namespaces", "configmaps"], READ)
+        | expand("", ["limitranges", "resourcequotas"], ("list", "watch"))
         | expand("apps", ["replicasets", "deployments", "statefulsets", "daemonsets"], READ)
         | expand("batch", ["jobs", "cronjobs"], READ)
         | expand("autoscaling", ["horizontalpodautoscalers"], READ)

@@ -54,6 +54,10 @@ capabilities:
 - apiGroups: [""]
   resources: [namespaces, pods, nodes, configmaps]
   verbs: [get, list, watch]
+# The namespace bounds a decision keeps to (app/namespace_bounds.py): read as a watch.
+- apiGroups: [""]
+  resources: [limitranges, resourcequotas]
+  verbs: [list, watch]
 - apiGroups: [apps]
   resources: [replicasets, deployments, statefulsets, daemonsets]
   verbs: [get, list, watch]

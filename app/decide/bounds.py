@@ -1,0 +1,153 @@
+"""Values past the namespace's LimitRanges or ResourceQuotas: the API server would refuse
+the pod (admission) or the resize (running), so they are dropped, never written."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from app.decide.context import _Action, _Context, _Stop
+from app.decide.results import Filtered
+from app.namespace_bounds import (
+    Breach,
+    NamespaceBounds,
+    limit_range_breaches,
+    pod_shape,
+    quota_breaches,
+)
+from app.view import ClusterView
+from app.workloads import Resources
+
+LIMIT_RANGE_VIOLATION = "LimitRangeViolation"
+RESOURCE_QUOTA_EXCEEDED = "ResourceQuotaExceeded"
+
+#: the breaches of a pod with these resources
+Judge = Callable[[Mapping[str, Resources]], list[Breach]]
+
+
+def _filter_limit_ranges(ctx: _Context) -> None:
+    """LimitRangeViolation: drop the changes that take a container or the pod past a
+    LimitRange's min, max or limit-to-request ratio."""
+    containers = _switched_on(ctx, "enable_limit_range_filter")
+    pod = _switched_on(ctx, "enable_pod_limit_range_filter")
+    ranges = _bounds(ctx).limit_ranges
+    if not ranges or not (containers or pod) or not ctx.actions:
+        return
+
+    def judge(resources: Mapping[str, Resources]) -> list[Breach]:
+        shape = pod_shape(ctx.pod, resources)
+        return limit_range_breaches(ranges, shape, containers=containers, pod=pod)
+
+    _drop_breaches(ctx, LIMIT_RANGE_VIOLATION, judge)
+
+
+def _filter_quotas(ctx: _Context) -> None:
+    """ResourceQuotaExceeded: drop the increases that take the namespace past a quota
+    that applies to the pod (its scopes hold), counting what is already used."""
+    quotas = _bounds(ctx).quotas
+    if not quotas or not _switched_on(ctx, "enable_resource_quota_filter") or not ctx.actions:
+        return
+    base = pod_shape(ctx.pod, ctx.current)
+
+    def judge(resources: Mapping[str, Resources]) -> list[Breach]:
+        final = pod_shape(ctx.pod, resources)
+        return quota_breaches(quotas, base, final, charged=ctx.running)
+
+    _drop_breaches(ctx, RESOURCE_QUOTA_EXCEEDED, judge)
+
+
+def _bounds(ctx: _Context) -> NamespaceBounds:
+    return ctx.view.namespace_bounds(ctx.workload.namespace)
+
+
+def _switched_on(ctx: _Context, name: str) -> bool:
+    """A filter is off only when every strategy behind the change turns it off."""
+    strategies = ctx.strategies()
+    return not strategies or any(getattr(s.safety_checks, name) for s in strategies)
+
+
+def _drop_breaches(ctx: _Context, reason: str, judge: Judge) -> None:
+    """Drop the changes behind each breach the pod's own values do not have, until none
+    is left; a bound the pod already goes past is not kerf's to mend."""
+    known = {b.key for b in judge(ctx.current)}
+    told: list[str] = []
+    while ctx.actions:
+        breaches = [b for b in judge(ctx.final()) if b.key not in known]
+        if not breaches:
+            break
+        behind = _actions_behind(ctx, breaches)
+        ctx.dropped.extend((a.target, reason) for a in behind)
+        ctx.filtered.extend(Filtered(a.target, reason, _why(a, breaches)) for a in behind)
+        ctx.replace_actions([a for a in ctx.actions if a not in behind])
+        told.extend(b.message for b in breaches if b.message not in told)
+    if told and not ctx.actions:
+        raise _Stop("blocked", reason, "; ".join(told))
+
+
+def _why(action: _Action, breaches: list[Breach]) -> str:
+    """The bound an action was dropped for: its container's own, else the pod's."""
+    t = action.target
+    named = [b for b in breaches if b.resource == t.resource]
+    mine = [b for b in named if b.container == t.container] or named or breaches
+    return mine[0].message
+
+
+def _actions_behind(ctx: _Context, breaches: list[Breach]) -> list[_Action]:
+    """The actions that make the breaches: every change of a container's resource the
+    bound names (its request and limit go together, so neither outgrows the other),
+    for the pod's totals those that move the way the bound forbids. When none can be
+    named, all of them: a value the API server refuses is never written."""
+    pairs: set[tuple[str, str]] = set()
+    for breach in breaches:
+        for action in ctx.actions:
+            t = action.target
+            if t.resource != breach.resource:
+                continue
+            if breach.container is not None:
+                if t.container == breach.container:
+                    pairs.add((t.container, t.resource))
+            elif t.field in _fields_of(breach.bound) and _moves(ctx, action, breach.direction):
+                pairs.add((t.container, t.resource))
+    behind = [a for a in ctx.actions if (a.target.container, a.target.resource) in pairs]
+    return behind or list(ctx.actions)
+
+
+def _fields_of(bound: str) -> tuple[str, ...]:
+    """The fields a pod-wide bound counts: a LimitRange's min, max and ratio both, a
+    quota's `limits.*` the limits, its `requests.*` and plain names the requests."""
+    if bound in ("min", "max", "ratio"):
+        return ("requests", "limits")
+    return ("limits",) if bound.startswith("limits.") else ("requests",)
+
+
+def _moves(ctx: _Context, action: _Action, direction: str) -> bool:
+    t = action.target
+    own = ctx.current[t.container][t.field].get(t.resource)
+    if direction == "up":
+        return own is None or action.desired > own
+    if direction == "down":
+        return own is not None and action.desired < own
+    return True
+
+
+def breaches_bounds(
+    view: ClusterView,
+    pod: Mapping[str, Any],
+    namespace: str,
+    current: Mapping[str, Resources],
+    proposed: Mapping[str, Resources],
+) -> bool:
+    """Whether values a pod is to be admitted with go past a bound its manifest's values
+    do not (every filter on): checked where values reach a new pod without the
+    filters, as a blocked change's baseline does."""
+    bounds = view.namespace_bounds(namespace)
+    if not (bounds.limit_ranges or bounds.quotas):
+        return False
+
+    def judge(resources: Mapping[str, Resources]) -> set[tuple[str, str | None, str, str]]:
+        shape = pod_shape(pod, resources)
+        found = limit_range_breaches(bounds.limit_ranges, shape, containers=True, pod=True)
+        found += quota_breaches(bounds.quotas, pod_shape(pod, current), shape, charged=False)
+        return {b.key for b in found}
+
+    return bool(judge(proposed) - judge(current))
