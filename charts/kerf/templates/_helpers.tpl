@@ -54,10 +54,6 @@ capabilities:
 - apiGroups: [""]
   resources: [namespaces, pods, nodes, configmaps]
   verbs: [get, list, watch]
-# The namespace bounds a decision keeps to (app/namespace_bounds.py): read as a watch.
-- apiGroups: [""]
-  resources: [limitranges, resourcequotas]
-  verbs: [list, watch]
 - apiGroups: [apps]
   resources: [replicasets, deployments, statefulsets, daemonsets]
   verbs: [get, list, watch]
@@ -122,4 +118,12 @@ subjects:
   - kind: ServiceAccount
     name: {{ .name }}
     namespace: {{ .root.Release.Namespace }}
+{{- end }}
+
+{{/* The namespace bounds a decision keeps to (app/namespace_bounds.py), read as a watch:
+the webhook's and the reconciler's view, not the recommender's. */}}
+{{- define "kerf.boundRules" -}}
+- apiGroups: [""]
+  resources: [limitranges, resourcequotas]
+  verbs: [list, watch]
 {{- end }}
