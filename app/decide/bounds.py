@@ -85,10 +85,12 @@ def _drop_breaches(ctx: _Context, reason: str, judge: Judge) -> None:
 
 
 def _why(action: _Action, breaches: list[Breach]) -> str:
-    """The bound an action was dropped for: its container's own, else the pod's."""
+    """The bound an action was dropped for: one that counts its field, its container's
+    own before the pod's."""
     t = action.target
     named = [b for b in breaches if b.resource == t.resource]
-    mine = [b for b in named if b.container == t.container] or named or breaches
+    counted = [b for b in named if t.field in _fields_of(b.bound)] or named
+    mine = [b for b in counted if b.container == t.container] or counted or breaches
     return mine[0].message
 
 
