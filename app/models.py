@@ -404,6 +404,8 @@ class InPlaceResize(KerfModel):
 
 class PodEviction(KerfModel):
     enabled: bool = True
+    #: an eviction a PodDisruptionBudget refuses (429) is tried again later
+    retry_pod_disruption_budget: bool = True
 
 
 class Window(KerfModel):
@@ -431,13 +433,48 @@ class Scheduling(KerfModel):
     exclusion_windows: list[Window] = Field(default_factory=list)
 
 
-class StrategySafetyChecks(KerfModel):
-    """Kubex's safety filters of a strategy: a change past a namespace's LimitRange (per
-    container, per pod) or ResourceQuota is dropped while its filter is on."""
+# A CPU headroom: a percent of the node's allocatable ("10%") or an amount ("500m").
+HEADROOM_PATTERN = r"^([0-9]{1,2}|100)%$|" + QUANTITY_PATTERN[1:-1].join("^$")
 
+
+def _check_headroom(value: str) -> str:
+    if not re.fullmatch(HEADROOM_PATTERN, value):
+        raise ValueError(f"invalid headroom {value!r}: a percent such as 10% or a quantity")
+    return value
+
+
+Headroom = Annotated[
+    str,
+    BeforeValidator(_int_to_text),
+    AfterValidator(_check_headroom),
+    WithJsonSchema(
+        {"x-kubernetes-int-or-string": True, "pattern": HEADROOM_PATTERN, "maxLength": 64}
+    ),
+]
+
+
+class StrategySafetyChecks(KerfModel):
+    """Kubex's safety checks of a strategy, with Kubex's defaults but one
+    (`retainGuaranteedQOS`: kerf keeps Guaranteed QoS unless told not to, SPEC §2).
+    docs/reference.md says which kerf carries out and how."""
+
+    enable_pause_until_annotation_check: bool = True
+    enable_resource_quota_filter: bool = True
+    enable_hpa_filter: bool = True
+    enable_vpa_filter: bool = True
+    block_resize_on_vpa_controlled_resources: bool = False
     enable_limit_range_filter: bool = True
     enable_pod_limit_range_filter: bool = True
-    enable_resource_quota_filter: bool = True
+    retain_guaranteed_qos: bool = Field(default=True, alias="retainGuaranteedQOS")
+    min_cpu_change_percent: int = Field(default=5, ge=0, le=100)
+    min_memory_change_percent: int = Field(default=5, ge=0, le=100)
+    min_ready_duration: Duration = "10s"
+    require_owner_pods_ready: bool = False
+    respect_workload_max_unavailable: bool = True
+    resize_retry_interval: Duration = "30s"
+    require_node_allocatable: bool = True
+    node_cpu_headroom: Headroom = "10%"
+    node_memory_headroom: Quantity = "200Mi"
 
 
 class AutomationStrategySpec(KerfModel):

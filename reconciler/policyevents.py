@@ -1,6 +1,8 @@
-"""A Warning Event `Infeasible` on a static policy that sets a value no node can hold
-(app/feasibility.py): the workloads it matches are blocked `Infeasible` and the policy
-says why, once per generation of the policy and largest node."""
+"""Warning Events on kerf objects that ask for what kerf cannot do, each told once per
+generation of the object: `Infeasible` on a static policy that sets a value no node can
+hold (app/feasibility.py; the workloads it matches are blocked `Infeasible`), and
+`UnsupportedField` on a strategy that sets a Kubex field kerf accepts but does not carry
+out as set (app/strategy_fields.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +11,9 @@ import logging
 from app.clock import Clock
 from app.feasibility import describe_largest, infeasible_policy_values
 from app.jsonlog import log_fields
-from app.models import API_VERSION, KerfResource
+from app.models import API_VERSION, AutomationStrategySpec, KerfResource
 from app.owners import WorkloadRef
+from app.strategy_fields import unhonoured_fields
 from app.view import ClusterView
 from reconciler.api import Writer
 from reconciler.events import event_body, pending_event
@@ -18,12 +21,15 @@ from reconciler.events import event_body, pending_event
 logger = logging.getLogger("kerf.reconciler")
 
 INFEASIBLE = "Infeasible"
+UNSUPPORTED_FIELD = "UnsupportedField"
 STATIC_KINDS = ("StaticPolicy", "ClusterStaticPolicy")
+STRATEGY_KINDS = ("AutomationStrategy", "ClusterAutomationStrategy")
 PolicyKey = tuple[str, str, str]
 
 
 class PolicyEvents:
-    """Tells each static policy's infeasible values once (kept in memory)."""
+    """Tells each static policy's infeasible values and each strategy's unsupported
+    fields once (kept in memory)."""
 
     def __init__(self, writer: Writer, *, instance: str, clock: Clock) -> None:
         self._writer = writer
@@ -32,40 +38,53 @@ class PolicyEvents:
         self._told: dict[PolicyKey, str] = {}
 
     async def report(self, view: ClusterView) -> int:
-        """An Event for every static policy whose infeasible values were not told yet;
-        returns the number of Events written."""
+        """An Event for every static policy whose infeasible values, and every strategy
+        whose unsupported fields, were not told yet; returns the number of Events written."""
         with view.lock:
             largest = view.largest_allocatable()
             policies = [p for kind in STATIC_KINDS for p in view.kerf_objects(kind)]
-        if largest is None:
-            return 0
+            strategies = [s for kind in STRATEGY_KINDS for s in view.kerf_objects(kind)]
         written = 0
+        for strategy in strategies:
+            spec = getattr(strategy, "spec", None)
+            fields = unhonoured_fields(spec) if isinstance(spec, AutomationStrategySpec) else []
+            note = f"kerf accepts but does not carry out {'; '.join(fields)}" if fields else ""
+            written += await self._once(strategy, UNSUPPORTED_FIELD, note)
+        if largest is None:
+            return written
         for policy in policies:
-            key = (policy.kind, policy.metadata.namespace or "", policy.metadata.name)
             over = infeasible_policy_values(policy, largest)
-            if not over:
-                self._told.pop(key, None)
-                continue
             note = (
                 f"{', '.join(over)} is more than any node's allocatable (the largest: "
                 f"{describe_largest(largest)}): the workloads it matches are blocked Infeasible"
+                if over
+                else ""
             )
-            told = f"{policy.metadata.generation}/{note}"
-            if self._told.get(key) == told:
-                continue
-            await self._tell(policy, note)
-            self._told[key] = told
-            written += 1
+            written += await self._once(policy, INFEASIBLE, note)
         return written
 
-    async def _tell(self, policy: KerfResource, note: str) -> None:
+    async def _once(self, obj: KerfResource, reason: str, note: str) -> int:
+        """Tell `note` on the object unless told for this generation already; an empty
+        note forgets what was told. Returns the number of Events written."""
+        key = (obj.kind, obj.metadata.namespace or "", obj.metadata.name)
+        if not note:
+            self._told.pop(key, None)
+            return 0
+        told = f"{obj.metadata.generation}/{note}"
+        if self._told.get(key) == told:
+            return 0
+        await self._tell(obj, reason, note)
+        self._told[key] = told
+        return 1
+
+    async def _tell(self, policy: KerfResource, reason: str, note: str) -> None:
         namespace = policy.metadata.namespace or ""
         log_fields(
             logger,
-            "policy value no node can hold",
+            "kerf object asks what kerf cannot do",
             logging.WARNING,
             policy=f"{policy.kind} {'/'.join(filter(None, (namespace, policy.metadata.name)))}",
-            reason=INFEASIBLE,
+            reason=reason,
             message=note,
         )
         # A cluster policy's Event lives in the default namespace, as kubectl's do.
@@ -75,7 +94,7 @@ class PolicyEvents:
             API_VERSION,
             policy.metadata.uid,
             pending_event(
-                ref, INFEASIBLE, note, warning=True, now=self._clock(), action="ValidatePolicy"
+                ref, reason, note, warning=True, now=self._clock(), action="ValidatePolicy"
             ),
             self._instance,
         )

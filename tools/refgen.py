@@ -292,6 +292,68 @@ def reasons_section() -> list[str]:
     return out
 
 
+#: What kerf does with each of Kubex's strategy safety checks (app/models.py
+#: StrategySafetyChecks; app/strategy_fields.py names the values kerf does not carry out).
+SAFETY_CHECKS: tuple[tuple[str, str], ...] = (
+    (
+        "enablePauseUntilAnnotationCheck",
+        "the Paused check (off: the strategy's changes pass a pause-until)",
+    ),
+    ("enableResourceQuotaFilter", "`ResourceQuotaExceeded`"),
+    ("enableHpaFilter", "`HPACoupled`"),
+    (
+        "enableVpaFilter",
+        "not carried out: kerf does not read VerticalPodAutoscalers (no filter at either value)",
+    ),
+    ("blockResizeOnVpaControlledResources", "not carried out; `true` is told in an Event"),
+    ("enableLimitRangeFilter", "`LimitRangeViolation`, per container"),
+    ("enablePodLimitRangeFilter", "`LimitRangeViolation`, for the pod's totals"),
+    (
+        "retainGuaranteedQOS",
+        "Guaranteed QoS kept; kerf's default is `true` (Kubex's `false`), and `false` here or "
+        "at `spec.retainGuaranteedQoS` turns it off",
+    ),
+    (
+        "minCpuChangePercent, minMemoryChangePercent",
+        "`NoSignificantChange`: the larger of this and GlobalConfiguration's tolerancePercent",
+    ),
+    (
+        "minReadyDuration",
+        "kerf waits for every pod to be Ready before the next disruption, for no set "
+        "duration; another value than `10s` is told in an Event",
+    ),
+    ("requireOwnerPodsReady", "as above; `true` is told in an Event"),
+    (
+        "respectWorkloadMaxUnavailable",
+        "kerf disrupts one pod of a workload at a time; `false` is told in an Event",
+    ),
+    ("resizeRetryInterval", "kerf's own retry schedule; another value than `30s` is told"),
+    ("requireNodeAllocatable", "`InsufficientNodeCapacity` (off: increases are not filtered)"),
+    ("nodeCpuHeadroom, nodeMemoryHeadroom", "the node room `InsufficientNodeCapacity` keeps free"),
+    (
+        "podEviction.retryPodDisruptionBudget",
+        "kerf retries a refused eviction with backoff; `false` is told in an Event",
+    ),
+)
+
+
+def safety_checks_section() -> list[str]:
+    """Kubex's strategy safety checks and what kerf does with each."""
+    out = [
+        "## Kubex's safety checks",
+        "",
+        "A strategy's `spec.safetyChecks` applies unchanged, with Kubex's defaults. A filter "
+        "that a switch turns off is off only when every strategy behind the change turns it "
+        "off. A value kerf accepts but does not carry out is told once per generation in a "
+        "Warning Event `UnsupportedField` on the strategy.",
+        "",
+        "| field | what kerf does |",
+        "|---|---|",
+    ]
+    out += [f"| `{field}` | {what} |" for field, what in SAFETY_CHECKS]
+    return out
+
+
 def annotations_section() -> list[str]:
     """The annotations kerf reads and writes."""
     prefixes = ", ".join(f"`{p}` ({k})" for k, p in ann.PREFIX_BY_KIND.items())
@@ -373,6 +435,7 @@ def generate() -> str:
         guardrails_section,
         selection_section,
         reasons_section,
+        safety_checks_section,
         annotations_section,
         configmap_section,
         metrics_section,

@@ -28,8 +28,8 @@ Judge = Callable[[Mapping[str, Resources]], list[Breach]]
 def _filter_limit_ranges(ctx: _Context) -> None:
     """LimitRangeViolation: drop the changes that take a container or the pod past a
     LimitRange's min, max or limit-to-request ratio."""
-    containers = _switched_on(ctx, "enable_limit_range_filter")
-    pod = _switched_on(ctx, "enable_pod_limit_range_filter")
+    containers = ctx.check_on("enable_limit_range_filter")
+    pod = ctx.check_on("enable_pod_limit_range_filter")
     ranges = _bounds(ctx).limit_ranges
     if not ranges or not (containers or pod) or not ctx.actions:
         return
@@ -45,7 +45,7 @@ def _filter_quotas(ctx: _Context) -> None:
     """ResourceQuotaExceeded: drop the increases that take the namespace past a quota
     that applies to the pod (its scopes hold), counting what is already used."""
     quotas = _bounds(ctx).quotas
-    if not quotas or not _switched_on(ctx, "enable_resource_quota_filter") or not ctx.actions:
+    if not quotas or not ctx.check_on("enable_resource_quota_filter") or not ctx.actions:
         return
     base = pod_shape(ctx.pod, ctx.current)
 
@@ -58,12 +58,6 @@ def _filter_quotas(ctx: _Context) -> None:
 
 def _bounds(ctx: _Context) -> NamespaceBounds:
     return ctx.view.namespace_bounds(ctx.workload.namespace)
-
-
-def _switched_on(ctx: _Context, name: str) -> bool:
-    """A filter is off only when every strategy behind the change turns it off."""
-    strategies = ctx.strategies()
-    return not strategies or any(getattr(s.safety_checks, name) for s in strategies)
 
 
 def _drop_breaches(ctx: _Context, reason: str, judge: Judge) -> None:

@@ -7,14 +7,15 @@ from collections.abc import Iterable
 from app.decide.context import IN_PLACE_RESOURCES, _Action, _block_regular, _Context, _Stop
 from app.decide.qos_pairs import GUARANTEED_QOS
 from app.feasibility import describe_largest, too_large
-from app.quantities import MIB, format_resource
+from app.quantities import format_resource, parse_resource
 
 #: A value to set is more than any node's allocatable.
 INFEASIBLE = "Infeasible"
 
-CPU_HEADROOM_PERCENT = 10
-
-MEMORY_HEADROOM = 200 * MIB
+#: the headroom when no strategy says (Kubex's defaults of safetyChecks.nodeCpuHeadroom and
+#: nodeMemoryHeadroom)
+CPU_HEADROOM = "10%"
+MEMORY_HEADROOM = "200Mi"
 
 
 def _check_feasible(ctx: _Context) -> None:
@@ -63,10 +64,30 @@ def _node_room(ctx: _Context) -> dict[str, int] | None:
     if allocatable is None:
         return None
     used_cpu, used_memory = ctx.view.node_requests(node_name)
+    cpu_headroom, memory_headroom = _headroom(ctx, allocatable[0])
     return {
-        "cpu": allocatable[0] * (100 - CPU_HEADROOM_PERCENT) // 100 - used_cpu,
-        "memory": allocatable[1] - MEMORY_HEADROOM - used_memory,
+        "cpu": allocatable[0] - cpu_headroom - used_cpu,
+        "memory": allocatable[1] - memory_headroom - used_memory,
     }
+
+
+def _headroom(ctx: _Context, allocatable_cpu: int) -> tuple[int, int]:
+    """The CPU (millicores) and memory (bytes) kept free on the node: the largest the
+    strategies behind the change ask (`safetyChecks.nodeCpuHeadroom`, a percent of the
+    node's allocatable or an amount, and `nodeMemoryHeadroom`)."""
+    strategies = ctx.strategies()
+    cpu = [s.safety_checks.node_cpu_headroom for s in strategies] or [CPU_HEADROOM]
+    memory = [s.safety_checks.node_memory_headroom for s in strategies] or [MEMORY_HEADROOM]
+    return (
+        max(_cpu_amount(text, allocatable_cpu) for text in cpu),
+        max(parse_resource("memory", text) for text in memory),
+    )
+
+
+def _cpu_amount(text: str, allocatable_cpu: int) -> int:
+    if text.endswith("%"):
+        return allocatable_cpu * int(text[:-1]) // 100
+    return parse_resource("cpu", text)
 
 
 def _increase_delta(ctx: _Context, resource: str, actions: Iterable[_Action]) -> int:
@@ -90,7 +111,10 @@ def _restore_outgrows(ctx: _Context) -> bool:
 
 
 def _filter_node_capacity(ctx: _Context) -> None:
-    """Increases that do not fit the node are filtered (never an eviction)."""
+    """Increases that do not fit the node are filtered (never an eviction), unless every
+    strategy behind them says `safetyChecks.requireNodeAllocatable: false`."""
+    if not ctx.check_on("require_node_allocatable"):
+        return
     increases = _request_increases(ctx, ctx.regular())
     room = _node_room(ctx) if increases else None
     if room is None:

@@ -101,7 +101,11 @@ def _check_protected(ctx: _Context) -> None:
 
 
 def _check_paused(ctx: _Context) -> None:
-    """Paused holds rollback restores too: it is the one check they are not exempt from."""
+    """Paused holds rollback restores too: it is the one check they are not exempt from.
+    A strategy's `safetyChecks.enablePauseUntilAnnotationCheck: false` lets its changes
+    through."""
+    if not ctx.check_on("enable_pause_until_annotation_check"):
+        return
     message = _paused(ctx.view, ctx.pod, ctx.workload, ctx.clock)
     if message:
         raise _Stop("blocked", "Paused", message)

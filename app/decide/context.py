@@ -172,6 +172,12 @@ class _Context:
             return
         self._policies, self._strategies, self._audit = _policies_of([a.item for a in regular])
 
+    def check_on(self, name: str) -> bool:
+        """A strategy's safety check (`safetyChecks.<name>`, a switch) holds for the change:
+        off only when every strategy behind it turns it off."""
+        strategies = self.strategies()
+        return not strategies or any(getattr(s.safety_checks, name) for s in strategies)
+
     def policies(self) -> list[KerfResource]:
         """The distinct policies behind the regular actions."""
         self._derive()

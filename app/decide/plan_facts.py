@@ -255,7 +255,9 @@ def _prepare(
         max_age_days=max_age_days,
         max_age=_span(days=max_age_days),
         coverage=_span(hours=row.coverage_hours) if row is not None else None,
-        retain_qos=strategy is not None and strategy.spec.retain_guaranteed_qos,
+        retain_qos=strategy is not None
+        and strategy.spec.retain_guaranteed_qos
+        and strategy.spec.safety_checks.retain_guaranteed_qos,
         partner_switches=(
             resolve_switches(
                 strategy.spec,

@@ -34,7 +34,7 @@ def _check_recommendation_quality(ctx: _Context) -> None:
             )
             return
     coupled = hpa_coupled_resources(ctx.view.hpas_for(ctx.workload))
-    if coupled:
+    if coupled and ctx.check_on("enable_hpa_filter"):
         kept = [a for a in ctx.actions if a.item.restore or a.target.resource not in coupled]
         ctx.dropped.extend((a.target, "HPACoupled") for a in ctx.actions if a not in kept)
         ctx.replace_actions(kept)

@@ -37,7 +37,7 @@ def _apply_value_rules(ctx: _Context) -> None:
             current=action.current,
             desired=action.desired,
             settings=action.item.settings,
-            tolerance_percent=tolerance,
+            tolerance_percent=_tolerance(tolerance, action),
             context=facts.context(action.item),
         )
         own = ctx.current[t.container][t.field].get(t.resource)
@@ -93,7 +93,7 @@ def _pair_value_rules(
             current=a.current,
             desired=a.desired,
             settings=a.item.settings,
-            tolerance_percent=tolerance,
+            tolerance_percent=_tolerance(tolerance, a),
             context=facts.context(a.item),
         )
         for a in pair
@@ -171,6 +171,21 @@ class _ValueFacts:
             jvm_heap_bytes=heap,
             rollback_cooldown=rolled_back,
         )
+
+
+def _tolerance(tolerance: int, action: _Action) -> int:
+    """The change below which a value stays: GlobalConfiguration's tolerancePercent, or the
+    strategy's `safetyChecks.minCpuChangePercent` / `minMemoryChangePercent`, the larger."""
+    strategy = action.item.strategy
+    if strategy is None:
+        return tolerance
+    checks = strategy.safety_checks
+    resource = action.target.resource
+    if resource == "cpu":
+        return max(tolerance, checks.min_cpu_change_percent)
+    if resource == "memory":
+        return max(tolerance, checks.min_memory_change_percent)
+    return tolerance
 
 
 def _refusal_message(reason: str, dropped: list[tuple[Target, str]]) -> str:
