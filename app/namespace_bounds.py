@@ -8,7 +8,8 @@ workload is, so its controller can never create one. The decision drops such val
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import operator
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Literal
@@ -296,58 +297,23 @@ def _item_breaches(
     def breach(resource: str, bound: str, direction: Direction, text: str) -> None:
         found.append(Breach(source, container, resource, bound, direction, f"{source}: {text}"))
 
-    for resource, least in item.min.items():
-        shown = format_resource(resource, least)
-        request, limit = requests.get(resource), limits.get(resource)
-        if request is None:
-            breach(
-                resource,
-                "min",
-                "down",
-                f"minimum {resource} per {per} is {shown}, but no request is set {whose}",
-            )
-        elif request < least:
-            breach(
-                resource,
-                "min",
-                "down",
-                f"minimum {resource} per {per} is {shown}, but the "
-                f"request {whose} would be {format_resource(resource, request)}",
-            )
-        elif limit is not None and limit < least:
-            breach(
-                resource,
-                "min",
-                "down",
-                f"minimum {resource} per {per} is {shown}, but the "
-                f"limit {whose} would be {format_resource(resource, limit)}",
-            )
-    for resource, most in item.max.items():
-        shown = format_resource(resource, most)
-        request, limit = requests.get(resource), limits.get(resource)
-        if limit is None:
-            breach(
-                resource,
-                "max",
-                "up",
-                f"maximum {resource} per {per} is {shown}, but no limit is set {whose}",
-            )
-        elif limit > most:
-            breach(
-                resource,
-                "max",
-                "up",
-                f"maximum {resource} per {per} is {shown}, but the "
-                f"limit {whose} would be {format_resource(resource, limit)}",
-            )
-        elif request is not None and request > most:
-            breach(
-                resource,
-                "max",
-                "up",
-                f"maximum {resource} per {per} is {shown}, but the "
-                f"request {whose} would be {format_resource(resource, request)}",
-            )
+    for bound, word, direction, first, second, past in _SIDES:
+        for resource, edge in getattr(item, bound).items():
+            head = f"{word} {resource} per {per} is {format_resource(resource, edge)}, but"
+            must, other = res[first].get(resource), res[second].get(resource)
+            if must is None:
+                text = f"{head} no {_ONE[first]} is set {whose}"
+            elif past(must, edge):
+                text = (
+                    f"{head} the {_ONE[first]} {whose} would be {format_resource(resource, must)}"
+                )
+            elif other is not None and past(other, edge):
+                text = (
+                    f"{head} the {_ONE[second]} {whose} would be {format_resource(resource, other)}"
+                )
+            else:
+                continue
+            breach(resource, bound, direction, text)
     for resource, ratio in item.ratio.items():
         request, limit = requests.get(resource) or 0, limits.get(resource) or 0
         if request == 0 or limit == 0 or Fraction(limit, request) > ratio:
@@ -360,6 +326,15 @@ def _item_breaches(
                 f"{per} is {_ratio_text(ratio)}, but {whose} it would be {shown}",
             )
     return found
+
+
+_ONE = {"requests": "request", "limits": "limit"}
+#: min and max as LimitRanger checks them: the field that must be set and within the bound,
+#: then the other field if set
+_SIDES: tuple[tuple[str, str, Direction, str, str, Callable[[int, int], bool]], ...] = (
+    ("min", "minimum", "down", "requests", "limits", operator.lt),
+    ("max", "maximum", "up", "limits", "requests", operator.gt),
+)
 
 
 def _ratio_text(ratio: Fraction) -> str:
