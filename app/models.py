@@ -19,6 +19,7 @@ from pydantic import (
     Field,
     ValidationError,
     WithJsonSchema,
+    field_validator,
     model_validator,
 )
 from pydantic.alias_generators import to_camel
@@ -500,12 +501,21 @@ class ResourceValues(KerfModel):
     limits: dict[str, Quantity] = Field(default_factory=dict)
 
 
+class ClaimRef(KerfModel):
+    """A container's dynamic resource claim, as a pod spec names it."""
+
+    name: str = Field(min_length=1)
+    request: str | None = None
+
+
 class PolicyValues(KerfModel):
     """The values a policy sets: each more than zero (a pod's own values, recorded in a
     status, may be zero)."""
 
     requests: dict[str, PositiveQuantity] = Field(default_factory=dict)
     limits: dict[str, PositiveQuantity] = Field(default_factory=dict)
+    #: Kubex's field; accepted, not set on pods (app/strategy_fields.py tells it)
+    claims: list[ClaimRef] = Field(default_factory=list)
 
 
 class StaticResources(KerfModel):
@@ -687,7 +697,43 @@ class PolicyEvaluationSpec(KerfModel):
         return self
 
 
+class Opaque(BaseModel):
+    """A Kubernetes object kerf passes on unread (a security context): kept whole."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+
+class WebhookHealth(KerfModel):
+    """Kubex's webhook probe thresholds; kerf judges its webhook by its Lease
+    (`webhookLeaseMaxAge`), and these tune how many probes flip the condition."""
+
+    failure_threshold: int = Field(default=2, ge=1)
+    success_threshold: int = Field(default=3, ge=1)
+    transition_check_interval: Duration = "10s"
+
+
+class WebhookProbe(KerfModel):
+    """Kubex's dry-run probe Pod settings (accepted; kerf probes through its Lease)."""
+
+    image: str | None = None
+    labels: dict[str, str] = Field(default_factory=dict)
+    annotations: dict[str, str] = Field(default_factory=dict)
+    resources: ResourceValues = Field(default_factory=ResourceValues)
+    pod_security_context: Opaque = Field(default_factory=Opaque)
+    security_context: Opaque = Field(default_factory=Opaque)
+
+
 class GlobalConfigurationSpec(KerfModel):
+    model_config = ConfigDict(
+        json_schema_extra=_cel(
+            (
+                "!has(self.recommendationReloadInterval) || "
+                "duration(self.recommendationReloadInterval) >= duration('1m')",
+                "recommendationReloadInterval must be at least 1m",
+            )
+        )
+    )
+
     automation_enabled: bool = True
     multi_policy_container_rightsizing_enabled: bool = False
     protected_namespace_patterns: list[str] = Field(
@@ -697,6 +743,23 @@ class GlobalConfigurationSpec(KerfModel):
     guardrail_defaults: Guardrails = Field(default_factory=Guardrails)
     recommendation_reload_interval: Duration = "1h"
     webhook_lease_max_age: Duration = "60s"
+    # Kubex's fields, with its defaults; docs/reference.md says what kerf does with each.
+    rescan_interval: Duration = "6h"
+    mutation_log_interval: Duration = "5m"
+    snapshot_interval: Duration = "30m"
+    heartbeat_interval: Duration = "5m"
+    kubex_api_request_timeout: Duration = Field(default="30s", alias="kubexAPIRequestTimeout")
+    suppress_fetch_recommendations: bool = False
+    respect_kubex_automation: bool = True
+    webhook_health: WebhookHealth = Field(default_factory=WebhookHealth)
+    webhook_probe: WebhookProbe = Field(default_factory=WebhookProbe)
+
+    @field_validator("recommendation_reload_interval")
+    @classmethod
+    def _reload_at_least_a_minute(cls, value: str) -> str:
+        if parse_duration(value) < timedelta(minutes=1):
+            raise ValueError(f"recommendationReloadInterval {value} is under 1m")
+        return value
 
 
 class TargetRef(KerfModel):

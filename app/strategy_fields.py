@@ -5,7 +5,7 @@ docs/reference.md says what kerf does for each."""
 
 from __future__ import annotations
 
-from app.models import AutomationStrategySpec
+from app.models import AutomationStrategySpec, KerfResource, StaticPolicy
 
 #: (field path, model attribute, the value kerf carries out, what kerf does instead)
 _NOT_HONOURED: tuple[tuple[str, str, object, str], ...] = (
@@ -62,3 +62,14 @@ def unhonoured_fields(spec: AutomationStrategySpec) -> list[str]:
 
 def _shown(value: object) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def unhonoured_policy_fields(policy: KerfResource) -> list[str]:
+    """The same for a static policy: the containers' `claims`, which kerf does not set."""
+    if not isinstance(policy, StaticPolicy):
+        return []
+    return [
+        f"resources.containers.{name}.claims (kerf sets requests and limits only)"
+        for name, values in sorted(policy.spec.resources.containers.items())
+        if values.claims
+    ]

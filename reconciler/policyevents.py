@@ -13,7 +13,7 @@ from app.feasibility import describe_largest, infeasible_policy_values
 from app.jsonlog import log_fields
 from app.models import API_VERSION, AutomationStrategySpec, KerfResource
 from app.owners import WorkloadRef
-from app.strategy_fields import unhonoured_fields
+from app.strategy_fields import unhonoured_fields, unhonoured_policy_fields
 from app.view import ClusterView
 from reconciler.api import Writer
 from reconciler.events import event_body, pending_event
@@ -50,6 +50,10 @@ class PolicyEvents:
             fields = unhonoured_fields(spec) if isinstance(spec, AutomationStrategySpec) else []
             note = f"kerf accepts but does not carry out {'; '.join(fields)}" if fields else ""
             written += await self._once(strategy, UNSUPPORTED_FIELD, note)
+        for policy in policies:
+            fields = unhonoured_policy_fields(policy)
+            note = f"kerf accepts but does not carry out {'; '.join(fields)}" if fields else ""
+            written += await self._once(policy, UNSUPPORTED_FIELD, note, about="fields")
         if largest is None:
             return written
         for policy in policies:
@@ -63,10 +67,11 @@ class PolicyEvents:
             written += await self._once(policy, INFEASIBLE, note)
         return written
 
-    async def _once(self, obj: KerfResource, reason: str, note: str) -> int:
-        """Tell `note` on the object unless told for this generation already; an empty
-        note forgets what was told. Returns the number of Events written."""
-        key = (obj.kind, obj.metadata.namespace or "", obj.metadata.name)
+    async def _once(self, obj: KerfResource, reason: str, note: str, about: str = "") -> int:
+        """Tell `note` on the object unless told for this generation already (per
+        `about`: an object may be told more than one thing); an empty note forgets what was
+        told. Returns the number of Events written."""
+        key = (obj.kind, obj.metadata.namespace or "", f"{obj.metadata.name}/{about}")
         if not note:
             self._told.pop(key, None)
             return 0

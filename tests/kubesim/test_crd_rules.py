@@ -77,6 +77,11 @@ CASES: dict[str, tuple[list[Any], list[Any]]] = {
         [{}, {"learningPeriod": "1h30m"}, {"learningPeriod": "0.5s"}],
         [{"learningPeriod": "0s"}, {"learningPeriod": "0"}],
     ),
+    "!has(self.recommendationReloadInterval) || "
+    "duration(self.recommendationReloadInterval) >= duration('1m')": (
+        [{}, {"recommendationReloadInterval": "1m"}, {"recommendationReloadInterval": "1h"}],
+        [{"recommendationReloadInterval": "30s"}, {"recommendationReloadInterval": "59.9s"}],
+    ),
     "self.metadata.name == 'global-config'": (
         [{"metadata": {"name": "global-config"}}],
         [{"metadata": {"name": "other"}}],
