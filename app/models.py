@@ -1047,6 +1047,7 @@ class GlobalConfiguration(KerfResource):
     printer_columns = (
         ("Automation", "boolean", ".spec.automationEnabled"),
         ("MultiPolicy", "boolean", ".spec.multiPolicyContainerRightsizingEnabled"),
+        ("Webhook", "boolean", ".status.webhookHealth.healthy"),
         ("Age", "date", ".metadata.creationTimestamp"),
     )
     kind: Literal["GlobalConfiguration"]

@@ -29,8 +29,9 @@ def _api_path(api_version: str) -> str:
 
 
 def object_path(api_version: str, kind: str, namespace: str, name: str) -> str:
-    """The REST path of a namespaced object."""
-    return f"{_api_path(api_version)}/namespaces/{namespace}/{plural(kind)}/{name}"
+    """The REST path of an object; namespace "" for a cluster-scoped one."""
+    scope = f"/namespaces/{namespace}" if namespace else ""
+    return f"{_api_path(api_version)}{scope}/{plural(kind)}/{name}"
 
 
 def resize_body(pod: Mapping[str, Any], containers: Mapping[str, Any]) -> dict[str, Any]:

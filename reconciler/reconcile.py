@@ -788,6 +788,11 @@ class WorkloadReconciler:
         self._refusals[uid] = count + 1
         return min(self.config.refused_retry_max_s, self.config.refused_retry_s * 2**count)
 
+    @property
+    def webhook_lease(self) -> LeaseAge | None:
+        """When the webhook last renewed its Lease (None outside a cluster)."""
+        return self._lease
+
     async def _webhook_healthy(self, now: datetime) -> bool:
         if self._lease is None:  # no cluster (state dir): nothing to ask
             return True

@@ -27,6 +27,7 @@ from app.owners import WorkloadRef
 from app.view import ClusterView, object_key
 from app.workloads import WORKLOAD_KINDS
 from reconciler.defaults import DEFAULT_RESYNC_S, DEFAULT_WORKERS
+from reconciler.globalstatus import GlobalStatusReporter
 from reconciler.metrics import ReconcilerMetrics
 from reconciler.policyevents import PolicyEvents
 from reconciler.policystatus import write_policy_status
@@ -137,6 +138,9 @@ class Reconciler:
         instance, clock = reconciler.config.instance, reconciler.clock
         self.sources = SourceReporter(reconciler.writer, instance=instance, clock=clock)
         self.policy_events = PolicyEvents(reconciler.writer, instance=instance, clock=clock)
+        self.global_status = GlobalStatusReporter(
+            reconciler.writer, reconciler.webhook_lease, clock=clock
+        )
         #: set when a ConfigMap or kerf object changed, at leadership and resync: the bad
         #: recommendation ConfigMaps and the static policies no node can hold are told
         self._inputs_due = asyncio.Event()
@@ -252,7 +256,8 @@ class Reconciler:
             self.enqueue_all()
 
     async def report_policies(self) -> None:
-        """Every `policy_status_s`, the leader writes the rollback policies' counters."""
+        """Every `policy_status_s`, the leader writes the rollback policies' counters and
+        the GlobalConfiguration's status (the webhook's health)."""
         while True:
             await asyncio.sleep(self.config.policy_status_s)
             await self.write_policy_status()
@@ -263,6 +268,7 @@ class Reconciler:
             return
         try:
             await write_policy_status(self.view, self.reconciler.writer)
+            await self.global_status.report(self.view)
         except NotLeading:
             return  # whoever leads now writes them
         except Exception as exc:  # the next round tries again
@@ -284,6 +290,7 @@ class Reconciler:
         try:
             await self.sources.report(self.view)
             await self.policy_events.report(self.view)
+            await self.global_status.report(self.view)
         except Exception as exc:  # the next change, leadership or resync tries again
             logger.warning("reporting bad inputs failed: %s: %s", type(exc).__name__, exc)
 

@@ -63,6 +63,7 @@ def test_cluster_role_grants_exactly_what_the_reconciler_uses(
                 "rightsizingrecommendations/status",
                 "rollbackpolicies/status",
                 "clusterrollbackpolicies/status",
+                "globalconfigurations/status",
             ],
             ("patch",),
         )
