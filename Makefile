@@ -20,7 +20,7 @@ LARGE_SIZE := $(if $(filter sim,$(CLUSTER)),,$(REAL_SIZE))
 # The image the manifests name (tests/test_image.py checks they agree).
 IMAGE ?= kerf:$(VERSION)
 
-.PHONY: install test test-compiled e2e soak lint fmt run demo demo-real explain report crds reference image image-name bench bench-webhook bench-instructions bench-reconciler bench-startup certs tools cluster-tools node-tools node-images prometheus clean
+.PHONY: install test test-compiled e2e soak lint fmt run demo demo-real explain report crds reference image image-name kerf-image bench bench-webhook bench-instructions bench-reconciler bench-startup certs tools cluster-tools node-tools node-images prometheus clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -50,12 +50,21 @@ cluster-tools:
 	bash scripts/build-cluster-tools.sh
 
 # The node images (pause and kerf-load, from devcluster/nodeimages) as docker-archive tarballs
-# for `ctr images import`, built without a registry; cached by a stamp, see docs/devcluster.md.
+# for `ctr images import`, built without a registry, then the kerf image (kerf-image); each
+# cached by a stamp, see docs/devcluster.md.
 node-images: $(STAMP)
 	$(BIN)/python -m devcluster.images --out .tools/images
+	$(MAKE) kerf-image
+
+# The kerf image ($(IMAGE)) from the Dockerfile without a daemon or a registry, as
+# .tools/images/kerf.tar: buildah (as root, chroot isolation) over a Debian bookworm Python
+# base made with mmdebstrap, both from `make node-tools`; cached by stamps (about 6 min cold).
+kerf-image: $(STAMP)
+	$(BIN)/python -m devcluster.kerfimage --name $(IMAGE) --out .tools/images
 
 # What a real devcluster node runs on: containerd, runc, the CNI plugins and iptables from
-# Debian (apt-get, as root), then the node images; `python -m devcluster --kubelet real`.
+# Debian (apt-get, as root), and buildah and mmdebstrap, which build the kerf image; then the
+# node images; `python -m devcluster --kubelet real`.
 node-tools: $(STAMP)
 	bash scripts/get-node-tools.sh
 	$(MAKE) node-images
@@ -134,6 +143,7 @@ reference: $(STAMP)
 
 # docker when its engine answers, else podman; ENGINE=... picks one, PYTHON_IMAGE=... the base,
 # BUILD_FLAGS=... adds build options (e.g. --isolation=chroot for podman without cgroups).
+# Without either, or without Docker Hub: make kerf-image (buildah, a tarball for containerd).
 image:
 	@engine="$(ENGINE)"; \
 	if [ -z "$$engine" ]; then \

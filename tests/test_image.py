@@ -4,7 +4,8 @@ The test builds a context the way the Dockerfile's build stage does (its `COPY` 
 runs the same install script its `RUN` line runs, then starts kerf as the image does: a
 non-root numeric user, with the final stage's environment, from a read-only working
 directory and a read-only HOME. `make image` builds the real image where docker or podman
-can; this test runs everywhere.
+can, `make node-images` with buildah (tests/devcluster/test_kerf_image.py checks that one);
+this test runs everywhere.
 """
 
 from __future__ import annotations
