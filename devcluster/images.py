@@ -19,7 +19,7 @@ import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from devcluster.processes import ComponentError
+from devcluster.processes import NODE_TARBALLS, ComponentError
 
 ROOT = Path(__file__).resolve().parents[1]
 MODULE = ROOT / "devcluster" / "nodeimages"
@@ -31,7 +31,7 @@ PAUSE_IMAGE = "kerf.local/pause:1"
 LOAD_IMAGE = "kerf.local/kerf-load:1"
 PAUSE_PATH = "/pause"
 LOAD_PATH = "/usr/local/bin/kerf-load"
-TARBALLS = {PAUSE_IMAGE: "pause.tar", LOAD_IMAGE: "kerf-load.tar"}
+TARBALLS = dict(zip((PAUSE_IMAGE, LOAD_IMAGE), NODE_TARBALLS, strict=True))
 STAMP = ".images.stamp"
 
 #: The mtime of every entry and the images' creation time: the same inputs, the same bytes.

@@ -8,7 +8,7 @@ import ctypes
 import os
 import signal
 import socket
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -54,11 +54,16 @@ def images_dir() -> Path:
     return Path(__file__).resolve().parents[1] / ".tools" / "images"
 
 
-def find_images(directory: Path | None = None) -> list[Path]:
-    """The node images' tarballs; MissingBinary names the pause image's when it is absent
-    (no pod can start without it)."""
+#: the tarballs a real node imports at start (devcluster/images.py builds them); the kerf
+#: image (300 MB) is imported by whoever runs kerf's pods on the node, not by every start
+NODE_TARBALLS = ("pause.tar", "kerf-load.tar")
+
+
+def find_images(names: Iterable[str] = NODE_TARBALLS, directory: Path | None = None) -> list[Path]:
+    """The tarballs of these names that are built; MissingBinary names the pause image's
+    when it is absent (no pod can start without it)."""
     directory = directory or images_dir()
-    found = sorted(directory.glob("*.tar")) if directory.is_dir() else []
+    found = sorted(p for p in (directory / n for n in names) if p.is_file())
     if not any(p.name.startswith("pause") for p in found):
         raise MissingBinary(directory / "pause.tar")
     return found
