@@ -94,7 +94,8 @@ def test_a_policy_past_a_container_limit_range_leaves_the_pods_creatable(ns: Nam
             {
                 "app": {
                     "requests": {"cpu": "100m", "memory": "256Mi"},
-                    "limits": {"cpu": "2", "memory": "2Gi"},
+                    # within the real node's 1800m: a larger value is Infeasible first
+                    "limits": {"cpu": "1", "memory": "2Gi"},
                 }
             }
         )
