@@ -5,8 +5,9 @@ installed and running, shared by the package's tests; each test gets a namespace
 On `real` the backend has a real kubelet where one can run here: only one may run on a
 machine at a time, so the cluster is the package's, stopped before the next package's
 tests (tests/devcluster starts real nodes of its own), and tests/e2e/test_real_node.py
-shares it. Pods there really run on one node: the namespaces a test created are deleted
-after it, or earlier tests' pods would take the room the next test's resizes need."""
+shares it. The namespaces a test created are deleted after it, on every backend: earlier
+tests' pods would take the room the next test's resizes need (a real node is one of
+1800m)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import pytest
 
 from harness.services import Kerf, running_kerf
 from tests.e2e.backends import selected_backend
-from tests.e2e.scenario import Namespace, make_namespace
+from tests.e2e.scenario import Namespace, delete_namespace, make_namespace
 
 _COUNTER = itertools.count(1)
 
@@ -39,20 +40,17 @@ def kerf(shared_kerf: Kerf) -> Kerf:
 
 
 @pytest.fixture(autouse=True)
-def _room_on_the_real_node(request: pytest.FixtureRequest) -> Iterator[None]:
-    """On a real kubelet, the namespaces a test created are deleted after it (with their
-    pods, which hold the node's room)."""
+def _room_for_the_next_test(request: pytest.FixtureRequest) -> Iterator[None]:
+    """The namespaces a test created are deleted after it, with their pods, which hold the
+    room of the nodes the next tests resize on."""
     if "kerf" not in request.fixturenames:
         yield
         return
     running: Kerf = request.getfixturevalue("kerf")
-    if not running.backend.real_kubelet:
-        yield
-        return
     before = _namespaces(running)
     yield
     for name in sorted(_namespaces(running) - before):
-        running.kubectl("delete", "namespace", name, "--ignore-not-found", "--timeout=120s")
+        delete_namespace(running, name)
 
 
 def _namespaces(running: Kerf) -> set[str]:

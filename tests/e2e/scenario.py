@@ -169,6 +169,16 @@ def free_millicores(kerf: Kerf, node: str) -> int:
     return int(left * 1000)
 
 
+def delete_namespace(kerf: Kerf, name: str) -> None:
+    """Delete a test's namespace and wait until it is gone, with its pods (they hold node
+    room the next tests need). Its Deployments go first, so kerf forgets their workloads
+    (and their records go with them) before the namespace terminates: the API server
+    refuses a write into a terminating namespace with 403, which would read as a call
+    kerf's RBAC forbade."""
+    kerf.kubectl("-n", name, "delete", "deployments", "--all", "--timeout=120s")
+    kerf.kubectl("delete", "namespace", name, "--ignore-not-found", "--timeout=120s")
+
+
 def is_ready(pod: dict[str, Any]) -> bool:
     """The pod's Ready condition is True."""
     conditions = (pod.get("status") or {}).get("conditions") or []

@@ -5,10 +5,7 @@ record says what was dropped and for which bound. On the selected backend: kubes
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
-
-import pytest
 
 from harness.wait import wait_until
 from tests.e2e.scenario import (
@@ -18,14 +15,6 @@ from tests.e2e.scenario import (
     requests,
     static_policy,
 )
-
-
-@pytest.fixture
-def ns(ns: Namespace) -> Iterator[Namespace]:
-    """The test's namespace, deleted after it: the backend is shared, and these pods
-    would hold node room the later scenarios need."""
-    yield ns
-    ns.kerf.kubectl("delete", "namespace", ns.name, "--wait=false")
 
 
 def limit_range(*items: dict[str, Any]) -> dict[str, Any]:

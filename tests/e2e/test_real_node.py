@@ -29,6 +29,7 @@ from tests.e2e.scenario import (
     Namespace,
     cgroup,
     container_status,
+    delete_namespace,
     make_namespace,
     refused_then_blocked,
     rollback_policy,
@@ -74,7 +75,7 @@ def fresh(kerf: Kerf, request: pytest.FixtureRequest) -> Iterator[str]:
     node's allocatable is the machine's: pods left behind would crowd the next test)."""
     name = "real-" + request.node.name.removeprefix("test_")[:40].replace("_", "-").rstrip("-")
     yield name
-    kerf.kubectl("delete", "namespace", name, "--ignore-not-found", "--timeout=120s")
+    delete_namespace(kerf, name)
 
 
 def load(
