@@ -20,6 +20,7 @@ from tests.e2e.scenario import (
     FAULT,
     Namespace,
     container,
+    delete_namespace,
     deployment,
     free_millicores,
     hold_memory,
@@ -208,10 +209,9 @@ def test_an_infeasible_resize_falls_back_to_eviction(kerf: Kerf) -> None:
     is sized at admission. On a real kubelet the resize asks 3 CPUs of a node that has
     1800m. kerf blocks a value more than every node of the cluster has (Infeasible), so
     the cluster has a larger one: a Node of 8 CPUs registered without a kubelet, as a
-    larger node that is down looks (NotReady, tainted so, nothing scheduled on it). kerf's
-    node check is off (NODE_JUDGES), so the resize is sent; the kubelet answers Infeasible
-    against its own allocatable, and the replacement waits Pending for a node that can
-    hold it. kubesim and the agent play the verdict with `sim.kerf.dev/resize=Infeasible`."""
+    larger node that is down looks (NotReady, cordoned). kerf's node check is off
+    (NODE_JUDGES), so the resize is sent; the kubelet answers Infeasible against its own
+    allocatable, and the replacement waits Pending, unbound, for a node that can hold it. kubesim and the agent play the verdict with `sim.kerf.dev/resize=Infeasible`."""
     real = kerf.backend.real_kubelet
     target = {"cpu": "3", "memory": "256Mi"} if real else TARGET
     ns = make_namespace(kerf, "e2e-infeasible", NODE_JUDGES if real else None)
@@ -232,16 +232,26 @@ def test_an_infeasible_resize_falls_back_to_eviction(kerf: Kerf) -> None:
             print(f"\nkubelet: {pending['message']}")
             assert "enough capacity: cpu" in pending["message"], pending
         _evicted_and_replaced(ns, uids([pod]), target)
+        if real:
+            (replacement,) = ns.pods("web")
+            assert not replacement["spec"].get("nodeName"), replacement["spec"]["nodeName"]
     finally:
         if real:
+            # The namespace first: without the larger node the policy's 3 CPUs are
+            # Infeasible, which kerf would tell in an Event there while it terminates.
+            delete_namespace(kerf, ns.name)
             kerf.kubectl("delete", "node", LARGER_NODE["metadata"]["name"], "--ignore-not-found")
 
 
-#: A Node larger than the real one, registered without a kubelet: it never turns Ready.
+#: A Node larger than the real one, registered without a kubelet: it never turns Ready,
+#: and it is cordoned, as a node taken down is (the node controller taints a node without
+#: a Ready condition only after its grace period: meanwhile the scheduler would give it
+#: the replacement, which nothing would run, and which only the kubelet could delete).
 LARGER_NODE = {
     "apiVersion": "v1",
     "kind": "Node",
     "metadata": {"name": "e2e-larger-node-down"},
+    "spec": {"unschedulable": True},
     "status": {
         "capacity": {"cpu": "8", "memory": "16Gi", "pods": "110"},
         "allocatable": {"cpu": "8", "memory": "16Gi", "pods": "110"},
