@@ -84,7 +84,8 @@ test-compiled: $(STAMP) $(KUBECTL) $(KUBECTL_OLDEST) $(HELM)
 
 # The end-to-end scenarios, the devcluster tests, the conformance suite, the Helm chart and
 # make demo-real on the real control plane (kube-apiserver, etcd, controller manager and
-# scheduler 1.35 built by `make cluster-tools`).
+# scheduler 1.35 built by `make cluster-tools`); the scenarios on a real kubelet where one
+# can run (root, make node-tools), see docs/devcluster.md.
 e2e: $(STAMP) $(KUBECTL) $(HELM) cluster-tools
 	KUBECTL=$(CURDIR)/$(KUBECTL) HELM=$(CURDIR)/$(HELM) KERF_E2E_BACKEND=real $(BIN)/python -m pytest tests/e2e tests/devcluster tests/conformance tests/integration/test_demo_real.py
 

@@ -148,11 +148,14 @@ def container_status(
 
 
 def pod(obj: Mapping[str, Any]) -> dict[str, Any]:
-    """What kerf keeps of a pod: its identity and owner, node, containers' resources, and
-    the status fields that say whether it runs, is ready, restarted or is being resized."""
+    """What kerf keeps of a pod: its identity and owner, node, containers' resources (and
+    the overhead its RuntimeClass adds, which its node counts), and the status fields that
+    say whether it runs, is ready, restarted or is being resized."""
     spec = obj.get("spec") or {}
     status = obj.get("status") or {}
     kept_spec = _copy(spec, ("nodeName",))
+    if spec.get("overhead"):
+        kept_spec["overhead"] = _strings(spec["overhead"])
     for group in ("containers", "initContainers"):
         if group in spec:
             kept_spec[group] = [container(c) for c in spec[group] or ()]

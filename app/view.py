@@ -53,6 +53,7 @@ from app.workloads import (
     WORKLOAD_KINDS,
     Resources,
     Workload,
+    is_sidecar,
     oom_terminations,
     resources_by_container,
     target_containers,
@@ -142,15 +143,31 @@ def _has_oom_evidence(pod: Mapping[str, Any]) -> bool:
     return next(oom_terminations(pod), None) is not None
 
 
-def _requests_of(pod: Mapping[str, Any]) -> tuple[int, int]:
-    cpu = memory = 0
-    for container in (pod.get("spec") or {}).get("containers") or []:
-        requests = (container.get("resources") or {}).get("requests") or {}
-        if "cpu" in requests:
-            cpu += parse_resource("cpu", requests["cpu"])
-        if "memory" in requests:
-            memory += parse_resource("memory", requests["memory"])
+def _amounts(requests: Mapping[str, Any]) -> tuple[int, int]:
+    cpu = parse_resource("cpu", requests["cpu"]) if "cpu" in requests else 0
+    memory = parse_resource("memory", requests["memory"]) if "memory" in requests else 0
     return cpu, memory
+
+
+def _requests_of(pod: Mapping[str, Any]) -> tuple[int, int]:
+    """(cpu millicores, memory bytes) a pod takes from its node, counted as the kubelet
+    admits it (and the scheduler places it): its app containers and sidecars (init
+    containers with `restartPolicy: Always`, which run for the pod's life) summed, or a
+    regular init container with the sidecars started before it, whichever is larger, plus
+    the pod's `overhead` (its RuntimeClass's)."""
+    spec = pod.get("spec") or {}
+    cpu = memory = peak_cpu = peak_memory = 0
+    for init in spec.get("initContainers") or []:
+        c, m = _amounts((init.get("resources") or {}).get("requests") or {})
+        if is_sidecar(init):
+            cpu, memory = cpu + c, memory + m
+        else:
+            peak_cpu, peak_memory = max(peak_cpu, cpu + c), max(peak_memory, memory + m)
+    for container in spec.get("containers") or []:
+        c, m = _amounts((container.get("resources") or {}).get("requests") or {})
+        cpu, memory = cpu + c, memory + m
+    overhead_cpu, overhead_memory = _amounts(spec.get("overhead") or {})
+    return max(cpu, peak_cpu) + overhead_cpu, max(memory, peak_memory) + overhead_memory
 
 
 DEFAULT_CONFIG = GlobalConfigurationSpec()

@@ -4,9 +4,11 @@ kubectl:
 - `kubesim`: the project's API simulator (`python -m kubesim --real-clock`), its own
   process, on the wall clock like a real cluster; it accepts any bearer token and enforces
   no RBAC.
-- `real`: kube-apiserver, etcd, kube-controller-manager and kube-scheduler 1.35 with the
-  node agent (`python -m devcluster`; `make cluster-tools` builds them); it issues
-  ServiceAccount tokens and enforces kerf's RBAC.
+- `real`: kube-apiserver, etcd, kube-controller-manager and kube-scheduler 1.35
+  (`python -m devcluster`; `make cluster-tools` builds them); it issues ServiceAccount
+  tokens and enforces kerf's RBAC. Its node is played by the node agent
+  (`kubelet="agent"`), or is a real kubelet and containerd on this machine
+  (`kubelet="real"`, where `real_node_missing()` says one can run).
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from devcluster import realnode
+from devcluster.processes import MissingBinary, find_binaries, find_images
 from harness.errors import HarnessError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -46,6 +50,21 @@ def real_available() -> bool:
     return all((tools_dir() / name).exists() for name in names)
 
 
+def real_node_missing() -> str:
+    """Why `python -m devcluster --kubelet real` cannot run here ('' when it can): root,
+    containerd, runc and the CNI plugins (`make node-tools`), the kubelet (`make
+    cluster-tools`) and the node images (`make node-images`)."""
+    why = realnode.tools_missing()
+    if why:
+        return why
+    try:
+        find_binaries(tools_dir(), with_kubelet=True)
+        find_images()
+    except MissingBinary as exc:
+        return f"{exc.path} is missing (make cluster-tools node-images)"
+    return ""
+
+
 @dataclass
 class Backend:
     """A running cluster: its kind, kubeconfig, and the process that serves it."""
@@ -56,16 +75,26 @@ class Backend:
     log: list[str]
     #: the API server's audit log of every write (JSON lines of audit.k8s.io/v1 Events)
     audit_log: Path
+    #: who runs the pods: "kubesim" (its own kubelet), "agent" (the node agent) or "real"
+    #: (a real kubelet and containerd: containers, cgroups, OOM kills and cAdvisor are real)
+    kubelet: str = "agent"
 
     @property
     def real(self) -> bool:
         return self.kind == "real"
 
     @property
+    def real_kubelet(self) -> bool:
+        """Pods run for real: images must exist on the node (kerf-load), and the fault
+        annotations of kubesim/fault_annotations.py do nothing."""
+        return self.kubelet == "real"
+
+    @property
     def cadvisor(self) -> str:
         """Where its cAdvisor-style metrics are scraped ("host:port/path"): kubesim's own
         `/metrics/cadvisor`, the node agent's endpoint on the real one (both from the pods'
-        usage annotations)."""
+        usage annotations); with a real kubelet, its cAdvisor through the API server's node
+        proxy ("https://host:port/path", which takes the kubeconfig's client certificate)."""
         line = next(line for line in self.log if " serving on " in line)
         if self.real:
             url = line.rsplit("cadvisor metrics ", 1)[1]
@@ -134,7 +163,9 @@ def running_backend(
     try:
         if not serving.wait(start_timeout_s) or process.poll() is not None:
             raise BackendFailed(f"{kind} did not start:\n" + "\n".join(log[-30:]))
-        yield Backend(kind, kubeconfig, process, log, audit_log)
+        yield Backend(
+            kind, kubeconfig, process, log, audit_log, kubelet if kind == "real" else kind
+        )
     finally:
         stop_group(process, STOP_TIMEOUT_S)
         reader.join(timeout=10)

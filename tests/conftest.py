@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.e2e.backends import selected
+from tests.e2e.backends import scenario_backend
 
 _RESULTS: list[tuple[str, str, str]] = []
 
@@ -23,8 +23,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     finished = report.when == "call" or (report.when == "setup" and report.outcome != "passed")
     if finished and "tests/e2e/" in report.nodeid:
-        # test_real_node.py runs on a real kubelet of its own, whatever the selection
-        backend = "kubelet" if "test_real_node.py" in report.nodeid else selected()
+        # kubesim, agent (the real control plane, the node agent) or kubelet (a real one)
+        backend = scenario_backend(report.nodeid)
         _RESULTS.append((report.nodeid.split("::")[-1], backend, report.outcome))
 
 

@@ -374,6 +374,24 @@ def test_node_capacity_increase_that_fits_is_kept() -> None:
     assert b.decide(b.view(*objs, p), p).values["app"]["requests"]["cpu"] == "800m"
 
 
+def test_node_capacity_counts_the_sidecars_of_the_pods_on_the_node() -> None:
+    # 1 CPU allocatable − 10 % headroom = 900m; this pod's 400m and the other pod's 10m app
+    # container and 390m sidecar leave 100m: the +400m increase does not fit.
+    objs = [*static_objects({"app": {"requests": {"cpu": "800m"}}}), b.node(cpu="1")]
+    p = b.pod(node="node-a")
+    other = b.pod(
+        "other-7d4b9-a",
+        workload="other",
+        node="node-a",
+        containers={"app": {"requests": {"cpu": "10m"}}},
+    )
+    other["spec"]["initContainers"] = [
+        {"name": "proxy", "restartPolicy": "Always", "resources": {"requests": {"cpu": "390m"}}}
+    ]
+    d = b.decide(b.view(*objs, p, other), p)
+    assert (d.outcome, d.reason) == ("blocked", "InsufficientNodeCapacity")
+
+
 def test_node_capacity_only_increase_is_blocked_and_admission_ignores_it() -> None:
     objs = [*static_objects({"app": {"requests": {"cpu": "1"}}}), b.node(cpu="1")]
     p = b.pod(node="node-a")

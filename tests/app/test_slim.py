@@ -137,6 +137,8 @@ def _eventful(pod: dict[str, Any], index: int) -> dict[str, Any]:
                 }
             ]
             pod["metadata"]["annotations"]["rightsizing.kubex.ai/skip-containers"] = "proxy"
+            # a RuntimeClass's overhead, which the node counts
+            pod["spec"]["overhead"] = {"cpu": "10m", "memory": "8Mi"}
         case 4:
             pod["status"]["phase"] = "Pending"
             pod["spec"].pop("nodeName")

@@ -89,6 +89,29 @@ def test_node_requests_skip_terminal_pods() -> None:
     assert v.node_requests("node-a") == (0, 0)
 
 
+def test_node_requests_count_sidecars_init_containers_and_overhead() -> None:
+    """What a pod takes from its node, as the kubelet counts it when it admits a pod or a
+    resize (and the scheduler when it places one): its sidecars run beside the app for the
+    pod's life, a regular init container runs with the sidecars started before it, and a
+    RuntimeClass adds its overhead. (kerf counted the app containers only, and sent a real
+    kubelet 1.35 an increase it deferred: the node's room was a sidecar's.)"""
+    p = b.pod("web-7d4b9-a", node="node-a")  # app: 400m, 512Mi
+    p["spec"]["initContainers"] = [
+        {"name": "setup", "resources": {"requests": {"cpu": "2", "memory": "64Mi"}}},
+        {
+            "name": "proxy",
+            "restartPolicy": "Always",
+            "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}},
+        },
+        {"name": "migrate", "resources": {"requests": {"cpu": "300m", "memory": "1Gi"}}},
+    ]
+    p["spec"]["overhead"] = {"cpu": "50m", "memory": "16Mi"}
+    v = b.view(b.node(), p)
+    # cpu: max(app + proxy 500m, setup 2, migrate + proxy 400m) + 50m
+    # memory: max(app + proxy 640Mi, setup 64Mi, migrate + proxy 1152Mi) + 16Mi
+    assert v.node_requests("node-a") == (2050, 1168 * 1024 * 1024)
+
+
 def test_hpas_for_matches_scale_target() -> None:
     v = b.view(b.deployment(), b.hpa("web"), b.hpa("api"))
     (hpa,) = v.hpas_for(next(iter(v.workloads())))

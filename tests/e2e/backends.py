@@ -1,6 +1,11 @@
 """The backend the end-to-end and conformance suites run on: `KERF_E2E_BACKEND` picks one
 of `harness.backend`'s two (`kubesim` by default, `real` in `make e2e`); what differs
-between them is said there and in `docs/devcluster.md`."""
+between them is said there and in `docs/devcluster.md`.
+
+On `real`, the end-to-end scenarios run on a real kubelet (`devcluster --kubelet real`:
+containerd, kerf-load containers, real cgroups and OOM kills) wherever one can run here
+(`harness.backend.real_node_missing`), else on the node agent, saying why; the conformance
+suite, which checks the API server, keeps the node agent."""
 
 from __future__ import annotations
 
@@ -10,7 +15,15 @@ from collections.abc import Iterator
 
 import pytest
 
-from harness.backend import BACKENDS, Backend, real_available, running_backend
+from harness.backend import BACKENDS, Backend, real_available, real_node_missing, running_backend
+
+#: The real node's allocatable: one node, within a 2-core machine (less the kubelet's
+#: reserve), room for a scenario's pods and their resizes (kerf keeps 10 % of it free).
+REAL_NODE_CPU = "1800m"
+REAL_NODE_MEMORY = "6Gi"
+#: The files of tests/e2e that start a cluster of their own with the node agent (kerf's
+#: own pods, played by local processes or run from an image no node here has).
+OWN_AGENT_CLUSTER = ("test_helm.py", "test_install_guide.py")
 
 
 def selected() -> str:
@@ -21,12 +34,49 @@ def selected() -> str:
     return backend
 
 
+def e2e_kubelet() -> str:
+    """Who runs the shared end-to-end cluster's pods: "kubesim", or on the real control
+    plane "real" (a real kubelet) where one can run here, else "agent";
+    `KERF_E2E_KUBELET=agent` keeps the node agent."""
+    kind = selected()
+    if kind == "kubesim":
+        return "kubesim"
+    if os.environ.get("KERF_E2E_KUBELET") == "agent":
+        return "agent"
+    return "agent" if real_node_missing() else "real"
+
+
+def scenario_backend(nodeid: str) -> str:
+    """The backend an end-to-end test ran on, for the table of results: `kubesim`, `agent`
+    (the real control plane, pods played by the node agent) or `kubelet` (a real one)."""
+    if "test_real_node.py" in nodeid:
+        return "kubelet"  # a real kubelet, shared or of its own, whatever the selection
+    if selected() == "real" and any(name in nodeid for name in OWN_AGENT_CLUSTER):
+        return "agent"
+    kubelet = e2e_kubelet()
+    return "kubelet" if kubelet == "real" else kubelet
+
+
 @contextlib.contextmanager
-def selected_backend(tmp_path_factory: pytest.TempPathFactory, purpose: str) -> Iterator[Backend]:
+def selected_backend(
+    tmp_path_factory: pytest.TempPathFactory, purpose: str, *, real_kubelet: bool = False
+) -> Iterator[Backend]:
     """The backend `KERF_E2E_BACKEND` selects, for a session fixture: skipped, naming
-    `make cluster-tools`, when the real one is selected but not built."""
+    `make cluster-tools`, when the real one is selected but not built. With
+    `real_kubelet`, the real control plane gets a real kubelet (one node) where one can
+    run here; otherwise, and without it, the node agent."""
     kind = selected()
     if kind == "real" and not real_available():
         pytest.skip("the real control plane is not built: run make cluster-tools")
-    with running_backend(kind, tmp_path_factory.mktemp(f"{purpose}-{kind}")) as cluster:
+    workdir = tmp_path_factory.mktemp(f"{purpose}-{kind}")
+    if kind == "real" and real_kubelet and e2e_kubelet() == "real":
+        with running_backend(
+            kind, workdir, nodes=1, cpu=REAL_NODE_CPU, memory=REAL_NODE_MEMORY, kubelet="real"
+        ) as cluster:
+            yield cluster
+        return
+    if kind == "real" and real_kubelet:
+        why = real_node_missing() or "KERF_E2E_KUBELET=agent"
+        print(f"\ne2e: the node agent plays the kubelet: {why}")
+    with running_backend(kind, workdir) as cluster:
         yield cluster

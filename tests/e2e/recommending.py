@@ -1,9 +1,11 @@
 """Helpers of the tests that have a real Prometheus scrape a backend's cAdvisor-style
-metrics and run `kerf recommend` over them: a workload with a usage annotation, the wait
-for its scrapes, one short run."""
+metrics and run `kerf recommend` over them: a workload with a usage annotation (on a real
+kubelet, the use kerf-load really makes: tests/e2e/scenario.py `runnable`), the wait for
+its scrapes, one short run."""
 
 from __future__ import annotations
 
+import base64
 import json
 import subprocess
 import urllib.parse
@@ -11,6 +13,8 @@ import urllib.request
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from harness.services import KERF
 from kubesim.usage import USAGE
@@ -62,12 +66,31 @@ def query(url: str, promql: str) -> list[dict[str, Any]]:
         return list(json.load(answer)["data"]["result"])
 
 
-def scraped(url: str, namespace: str) -> bool:
-    """Both replicas in `namespace` have at least SCRAPES points of working set."""
-    found = query(
-        url, f'count_over_time(container_memory_working_set_bytes{{namespace="{namespace}"}}[1m])'
-    )
-    return len(found) == 2 and all(float(s["value"][1]) >= SCRAPES for s in found)
+def scraped(url: str, namespace: str, points: int = SCRAPES) -> bool:
+    """Both replicas in `namespace` have at least `points` points of their `app`
+    container's working set (a real kubelet's cAdvisor has pod-level series too)."""
+    series = f'container_memory_working_set_bytes{{namespace="{namespace}",container="app"}}'
+    found = query(url, f"count_over_time({series}[1m])")
+    return len(found) == 2 and all(float(s["value"][1]) >= points for s in found)
+
+
+def tls_files(kubeconfig: Path, directory: Path) -> dict[str, Path]:
+    """The kubeconfig's CA and client certificate as files, for a Prometheus scraping a
+    real kubelet's cAdvisor through the API server's node proxy."""
+    config = yaml.safe_load(kubeconfig.read_text())
+    cluster = config["clusters"][0]["cluster"]
+    user = config["users"][0]["user"]
+    files = {
+        "ca_file": ("ca.crt", cluster["certificate-authority-data"]),
+        "cert_file": ("client.crt", user["client-certificate-data"]),
+        "key_file": ("client.key", user["client-key-data"]),
+    }
+    written = {}
+    for key, (name, data) in files.items():
+        path = directory / name
+        path.write_bytes(base64.b64decode(data))
+        written[key] = path
+    return written
 
 
 def recommend_once(

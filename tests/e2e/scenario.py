@@ -1,16 +1,29 @@
 """Building blocks of the end-to-end scenarios: a namespace with kerf's strategy in it,
-Deployments, policies, and what a test reads back (pods, the record, events)."""
+Deployments, policies, and what a test reads back (pods, the record, events).
+
+The same manifests run on every backend. kubesim and the node agent run no container, so
+the images are made-up names; on a real kubelet `Namespace.apply` makes every container
+run kerf-load (docs/devcluster.md), idle, or using what the pod's `kubesim.kerf.dev/usage`
+annotation says. What the simulators play from a fault annotation is done for real there:
+`oom_kill` and `hold_memory`."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
+from app.quantities import to_bytes
+from devcluster import fit
+from devcluster.images import LOAD_IMAGE
 from harness.services import Kerf
 from harness.wait import wait_until
+from kubesim.fault_annotations import OOM_KILL
+from kubesim.usage import USAGE
 
 GROUP_VERSION = "rightsizing.kubex.ai/v1alpha1"
 FAULT = "sim.kerf.dev"
+MIB = 2**20
 
 
 @dataclass
@@ -25,9 +38,16 @@ class Namespace:
         return self.kerf.kubectl.json("-n", self.name, *args)
 
     def apply(self, obj: dict[str, Any]) -> None:
-        """Apply an object into this namespace."""
+        """Apply an object into this namespace (on a real kubelet, its containers made to
+        run kerf-load: `runnable`)."""
         obj.setdefault("metadata", {})["namespace"] = self.name
+        if self.kerf.backend.real_kubelet:
+            obj = runnable(obj)
         self.kerf.kubectl.apply(obj)
+
+    def exec(self, pod: str, container: str, *argv: str) -> str:
+        """`kubectl exec POD -c CONTAINER -- ARGV` (a real kubelet only)."""
+        return str(self.kerf.kubectl("-n", self.name, "exec", pod, "-c", container, "--", *argv))
 
     def pods(self, app: str) -> list[dict[str, Any]]:
         """Live pods labelled app=<app>, by name."""
@@ -64,6 +84,101 @@ class Namespace:
         self.kerf.kubectl("-n", self.name, "annotate", "pod", pod, f"{key}={value}", "--overwrite")
 
 
+def runnable(obj: dict[str, Any]) -> dict[str, Any]:
+    """`obj` (a Pod, or a workload with a pod template) with every container that names a
+    made-up image running kerf-load instead: `run --cpu C --memory M`, the amounts of the
+    pod's `kubesim.kerf.dev/usage` annotation for that container (what kubesim's usage
+    model and the node agent's metrics play), else none at all (an idle process of a few
+    MiB). A container already running kerf-load is left as it is."""
+    obj = json.loads(json.dumps(obj))
+    if obj.get("kind") == "Pod":
+        meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
+    else:
+        template = (obj.get("spec") or {}).get("template") or {}
+        meta, spec = template.get("metadata") or {}, template.get("spec") or {}
+    usage = json.loads((meta.get("annotations") or {}).get(USAGE) or "{}")
+    for entry in (*spec.get("containers", ()), *spec.get("initContainers", ())):
+        if entry.get("image") == LOAD_IMAGE:
+            continue
+        uses = usage.get(entry["name"]) or {}
+        entry["image"] = LOAD_IMAGE
+        entry["imagePullPolicy"] = "Never"
+        entry["args"] = ["run", "--cpu", uses.get("cpu", "0"), "--memory", uses.get("memory", "0")]
+    return obj
+
+
+def container_status(pod: dict[str, Any], name: str = "app") -> dict[str, Any]:
+    """The status of one of a pod's containers (app or sidecar); {} before there is one."""
+    status = pod.get("status") or {}
+    entries = (*status.get("containerStatuses", ()), *status.get("initContainerStatuses", ()))
+    return next((e for e in entries if e["name"] == name), {})
+
+
+def oom_killed(pod: dict[str, Any], name: str = "app") -> bool:
+    """The container's last run ended in an OOM kill."""
+    last = (container_status(pod, name).get("lastState") or {}).get("terminated") or {}
+    return last.get("reason") == "OOMKilled"
+
+
+def oom_kill(ns: Namespace, pod: str, name: str = "app") -> None:
+    """OOM-kill a running container once, and wait for its status to say so. On a real
+    kubelet kerf-load is told to use twice its memory limit (`kerf-load set`) and the
+    kernel kills it; its next run starts idle again (the control file lived in the killed
+    container). Elsewhere the fault annotation `sim.kerf.dev/oom-kill` plays the kill."""
+    if ns.kerf.backend.real_kubelet:
+        limits = (container_status(ns.get("pod", pod), name).get("resources") or {}).get(
+            "limits"
+        ) or {}
+        assert "memory" in limits, f"{pod}/{name} has no memory limit to be OOM-killed at"
+        memory = 2 * to_bytes(limits["memory"]) // MIB
+        ns.exec(pod, name, "kerf-load", "set", f"memory={memory}Mi")
+    else:
+        ns.annotate_pod(pod, OOM_KILL, name)
+    wait_until(lambda: oom_killed(ns.get("pod", pod), name), f"{pod}/{name} OOM-killed")
+
+
+def cgroup(ns: Namespace, pod: str, name: str = "app") -> dict[str, int]:
+    """The container's cgroup limits and counters, read inside it (`kerf-load cgroup`
+    through exec; a real kubelet only)."""
+    text = ns.exec(pod, name, "kerf-load", "cgroup")
+    return {k: int(v) for k, v in (line.split("=", 1) for line in text.split())}
+
+
+def hold_memory(ns: Namespace, pod: str, memory: str, name: str = "app") -> None:
+    """A real kubelet's container uses `memory` for real (`kerf-load set`), waited for in
+    its cgroup's usage."""
+    ns.exec(pod, name, "kerf-load", "set", f"memory={memory}")
+    wanted = to_bytes(memory)
+    wait_until(
+        lambda: cgroup(ns, pod, name).get("memory.usage_in_bytes", 0) >= wanted,
+        f"{pod}/{name} to hold {memory}",
+    )
+
+
+def free_millicores(kerf: Kerf, node: str) -> int:
+    """The CPU a node has left, as its kubelet counts it: allocatable less what its
+    non-terminal pods were granted (devcluster/fit.py, the kubelet's rule)."""
+    pods = kerf.kubectl.json("pods", "-A")["items"]
+    taken = sum(
+        fit.pod_requests(p, "allocated").get("cpu", 0)
+        for p in pods
+        if p["spec"].get("nodeName") == node
+        and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+    )
+    left = fit.allocatable(kerf.kubectl.json("node", node))["cpu"] - taken
+    return int(left * 1000)
+
+
+def delete_namespace(kerf: Kerf, name: str) -> None:
+    """Delete a test's namespace and wait until it is gone, with its pods (they hold node
+    room the next tests need). Its Deployments go first, so kerf forgets their workloads
+    (and their records go with them) before the namespace terminates: the API server
+    refuses a write into a terminating namespace with 403, which would read as a call
+    kerf's RBAC forbade."""
+    kerf.kubectl("-n", name, "delete", "deployments", "--all", "--timeout=120s")
+    kerf.kubectl("delete", "namespace", name, "--ignore-not-found", "--timeout=120s")
+
+
 def is_ready(pod: dict[str, Any]) -> bool:
     """The pod's Ready condition is True."""
     conditions = (pod.get("status") or {}).get("conditions") or []
@@ -91,7 +206,8 @@ def make_namespace(kerf: Kerf, name: str, strategy: dict[str, Any] | None = None
 
 
 def container(name: str, cpu: str = "100m", memory: str = "128Mi", **extra: Any) -> dict[str, Any]:
-    """A container with requests (and whatever else is given)."""
+    """A container with requests (and whatever else is given). Its image is a made-up
+    name, which `Namespace.apply` replaces with kerf-load on a real kubelet."""
     return {
         "name": name,
         "image": f"shop/{name}:1.0",

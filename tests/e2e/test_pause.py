@@ -17,7 +17,13 @@ from harness.install import NAMESPACE, add_account_like, username
 from harness.services import Kerf, Service, start_reconciler
 from harness.wait import TimedOut, wait_until
 from reconciler.defaults import DEFAULT_WORKERS
-from tests.e2e.scenario import deployment, make_namespace, running_requests, static_policy
+from tests.e2e.scenario import (
+    delete_namespace,
+    deployment,
+    make_namespace,
+    running_requests,
+    static_policy,
+)
 
 #: Up from the pods' 100m and 128Mi, and small: the e2e cluster's two nodes are shared with
 #: the other scenarios' pods, and a node without room blocks an increase.
@@ -67,7 +73,7 @@ def second(kerf: Kerf) -> Iterator[Service]:
                 os.killpg(service.process.pid, signal.SIGCONT)
         replica.stop()
         kerf.reconcilers.remove(replica)
-        kerf.kubectl("delete", "namespace", NS, "--ignore-not-found", "--timeout=110s")
+        delete_namespace(kerf, NS)
         wait_until(lambda: _metric(kerf, first, "kerf_reconciler_leader") == 1, "the first to lead")
 
 

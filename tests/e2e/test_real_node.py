@@ -7,7 +7,6 @@ to use."""
 
 from __future__ import annotations
 
-import base64
 import json
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -15,21 +14,22 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from app.recommendations import DATA_KEY
 from app.recommender_rows import CONFIGMAP_NAME
 from app.workloads import oom_looping
-from devcluster import realnode
 from devcluster.images import LOAD_IMAGE
-from devcluster.processes import MissingBinary, find_binaries, find_images, tools_dir
-from harness.backend import running_backend
+from harness.backend import real_node_missing, running_backend
 from harness.services import Kerf, running_kerf
 from harness.wait import wait_until
-from tests.e2e.recommending import query, recommend_once
+from tests.e2e.backends import e2e_kubelet
+from tests.e2e.recommending import query, recommend_once, tls_files
 from tests.e2e.scenario import (
     GROUP_VERSION,
     Namespace,
+    cgroup,
+    container_status,
+    delete_namespace,
     make_namespace,
     refused_then_blocked,
     rollback_policy,
@@ -40,27 +40,23 @@ from tests.e2e.scenario import (
 from tests.recommender.prometheus import needs_prometheus, running_prometheus
 
 pytestmark = pytest.mark.e2e
-#: The node's allocatable: what the scenarios' pods ask for, with room to spare.
+#: The node's allocatable when this file starts a real node of its own (the shared one is
+#: tests/e2e/backends.py's): what the scenarios' pods ask for, with room to spare.
 NODE_CPU = "1500m"
 NODE_MEMORY = "3Gi"
 
 
-def _missing() -> str:
-    why = realnode.tools_missing()
-    if why:
-        return why
-    try:
-        find_binaries(tools_dir(), with_kubelet=True)
-        find_images()
-    except MissingBinary as exc:
-        return f"{exc.path} is missing (make cluster-tools node-images)"
-    return ""
-
-
 @pytest.fixture(scope="module")
-def kerf(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kerf]:
-    """kerf installed and running on a devcluster with a real kubelet."""
-    why = _missing()
+def kerf(
+    tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> Iterator[Kerf]:
+    """kerf installed and running on a devcluster with a real kubelet: the package's
+    shared one when `make e2e` runs the scenarios on a real kubelet (one real node runs on
+    a machine at a time), else one of its own."""
+    if e2e_kubelet() == "real":
+        yield request.getfixturevalue("shared_kerf")
+        return
+    why = real_node_missing()
     if why:
         pytest.skip(f"no real node here: {why}")
     workdir = tmp_path_factory.mktemp("real-node")
@@ -79,7 +75,7 @@ def fresh(kerf: Kerf, request: pytest.FixtureRequest) -> Iterator[str]:
     node's allocatable is the machine's: pods left behind would crowd the next test)."""
     name = "real-" + request.node.name.removeprefix("test_")[:40].replace("_", "-").rstrip("-")
     yield name
-    kerf.kubectl("delete", "namespace", name, "--ignore-not-found", "--timeout=120s")
+    delete_namespace(kerf, name)
 
 
 def load(
@@ -123,18 +119,6 @@ def deployment(
             "template": {"metadata": {"labels": labels}, "spec": spec},
         },
     }
-
-
-def cgroup(ns: Namespace, pod: str, container: str = "app") -> dict[str, int]:
-    """The container's cgroup limits, read inside it (`kerf-load cgroup` through exec)."""
-    text = ns.kerf.kubectl("-n", ns.name, "exec", pod, "-c", container, "--", "kerf-load", "cgroup")
-    return {k: int(v) for k, v in (line.split("=", 1) for line in str(text).split())}
-
-
-def container_status(pod: dict[str, Any], name: str = "app") -> dict[str, Any]:
-    status = pod.get("status") or {}
-    entries = (*status.get("containerStatuses", ()), *status.get("initContainerStatuses", ()))
-    return next(e for e in entries if e["name"] == name)
 
 
 def kubelet_events(ns: Namespace, pod: str, reason: str) -> list[dict[str, Any]]:
@@ -189,14 +173,15 @@ def test_a_resize_in_place_changes_the_containers_cgroup_and_keeps_it_running(
 
 
 def _resized_at(kerf: Kerf, pod: str) -> datetime:
-    """When the reconciler sent its last resize of `pod` (its `resized in place` log line)."""
-    lines = (kerf.workdir / "reconciler-0.log").read_text().splitlines()
+    """When the reconciler sent its last resize of `pod` (its `resized in place` log line,
+    in any replica's log: on the shared cluster a follower took over in test_scenarios.py)."""
+    lines = "\n".join(replica.text() for replica in kerf.reconcilers).splitlines()
     stamps = [
         datetime.fromisoformat(entry["ts"])
         for entry in (json.loads(line) for line in lines if line.startswith("{"))
         if entry.get("msg") == "resized in place" and entry.get("pod") == pod
     ]
-    return stamps[-1]
+    return max(stamps)
 
 
 def test_a_memory_limit_below_real_usage_waits_for_the_kubelet_and_is_not_sent_again(
@@ -337,28 +322,10 @@ def _history(url: str, metric: str, namespace: str) -> bool:
     return len(found) == 1 and float(found[0]["value"][1]) >= 20
 
 
-def _tls_files(kubeconfig: Path, directory: Path) -> dict[str, Path]:
-    """The kubeconfig's CA and client certificate as files, for Prometheus."""
-    config = yaml.safe_load(kubeconfig.read_text())
-    cluster = config["clusters"][0]["cluster"]
-    user = config["users"][0]["user"]
-    files = {
-        "ca_file": ("ca.crt", cluster["certificate-authority-data"]),
-        "cert_file": ("client.crt", user["client-certificate-data"]),
-        "key_file": ("client.key", user["client-key-data"]),
-    }
-    written = {}
-    for key, (name, data) in files.items():
-        path = directory / name
-        path.write_bytes(base64.b64decode(data))
-        written[key] = path
-    return written
-
-
 def _recommended(kerf: Kerf, namespace: str, tmp_path: Path, metric: str) -> dict[str, Any]:
     """`kerf recommend`'s row for the namespace's `app` container, from a Prometheus that
     scraped the kubelet's cAdvisor (`metric` for a minute) through the API server."""
-    tls = _tls_files(kerf.backend.kubeconfig, tmp_path)
+    tls = tls_files(kerf.backend.kubeconfig, tmp_path)
     with running_prometheus(tmp_path / "tsdb", scrape=[kerf.backend.cadvisor], tls=tls) as url:
         wait_until(lambda: _history(url, metric, namespace), f"a minute of {metric}")
         now = datetime.now(UTC).replace(microsecond=0) - timedelta(seconds=1)
