@@ -30,7 +30,13 @@ from app.models import (
     PolicyEvaluation,
     RightsizingRecommendation,
 )
-from app.namespace_bounds import BOUND_KINDS, NamespaceBounds, parse_bounds
+from app.namespace_bounds import (
+    BOUND_KINDS,
+    NamespaceBounds,
+    parse_bounds,
+    pod_shape,
+    pod_totals,
+)
 from app.owners import WorkloadRef, controller_ref, resolve_owner
 from app.quantities import QuantityError, parse_resource
 from app.recommendations import RecommendationRow
@@ -53,7 +59,6 @@ from app.workloads import (
     WORKLOAD_KINDS,
     Resources,
     Workload,
-    is_sidecar,
     oom_terminations,
     resources_by_container,
     target_containers,
@@ -143,31 +148,16 @@ def _has_oom_evidence(pod: Mapping[str, Any]) -> bool:
     return next(oom_terminations(pod), None) is not None
 
 
-def _amounts(requests: Mapping[str, Any]) -> tuple[int, int]:
-    cpu = parse_resource("cpu", requests["cpu"]) if "cpu" in requests else 0
-    memory = parse_resource("memory", requests["memory"]) if "memory" in requests else 0
-    return cpu, memory
-
-
 def _requests_of(pod: Mapping[str, Any]) -> tuple[int, int]:
     """(cpu millicores, memory bytes) a pod takes from its node, counted as the kubelet
-    admits it (and the scheduler places it): its app containers and sidecars (init
-    containers with `restartPolicy: Always`, which run for the pod's life) summed, or a
-    regular init container with the sidecars started before it, whichever is larger, plus
-    the pod's `overhead` (its RuntimeClass's)."""
-    spec = pod.get("spec") or {}
-    cpu = memory = peak_cpu = peak_memory = 0
-    for init in spec.get("initContainers") or []:
-        c, m = _amounts((init.get("resources") or {}).get("requests") or {})
-        if is_sidecar(init):
-            cpu, memory = cpu + c, memory + m
-        else:
-            peak_cpu, peak_memory = max(peak_cpu, cpu + c), max(peak_memory, memory + m)
-    for container in spec.get("containers") or []:
-        c, m = _amounts((container.get("resources") or {}).get("requests") or {})
-        cpu, memory = cpu + c, memory + m
-    overhead_cpu, overhead_memory = _amounts(spec.get("overhead") or {})
-    return max(cpu, peak_cpu) + overhead_cpu, max(memory, peak_memory) + overhead_memory
+    admits it and the scheduler places it (`pod_totals`: sidecars summed, each plain init
+    container with the sidecars before it, the larger) plus its RuntimeClass's overhead."""
+    shape = pod_shape(pod, {})
+    totals = pod_totals(shape, "requests")
+    return (
+        totals.get("cpu", 0) + shape.overhead.get("cpu", 0),
+        totals.get("memory", 0) + shape.overhead.get("memory", 0),
+    )
 
 
 DEFAULT_CONFIG = GlobalConfigurationSpec()
