@@ -125,12 +125,26 @@ def main(argv: list[str] | None = None) -> None:
         type=Path,
         help="write kube-apiserver's audit log of every write here (JSON lines, Metadata)",
     )
+    parser.add_argument(
+        "--image",
+        action="append",
+        default=[],
+        type=Path,
+        metavar="TAR",
+        help="a docker-archive tarball the real node imports besides its own, as `kind "
+        "load image-archive` does (repeatable); e.g. .tools/images/kerf.tar from make kerf-image",
+    )
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING)
     kubelet = args.kubelet or default_kubelet(args.nodes)
     if kubelet == "real" and args.nodes != 1:
         parser.error("--kubelet real runs one node; --nodes N needs --kubelet agent")
+    if args.image and kubelet != "real":
+        parser.error("--image needs --kubelet real: the node agent runs no containers")
+    for tarball in args.image:
+        if not tarball.is_file():
+            parser.error(f"--image {tarball}: no such file (make kerf-image builds kerf.tar)")
     options = Options(
         args.kubeconfig,
         args.nodes,
@@ -138,6 +152,7 @@ def main(argv: list[str] | None = None) -> None:
         args.node_memory,
         audit_log=args.audit_log,
         kubelet=kubelet,
+        images=tuple(tarball.resolve() for tarball in args.image),
     )
     code = EXIT_START_FAILED
     with contextlib.suppress(KeyboardInterrupt):

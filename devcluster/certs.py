@@ -17,6 +17,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from devcluster.network import KUBERNETES_SERVICE_IP
+
 _VALIDITY = datetime.timedelta(days=7)
 
 
@@ -149,8 +151,7 @@ def generate(directory: Path) -> Pki:
 
     sans: list[x509.GeneralName] = [
         x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
-        # The first address of --service-cluster-ip-range: the `kubernetes` Service.
-        x509.IPAddress(ipaddress.ip_address("10.96.0.1")),
+        x509.IPAddress(ipaddress.ip_address(KUBERNETES_SERVICE_IP)),
         x509.DNSName("localhost"),
         x509.DNSName("kubernetes"),
         x509.DNSName("kubernetes.default"),

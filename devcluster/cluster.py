@@ -18,6 +18,7 @@ from devcluster import certs, kubeconfig
 from devcluster.agent import NodeAgent
 from devcluster.apiclient import ApiError, Client
 from devcluster.metrics import MetricsServer
+from devcluster.network import SERVICE_CIDR, machine_address
 from devcluster.nodes import NodeShape
 from devcluster.processes import (
     Component,
@@ -30,7 +31,6 @@ from devcluster.processes import (
 )
 from devcluster.realnode import NODE_NAME, NodeSize, RealNode
 
-SERVICE_CIDR = "10.96.0.0/16"
 AGENT_NODE_CPU = "4"
 AGENT_NODE_MEMORY = "8Gi"
 ISSUER = "https://kubernetes.default.svc.cluster.local"
@@ -70,6 +70,8 @@ class Options:
     #: "agent": devcluster/agent.py plays the kubelet of every node; "real": containerd and
     #: one real kubelet (devcluster/realnode.py)
     kubelet: str = "agent"
+    #: docker-archive tarballs a real node imports besides its own (`--image`)
+    images: tuple[Path, ...] = ()
 
 
 class DevCluster:
@@ -79,7 +81,7 @@ class DevCluster:
         self.options = options
         real = options.kubelet == "real"
         self.binaries = find_binaries(tools_dir(), with_kubelet=real)
-        self.images = find_images() if real else []
+        self.images = [*find_images(), *options.images] if real else []
         self.data_dir = Path(tempfile.mkdtemp(prefix="devcluster-"))
         self.components: list[Component] = []
         self.server = ""
@@ -178,8 +180,7 @@ class DevCluster:
         return [
             self.binaries["kube-apiserver"],
             f"--etcd-servers={etcd_url}",
-            "--bind-address=127.0.0.1",
-            "--advertise-address=127.0.0.1",
+            *self._address_args(),
             f"--secure-port={port}",
             f"--cert-dir={self.data_dir / 'apiserver'}",
             f"--tls-cert-file={pki.serving.cert}",
@@ -200,15 +201,27 @@ class DevCluster:
             f"--service-cluster-ip-range={SERVICE_CIDR}",
             "--allow-privileged=true",
             "--profiling=false",
-            # The `kubernetes` Service would get 127.0.0.1 as its endpoint, which Endpoints
-            # validation refuses (loopback) every 10 s; nothing in-cluster calls it anyway.
-            "--endpoint-reconciler-type=none",
             # Webhook calls through `clientConfig.service` go to an endpoint (a pod's IP,
             # this machine's address: devcluster/network.py), not to the cluster IP that
             # nothing routes.
             "--enable-aggregator-routing=true",
             *self._audit_args(),
         ]
+
+    def _address_args(self) -> list[str]:
+        """Loopback for the node agent. A real node's pods reach the `kubernetes` Service,
+        which the node routes to this machine's address (realnode.py), so the server
+        listens there too and publishes it as the Service's endpoint."""
+        address = machine_address() if self.options.kubelet == "real" else None
+        if address is None:
+            # The `kubernetes` Service would get 127.0.0.1 as its endpoint, which Endpoints
+            # validation refuses (loopback) every 10 s; no pod calls it.
+            return [
+                "--bind-address=127.0.0.1",
+                "--advertise-address=127.0.0.1",
+                "--endpoint-reconciler-type=none",
+            ]
+        return ["--bind-address=0.0.0.0", f"--advertise-address={address}"]
 
     def _audit_args(self) -> list[str | Path]:
         if self.options.audit_log is None:

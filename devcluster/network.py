@@ -13,6 +13,9 @@ from __future__ import annotations
 import ipaddress
 import socket
 
+#: The cluster's Service addresses, and the first of them, the `kubernetes` Service's.
+SERVICE_CIDR = "10.96.0.0/16"
+KUBERNETES_SERVICE_IP = "10.96.0.1"
 #: A documentation address (RFC 5737): connecting a UDP socket to it sends nothing and
 #: only asks the kernel which local address its route would use.
 _PROBE = ("198.51.100.1", 9)

@@ -17,14 +17,16 @@ import asyncio
 import contextlib
 import json
 import os
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from app.quantities import to_bytes, to_millicores
 from devcluster import certs, kubeconfig
 from devcluster.host import RECORDS, HostState, Record, restore, start_time, sweep
 from devcluster.images import PAUSE_IMAGE, import_images
-from devcluster.network import machine_address
+from devcluster.network import KUBERNETES_SERVICE_IP, machine_address
 from devcluster.processes import Component, ComponentError, free_port, start
 
 NODE_NAME = "devcluster-node"
@@ -41,6 +43,8 @@ DEFAULT_RESERVED_MEMORY_MI = 512
 #: The kubelet's hard eviction threshold for memory; allocatable is capacity less it.
 EVICTION_MEMORY_MI = 100
 CONTAINERD_READY_S = 30
+#: The nat chain that plays kube-proxy for the one Service pods need, `kubernetes`.
+SERVICES_CHAIN = "KERF-DEVCLUSTER-SERVICES"
 
 
 def tools_missing() -> str:
@@ -152,10 +156,32 @@ class RealNode:
         )
         self.record_path = self.record.write()
         self.dir.mkdir(mode=0o700)
+        await asyncio.to_thread(self._route_kubernetes_service)
         await self._start_containerd()
         await asyncio.to_thread(import_images, CTR, self.containerd_socket, self.images)
         await self._start_kubelet()
         return self.components
+
+    def _route_kubernetes_service(self) -> None:
+        """In-cluster clients (kerf's own pods) call the API server at the `kubernetes`
+        Service's address. There is no kube-proxy here: one DNAT rule from the pod network
+        to the server's port on this machine does its job for that one Service; the
+        machine's snapshot removes it on stop."""
+        port = urlsplit(self.server).port
+        to = f"{self.address}:{port}"
+        rules = (
+            ["-N", SERVICES_CHAIN],
+            ["-A", SERVICES_CHAIN, "-d", f"{KUBERNETES_SERVICE_IP}/32", "-p", "tcp"]
+            + ["--dport", "443", "-j", "DNAT", "--to-destination", to],
+            ["-A", "PREROUTING", "-s", POD_SUBNET, "-j", SERVICES_CHAIN],
+        )
+        for rule in rules:
+            result = subprocess.run(
+                ["iptables", "-w", "-t", "nat", *rule], capture_output=True, text=True, timeout=30
+            )
+            if result.returncode != 0:
+                command = " ".join(["iptables -t nat", *rule])
+                raise ComponentError(f"{command} failed: {result.stderr.strip()}")
 
     async def _start_containerd(self) -> Component:
         base = self.dir / "containerd"

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from devcluster import realnode
+from devcluster.host import RECORDS
 from devcluster.processes import MissingBinary, find_binaries, find_images
 from harness.errors import HarnessError
 
@@ -89,6 +90,22 @@ class Backend:
         annotations of kubesim/fault_annotations.py do nothing."""
         return self.kubelet == "real"
 
+    def tag_image(self, source: str, target: str) -> None:
+        """Name an image of the real node's containerd `target` too, as pushing `source`
+        under that name to a registry and pulling it would (there is no registry here)."""
+        if not self.real_kubelet:
+            raise HarnessError("only a real node has images")
+        socket = RECORDS / str(self.process.pid) / "containerd.sock"
+        result = subprocess.run(
+            [str(realnode.CTR), "--address", str(socket), "--namespace", "k8s.io"]
+            + ["images", "tag", "--force", _full_name(source), _full_name(target)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        if result.returncode != 0:
+            raise HarnessError(f"ctr images tag {source} {target}: {result.stderr.strip()}")
+
     @property
     def cadvisor(self) -> str:
         """Where its cAdvisor-style metrics are scraped ("host:port/path"): kubesim's own
@@ -103,13 +120,30 @@ class Backend:
         return url.removeprefix("http://")
 
 
+def _full_name(image: str) -> str:
+    """An image reference as containerd stores it: a bare name is Docker Hub's."""
+    first = image.split("/", 1)[0]
+    if "/" in image and ("." in first or ":" in first or first == "localhost"):
+        return image
+    return f"docker.io/{image if '/' in image else 'library/' + image}"
+
+
 def _command(
-    kind: str, kubeconfig: Path, audit_log: Path, nodes: int, cpu: str, memory: str, kubelet: str
+    kind: str,
+    kubeconfig: Path,
+    audit_log: Path,
+    nodes: int,
+    cpu: str,
+    memory: str,
+    kubelet: str,
+    images: tuple[Path, ...],
 ) -> list[str]:
     module = "devcluster" if kind == "real" else "kubesim"
     argv = [sys.executable, "-m", module, "--kubeconfig", str(kubeconfig), "--nodes", str(nodes)]
     argv += ["--node-cpu", cpu, "--node-memory", memory, "--audit-log", str(audit_log)]
-    return argv + (["--real-clock"] if kind == "kubesim" else ["--kubelet", kubelet])
+    if kind == "kubesim":
+        return [*argv, "--real-clock"]
+    return [*argv, "--kubelet", kubelet, *(f"--image={tarball}" for tarball in images)]
 
 
 def stop_group(process: subprocess.Popen[str] | subprocess.Popen[bytes], timeout_s: float) -> None:
@@ -133,14 +167,15 @@ def running_backend(
     cpu: str = "4",
     memory: str = "8Gi",
     kubelet: str = "agent",
+    images: tuple[Path, ...] = (),
     start_timeout_s: float = START_TIMEOUT_S,
 ) -> Iterator[Backend]:
     """Start a backend in a session of its own, wait until it says it serves (at most
-    `start_timeout_s`), stop it (SIGTERM) on exit."""
+    `start_timeout_s`), stop it (SIGTERM) on exit. A real node also imports `images`."""
     kubeconfig = workdir / f"{kind}.kubeconfig"
     audit_log = workdir / f"{kind}-audit.log"
     process = subprocess.Popen(
-        _command(kind, kubeconfig, audit_log, nodes, cpu, memory, kubelet),
+        _command(kind, kubeconfig, audit_log, nodes, cpu, memory, kubelet, images),
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
