@@ -1,6 +1,6 @@
 """Helpers of the tests that have a real Prometheus scrape a backend's cAdvisor-style
 metrics and run `kerf recommend` over them: a workload with a usage annotation (on a real
-kubelet, the use kerf-load really makes: tests/e2e/scenario.py `runnable`), the wait for
+kubelet, the use kerf-load really makes: harness/loadimage.py `runnable`), the wait for
 its scrapes, one short run."""
 
 from __future__ import annotations

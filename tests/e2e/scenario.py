@@ -9,17 +9,15 @@ annotation says. What the simulators play from a fault annotation is done for re
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
 from app.quantities import to_bytes
 from devcluster import fit
-from devcluster.images import LOAD_IMAGE
+from harness.loadimage import cgroup_values, runnable
 from harness.services import Kerf
 from harness.wait import wait_until
 from kubesim.fault_annotations import OOM_KILL
-from kubesim.usage import USAGE
 
 GROUP_VERSION = "rightsizing.kubex.ai/v1alpha1"
 FAULT = "sim.kerf.dev"
@@ -84,29 +82,6 @@ class Namespace:
         self.kerf.kubectl("-n", self.name, "annotate", "pod", pod, f"{key}={value}", "--overwrite")
 
 
-def runnable(obj: dict[str, Any]) -> dict[str, Any]:
-    """`obj` (a Pod, or a workload with a pod template) with every container that names a
-    made-up image running kerf-load instead: `run --cpu C --memory M`, the amounts of the
-    pod's `kubesim.kerf.dev/usage` annotation for that container (what kubesim's usage
-    model and the node agent's metrics play), else none at all (an idle process of a few
-    MiB). A container already running kerf-load is left as it is."""
-    obj = json.loads(json.dumps(obj))
-    if obj.get("kind") == "Pod":
-        meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
-    else:
-        template = (obj.get("spec") or {}).get("template") or {}
-        meta, spec = template.get("metadata") or {}, template.get("spec") or {}
-    usage = json.loads((meta.get("annotations") or {}).get(USAGE) or "{}")
-    for entry in (*spec.get("containers", ()), *spec.get("initContainers", ())):
-        if entry.get("image") == LOAD_IMAGE:
-            continue
-        uses = usage.get(entry["name"]) or {}
-        entry["image"] = LOAD_IMAGE
-        entry["imagePullPolicy"] = "Never"
-        entry["args"] = ["run", "--cpu", uses.get("cpu", "0"), "--memory", uses.get("memory", "0")]
-    return obj
-
-
 def container_status(pod: dict[str, Any], name: str = "app") -> dict[str, Any]:
     """The status of one of a pod's containers (app or sidecar); {} before there is one."""
     status = pod.get("status") or {}
@@ -140,8 +115,7 @@ def oom_kill(ns: Namespace, pod: str, name: str = "app") -> None:
 def cgroup(ns: Namespace, pod: str, name: str = "app") -> dict[str, int]:
     """The container's cgroup limits and counters, read inside it (`kerf-load cgroup`
     through exec; a real kubelet only)."""
-    text = ns.exec(pod, name, "kerf-load", "cgroup")
-    return {k: int(v) for k, v in (line.split("=", 1) for line in text.split())}
+    return cgroup_values(ns.exec(pod, name, "kerf-load", "cgroup"))
 
 
 def hold_memory(ns: Namespace, pod: str, memory: str, name: str = "app") -> None:

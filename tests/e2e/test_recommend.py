@@ -2,7 +2,7 @@
 kubesim's `/metrics/cadvisor`, the node agent's endpoint, or a real kubelet's cAdvisor
 (through the API server's node proxy). kubesim and the agent render the pods'
 `kubesim.kerf.dev/usage` annotation, so the rows are the usage model's numbers; on a real
-kubelet kerf-load uses what the annotation says (tests/e2e/scenario.py `runnable`), so the
+kubelet kerf-load uses what the annotation says (harness/loadimage.py `runnable`), so the
 rows are what the kernel measured and throttled, within bounds. Skipped when Prometheus is
 not installed."""
 
