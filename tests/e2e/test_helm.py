@@ -24,7 +24,7 @@ from harness.backend import real_available, running_backend
 from harness.install import service_kubeconfig
 from harness.kubectl import KUBECTL, Kubectl
 from harness.wait import wait_until
-from tests.e2e.backends import selected
+from tests.e2e.backends import kerf_pods_backend, selected
 from tests.e2e.recommending import recommend_once, scraped, usage_deployment
 from tests.integration.guide import blocks
 from tests.recommender.prometheus import needs_prometheus, running_prometheus
@@ -45,6 +45,12 @@ def helm_binary() -> str:
 def running(admin: Kubectl, name: str, count: int) -> bool:
     pods = admin.json("-n", NAMESPACE, "pods", "-l", f"app.kubernetes.io/name={name}")["items"]
     return sum(1 for p in pods if p["status"].get("phase") == "Running") >= count
+
+
+def ready(admin: Kubectl, name: str, count: int) -> bool:
+    pods = admin.json("-n", NAMESPACE, "pods", "-l", f"app.kubernetes.io/name={name}")["items"]
+    conditions = [{c["type"]: c["status"] for c in p["status"].get("conditions", [])} for p in pods]
+    return sum(1 for c in conditions if c.get("Ready") == "True") >= count
 
 
 def ca_bundle(admin: Kubectl) -> str:
@@ -109,12 +115,22 @@ def test_the_guide_s_helm_path_installs_upgrades_and_uninstalls_on_the_real_serv
     if not real_available():
         pytest.skip("the real control plane is not built: run make cluster-tools")
     install, upgrade, uninstall = blocks("rehearse-helm")
-    with running_backend("real", tmp_path, nodes=2, cpu="8", memory="16Gi") as backend:
+    with kerf_pods_backend(tmp_path) as backend:
         admin = Kubectl(backend.kubeconfig)
         assert "kerf-webhook" in run_block(backend.kubeconfig, install)
         check_installed(admin)
         wait_until(lambda: running(admin, "kerf-webhook", 2), "the webhook's two pods")
         wait_until(lambda: running(admin, "kerf-reconciler", 2), "the reconciler's two pods")
+        if backend.real_kubelet:
+            # The chart's kerf, from the image, really serves: the API server reaches the
+            # webhook through the chart's Service and trusts its certificate.
+            wait_until(lambda: ready(admin, "kerf-webhook", 2), "the webhook's pods ready")
+            metrics = admin(
+                "get",
+                "--raw",
+                f"/api/v1/namespaces/{NAMESPACE}/services/https:kerf-webhook:443/proxy/metrics",
+            )
+            assert "kerf_webhook_view_sync_age_seconds" in metrics
         before = ca_bundle(admin)
 
         run_block(backend.kubeconfig, upgrade)

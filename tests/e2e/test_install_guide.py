@@ -1,12 +1,21 @@
 """docs/install.md run verbatim on the real control plane, as a user would paste it.
 
 Every `rehearse` block runs in bash, in order, against kube-apiserver 1.35 with kerf's RBAC
-enforced. The test plays only what the node agent has no process for: when the guide
+enforced.
+
+Where a real node can run (`devcluster --kubelet real`) and the kerf image is built
+(`make kerf-image`), kerf runs as the guide's own pods from that image: the webhook is
+reached through its Service, the reconciler calls the API server as an in-cluster client,
+and their logs come from `kubectl logs`. The test plays only the registry the node has
+not got: the image is imported when the node starts, `kerf:0.2.0` of the upgrade is the
+same image under the new tag, and the demo's `nginx:1.27` is the pause image under that
+name (a container that runs and idles, and nothing reaches out to pull).
+
+Elsewhere the node agent runs no containers, and the test plays the pods: when the guide
 applies kerf, it starts `kerf webhook` and `kerf reconciler` where their pods would run,
-each with its own ServiceAccount's token. The webhook listens on the address the agent
-gives pods (this machine's, devcluster/network.py) at the Deployment's port, so the API
-server reaches it through the guide's Service and caBundle, and so does its service
-proxy. When the guide deletes kerf, the processes stop, as the pods would.
+each with its own ServiceAccount's token, the webhook on the address the agent gives pods
+(devcluster/network.py) at the Deployment's port, so the API server reaches it through the
+guide's Service and caBundle. When the guide deletes kerf, the processes stop.
 
 On kubesim, tests/integration/test_install_guide.py rehearses the same guide in process.
 """
@@ -19,13 +28,14 @@ from pathlib import Path
 
 import pytest
 
+from devcluster.images import PAUSE_IMAGE
 from devcluster.network import machine_address
-from harness.backend import Backend, real_available, running_backend
+from harness.backend import Backend, real_available
 from harness.install import NAMESPACE, service_kubeconfig
 from harness.kubectl import Kubectl
 from harness.services import KERF, Service, free_port, spawn
 from harness.wait import wait_until
-from tests.e2e.backends import selected
+from tests.e2e.backends import kerf_pods_backend, selected
 from tests.integration.guide import (
     PAUSE,
     Rehearsal,
@@ -35,6 +45,10 @@ from tests.integration.guide import (
 )
 
 pytestmark = pytest.mark.e2e
+#: the image the manifests name, and the one the guide's upgrade step moves to
+IMAGE = "kerf:0.1.0"
+#: the demo's image (examples/install/demo.yaml)
+DEMO_IMAGE = "nginx:1.27"
 #: the webhook container's port in manifests/webhook/deployment.yaml (the Service's target)
 WEBHOOK_PORT = 8443
 
@@ -99,6 +113,34 @@ def annotations(admin: Kubectl) -> dict[str, str]:
     return dict(web["metadata"].get("annotations") or {})
 
 
+def kerf_logs(admin: Kubectl, services: list[Service]) -> str:
+    """What kerf's webhook and reconciler have logged so far: the processes that play
+    their pods, else the pods' own logs."""
+    if services:
+        return "".join(service.text() for service in services)
+    return pod_logs(admin)
+
+
+def acted(logs: str) -> str:
+    """`logs` once they hold a decision line of each service for the demo namespace."""
+    admitted = '"msg":"admission decision"' in logs and '"namespace":"kerf-demo"' in logs
+    return logs if admitted and '"msg":"published policy values"' in logs else ""
+
+
+def pod_logs(admin: Kubectl) -> str:
+    """Every running kerf container's log, from the kubelet, with its pod's name above it
+    (a pod the upgrade's rollout is deleting may be gone by the time it is asked)."""
+    pods = admin.json("-n", NAMESPACE, "pods")["items"]
+    texts = []
+    for pod in pods:
+        if pod["metadata"].get("deletionTimestamp"):
+            continue
+        name = pod["metadata"]["name"]
+        log = admin("-n", NAMESPACE, "logs", name, "--all-containers", check=False)
+        texts.append(f"--- {name}\n{log}")
+    return "".join(texts)
+
+
 async def test_the_install_guide_works_when_pasted_on_the_real_server(tmp_path: Path) -> None:
     if selected() != "real":
         pytest.skip("on kubesim: tests/integration/test_install_guide.py")
@@ -107,32 +149,45 @@ async def test_the_install_guide_works_when_pasted_on_the_real_server(tmp_path: 
     address = machine_address()
     if address is None:
         pytest.skip("this machine has only loopback: pods' endpoints would route nowhere")
-    with running_backend("real", tmp_path, nodes=2, cpu="8", memory="16Gi") as backend:
+    with kerf_pods_backend(tmp_path) as backend:
+        if backend.real_kubelet:
+            backend.tag_image(PAUSE_IMAGE, DEMO_IMAGE)
         rehearsal = Rehearsal(backend.kubeconfig, tmp_path)
         admin = Kubectl(backend.kubeconfig)
         services: list[Service] = []
         published: set[str] = set()
+        logs = ""
         try:
             for code in blocks("rehearse"):
                 if code.startswith("kubectl delete -k overlay/"):
                     published = wait_until(lambda: kerf_keys(admin), "the published values")
+                    logs += kerf_logs(admin, services)
                     for service in services:  # the pods go with their Deployments
                         service.stop()
                 if "kubectl get rightsizingrecommendations" in code:
                     wait_until(lambda: recommendation_written(admin), "the first record")
                 if "kerf cleanup | sh" in code:
                     admin("-n", "kerf-demo", "annotate", "deployment", "web", *_pairs(PAUSE))
+                if code.startswith("NEW_TAG=") and backend.real_kubelet:
+                    new_tag = code.split("\n", 1)[0].removeprefix("NEW_TAG=")
+                    backend.tag_image(IMAGE, f"{IMAGE.split(':')[0]}:{new_tag}")
                 if "--dry-run=server" in code:
                     assert_sized(await dry_run_until_sized(rehearsal, code))
                     continue
                 out = await rehearsal.run(code)
-                if "kubectl apply -k overlay/" in code and not services:
+                starting = "kubectl apply -k overlay/" in code and not services
+                if starting and not backend.real_kubelet:
                     services = start_kerf_where_its_pods_run(backend, rehearsal, address)
                 if "proxy/metrics" in code:
                     assert "kerf_webhook_view_sync_age_seconds" in out
                     assert "kerf-webhook" in out  # the Lease listed
+                if "kubectl get pods -n kerf-system" in code and backend.real_kubelet:
+                    assert out.count("Running") == 4, out  # two webhook, two reconciler pods
                 if "kubectl get rightsizingrecommendations" in code:
                     assert "deployment-web" in out, out
+                    # The guide's "logs are JSON lines" holds: the webhook's line for the
+                    # demo's admissions, the reconciler's for the values it acted on.
+                    logs = wait_until(lambda: acted(kerf_logs(admin, services)), "kerf's logs")
                 if "kerf cleanup | sh" in code:
                     left = annotations(admin)
                     assert not published & set(left), left
@@ -146,7 +201,6 @@ async def test_the_install_guide_works_when_pasted_on_the_real_server(tmp_path: 
             for service in services:
                 service.stop()
     assert rehearsal.ran == blocks("rehearse")
-    logs = "".join(service.text() for service in services)
     assert "Traceback" not in logs, logs[-3000:]
     assert "is forbidden: User" not in logs, "a 403 is a bug in manifests/"
 
