@@ -107,3 +107,27 @@ def test_label_selector_matches_the_workloads_labels_not_its_pods(
     d = b.decide(v, b.pod(labels=pod_labels), "admission")
     matches = all(workload_labels.get(k) == value for k, value in wanted.items())
     assert bool(d.selected) == matches
+
+
+def test_a_pause_reason_is_shown_in_the_block_where_the_pause_is() -> None:
+    # Advanced-Configuration.md, "Pause entire namespace": `pause-reason` beside the pause
+    paused = {PAUSE_UNTIL: "infinite", PAUSE_REASON: "quarter-end freeze"}
+    objs = [*b.base_objects(ns_annotations=paused), b.static()]
+    d = b.decide(b.view(*objs), b.pod(), "admission")
+    assert (d.outcome, d.reason) == ("blocked", "Paused")
+    assert d.message == (
+        "paused by the namespace annotation rightsizing.kubex.ai/pause-until: quarter-end freeze"
+    )
+    # Without a reason the message names the annotation alone; the pod's own pause first.
+    objs = [*b.base_objects(ns_annotations=paused), b.static()]
+    d = b.decide(b.view(*objs), b.pod(annotations={PAUSE_UNTIL: "infinite"}), "admission")
+    assert d.message == "paused by the pod annotation rightsizing.kubex.ai/pause-until"
+
+
+def test_an_expired_pause_on_the_pod_does_not_lift_the_namespaces() -> None:
+    # Kubex: "a pod's pause-until overrides"; kerf: any pause in force holds the pod.
+    objs = [*b.base_objects(ns_annotations={PAUSE_UNTIL: "infinite"}), b.static()]
+    expired = b.pod(annotations={PAUSE_UNTIL: "2026-04-01T00:00:00Z"})
+    d = b.decide(b.view(*objs), expired, "admission")
+    assert (d.outcome, d.reason) == ("blocked", "Paused")
+    assert d.message.startswith("paused by the namespace annotation")
