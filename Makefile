@@ -82,12 +82,13 @@ test: $(STAMP) $(KUBECTL) $(KUBECTL_OLDEST) $(HELM)
 test-compiled: $(STAMP) $(KUBECTL) $(KUBECTL_OLDEST) $(HELM)
 	$(TEST_ENV) bash scripts/with-compiled-build.sh $(BIN)/python $(CURDIR)/$(BIN)/python $(PYTEST_SUITE)
 
-# The end-to-end scenarios, the devcluster tests, the conformance suite, the Helm chart and
+# The end-to-end scenarios, the devcluster tests, the conformance suite, the compatibility
+# suite (Kubex's doc examples on kerf's CRDs: docs/coming-from-kubex.md), the Helm chart and
 # make demo-real on the real control plane (kube-apiserver, etcd, controller manager and
 # scheduler 1.35 built by `make cluster-tools`); the scenarios on a real kubelet where one
 # can run (root, make node-tools), see docs/devcluster.md.
 e2e: $(STAMP) $(KUBECTL) $(HELM) cluster-tools
-	KUBECTL=$(CURDIR)/$(KUBECTL) HELM=$(CURDIR)/$(HELM) KERF_E2E_BACKEND=real $(BIN)/python -m pytest tests/e2e tests/devcluster tests/conformance tests/integration/test_demo_real.py
+	KUBECTL=$(CURDIR)/$(KUBECTL) HELM=$(CURDIR)/$(HELM) KERF_E2E_BACKEND=real $(BIN)/python -m pytest tests/e2e tests/devcluster tests/conformance tests/compat tests/integration/test_demo_real.py
 
 # The chaos soak (docs/soak.md): kubesim, the webhook and two reconciler replicas under
 # leader kills and stops, API faults and pod churn for about three minutes, then its checks;

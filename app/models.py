@@ -18,6 +18,7 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    ValidationInfo,
     WithJsonSchema,
     field_validator,
     model_validator,
@@ -730,7 +731,17 @@ class GlobalConfigurationSpec(KerfModel):
                 "!has(self.recommendationReloadInterval) || "
                 "duration(self.recommendationReloadInterval) >= duration('1m')",
                 "recommendationReloadInterval must be at least 1m",
-            )
+            ),
+            (
+                "!has(self.proposalSyncInterval) || "
+                "duration(self.proposalSyncInterval) >= duration('1m')",
+                "proposalSyncInterval must be at least 1m",
+            ),
+            (
+                "!has(self.webhookOwnerResolutionRetryTimeout) || "
+                "duration(self.webhookOwnerResolutionRetryTimeout) > duration('0s')",
+                "webhookOwnerResolutionRetryTimeout must be more than 0s",
+            ),
         )
     )
 
@@ -753,12 +764,24 @@ class GlobalConfigurationSpec(KerfModel):
     respect_kubex_automation: bool = True
     webhook_health: WebhookHealth = Field(default_factory=WebhookHealth)
     webhook_probe: WebhookProbe = Field(default_factory=WebhookProbe)
+    # Kubex's proposal sync and its webhook's owner look-up retries: kerf keeps proposals in
+    # RightsizingRecommendation status and finds owners in its view, so these change nothing.
+    proposal_sync_enabled: bool = False
+    proposal_sync_interval: Duration = "5m"
+    webhook_owner_resolution_retry_timeout: Duration = "1s"
 
-    @field_validator("recommendation_reload_interval")
+    @field_validator("recommendation_reload_interval", "proposal_sync_interval")
     @classmethod
-    def _reload_at_least_a_minute(cls, value: str) -> str:
+    def _at_least_a_minute(cls, value: str, info: ValidationInfo) -> str:
         if parse_duration(value) < timedelta(minutes=1):
-            raise ValueError(f"recommendationReloadInterval {value} is under 1m")
+            raise ValueError(f"{to_camel(info.field_name or '')} {value} is under 1m")
+        return value
+
+    @field_validator("webhook_owner_resolution_retry_timeout")
+    @classmethod
+    def _more_than_zero(cls, value: str) -> str:
+        if parse_duration(value) <= timedelta(0):
+            raise ValueError(f"webhookOwnerResolutionRetryTimeout {value} is not more than 0s")
         return value
 
 

@@ -145,7 +145,11 @@ WORKLOAD_KEYS = (
     (f"`{ann.ARGS_KEY}`", "workload (written by the reconciler)", "the selected args operations"),
     (f"`{ann.ROLLBACK_STATE}`", "workload (written by the reconciler)", "rollback state JSON"),
     (f"`{ann.PAUSE_UNTIL}`", "pod, workload, namespace (yours)", "`infinite` or an RFC3339 time"),
-    (f"`{ann.PAUSE_REASON}`", "pod, workload, namespace (yours)", "free text"),
+    (
+        f"`{ann.PAUSE_REASON}`",
+        "pod, workload, namespace (yours)",
+        "free text, shown in the Paused block of the pause beside it",
+    ),
     (
         f"`{ann.SKIP_CONTAINERS}`",
         "pod, workload (yours)",

@@ -71,8 +71,11 @@ def _paused(
     view: ClusterView, pod: Mapping[str, Any], workload: Workload, now: datetime | Horizon
 ) -> str | None:
     """Paused's pod-level form: a pause-until on the pod, its workload or namespace."""
-    paused = paused_by(view, pod, workload, now)
-    return f"paused by the {paused} annotation {PAUSE_UNTIL}" if paused else None
+    pause = paused_by(view, pod, workload, now)
+    if pause is None:
+        return None
+    message = f"paused by the {pause.source} annotation {PAUSE_UNTIL}"
+    return f"{message}: {pause.reason}" if pause.reason else message
 
 
 def _protected(

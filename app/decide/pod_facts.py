@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from app.annotations import PAUSE_UNTIL, SKIP_CONTAINERS
+from app.annotations import PAUSE_REASON, PAUSE_UNTIL, SKIP_CONTAINERS
 from app.horizon import Horizon
 from app.owners import WorkloadRef
 from app.view import ClusterView
@@ -117,19 +118,35 @@ def is_guaranteed(resources: Resources) -> bool:
     return memory is not None and memory == limits.get("memory")
 
 
+@dataclass(frozen=True, slots=True)
+class Pause:
+    """A `pause-until` in force: where it is ("pod", "workload" or "namespace") and the
+    `pause-reason` written beside it ("" without one), which Kubex users put there for
+    whoever reads the block."""
+
+    source: str
+    reason: str
+
+
 def paused_by(
     view: ClusterView, pod: Mapping[str, Any], workload: Workload, now: datetime | Horizon
-) -> str | None:
-    """Where a pause comes from: "pod", "workload", "namespace", or None."""
+) -> Pause | None:
+    """The pause that holds the pod, the pod's own first, or None."""
     clock = _horizon(now)
-    if is_paused((pod.get("metadata") or {}).get("annotations"), clock):
-        return "pod"
+    pod_annotations = (pod.get("metadata") or {}).get("annotations")
+    if is_paused(pod_annotations, clock):
+        return _pause("pod", pod_annotations)
     if is_paused(workload.annotations, clock):
-        return "workload"
+        return _pause("workload", workload.annotations)
     namespace_obj = view.namespace_object(workload.namespace) or {}
-    if is_paused((namespace_obj.get("metadata") or {}).get("annotations"), clock):
-        return "namespace"
+    namespace_annotations = (namespace_obj.get("metadata") or {}).get("annotations")
+    if is_paused(namespace_annotations, clock):
+        return _pause("namespace", namespace_annotations)
     return None
+
+
+def _pause(source: str, annotations: Mapping[str, str] | None) -> Pause:
+    return Pause(source, (annotations or {}).get(PAUSE_REASON, "").strip())
 
 
 def is_protected(namespace: str, view: ClusterView) -> bool:

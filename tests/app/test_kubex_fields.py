@@ -48,6 +48,29 @@ def test_kubexs_global_configuration_example_applies() -> None:
     assert dumped["kubexAPIRequestTimeout"] == "30s"
 
 
+#: Global-Configuration.md's example (kubex-automation-engine 1.11.0) adds these two
+KUBEX_GLOBAL_1_11: dict[str, Any] = {
+    **KUBEX_GLOBAL,
+    "proposalSyncEnabled": False,
+    "webhookOwnerResolutionRetryTimeout": "1s",
+}
+
+
+def test_kubexs_proposal_sync_and_owner_resolution_fields_apply() -> None:
+    spec = GlobalConfigurationSpec.model_validate(KUBEX_GLOBAL_1_11)
+    assert spec.proposal_sync_interval == "5m"
+    assert spec.model_dump(by_alias=True)["webhookOwnerResolutionRetryTimeout"] == "1s"
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("proposalSyncInterval", "30s"), ("webhookOwnerResolutionRetryTimeout", "0s")],
+)
+def test_kubexs_interval_bounds_are_kept(field: str, value: str) -> None:
+    with pytest.raises(ValidationError, match=field):
+        GlobalConfigurationSpec.model_validate({field: value})
+
+
 @pytest.mark.parametrize("interval", ["30s", "59s", "0"])
 def test_a_reload_interval_under_a_minute_is_refused(interval: str) -> None:
     with pytest.raises(ValidationError, match="recommendationReloadInterval"):

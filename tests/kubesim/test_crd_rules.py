@@ -82,6 +82,19 @@ CASES: dict[str, tuple[list[Any], list[Any]]] = {
         [{}, {"recommendationReloadInterval": "1m"}, {"recommendationReloadInterval": "1h"}],
         [{"recommendationReloadInterval": "30s"}, {"recommendationReloadInterval": "59.9s"}],
     ),
+    "!has(self.proposalSyncInterval) || duration(self.proposalSyncInterval) >= duration('1m')": (
+        [{}, {"proposalSyncInterval": "1m"}, {"proposalSyncInterval": "5m"}],
+        [{"proposalSyncInterval": "30s"}],
+    ),
+    "!has(self.webhookOwnerResolutionRetryTimeout) || "
+    "duration(self.webhookOwnerResolutionRetryTimeout) > duration('0s')": (
+        [
+            {},
+            {"webhookOwnerResolutionRetryTimeout": "1s"},
+            {"webhookOwnerResolutionRetryTimeout": "100ms"},
+        ],
+        [{"webhookOwnerResolutionRetryTimeout": "0s"}],
+    ),
     "self.metadata.name == 'global-config'": (
         [{"metadata": {"name": "global-config"}}],
         [{"metadata": {"name": "other"}}],
