@@ -3,6 +3,7 @@ choice between rows, and what the decisions make of them."""
 
 from __future__ import annotations
 
+import argparse
 import itertools
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -15,11 +16,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from app.kubex_rows import parse_results
+from app.kubexflags import kubex_source, parse_kubex_source
 from app.quantities import parse_resource
 from app.recommendations import RecommendationRow, index_rows
 from app.sources import RecommendationSources
 from app.statedir import load_view
 from app.view import ClusterView
+from kerf.cli import main
 from tests.app import builders as b
 
 FIXTURE = Path(__file__).with_name("kubex_recommendations.yaml")
@@ -409,3 +412,44 @@ def test_every_pairing_of_kubex_and_kerf_rows_for_one_container_decides_the_same
         d = b.decide(kubex_view(*order), b.pod())
         outcomes.add(orjson.dumps(b.final(d)))
     assert len(outcomes) == 1
+
+
+# --------------------------------------------------------------------------- the flag
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("recommendations", (None, "recommendations")), ("kubex/recs.v1", ("kubex", "recs.v1"))],
+)
+def test_the_flag_names_a_configmap_in_kerfs_namespace_or_another(
+    text: str, expected: tuple[str | None, str]
+) -> None:
+    assert parse_kubex_source(text) == expected
+    assert kubex_source(expected, "kerf-system") == (expected[0] or "kerf-system", expected[1])
+
+
+@pytest.mark.parametrize("text", ["", "Recs", "kubex/", "a/b/c", "-x", "ns_1/recs"])
+def test_a_flag_that_names_no_configmap_is_refused(text: str) -> None:
+    with pytest.raises(argparse.ArgumentTypeError):
+        parse_kubex_source(text)
+
+
+def test_the_reconcilers_plan_reads_the_configmap_the_flag_names(
+    tmp_path: Path, capsys: Any
+) -> None:
+    objects = [*b.base_objects(), b.proactive(), b.node(), b.pod(node="node-a")]
+    docs = [
+        o.model_dump(by_alias=True, mode="json") if hasattr(o, "model_dump") else o for o in objects
+    ]
+    fresh = kubex_row(AnalyzedOn=b.ts(datetime.now(UTC) - timedelta(hours=1)))  # the plan's now
+    docs.append(kubex_configmap(fresh, name="recs", namespace="kubex"))
+    (tmp_path / "state.yaml").write_text(yaml.safe_dump_all(docs), encoding="utf-8")
+
+    def resizes(*flags: str) -> list[dict[str, Any]]:
+        assert main(["reconciler", "--state-dir", str(tmp_path), *flags]) == 0
+        lines = [orjson.loads(line) for line in capsys.readouterr().out.splitlines()]
+        return [line for line in lines if line["action"] == "resize"]
+
+    assert resizes() == []  # kerf-system/recommendations: none here
+    (resize,) = resizes("--kubex-recommendations", "kubex/recs")
+    assert resize["containers"]["app"] == KUBEX_VALUES
