@@ -323,6 +323,15 @@ def test_respect_kubex_automation_false_applies_the_held_row() -> None:
     assert d.outcome == "apply" and b.final(d) == KUBEX_VALUES
 
 
+def test_turning_respect_kubex_automation_off_decides_again() -> None:
+    v = kubex_view(kubex_row(KubexAutomation="false"))
+    for path in ("running", "admission"):
+        assert b.decide(v, b.pod(), path).reason == "KubexAutomationDisabled"
+    v.apply(b.global_config(respectKubexAutomation=False))
+    for path in ("running", "admission"):
+        assert b.final(b.decide(v, b.pod(), path)) == KUBEX_VALUES
+
+
 def test_kubex_wins_per_container_and_kerfs_rows_fill_the_others() -> None:
     res = {"app": b.APP_RES, "side": b.APP_RES}
     v = b.view(

@@ -113,3 +113,15 @@ async def test_a_kubex_row_is_applied_and_a_held_container_is_not(tmp_path: Path
 
         status = await wait_for(kerf, applied, "web Applied")
         assert set(status["lastApplied"]["containers"]) == {"app"}
+
+        # A new pod is admitted with the same values by the webhook, which reads the
+        # ConfigMap too: `side` held there as well.
+        await kerf.core.delete_namespaced_pod(pod["metadata"]["name"], "shop")
+
+        async def replaced() -> dict[str, Any] | None:
+            pods = await kerf.pods("web")
+            new = [p for p in pods if p["metadata"]["name"] != pod["metadata"]["name"]]
+            return new[0] if new else None
+
+        fresh = await wait_for(kerf, replaced, "the replacement pod")
+        assert by_container(fresh) == by_container(pod)
