@@ -462,3 +462,16 @@ def test_the_reconcilers_plan_reads_the_configmap_the_flag_names(
     assert resizes() == []  # kerf-system/recommendations: none here
     (resize,) = resizes("--kubex-recommendations", "kubex/recs")
     assert resize["containers"]["app"] == KUBEX_VALUES
+
+
+def test_explain_reads_the_configmap_the_flag_names(tmp_path: Path, capsys: Any) -> None:
+    objects = [*b.base_objects(), b.proactive(), b.pod()]
+    docs = [
+        o.model_dump(by_alias=True, mode="json") if hasattr(o, "model_dump") else o for o in objects
+    ]
+    docs.append(kubex_configmap(kubex_row(), name="recs", namespace="kubex"))
+    (tmp_path / "state.yaml").write_text(yaml.safe_dump_all(docs), encoding="utf-8")
+    argv = ["explain", "-f", str(tmp_path), "--now", b.ts(b.NOW)]
+    assert main([*argv, "--kubex-recommendations", "kubex/recs"]) == 0
+    (pod,) = orjson.loads(capsys.readouterr().out)["pods"]
+    assert (pod["outcome"], pod["containers"]["app"]) == ("apply", KUBEX_VALUES)
