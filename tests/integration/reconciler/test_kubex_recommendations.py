@@ -24,6 +24,15 @@ from tests.integration.reconciler.harness import (
 )
 
 
+def proactive_policy() -> dict[str, Any]:
+    return {
+        "apiVersion": "rightsizing.kubex.ai/v1alpha1",
+        "kind": "ProactivePolicy",
+        "metadata": {"name": "proactive", "namespace": "shop"},
+        "spec": {"automationStrategyRef": {"name": "default"}},
+    }
+
+
 def two_containers() -> dict[str, Any]:
     """Deployment web: containers `app` and `side`, 100m/128Mi each."""
     body = deployment("web", replicas=1)
@@ -71,16 +80,7 @@ async def test_a_kubex_row_is_applied_and_a_held_container_is_not(tmp_path: Path
         await kerf.core.create_namespaced_config_map(
             "kerf-system", kubex_file(kerf, app="false", side="false")
         )
-        await create(
-            kerf,
-            "proactivepolicies",
-            {
-                "apiVersion": "rightsizing.kubex.ai/v1alpha1",
-                "kind": "ProactivePolicy",
-                "metadata": {"name": "proactive", "namespace": "shop"},
-                "spec": {"automationStrategyRef": {"name": "default"}},
-            },
-        )
+        await create(kerf, "proactivepolicies", proactive_policy())
         await kerf.start_reconciler()
 
         async def held() -> dict[str, Any] | None:
@@ -125,3 +125,35 @@ async def test_a_kubex_row_is_applied_and_a_held_container_is_not(tmp_path: Path
 
         fresh = await wait_for(kerf, replaced, "the replacement pod")
         assert by_container(fresh) == by_container(pod)
+
+
+async def test_a_bad_kubex_row_is_named_on_its_configmap_and_in_the_status(
+    tmp_path: Path,
+) -> None:
+    async with running_kerf(tmp_path, webhook=False) as kerf:
+        await client.AppsV1Api(kerf.api).create_namespaced_deployment("shop", two_containers())
+        await kerf.settle()
+        body = kubex_file(kerf, app="true", side="maybe")
+        await kerf.core.create_namespaced_config_map("kerf-system", body)
+        await create(kerf, "proactivepolicies", proactive_policy())
+        await kerf.start_reconciler()
+
+        async def event() -> list[dict[str, Any]]:
+            return [
+                e
+                for e in await kerf.events("kerf-system")
+                if e["regarding"].get("name") == "recommendations"
+            ]
+
+        (found,) = await wait_for(kerf, event, "an Event on Kubex's ConfigMap")
+        assert found["reason"] == "InvalidRecommendation"
+        assert "results[1] (shop/Deployment/web/side) skipped" in found["note"]
+        assert "KubexAutomation 'maybe' is not" in found["note"]
+
+        async def resized() -> dict[str, Any] | None:
+            pods = await kerf.pods("web")
+            return pods[0] if pods and by_container(pods[0])["app"]["cpu"] == "150m" else None
+
+        # The sound row applies; the bad one is never acted on.
+        pod = await wait_for(kerf, resized, "app resized, side left alone")
+        assert by_container(pod)["side"] == {"cpu": "100m", "memory": "128Mi"}
