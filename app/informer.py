@@ -67,6 +67,7 @@ class Resource:
     api_version: str
     lister: Lister
     label_selector: str | None = None
+    field_selector: str | None = None
     #: not served by every cluster (a third-party CRD): a 404 counts as an empty list
     optional: bool = False
 
@@ -87,6 +88,26 @@ def _custom(group: str, version: str, resource_plural: str) -> Lister:
         version,
         resource_plural,
     )
+
+
+def kubex_configmap(namespace: str, name: str) -> Resource:
+    """Kubex's recommendation ConfigMap, watched by name: Kubex's chart does not label it."""
+    return Resource(
+        "ConfigMap",
+        "v1",
+        lambda api_client: functools.partial(
+            client.CoreV1Api(api_client).list_namespaced_config_map, namespace
+        ),
+        field_selector=f"metadata.name={name}",
+    )
+
+
+def with_kubex(view: ClusterView, resources: Sequence[Resource]) -> list[Resource]:
+    """`resources`, and the view's Kubex ConfigMap when they read the recommendation
+    ConfigMaps: whoever reads kerf's rows reads Kubex's too."""
+    if not any(r.kind == "ConfigMap" for r in resources):
+        return list(resources)
+    return [*resources, kubex_configmap(*view.kubex_source)]
 
 
 def kerf_resources() -> list[Resource]:
@@ -287,6 +308,8 @@ class Informer:
         kwargs: dict[str, Any] = {"_preload_content": False}
         if self.resource.label_selector:
             kwargs["label_selector"] = self.resource.label_selector
+        if self.resource.field_selector:
+            kwargs["field_selector"] = self.resource.field_selector
         return kwargs
 
     async def _list(self) -> None:
@@ -475,7 +498,7 @@ class ClusterFeed:
                 clock=clock,
                 page_size=page_size,
             )
-            for resource in resources
+            for resource in with_kubex(view, resources)
         ]
 
     async def run(self) -> None:

@@ -10,7 +10,7 @@ import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 import orjson
 
@@ -31,6 +31,10 @@ _REQUIRED = (
 )
 
 
+#: Where a row comes from: kerf's own format (SPEC §4) or Kubex's (app/kubex_rows.py).
+Origin = Literal["kerf", "kubex"]
+
+
 @dataclass(frozen=True, slots=True)
 class RecommendationRow:
     """One container's recommendation from the source."""
@@ -42,10 +46,14 @@ class RecommendationRow:
     requests: dict[str, str]
     limits: dict[str, str]
     analyzed_at: datetime
-    coverage_hours: float
-    samples: int
-    confidence: float
+    #: None: the source does not report it (Kubex's rows: the hub's final word)
+    coverage_hours: float | None
+    samples: int | None
+    confidence: float | None
     cpu_throttling_ratio: float | None
+    origin: Origin = "kerf"
+    #: Kubex's per-container `KubexAutomation` flag (kerf's own rows: always True)
+    automation: bool = True
 
     @property
     def owner_key(self) -> tuple[str, str, str]:
@@ -139,20 +147,27 @@ def _row(raw: Any) -> RecommendationRow:
     )
 
 
-def parse_rows(text: str | bytes, source: str) -> tuple[list[RecommendationRow], list[InvalidRow]]:
-    """Rows of a `recommendations.json` document and the rows it skipped.
-
-    A bad row is skipped with a warning naming it; the rest load. A document that is not
-    JSON, or not an object with a list `recommendations`, raises ValueError (the source is
-    then unreachable, not empty).
-    """
+def load_document(text: str | bytes, source: str) -> Any:
+    """The JSON of a `recommendations.json` document; ValueError when it is not JSON."""
     try:
-        document = orjson.loads(text)
+        return orjson.loads(text)
     except orjson.JSONDecodeError as exc:
         raise ValueError(f"{source}: {DATA_KEY} is not JSON: {exc}") from None
+
+
+def parse_document(document: Any, source: str) -> tuple[list[RecommendationRow], list[InvalidRow]]:
+    """Rows of a loaded document in kerf's format and the rows it skipped.
+
+    A bad row is skipped with a warning naming it; the rest load. A document that is not
+    an object with a list `recommendations` raises ValueError (the source is then
+    unreachable, not empty).
+    """
     raw_rows = document.get("recommendations") if isinstance(document, dict) else None
     if not isinstance(raw_rows, list):
-        raise ValueError(f"{source}: {DATA_KEY} needs a list 'recommendations'")
+        raise ValueError(
+            f"{source}: {DATA_KEY} needs a list 'recommendations' (kerf's rows) "
+            "or 'results' (Kubex's)"
+        )
     rows: list[RecommendationRow] = []
     invalid: list[InvalidRow] = []
     for index, raw in enumerate(raw_rows):
@@ -163,13 +178,28 @@ def parse_rows(text: str | bytes, source: str) -> tuple[list[RecommendationRow],
     return rows, invalid
 
 
+def parse_rows(text: str | bytes, source: str) -> tuple[list[RecommendationRow], list[InvalidRow]]:
+    """Rows of a `recommendations.json` text in kerf's format and the rows it skipped
+    (`parse_document`); ValueError when it is not JSON or not of that shape."""
+    return parse_document(load_document(text, source), source)
+
+
 def _invalid(raw: Any, where: str, exc: Exception) -> InvalidRow:
-    """The skipped row, keyed by the workload it names when its names are strings."""
+    """The skipped row of kerf's format, keyed by the workload it names."""
+    names = ("namespace", "ownerKind", "ownerName", "container")
+    return invalid_row(raw, names, where, exc)
+
+
+def invalid_row(
+    raw: Any, names: tuple[str, str, str, str], where: str, exc: Exception
+) -> InvalidRow:
+    """A skipped row, keyed by the workload it names when its names are strings; `names`
+    are the fields that hold its namespace, owner kind, owner name and container."""
     if not isinstance(raw, dict):
         return InvalidRow(None, None, f"{where} (?) skipped: {exc}")
-    names = [raw.get(f) for f in ("namespace", "ownerKind", "ownerName", "container")]
-    who = "/".join(str(n) for n in names)
-    namespace, kind, name, container = names
+    found = [raw.get(f) for f in names]
+    who = "/".join(str(n) for n in found)
+    namespace, kind, name, container = found
     named = all(isinstance(n, str) and n for n in (namespace, kind, name))
     return InvalidRow(
         (str(kind), str(namespace), str(name)) if named else None,
@@ -178,25 +208,45 @@ def _invalid(raw: Any, where: str, exc: Exception) -> InvalidRow:
     )
 
 
-def rows_from_configmap(obj: Mapping[str, Any]) -> tuple[list[RecommendationRow], list[InvalidRow]]:
-    """Rows of a recommendation ConfigMap and the rows it skipped; ValueError when the
-    ConfigMap does not load (no `recommendations.json` key, not JSON, the wrong shape)."""
+def configmap_text(obj: Mapping[str, Any]) -> tuple[str, str]:
+    """(`recommendations.json` text, the ConfigMap's name for messages); ValueError when
+    the key is missing."""
     meta = obj.get("metadata") or {}
     source = f"ConfigMap {meta.get('namespace')}/{meta.get('name')}"
     data = obj.get("data") or {}
     if DATA_KEY not in data:
         raise ValueError(f"{source}: no {DATA_KEY} key")
-    return parse_rows(data[DATA_KEY], source)
+    return str(data[DATA_KEY]), source
+
+
+def rows_from_configmap(obj: Mapping[str, Any]) -> tuple[list[RecommendationRow], list[InvalidRow]]:
+    """Rows of a recommendation ConfigMap in kerf's format and the rows it skipped;
+    ValueError when the ConfigMap does not load (no `recommendations.json` key, not JSON,
+    the wrong shape)."""
+    return parse_rows(*configmap_text(obj))
+
+
+def _rank(row: RecommendationRow) -> tuple[Any, ...]:
+    """The order among rows for one container, highest first: a Kubex row over kerf's own
+    (docs/recommender.md, "Two sources"), then the newest analysis, then the values, so
+    that the choice never depends on the order of the rows."""
+    return (
+        row.origin == "kubex",
+        row.analyzed_at,
+        sorted(row.requests.items()),
+        sorted(row.limits.items()),
+        not row.automation,
+    )
 
 
 def index_rows(
     rows: Iterable[RecommendationRow],
 ) -> dict[tuple[str, str, str], dict[str, RecommendationRow]]:
-    """Rows by workload (kind, namespace, name) then container; the newest analysis wins."""
+    """Rows by workload (kind, namespace, name) then container: the highest `_rank` wins."""
     index: dict[tuple[str, str, str], dict[str, RecommendationRow]] = {}
     for row in rows:
         per_container = index.setdefault(row.owner_key, {})
         known = per_container.get(row.container)
-        if known is None or row.analyzed_at > known.analyzed_at:
+        if known is None or _rank(row) > _rank(known):
             per_container[row.container] = row
     return index

@@ -10,7 +10,13 @@ import aiohttp
 from kubernetes_asyncio.config import ConfigException
 
 from app.clock import utc_now
-from app.informer import WEBHOOK_RESOURCES, ApiStatusError, Informer, api_client_from_config
+from app.informer import (
+    WEBHOOK_RESOURCES,
+    ApiStatusError,
+    Informer,
+    api_client_from_config,
+    with_kubex,
+)
 from app.view import ClusterView
 
 
@@ -22,7 +28,7 @@ async def snapshot_view(kubeconfig: Path | None) -> ClusterView:
     """Every object the decisions read, listed once; an API error raises SnapshotError."""
     view = ClusterView()
     async with await api_client_from_config(kubeconfig) as api_client:
-        for resource in WEBHOOK_RESOURCES:
+        for resource in with_kubex(view, WEBHOOK_RESOURCES):
             informer = Informer(resource, api_client, view)
             try:
                 await informer.list_once()

@@ -5,6 +5,13 @@ stops only the workloads it feeds: those whose rows it held when it last loaded 
 are kept, never acted on until it loads again) and, in its namespace, the workloads no
 other ConfigMap has rows for. Valid rows of every other ConfigMap keep working. A bad row
 is skipped and kept as an `InvalidRow`, so the decision of its workload can name it.
+
+Each document is read in the format it is written in: kerf's rows (`recommendations`) or
+Kubex's (`results`, app/kubex_rows.py). Kubex's own ConfigMap (named, not labelled) feeds
+the whole cluster, so when it does not load it stops the workloads of every namespace that
+no other ConfigMap has rows for. Kubex holds a container with `KubexAutomation` false: while
+GlobalConfiguration's `respectKubexAutomation` is on, its row is left out of the rows and
+the container named as held.
 """
 
 from __future__ import annotations
@@ -13,7 +20,15 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
-from app.recommendations import InvalidRow, RecommendationRow, index_rows, rows_from_configmap
+from app.kubex_rows import is_kubex_document, parse_results
+from app.recommendations import (
+    InvalidRow,
+    RecommendationRow,
+    configmap_text,
+    index_rows,
+    load_document,
+    parse_document,
+)
 
 SourceKey = tuple[str, str]  # (namespace, name) of a ConfigMap
 OwnerKey = tuple[str, str, str]  # (kind, namespace, name) of a workload
@@ -47,6 +62,8 @@ class WorkloadSources:
     unreachable: tuple[str, ...] = ()
     #: the warnings of its rows that were skipped
     invalid: tuple[str, ...] = ()
+    #: its containers Kubex holds (`KubexAutomation` false, `respectKubexAutomation` on)
+    held: tuple[str, ...] = ()
 
 
 NO_NEWS = WorkloadSources()
@@ -72,19 +89,43 @@ def load_source(obj: Mapping[str, Any], previous: SourceState | None) -> SourceS
         "resource_version": str(meta.get("resourceVersion") or ""),
     }
     try:
-        rows, invalid = rows_from_configmap(obj)
+        rows, invalid = _configmap_rows(obj)
     except ValueError as exc:
         kept = previous.rows if previous is not None else []
         return SourceState(**identity, rows=kept, failure=str(exc))
     return SourceState(**identity, rows=rows, invalid=invalid)
 
 
-class RecommendationSources:
-    """Every recommendation ConfigMap's state, and its rows indexed by workload."""
+def _configmap_rows(obj: Mapping[str, Any]) -> tuple[list[RecommendationRow], list[InvalidRow]]:
+    """Rows of a ConfigMap in the format its document is written in, and the rows it
+    skipped; ValueError when it does not load."""
+    text, source = configmap_text(obj)
+    document = load_document(text, source)
+    if is_kubex_document(document):
+        return parse_results(document, source)
+    return parse_document(document, source)
 
-    def __init__(self) -> None:
+
+#: (namespace, name) of no ConfigMap: the Kubex source when none is watched
+NO_SOURCE: SourceKey = ("", "")
+#: `_failed_in`'s key for a failed source that feeds every namespace
+EVERY_NAMESPACE = "*"
+
+
+class RecommendationSources:
+    """Every recommendation ConfigMap's state, and its rows indexed by workload.
+
+    `kubex` names Kubex's ConfigMap (it feeds every namespace)."""
+
+    def __init__(self, kubex: SourceKey = NO_SOURCE) -> None:
+        self.kubex = kubex
         self._states: dict[SourceKey, SourceState] = {}
+        #: every row by workload and container, those Kubex holds included
+        self._all_rows: dict[OwnerKey, dict[str, RecommendationRow]] = {}
+        #: the same without the rows Kubex holds
         self._rows: dict[OwnerKey, dict[str, RecommendationRow]] = {}
+        #: the containers Kubex holds, by workload
+        self._held: dict[OwnerKey, tuple[str, ...]] = {}
         self._invalid: dict[OwnerKey, list[str]] = {}
         #: failed ConfigMaps by the workloads their kept rows name
         self._failed_for: dict[OwnerKey, list[str]] = {}
@@ -116,22 +157,40 @@ class RecommendationSources:
         """Every ConfigMap's last version loaded."""
         return not any(s.failure for s in self._states.values())
 
-    def rows_for(self, owner: OwnerKey) -> Mapping[str, RecommendationRow]:
-        """A workload's rows by container (the newest analysis wins)."""
-        return self._rows.get(owner, {})
+    def rows_for(self, owner: OwnerKey, *, respect_kubex: bool) -> Mapping[str, RecommendationRow]:
+        """A workload's rows by container (`app.recommendations.index_rows` chooses one
+        per container); with `respect_kubex`, without those Kubex holds."""
+        return (self._rows if respect_kubex else self._all_rows).get(owner, {})
 
-    def about(self, owner: OwnerKey) -> WorkloadSources:
-        """The failed ConfigMaps that feed a workload and its skipped rows."""
-        if not (self._failed_for or self._failed_in or self._invalid):
+    def about(self, owner: OwnerKey, *, respect_kubex: bool) -> WorkloadSources:
+        """The failed ConfigMaps that feed a workload, its skipped rows and (with
+        `respect_kubex`) the containers Kubex holds."""
+        if not (self._failed_for or self._failed_in or self._invalid or self._held):
             return NO_NEWS  # the common case: every ConfigMap loaded, every row was sound
         unreachable = self._failed_for.get(owner, [])
-        if not unreachable and owner not in self._rows:
-            unreachable = self._failed_in.get(owner[1], [])
-        return WorkloadSources(tuple(unreachable), tuple(self._invalid.get(owner, ())))
+        if not unreachable and owner not in self._all_rows:
+            unreachable = [
+                *self._failed_in.get(owner[1], []),
+                *self._failed_in.get(EVERY_NAMESPACE, []),
+            ]
+        held = self._held.get(owner, ()) if respect_kubex else ()
+        news = WorkloadSources(tuple(unreachable), tuple(self._invalid.get(owner, ())), held)
+        return NO_NEWS if news == NO_NEWS else news
 
     def _reindex(self) -> None:
         states = sorted(self._states.values(), key=lambda s: s.key)
-        self._rows = index_rows(row for s in states for row in s.rows)
+        self._all_rows = index_rows(row for s in states for row in s.rows)
+        self._held = {
+            owner: held
+            for owner, rows in self._all_rows.items()
+            if (held := tuple(sorted(c for c, row in rows.items() if not row.automation)))
+        }
+        self._rows = {
+            owner: {c: row for c, row in rows.items() if row.automation}
+            if owner in self._held
+            else rows
+            for owner, rows in self._all_rows.items()
+        }
         self._invalid = {}
         self._failed_for = {}
         self._failed_in = {}
@@ -141,6 +200,7 @@ class RecommendationSources:
                     self._invalid.setdefault(bad.owner_key, []).append(bad.warning)
             if state.failure is None:
                 continue
-            self._failed_in.setdefault(state.namespace, []).append(state.failure)
+            feeds = EVERY_NAMESPACE if state.key == self.kubex else state.namespace
+            self._failed_in.setdefault(feeds, []).append(state.failure)
             for owner in dict.fromkeys(row.owner_key for row in state.rows):
                 self._failed_for.setdefault(owner, []).append(state.failure)

@@ -15,7 +15,7 @@ import yaml
 from app.clock import utc_now
 from app.models import API_GROUP, InvalidObject, object_label, parse_object
 from app.quantities import QuantityError, parse_resource
-from app.recommendations import is_recommendation_configmap
+from app.recommendations import DATA_KEY
 from app.view import CORE_KINDS, ClusterView
 from app.workloads import WORKLOAD_KINDS, pod_template
 from app.yamlload import load_all
@@ -130,8 +130,8 @@ def _object(source: str, doc: Any) -> Any:
     if not isinstance(doc.get("metadata"), Mapping) or not doc["metadata"].get("name"):
         raise LoadError(f"{source}: {object_label(doc)}: metadata.name is required")
     if kind in WORKLOAD_KINDS or kind in CORE_KINDS:
-        if kind == "ConfigMap" and not is_recommendation_configmap(doc):
-            return None
+        if kind == "ConfigMap" and DATA_KEY not in (doc.get("data") or {}):
+            return None  # the view keeps the labelled ones and Kubex's (ClusterView.apply)
         problem = _quantity_problem(doc)
         if problem is not None:
             raise LoadError(f"{source}: {object_label(doc)}: {problem}")
@@ -160,9 +160,14 @@ def _quantity_problem(doc: Mapping[str, Any]) -> str | None:
     return None
 
 
-def load_view(paths: Iterable[str | Path], *, own_namespace: str = "kerf-system") -> ClusterView:
+def load_view(
+    paths: Iterable[str | Path],
+    *,
+    own_namespace: str = "kerf-system",
+    kubex_source: tuple[str, str] | None = None,
+) -> ClusterView:
     """A synced ClusterView of every object in the given files and directories."""
-    view = ClusterView(own_namespace=own_namespace)
+    view = ClusterView(own_namespace=own_namespace, kubex_source=kubex_source)
     for obj in load_objects(paths):
         view.apply(obj)
     view.mark_synced(utc_now())

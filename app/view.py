@@ -21,6 +21,7 @@ from app.annotations import ROLLBACK_STATE, recommendation_fingerprint
 from app.decision_cache import DecisionCaches
 from app.guardrails import GuardrailSettings, resolve_guardrails
 from app.kube_types import ContainerDict
+from app.kubex_rows import DEFAULT_CONFIGMAP as KUBEX_CONFIGMAP
 from app.models import (
     AutomationStrategy,
     ClusterAutomationStrategy,
@@ -39,7 +40,7 @@ from app.namespace_bounds import (
 )
 from app.owners import WorkloadRef, controller_ref, resolve_owner
 from app.quantities import QuantityError, parse_resource
-from app.recommendations import RecommendationRow
+from app.recommendations import RecommendationRow, is_recommendation_configmap
 from app.records import record_name, record_targets, stored
 from app.rollback import RollbackState, RollbackStateError, decode_state
 from app.scope import match_namespace, matches_any_pattern
@@ -53,7 +54,7 @@ from app.selection import (
     select_args,
 )
 from app.slim import project, reference, share_field_sets
-from app.sources import NO_NEWS, RecommendationSources, SourceState, WorkloadSources
+from app.sources import NO_NEWS, RecommendationSources, SourceKey, SourceState, WorkloadSources
 from app.sync import PROACTIVE_KINDS, SyncResult, policy_matches, sync_workload
 from app.workloads import (
     WORKLOAD_KINDS,
@@ -91,8 +92,9 @@ class WorkloadPlan:
     args: ArgsSelection | None
     fingerprint: str = ""
     warnings: list[str] = field(default_factory=list)
-    #: failed recommendation ConfigMaps that feed the workload and its skipped rows (only
-    #: while a proactive policy matches it: other workloads take no values from them)
+    #: failed recommendation ConfigMaps that feed the workload, its skipped rows and the
+    #: containers Kubex holds (only while a proactive policy matches it: other workloads
+    #: take no values from them)
     sources: WorkloadSources = NO_NEWS
     #: selections by the tuple of container names (pods of a workload share them)
     selections: dict[tuple[str, ...], dict[Target, Candidate]] = field(default_factory=dict)
@@ -166,8 +168,13 @@ DEFAULT_CONFIG = GlobalConfigurationSpec()
 class ClusterView:
     """In-memory, indexed cluster state for decisions (no API call in any query)."""
 
-    def __init__(self, *, own_namespace: str = "kerf-system") -> None:
+    def __init__(
+        self, *, own_namespace: str = "kerf-system", kubex_source: SourceKey | None = None
+    ) -> None:
         self.own_namespace = own_namespace
+        #: (namespace, name) of Kubex's recommendation ConfigMap (default: Kubex's name in
+        #: kerf's namespace), a source without the label
+        self.kubex_source = kubex_source or (own_namespace, KUBEX_CONFIGMAP)
         self.synced = False
         #: when the view was last known complete (initial sync, then each relist)
         self.synced_at: datetime | None = None
@@ -197,7 +204,7 @@ class ClusterView:
         #: changes (None: not known yet)
         self._largest: tuple[int, int] | None = None
         self._hpas: dict[str, dict[str, Mapping[str, Any]]] = {}
-        self._sources = RecommendationSources()
+        self._sources = RecommendationSources(kubex=self.kubex_source)
         #: plans, the admission memo, input versions, parsed pods (see its docstring)
         self.caches: DecisionCaches[WorkloadPlan] = DecisionCaches()
         self._node_totals: dict[str, list[int]] = {}
@@ -207,11 +214,17 @@ class ClusterView:
         self._bounds: dict[str, NamespaceBounds] = {}
 
     @classmethod
-    def from_state_dir(cls, path: str | Path, *, own_namespace: str = "kerf-system") -> ClusterView:
+    def from_state_dir(
+        cls,
+        path: str | Path,
+        *,
+        own_namespace: str = "kerf-system",
+        kubex_source: SourceKey | None = None,
+    ) -> ClusterView:
         """A synced view of the YAML files under a directory (the `--state-dir`)."""
         from app.statedir import load_view  # statedir builds on this module
 
-        return load_view([path], own_namespace=own_namespace)
+        return load_view([path], own_namespace=own_namespace, kubex_source=kubex_source)
 
     # ------------------------------------------------------------------ updates
 
@@ -268,6 +281,8 @@ class ClusterView:
             self._bound_objects.setdefault(namespace, {})[(kind, name)] = obj
             self._bounds_changed(namespace)
         elif kind == "ConfigMap":
+            if not (is_recommendation_configmap(obj) or (namespace, name) == self.kubex_source):
+                return  # not a recommendation source
             # Each ConfigMap on its own (app/sources.py): one that does not load keeps its
             # rows and stops only the workloads it feeds (HubUnreachable).
             state = self._sources.apply(obj)
@@ -643,8 +658,10 @@ class ClusterView:
         ]
 
     def rows_for(self, ref: WorkloadRef) -> Mapping[str, RecommendationRow]:
-        """The recommendation rows of a workload, by container."""
-        return self._sources.rows_for(ref.key)
+        """The recommendation rows of a workload, by container: without those Kubex holds
+        while GlobalConfiguration's `respectKubexAutomation` is on."""
+        respect = self.global_config.respect_kubex_automation
+        return self._sources.rows_for(ref.key, respect_kubex=respect)
 
     def recommendation_for(self, ref: WorkloadRef) -> RightsizingRecommendation | None:
         """The RightsizingRecommendation kerf keeps for a workload."""
@@ -703,7 +720,8 @@ class ClusterView:
     def _sources_about(self, workload: Workload) -> WorkloadSources:
         """What the recommendation ConfigMaps say about a workload that a proactive policy
         matches (the others take no values from them)."""
-        news = self._sources.about(workload.ref.key)
+        respect = self.global_config.respect_kubex_automation
+        news = self._sources.about(workload.ref.key, respect_kubex=respect)
         if news is NO_NEWS:
             return news
         for policy in self.policies_for_namespace(workload.namespace):

@@ -21,6 +21,7 @@ import orjson
 from app.cleanup import CleanupInputError, annotate_commands
 from app.clock import utc_now
 from app.completion import SHELLS, completion_script
+from app.kubexflags import add_kubex_argument, kubex_source
 
 
 def _now(text: str | None) -> datetime:
@@ -42,7 +43,9 @@ def explain_command(args: argparse.Namespace) -> int:
     from app.explain import explain, render_text
     from app.statedir import load_view
 
-    view = load_view(args.file)
+    view = load_view(
+        args.file, kubex_source=kubex_source(args.kubex_recommendations, "kerf-system")
+    )
     result = explain(view, now=_now(args.now), forced=args.for_)
     if args.output == "json":
         sys.stdout.write(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode() + "\n")
@@ -192,6 +195,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--now", default=None, metavar="RFC3339", help="the time to decide at (default: now)"
     )
     p.add_argument("-o", "--output", choices=("json", "text"), default="json", help="output format")
+    add_kubex_argument(p)
     p.set_defaults(handler=explain_command)
     cleanup = sub.add_parser(
         "cleanup",

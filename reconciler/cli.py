@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from app.jsonlog import configure_logging
+from app.kubexflags import add_kubex_argument
 from app.leaderflags import add_leader_arguments, leader_timings
 from reconciler.defaults import DEFAULT_METRICS_PORT, DEFAULT_RESYNC_S, DEFAULT_WORKERS
 
@@ -59,6 +60,7 @@ def add_reconciler_arguments(parser: argparse.ArgumentParser) -> None:
         "--workers", type=int, default=DEFAULT_WORKERS, help="workloads handled at once"
     )
     add_leader_arguments(parser)
+    add_kubex_argument(parser)
     parser.add_argument(
         "--log-level",
         default="info",
@@ -82,7 +84,9 @@ def reconciler_command(args: argparse.Namespace) -> int:
         if not args.state_dir.exists():
             print(f"kerf reconciler: --state-dir {args.state_dir}: no such file", file=sys.stderr)
             return 2
-        return asyncio.run(plan_state_dir(args.state_dir, sys.stdout))
+        return asyncio.run(
+            plan_state_dir(args.state_dir, sys.stdout, kubex=args.kubex_recommendations)
+        )
     configure_logging(args.log_level)
     if args.kubeconfig is not None and not args.kubeconfig.is_file():
         print(f"kerf reconciler: --kubeconfig {args.kubeconfig}: no such file", file=sys.stderr)
@@ -103,6 +107,7 @@ def reconciler_command(args: argparse.Namespace) -> int:
         execution=ExecutionConfig(eviction_rate=args.eviction_rate),
         service=ServiceConfig(workers=args.workers, resync_s=args.resync_interval),
         leader=timings,
+        kubex=args.kubex_recommendations,
     )
     try:
         return run_reconciler(options)

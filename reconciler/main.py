@@ -21,9 +21,16 @@ from app.clock import Clock, utc_now
 from app.health import health_app, serving
 from app.heap import freeze_page
 from app.informer import ClusterFeed, api_client_from_config
+from app.kubexflags import DEFAULT_FLAG, KubexFlag, kubex_source
 from app.leader import LeaderElector, answer_check, write_fence
 from app.leadertimings import LeaderTimings
-from app.lease import WEBHOOK_LEASE, LeaseClient, holder_identity, own_namespace
+from app.lease import (
+    DEFAULT_NAMESPACE,
+    WEBHOOK_LEASE,
+    LeaseClient,
+    holder_identity,
+    own_namespace,
+)
 from app.statedir import load_view
 from app.view import ClusterView
 from reconciler.api import ApiWriter, PodReader, Transport
@@ -60,12 +67,14 @@ class Options:
     execution: ExecutionConfig = ExecutionConfig()
     service: ServiceConfig = ServiceConfig()
     leader: LeaderTimings = LeaderTimings()
+    #: Kubex's recommendation ConfigMap (app/kubexflags.py)
+    kubex: KubexFlag = DEFAULT_FLAG
 
 
-async def plan_state_dir(state_dir: Path, out: IO[str]) -> int:
+async def plan_state_dir(state_dir: Path, out: IO[str], *, kubex: KubexFlag = DEFAULT_FLAG) -> int:
     """One dry-run pass over the YAML files of `state_dir`: print what the reconciler would
     do (one JSON line each, then the summary), change nothing."""
-    view = load_view([state_dir])
+    view = load_view([state_dir], kubex_source=kubex_source(kubex, DEFAULT_NAMESPACE))
     actions, tally = dry_pass(view, utc_now())
     for action in actions:
         out.write(orjson.dumps(action.fields(), default=str).decode() + "\n")
@@ -119,7 +128,11 @@ def build_service(
         fence=write_fence(leader, metrics.writes_withheld),
         answered=answer_check(leader, metrics.writes_outlived, leader_log),
     )
-    view = WatchedView(lambda ref: holder[0].on_change(ref), own_namespace=namespace)
+    view = WatchedView(
+        lambda ref: holder[0].on_change(ref),
+        own_namespace=namespace,
+        kubex_source=kubex_source(options.kubex, namespace),
+    )
     metrics.registry.register(SavingsCollector(view, clock))
     metrics.registry.register(RollbackStatesCollector(view))
     execution = options.execution
@@ -166,7 +179,8 @@ async def _serve_dry_run(api_client: Any, options: Options, stop: asyncio.Event)
     """A dry run: the view, its health and metrics endpoint, and a pass that writes nothing
     once synced, then every resync interval (no leader election: it never writes)."""
     metrics = reconciler_metrics()
-    view = ClusterView(own_namespace=own_namespace())
+    namespace = own_namespace()
+    view = ClusterView(own_namespace=namespace, kubex_source=kubex_source(options.kubex, namespace))
     feed = ClusterFeed(api_client, view, RECONCILER_RESOURCES, on_initial_page=freeze_page)
     app = health_app(metrics.registry, ready=lambda: view.synced, alive=lambda: not stop.is_set())
     async with serving(app, options.metrics_host, options.metrics_port):

@@ -327,7 +327,7 @@ class WorkloadReconciler:
         news = plan.sources
         if (
             not plan.candidates
-            and not (news.unreachable or news.invalid)
+            and not (news.unreachable or news.invalid or news.held)
             and record is None
             and ref.key not in self._unreported
         ):

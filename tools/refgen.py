@@ -57,6 +57,13 @@ REASONS: tuple[tuple[str, str, str], ...] = (
         "blocked",
         "every recommendation row of the workload is invalid (each named in the message)",
     ),
+    (
+        "KubexAutomationDisabled",
+        "skipped",
+        "Kubex's rows hold every container the workload has a row for (`KubexAutomation` "
+        "false, GlobalConfiguration.respectKubexAutomation on); one held container among "
+        "others is named in the message",
+    ),
     ("NoSuchContainer", "skipped", "the values name only containers the pod does not have"),
     ("StrategyNotFound", "blocked", "a policy's automationStrategyRef names no strategy"),
     ("NotEnabled", "skipped", "the strategies enable none of the selected values"),

@@ -19,6 +19,7 @@ import orjson
 import yaml
 
 from app.durations import DurationError, format_duration, parse_duration
+from app.kubexflags import add_kubex_argument
 from webhook.defaults import (
     DEFAULT_HOST,
     DEFAULT_NAMESPACE,
@@ -198,6 +199,7 @@ def add_webhook_arguments(parser: argparse.ArgumentParser) -> None:
         help="without --state-dir: the cluster to watch (default $KUBECONFIG, else the "
         "pod's service account, else ~/.kube/config)",
     )
+    add_kubex_argument(parser)
     parser.add_argument("--tls-cert", type=Path, required=True, help="PEM certificate (chain)")
     parser.add_argument("--tls-key", type=Path, required=True, help="PEM private key")
     parser.add_argument("--host", default=DEFAULT_HOST, help="address to listen on")
@@ -314,6 +316,7 @@ def webhook_command(args: argparse.Namespace) -> int:
             args.host,
             args.port,
             kubeconfig=args.kubeconfig,
+            kubex_recommendations=args.kubex_recommendations,
             deadline_s=args.deadline,
             reload_interval_s=args.cert_reload_interval,
             log_level=args.log_level,

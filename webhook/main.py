@@ -25,11 +25,13 @@ from kubernetes_asyncio import client
 from app.clock import Clock, utc_now
 from app.heap import freeze_for_admission, freeze_page
 from app.informer import ClusterFeed, api_client_from_config
+from app.kubexflags import DEFAULT_FLAG, KubexFlag, kubex_source
 from app.lease import holder_identity, own_namespace
 from app.view import ClusterView
 from webhook.connections import GuardedHttpProtocol
 from webhook.defaults import (
     DEFAULT_HOST,
+    DEFAULT_NAMESPACE,
     DEFAULT_PORT,
     DEFAULT_RELOAD_INTERVAL_S,
     ConnectionLimits,
@@ -245,13 +247,15 @@ def run_webhook(
     port: int = DEFAULT_PORT,
     *,
     kubeconfig: Path | str | None = None,
+    kubex_recommendations: KubexFlag = DEFAULT_FLAG,
     deadline_s: float = 1.0,
     reload_interval_s: float = DEFAULT_RELOAD_INTERVAL_S,
     log_level: str = "info",
     limits: ConnectionLimits | None = None,
 ) -> None:
     """Serve the webhook until stopped: over the YAML files in `state_dir`, or, without
-    it, over the cluster (in-cluster config, else `kubeconfig`, else `KUBECONFIG`)."""
+    it, over the cluster (in-cluster config, else `kubeconfig`, else `KUBECONFIG`).
+    `kubex_recommendations` names Kubex's recommendation ConfigMap (app/kubexflags.py)."""
     configure_logging(log_level)
     decisions = DecisionLog(level=log_level)
     certificate = ReloadingCertificate(tls_cert, tls_key)
@@ -270,7 +274,9 @@ def run_webhook(
         )
 
     if state_dir is not None:
-        view = ClusterView.from_state_dir(Path(state_dir))
+        view = ClusterView.from_state_dir(
+            Path(state_dir), kubex_source=kubex_source(kubex_recommendations, DEFAULT_NAMESPACE)
+        )
         freeze_for_admission()
         server = serving(view)
         announce = announce_when_listening(server, curl_line(host, port, tls_cert))
@@ -279,7 +285,9 @@ def run_webhook(
 
     async def watch_cluster() -> None:
         namespace = own_namespace()
-        view = ClusterView(own_namespace=namespace)
+        view = ClusterView(
+            own_namespace=namespace, kubex_source=kubex_source(kubex_recommendations, namespace)
+        )
         server = serving(view)
         async with await api_client_from_config(kubeconfig) as api_client:
             await serve_cluster(

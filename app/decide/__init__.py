@@ -67,6 +67,10 @@ __all__ = [
 #: Every row of the workload's recommendation was invalid (SPEC §4).
 INVALID_RECOMMENDATION = "InvalidRecommendation"
 
+#: Kubex holds every container the workload has a row for (`KubexAutomation` false, with
+#: GlobalConfiguration's `respectKubexAutomation` on): a configured exclusion, skipped.
+KUBEX_AUTOMATION_DISABLED = "KubexAutomationDisabled"
+
 #: The values name only containers the pod does not have.
 NO_SUCH_CONTAINER = "NoSuchContainer"
 
@@ -182,6 +186,7 @@ def _decide_pod(
         [f"{t.container}.{t.field}.{t.resource}: {r}" for t, r in ctx.dropped]
         + list(dict.fromkeys(f.message for f in ctx.filtered))
         + [f"{INVALID_RECOMMENDATION}: {w}" for w in plan.sources.invalid]
+        + ([f"{KUBEX_AUTOMATION_DISABLED}: {_held(plan)}"] if plan.sources.held else [])
     )
     return PodDecision(
         namespace,
@@ -208,13 +213,23 @@ def _decide_pod(
 def _why_no_values(plan: WorkloadPlan) -> tuple[Literal["blocked", "skipped"], str, str]:
     """Outcome, reason and message of a workload no policy publishes values for: the
     proactive values wait for a ConfigMap that did not load, its rows were all invalid,
-    or no policy matches it."""
+    Kubex holds its containers, or no policy matches it."""
     news = plan.sources
     if news.unreachable:
         return "blocked", HUB_UNREACHABLE, "; ".join(news.unreachable)
     if news.invalid:
         return "blocked", INVALID_RECOMMENDATION, "; ".join(news.invalid)
+    if news.held:
+        return "skipped", KUBEX_AUTOMATION_DISABLED, _held(plan)
     return "skipped", "NoMatchingPolicy", "no policy publishes values for this workload"
+
+
+def _held(plan: WorkloadPlan) -> str:
+    """Why the containers Kubex holds get no recommended values."""
+    return (
+        f"Kubex's recommendation sets KubexAutomation false for container(s) "
+        f"{', '.join(plan.sources.held)} (GlobalConfiguration respectKubexAutomation is on)"
+    )
 
 
 def _absent_containers(plan: WorkloadPlan, containers: Mapping[str, Any]) -> list[str]:

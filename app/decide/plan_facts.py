@@ -78,7 +78,7 @@ class _PlanFacts:
     items: list[_Prepared]
     record: RightsizingRecommendation | None
     rows: Mapping[str, RecommendationRow]
-    #: the lowest confidence among the rows (None without rows)
+    #: the lowest confidence among the rows (None when no row reports one)
     lowest_confidence: float | None
     #: `lastApplied.at` (the record's status is parsed on each read: the plan keeps only
     #: what decisions use of it, not the models)
@@ -192,7 +192,7 @@ def _build_plan_facts(
         items=items,
         record=record,
         rows=rows,
-        lowest_confidence=min(row.confidence for row in rows.values()) if rows else None,
+        lowest_confidence=min(scores) if (scores := _confidences(rows)) else None,
         last_applied_at=last_applied.at if last_applied else None,
         applied=_applied_amounts(last_applied),
         last_proposal=last_applied.proposal if last_applied else None,
@@ -254,7 +254,11 @@ def _prepare(
         ),
         max_age_days=max_age_days,
         max_age=_span(days=max_age_days),
-        coverage=_span(hours=row.coverage_hours) if row is not None else None,
+        coverage=(
+            _span(hours=row.coverage_hours)
+            if row is not None and row.coverage_hours is not None
+            else None
+        ),
         retain_qos=strategy is not None
         and strategy.spec.retain_guaranteed_qos
         and strategy.spec.safety_checks.retain_guaranteed_qos,
@@ -269,6 +273,11 @@ def _prepare(
             else None
         ),
     )
+
+
+def _confidences(rows: Mapping[str, RecommendationRow]) -> list[float]:
+    """The confidences the rows report (Kubex's rows report none)."""
+    return [row.confidence for row in rows.values() if row.confidence is not None]
 
 
 def _span(**amount: float) -> timedelta | None:

@@ -48,8 +48,8 @@ def _check_recommendation_quality(ctx: _Context) -> None:
     for action in proactive:
         settings = action.item.settings
         row = action.item.row
-        if row is None:
-            continue
+        if row is None or row.coverage_hours is None:
+            continue  # a source that reports no coverage (Kubex's): the hub's final word
         coverage = action.item.coverage
         if coverage is None:
             coverage = timedelta(hours=row.coverage_hours)

@@ -171,6 +171,48 @@ async def test_a_policy_change_changes_the_decision(api: client.ApiClient) -> No
         assert ("cpu", "400m") in {(s["resource"], s["value"]) for s in after.selected}
 
 
+def kubex_file(cpu_mcores: int) -> dict[str, str]:
+    """The data of Kubex's recommendation ConfigMap, one row for shop/api."""
+    row = {
+        "Cluster": "c",
+        "Namespace": "shop",
+        "PodOwnerKind": "Deployment",
+        "PodOwnerName": "api",
+        "Container": "app",
+        "EntityId": "e",
+        "ContainerId": "c",
+        "KubexAutomation": "true",
+        "AnalyzedOn": "2026-11-28T09:00:00Z",
+        "RecommendedCpuRequestMCores": cpu_mcores,
+    }
+    return {"recommendations.json": orjson.dumps({"results": [row]}).decode()}
+
+
+async def test_kubexs_configmap_is_watched_by_name(api: client.ApiClient) -> None:
+    core = client.CoreV1Api(api)
+    await core.create_namespace({"metadata": {"name": "kubex"}})
+    # Kubex's chart labels nothing: the name is what makes it a source.
+    await core.create_namespaced_config_map(
+        "kubex", {"metadata": {"name": "recs"}, "data": kubex_file(300)}
+    )
+    await core.create_namespaced_config_map(
+        "kubex", {"metadata": {"name": "not-recs"}, "data": kubex_file(100)}
+    )
+    view = ClusterView(kubex_source=("kubex", "recs"))
+    api_ref = WorkloadRef("Deployment", "shop", "api")
+    async with running_feed(api, view, sleep=Sleeps()) as feed:
+        assert sum(i.resource.kind == "ConfigMap" for i in feed.informers) == 2
+        # Kubex's row wins over the labelled ConfigMap's (300m too, but kerf's format).
+        assert view.rows_for(api_ref)["app"].origin == "kubex"
+        assert [s.name for s in view.recommendation_sources()] == ["recs", "kerf-recommendations"]
+        await core.patch_namespaced_config_map("recs", "kubex", {"data": kubex_file(350)})
+        await eventually(
+            lambda: view.rows_for(api_ref)["app"].requests == {"cpu": "350m"}, "MODIFIED"
+        )
+        await core.delete_namespaced_config_map("recs", "kubex")
+        await eventually(lambda: view.rows_for(api_ref)["app"].origin == "kerf", "DELETED")
+
+
 async def test_410_relists_and_drops_what_was_deleted_meanwhile(
     sim: Simulator, api: client.ApiClient
 ) -> None:
