@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import ssl
 import urllib.request
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -121,8 +122,9 @@ def kerf_logs(admin: Kubectl, services: list[Service]) -> str:
     return pod_logs(admin)
 
 
-def acted(logs: str) -> str:
-    """`logs` once they hold a decision line of each service for the demo namespace."""
+def acted(admin: Kubectl, services: list[Service]) -> str:
+    """kerf's logs once they hold a decision line of each service for the demo namespace."""
+    logs = kerf_logs(admin, services)
     admitted = '"msg":"admission decision"' in logs and '"namespace":"kerf-demo"' in logs
     return logs if admitted and '"msg":"published policy values"' in logs else ""
 
@@ -187,7 +189,7 @@ async def test_the_install_guide_works_when_pasted_on_the_real_server(tmp_path: 
                     assert "deployment-web" in out, out
                     # The guide's "logs are JSON lines" holds: the webhook's line for the
                     # demo's admissions, the reconciler's for the values it acted on.
-                    logs = wait_until(lambda: acted(kerf_logs(admin, services)), "kerf's logs")
+                    logs = wait_until(partial(acted, admin, services), "kerf's logs")
                 if "kerf cleanup | sh" in code:
                     left = annotations(admin)
                     assert not published & set(left), left
