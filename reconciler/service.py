@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.heap import freeze_loaded_state
-from app.informer import WEBHOOK_RESOURCES, ClusterFeed, Resource
+from app.informer import WEBHOOK_RESOURCES, ClusterFeed, Resource, kerf_resources
 from app.leader import LeaderElector, NotLeading
-from app.models import KerfResource, RightsizingRecommendation
+from app.models import STORED_KINDS, KerfResource, RightsizingRecommendation
 from app.namespace_bounds import BOUND_KINDS
 from app.owners import WorkloadRef
 from app.view import ClusterView, object_key
@@ -34,11 +34,13 @@ from reconciler.policystatus import write_policy_status
 from reconciler.queue import QueueClosed, WorkQueue
 from reconciler.reconcile import WorkloadReconciler
 from reconciler.sources import SourceReporter
+from reconciler.storedkinds import StoredKindReporter
 
 logger = logging.getLogger("kerf.reconciler")
 
-#: What the running-path decision reads: the same resources as the webhook's view.
-RECONCILER_RESOURCES: tuple[Resource, ...] = WEBHOOK_RESOURCES
+#: What the running-path decision reads: the same resources as the webhook's view; and the
+#: Kubex kinds kerf stores only, to tell each of them once that kerf does not act on it.
+RECONCILER_RESOURCES: tuple[Resource, ...] = (*WEBHOOK_RESOURCES, *kerf_resources(STORED_KINDS))
 #: Kinds whose change can touch any workload (policies, strategies, configuration, rows).
 _NO_WORKLOAD = frozenset({"ReplicaSet", "Job", "Node"})
 
@@ -138,6 +140,7 @@ class Reconciler:
         instance, clock = reconciler.config.instance, reconciler.clock
         self.sources = SourceReporter(reconciler.writer, instance=instance, clock=clock)
         self.policy_events = PolicyEvents(reconciler.writer, instance=instance, clock=clock)
+        self.stored_kinds = StoredKindReporter(reconciler.writer, instance=instance, clock=clock)
         self.global_status = GlobalStatusReporter(
             reconciler.writer, reconciler.webhook_lease, clock=clock
         )
@@ -283,13 +286,15 @@ class Reconciler:
             await self.write_input_reports()
 
     async def write_input_reports(self) -> None:
-        """Log and record an Event for each bad recommendation ConfigMap and each static
-        policy with a value no node can hold, not told yet."""
+        """Log and record an Event for each bad recommendation ConfigMap, each static
+        policy with a value no node can hold and each stored Kubex kind kerf does not act
+        on (with its `Supported=False` condition), not told yet."""
         if not self.leading:
             return
         try:
             await self.sources.report(self.view)
             await self.policy_events.report(self.view)
+            await self.stored_kinds.report(self.view)
             await self.global_status.report(self.view)
         except Exception as exc:  # the next change, leadership or resync tries again
             logger.warning("reporting bad inputs failed: %s: %s", type(exc).__name__, exc)
