@@ -46,11 +46,18 @@ _NO_WORKLOAD = frozenset({"ReplicaSet", "Job", "Node"})
 
 
 class WatchedView(ClusterView):
-    """A ClusterView that tells which workloads a change may touch."""
+    """A ClusterView that tells which workloads a change may touch, and (`on_input`) when
+    a Kubex kind kerf only stores changed: no workload is touched, only the reports are due."""
 
-    def __init__(self, on_change: Callable[[WorkloadRef | None], None], **kwargs: Any) -> None:
+    def __init__(
+        self,
+        on_change: Callable[[WorkloadRef | None], None],
+        on_input: Callable[[], None] | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         self._on_change = on_change
+        self._on_input = on_input or (lambda: on_change(None))
 
     def apply(self, obj: Mapping[str, Any]) -> None:
         super().apply(obj)
@@ -67,7 +74,9 @@ class WatchedView(ClusterView):
                 target = record.spec.target_ref
                 touched = WorkloadRef(target.kind, namespace, target.name)
         super().delete(kind, namespace, name)
-        if kind in ("Pod", "RightsizingRecommendation"):
+        if kind in STORED_KINDS:
+            self._on_input()
+        elif kind in ("Pod", "RightsizingRecommendation"):
             if touched is not None:
                 self._on_change(touched)
         elif kind in WORKLOAD_KINDS:
@@ -83,7 +92,10 @@ class WatchedView(ClusterView):
             self._on_change(WorkloadRef(target.kind, obj.metadata.namespace or "", target.name))
             return
         if isinstance(obj, KerfResource):
-            self._on_change(None)
+            if type(obj).acted_on:
+                self._on_change(None)
+            else:
+                self._on_input()
             return
         kind, namespace, name = object_key(obj)
         if kind == "Pod":
@@ -161,6 +173,11 @@ class Reconciler:
         if not self._all_pending:
             self._all_pending = True
             asyncio.get_running_loop().call_soon(self.enqueue_all)
+
+    def on_input(self) -> None:
+        """A change no decision reads (a stored Kubex kind): only the reports are due."""
+        if self._accepting:
+            self._inputs_due.set()
 
     def enqueue_all(self) -> None:
         """Queue every workload of the view."""
