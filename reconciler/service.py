@@ -15,7 +15,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from app.heap import freeze_loaded_state
@@ -39,8 +39,12 @@ from reconciler.storedkinds import StoredKindReporter
 logger = logging.getLogger("kerf.reconciler")
 
 #: What the running-path decision reads: the same resources as the webhook's view; and the
-#: Kubex kinds kerf stores only, to tell each of them once that kerf does not act on it.
-RECONCILER_RESOURCES: tuple[Resource, ...] = (*WEBHOOK_RESOURCES, *kerf_resources(STORED_KINDS))
+#: Kubex kinds kerf stores only, to tell each of them once that kerf does not act on it
+#: (optional: a cluster upgraded without applying the new CRDs first still reconciles).
+RECONCILER_RESOURCES: tuple[Resource, ...] = (
+    *WEBHOOK_RESOURCES,
+    *(replace(r, optional=True) for r in kerf_resources(STORED_KINDS)),
+)
 #: Kinds whose change can touch any workload (policies, strategies, configuration, rows).
 _NO_WORKLOAD = frozenset({"ReplicaSet", "Job", "Node"})
 

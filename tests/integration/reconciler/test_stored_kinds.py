@@ -8,7 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from app.models import ClusterCompactionPolicy, ObjectPatch
+from kubernetes_asyncio import client
+
+from app.models import STORED_KINDS, ClusterCompactionPolicy, ObjectPatch, plural
 from tests.cluster import GROUP, VERSION, custom
 from tests.integration.reconciler.harness import create, resync, running_kerf, wait_for
 
@@ -122,3 +124,16 @@ def _leading(replica: Any) -> Any:
         return bool(replica.service.leading and replica.service.view.synced)
 
     return check
+
+
+async def test_the_reconciler_syncs_where_the_stored_kinds_crds_are_not_applied(
+    tmp_path: Path,
+) -> None:
+    # `helm upgrade` does not install new CRDs: a cluster may lack these four.
+    async with running_kerf(tmp_path, webhook=False) as kerf:
+        crds = client.ApiextensionsV1Api(kerf.api)
+        for kind in STORED_KINDS:
+            await crds.delete_custom_resource_definition(f"{plural(kind)}.{GROUP}")
+        replica = await kerf.start_reconciler()
+        await wait_for(kerf, _leading(replica), "the replica to sync and lead")
+        assert await replica.service.stored_kinds.report(replica.service.view) == 0
