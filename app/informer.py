@@ -35,7 +35,14 @@ import yaml
 from kubernetes_asyncio import client, config
 
 from app.clock import Clock, utc_now
-from app.models import API_VERSION, KINDS, InvalidObject, object_label, parse_object, plural
+from app.models import (
+    ACTED_ON_KINDS,
+    API_VERSION,
+    InvalidObject,
+    object_label,
+    parse_object,
+    plural,
+)
 from app.recommendations import SOURCE_LABEL
 from app.slim import kerf_object
 from app.view import ClusterView, ObjectKey, object_key
@@ -110,10 +117,11 @@ def with_kubex(view: ClusterView, resources: Sequence[Resource]) -> list[Resourc
     return [*resources, kubex_configmap(*view.kubex_source)]
 
 
-def kerf_resources() -> list[Resource]:
-    """Every kerf custom resource kind (`app.models.KINDS`)."""
+def kerf_resources(kinds: Sequence[str] = ACTED_ON_KINDS) -> list[Resource]:
+    """kerf custom resource kinds: by default every kind kerf acts on
+    (`app.models.ACTED_ON_KINDS`); the reconciler reads `STORED_KINDS` too."""
     group, version = API_VERSION.split("/")
-    return [Resource(kind, API_VERSION, _custom(group, version, plural(kind))) for kind in KINDS]
+    return [Resource(kind, API_VERSION, _custom(group, version, plural(kind))) for kind in kinds]
 
 
 #: What the admission decision reads (SPEC §7 cluster view, issue 4 part 3).

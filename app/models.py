@@ -795,6 +795,113 @@ class RightsizingRecommendationSpec(KerfModel):
     target_ref: TargetRef
 
 
+# ------------------------------------------------- Kubex kinds kerf stores and does not act on
+# Kubex's schemas (kubex-crds 1.11.0), so a migrated user's objects apply unchanged; the
+# reconciler tells each object once that kerf does not act on it (reconciler/storedkinds.py).
+
+INT32_MAX = 2**31 - 1
+
+
+class CompactionScope(KerfModel):
+    """Kubex's compaction scope: no `containers` (compaction moves whole pods)."""
+
+    label_selector: LabelSelector | None = None
+    namespace_selector: NamespaceSelector
+    workload_types: list[WorkloadType] = Field(default_factory=lambda: list(DEFAULT_WORKLOAD_TYPES))
+
+
+class UtilizationThresholds(KerfModel):
+    cpu: int = Field(default=25, ge=0, le=100)
+    memory: int = Field(default=25, ge=0, le=100)
+    pods: int = Field(default=100, ge=0, le=100)
+
+
+class HighNodeUtilization(KerfModel):
+    number_of_nodes: int = Field(default=0, ge=0, le=INT32_MAX)
+    thresholds: UtilizationThresholds | None = None
+
+
+class DefaultEvictor(KerfModel):
+    evict_daemon_set_pods: bool = False
+    evict_local_storage_pods: bool = False
+    evict_system_critical_pods: bool = False
+    ignore_pvc_pods: bool = True
+    node_fit: bool = True
+    label_selector: LabelSelector | None = None
+
+
+class Descheduler(KerfModel):
+    enabled: bool = True
+    #: a cron schedule ("*/30 * * * *"); empty is Kubex's default
+    interval: str | None = None
+    max_no_of_pods_to_evict_per_node: int = Field(default=1, ge=0, le=INT32_MAX)
+    max_no_of_pods_to_evict_per_namespace: int = Field(default=1, ge=0, le=INT32_MAX)
+    max_no_of_pods_to_evict_total: int = Field(default=1, ge=0, le=INT32_MAX)
+    loop_detection_threshold: int | None = Field(default=None, ge=0, le=INT32_MAX)
+    loop_detection_window: Duration | None = None
+    suppression_duration: Duration | None = None
+    node_selector: LabelSelector | None = None
+    high_node_utilization: HighNodeUtilization | None = None
+    default_evictor: DefaultEvictor | None = None
+
+
+class CompactionScheduler(KerfModel):
+    use_kubex_scheduler: bool = True
+    external_scheduler_name: str | None = None
+
+
+class ClusterCompactionPolicySpec(KerfModel):
+    scope: CompactionScope
+    enabled: bool = True
+    set_labels_by_eviction: bool = False
+    weight: int = Field(default=0, ge=0, le=INT32_MAX)
+    scheduler: CompactionScheduler | None = None
+    descheduler: Descheduler | None = None
+
+
+Patch = Annotated[
+    dict[str, Any],
+    Field(min_length=1),
+    WithJsonSchema(
+        {"type": "object", "minProperties": 1, "x-kubernetes-preserve-unknown-fields": True}
+    ),
+]
+
+
+class ObjectPatchSpec(KerfModel):
+    target_ref: TargetRef
+    #: a merge patch for the target, kept as written
+    patch: Patch
+    retry_amount: int = Field(default=3, ge=0, le=INT32_MAX)
+
+
+class GpuKaiContract(KerfModel):
+    gpu_kai_contract: Literal["none", "v1alpha1-2026-07"]
+
+
+class GpuConsolidationPolicySpec(KerfModel):
+    model_config = ConfigDict(
+        json_schema_extra=_cel(
+            (
+                "!has(self.requeueAfter) || duration(self.requeueAfter) >= duration('1s')",
+                "requeueAfter must be at least 1s",
+            )
+        )
+    )
+
+    experimental: GpuKaiContract
+    node_selector: LabelSelector
+    utilization_threshold_percent: int = Field(default=75, ge=1, le=100)
+    requeue_after: Duration = "1m"
+
+    @field_validator("requeue_after")
+    @classmethod
+    def _at_least_a_second(cls, value: str) -> str:
+        if parse_duration(value) < timedelta(seconds=1):
+            raise ValueError(f"requeueAfter {value} is under 1s")
+        return value
+
+
 # --------------------------------------------------------------------------- status
 
 
@@ -1020,6 +1127,8 @@ class KerfResource(BaseModel):
     #: additionalPrinterColumns of the CRD: (name, type, jsonPath).
     printer_columns: ClassVar[tuple[tuple[str, str, str], ...]] = ()
     short_names: ClassVar[tuple[str, ...]] = ()
+    #: False for the Kubex kinds kerf stores and does not act on (StoredKind)
+    acted_on: ClassVar[bool] = True
 
     api_version: Literal["rightsizing.kubex.ai/v1alpha1"]
     kind: str
@@ -1181,6 +1290,60 @@ class RightsizingRecommendation(KerfResource):
     status: RecommendationStatus | None = None  # type: ignore[assignment]
 
 
+#: `Supported=False` on a StoredKind: the condition the reconciler writes once.
+SUPPORTED = "Supported"
+NOT_IMPLEMENTED = "NotImplemented"
+
+
+class StoredKind(KerfResource):
+    """A Kubex kind kerf stores for compatibility and does not act on: accepted with
+    Kubex's schema so a migrated config applies, and told once (reconciler/storedkinds.py)."""
+
+    acted_on = False
+    #: what Kubex does with it that kerf does not, for the condition and Event
+    not_done: ClassVar[str] = ""
+    printer_columns = (
+        ("Supported", "string", f'.status.conditions[?(@.type=="{SUPPORTED}")].status'),
+        ("Reason", "string", f'.status.conditions[?(@.type=="{SUPPORTED}")].reason'),
+        ("Age", "date", ".metadata.creationTimestamp"),
+    )
+
+    @classmethod
+    def unsupported_message(cls) -> str:
+        name = cls.model_fields["kind"].annotation.__args__[0]  # type: ignore[union-attr]
+        return f"kerf stores {name} for Kubex compatibility and does not act on it: {cls.not_done}"
+
+
+class ClusterCompactionPolicy(StoredKind):
+    cluster_scoped = True
+    not_done = (
+        "kerf has no compaction scheduler or descheduler; no workload is labelled, "
+        "scheduled or evicted to pack nodes"
+    )
+    kind: Literal["ClusterCompactionPolicy"]
+    spec: ClusterCompactionPolicySpec
+
+
+class ObjectPatch(StoredKind):
+    not_done = "kerf patches no objects; the target is left as it is"
+    kind: Literal["ObjectPatch"]
+    spec: ObjectPatchSpec
+
+
+class ClusterObjectPatch(StoredKind):
+    cluster_scoped = True
+    not_done = ObjectPatch.not_done
+    kind: Literal["ClusterObjectPatch"]
+    spec: ObjectPatchSpec
+
+
+class GpuConsolidationPolicy(StoredKind):
+    cluster_scoped = True
+    not_done = "kerf has no GPU node consolidation; no GPU workload is moved or evicted"
+    kind: Literal["GpuConsolidationPolicy"]
+    spec: GpuConsolidationPolicySpec
+
+
 KINDS: dict[str, type[KerfResource]] = {
     cls.model_fields["kind"].annotation.__args__[0]: cls  # type: ignore[union-attr]
     for cls in (
@@ -1198,8 +1361,16 @@ KINDS: dict[str, type[KerfResource]] = {
         RollbackPolicy,
         ClusterRollbackPolicy,
         RightsizingRecommendation,
+        ClusterCompactionPolicy,
+        ObjectPatch,
+        ClusterObjectPatch,
+        GpuConsolidationPolicy,
     )
 }
+#: The kinds kerf acts on: what the webhook, the recommender and the view's decisions read.
+ACTED_ON_KINDS: tuple[str, ...] = tuple(k for k, cls in KINDS.items() if cls.acted_on)
+#: The Kubex kinds kerf stores only (StoredKind).
+STORED_KINDS: tuple[str, ...] = tuple(k for k, cls in KINDS.items() if not cls.acted_on)
 
 
 def plural(kind: str) -> str:

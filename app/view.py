@@ -23,6 +23,7 @@ from app.guardrails import GuardrailSettings, resolve_guardrails
 from app.kube_types import ContainerDict
 from app.kubex_rows import DEFAULT_CONFIGMAP as KUBEX_CONFIGMAP
 from app.models import (
+    STORED_KINDS,
     AutomationStrategy,
     ClusterAutomationStrategy,
     GlobalConfiguration,
@@ -341,7 +342,7 @@ class ClusterView:
         self._kerf[key] = obj
         self._kerf_changed(key)
         spec = getattr(obj, "spec", None)
-        if spec is None or not hasattr(spec, "scope"):
+        if not type(obj).acted_on or spec is None or not hasattr(spec, "scope"):
             return  # strategies, singletons, recommendations: looked up by key
         if type(obj).cluster_scoped:
             self._cluster_policies[key] = obj
@@ -358,6 +359,8 @@ class ClusterView:
         self._kerf_changed(key)
 
     def _kerf_changed(self, key: ObjectKey) -> None:
+        if key[0] in STORED_KINDS:
+            return  # kept for the reconciler to tell once; no decision reads them
         if key[0] == "RightsizingRecommendation":
             self._record_changed(key)
             return

@@ -130,6 +130,7 @@ def build_service(
     )
     view = WatchedView(
         lambda ref: holder[0].on_change(ref),
+        lambda: holder[0].on_input(),
         own_namespace=namespace,
         kubex_source=kubex_source(options.kubex, namespace),
     )

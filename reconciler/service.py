@@ -15,13 +15,13 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from app.heap import freeze_loaded_state
-from app.informer import WEBHOOK_RESOURCES, ClusterFeed, Resource
+from app.informer import WEBHOOK_RESOURCES, ClusterFeed, Resource, kerf_resources
 from app.leader import LeaderElector, NotLeading
-from app.models import KerfResource, RightsizingRecommendation
+from app.models import STORED_KINDS, KerfResource, RightsizingRecommendation
 from app.namespace_bounds import BOUND_KINDS
 from app.owners import WorkloadRef
 from app.view import ClusterView, object_key
@@ -34,21 +34,34 @@ from reconciler.policystatus import write_policy_status
 from reconciler.queue import QueueClosed, WorkQueue
 from reconciler.reconcile import WorkloadReconciler
 from reconciler.sources import SourceReporter
+from reconciler.storedkinds import StoredKindReporter
 
 logger = logging.getLogger("kerf.reconciler")
 
-#: What the running-path decision reads: the same resources as the webhook's view.
-RECONCILER_RESOURCES: tuple[Resource, ...] = WEBHOOK_RESOURCES
+#: What the running-path decision reads: the same resources as the webhook's view; and the
+#: Kubex kinds kerf stores only, to tell each of them once that kerf does not act on it
+#: (optional: a cluster upgraded without applying the new CRDs first still reconciles).
+RECONCILER_RESOURCES: tuple[Resource, ...] = (
+    *WEBHOOK_RESOURCES,
+    *(replace(r, optional=True) for r in kerf_resources(STORED_KINDS)),
+)
 #: Kinds whose change can touch any workload (policies, strategies, configuration, rows).
 _NO_WORKLOAD = frozenset({"ReplicaSet", "Job", "Node"})
 
 
 class WatchedView(ClusterView):
-    """A ClusterView that tells which workloads a change may touch."""
+    """A ClusterView that tells which workloads a change may touch, and (`on_input`) when
+    a Kubex kind kerf only stores changed: no workload is touched, only the reports are due."""
 
-    def __init__(self, on_change: Callable[[WorkloadRef | None], None], **kwargs: Any) -> None:
+    def __init__(
+        self,
+        on_change: Callable[[WorkloadRef | None], None],
+        on_input: Callable[[], None] | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         self._on_change = on_change
+        self._on_input = on_input or (lambda: on_change(None))
 
     def apply(self, obj: Mapping[str, Any]) -> None:
         super().apply(obj)
@@ -65,7 +78,9 @@ class WatchedView(ClusterView):
                 target = record.spec.target_ref
                 touched = WorkloadRef(target.kind, namespace, target.name)
         super().delete(kind, namespace, name)
-        if kind in ("Pod", "RightsizingRecommendation"):
+        if kind in STORED_KINDS:
+            self._on_input()
+        elif kind in ("Pod", "RightsizingRecommendation"):
             if touched is not None:
                 self._on_change(touched)
         elif kind in WORKLOAD_KINDS:
@@ -81,7 +96,10 @@ class WatchedView(ClusterView):
             self._on_change(WorkloadRef(target.kind, obj.metadata.namespace or "", target.name))
             return
         if isinstance(obj, KerfResource):
-            self._on_change(None)
+            if type(obj).acted_on:
+                self._on_change(None)
+            else:
+                self._on_input()
             return
         kind, namespace, name = object_key(obj)
         if kind == "Pod":
@@ -138,6 +156,7 @@ class Reconciler:
         instance, clock = reconciler.config.instance, reconciler.clock
         self.sources = SourceReporter(reconciler.writer, instance=instance, clock=clock)
         self.policy_events = PolicyEvents(reconciler.writer, instance=instance, clock=clock)
+        self.stored_kinds = StoredKindReporter(reconciler.writer, instance=instance, clock=clock)
         self.global_status = GlobalStatusReporter(
             reconciler.writer, reconciler.webhook_lease, clock=clock
         )
@@ -158,6 +177,11 @@ class Reconciler:
         if not self._all_pending:
             self._all_pending = True
             asyncio.get_running_loop().call_soon(self.enqueue_all)
+
+    def on_input(self) -> None:
+        """A change no decision reads (a stored Kubex kind): only the reports are due."""
+        if self._accepting:
+            self._inputs_due.set()
 
     def enqueue_all(self) -> None:
         """Queue every workload of the view."""
@@ -283,13 +307,15 @@ class Reconciler:
             await self.write_input_reports()
 
     async def write_input_reports(self) -> None:
-        """Log and record an Event for each bad recommendation ConfigMap and each static
-        policy with a value no node can hold, not told yet."""
+        """Log and record an Event for each bad recommendation ConfigMap, each static
+        policy with a value no node can hold and each stored Kubex kind kerf does not act
+        on (with its `Supported=False` condition), not told yet."""
         if not self.leading:
             return
         try:
             await self.sources.report(self.view)
             await self.policy_events.report(self.view)
+            await self.stored_kinds.report(self.view)
             await self.global_status.report(self.view)
         except Exception as exc:  # the next change, leadership or resync tries again
             logger.warning("reporting bad inputs failed: %s: %s", type(exc).__name__, exc)

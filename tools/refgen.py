@@ -30,9 +30,13 @@ from app.models import (
     DURATION_PATTERN,
     END_TIME_PATTERN,
     KINDS,
+    NOT_IMPLEMENTED,
     POSITIVE_QUANTITY_PATTERN,
     RATIO_PATTERN,
+    STORED_KINDS,
+    SUPPORTED,
     TIME_PATTERN,
+    StoredKind,
     plural,
 )
 from tools.crdgen import crd_for
@@ -235,6 +239,12 @@ def kinds_section() -> list[str]:
         schema = crd_for(cls)["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
         scope = "cluster" if cls.cluster_scoped else "namespaced"
         out += ["", f"### {kind}", "", f"{scope}, plural `{plural(kind)}`", ""]
+        if issubclass(cls, StoredKind):
+            out += [
+                f"Kubex's kind, stored and not acted on: {cls.not_done} "
+                "([Kubex kinds kerf stores](#kubex-kinds-kerf-stores)).",
+                "",
+            ]
         out += ["| field | type | default | notes |", "|---|---|---|---|"]
         spec = schema["properties"].get("spec")
         if spec is None:
@@ -365,6 +375,31 @@ def safety_checks_section() -> list[str]:
     return out
 
 
+def stored_kinds_section() -> list[str]:
+    """The Kubex kinds kerf accepts with Kubex's schema and does not act on."""
+    out = [
+        "## Kubex kinds kerf stores",
+        "",
+        "These kinds apply with Kubex's schema and defaults, so a migrated Kubex config "
+        "syncs unchanged, and nothing in kerf acts on them: no decision reads them and the "
+        "webhook does not watch them. The reconciler tells each object once: a Warning Event "
+        f"`{NOT_IMPLEMENTED}` on it, and the condition `{SUPPORTED}=False`, reason "
+        f"`{NOT_IMPLEMENTED}`, in its status (shown by `kubectl get`). The condition is "
+        "written once and is what remembers: neither is written again on later passes, by "
+        "another replica or after a restart. A cluster object's Event is in the `default` "
+        "namespace.",
+        "",
+        "| kind | scope | the condition's message |",
+        "|---|---|---|",
+    ]
+    for kind in STORED_KINDS:
+        cls = KINDS[kind]
+        assert issubclass(cls, StoredKind)
+        scope = "cluster" if cls.cluster_scoped else "namespaced"
+        out.append(f"| {kind} | {scope} | {cls.unsupported_message()} |")
+    return out
+
+
 def annotations_section() -> list[str]:
     """The annotations kerf reads and writes."""
     prefixes = ", ".join(f"`{p}` ({k})" for k, p in ann.PREFIX_BY_KIND.items())
@@ -447,6 +482,7 @@ def generate() -> str:
         selection_section,
         reasons_section,
         safety_checks_section,
+        stored_kinds_section,
         annotations_section,
         configmap_section,
         metrics_section,

@@ -5,7 +5,6 @@ where it comes from and what kerf must do with it:
 - `# expect: accepted`: the API server with kerf's CRDs stores it as written;
 - `# expect: refused "spec.a" "spec.b"`: refused, naming those fields (an example that
   Kubex's own CRDs refuse too; `# why:` says so);
-- `# expect: missing-kind`: a kind kerf does not have (`# why:` says why it is not added);
 - `# expect: pending issue N`: refused today, accepted once issue N lands.
 """
 
@@ -19,7 +18,7 @@ from typing import Any
 import yaml
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
-_EXPECT = re.compile(r"^# expect: (accepted|refused|missing-kind|pending issue (\d+))(.*)$", re.M)
+_EXPECT = re.compile(r"^# expect: (accepted|refused|pending issue (\d+))(.*)$", re.M)
 
 
 @dataclass(frozen=True)
@@ -29,7 +28,7 @@ class Example:
     name: str
     text: str
     obj: dict[str, Any]
-    expect: str  # accepted | refused | missing-kind | pending
+    expect: str  # accepted | refused | pending
     fields: tuple[str, ...]  # the fields a refusal names
     issue: int | None
 

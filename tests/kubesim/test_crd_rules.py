@@ -95,6 +95,10 @@ CASES: dict[str, tuple[list[Any], list[Any]]] = {
         ],
         [{"webhookOwnerResolutionRetryTimeout": "0s"}],
     ),
+    "!has(self.requeueAfter) || duration(self.requeueAfter) >= duration('1s')": (
+        [{}, {"requeueAfter": "1s"}, {"requeueAfter": "2m"}],
+        [{"requeueAfter": "500ms"}, {"requeueAfter": "0s"}],
+    ),
     "self.metadata.name == 'global-config'": (
         [{"metadata": {"name": "global-config"}}],
         [{"metadata": {"name": "other"}}],

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from app.models import KINDS, plural
+from app.models import ACTED_ON_KINDS, STORED_KINDS, plural
 from tests.webhook.test_manifests import MANIFESTS, one, render
 
 NAMESPACE = "kerf-system"
@@ -41,7 +41,8 @@ def expand(group: str, resources: list[str], verbs: tuple[str, ...]) -> set[tupl
 def test_cluster_role_grants_exactly_what_the_reconciler_uses(
     objects: list[dict[str, Any]],
 ) -> None:
-    kerf_kinds = sorted(plural(kind) for kind in KINDS)
+    kerf_kinds = sorted(plural(kind) for kind in ACTED_ON_KINDS)
+    stored_kinds = sorted(plural(kind) for kind in STORED_KINDS)
     expected = (
         expand("", ["pods", "nodes", "namespaces", "configmaps"], READ)
         | expand("", ["limitranges", "resourcequotas"], ("list", "watch"))
@@ -51,6 +52,7 @@ def test_cluster_role_grants_exactly_what_the_reconciler_uses(
         | expand("policy", ["poddisruptionbudgets"], READ)
         | expand("argoproj.io", ["rollouts"], READ)
         | expand("rightsizing.kubex.ai", kerf_kinds, READ)
+        | expand("rightsizing.kubex.ai", stored_kinds, ("list", "watch"))
         | expand("apps", ["deployments", "statefulsets", "daemonsets"], ("patch",))
         | expand("batch", ["jobs", "cronjobs"], ("patch",))
         | expand("argoproj.io", ["rollouts"], ("patch",))
@@ -64,6 +66,7 @@ def test_cluster_role_grants_exactly_what_the_reconciler_uses(
                 "rollbackpolicies/status",
                 "clusterrollbackpolicies/status",
                 "globalconfigurations/status",
+                *(f"{kind}/status" for kind in stored_kinds),
             ],
             ("patch",),
         )

@@ -3,6 +3,7 @@ pods of its own namespace only, so it queues that namespace's workloads, not all
 
 from __future__ import annotations
 
+from app.models import parse_object
 from app.owners import WorkloadRef
 from reconciler.service import WatchedView
 from tests.app import builders as b
@@ -29,3 +30,23 @@ def test_a_limit_range_or_quota_queues_the_workloads_of_its_namespace() -> None:
         queued.clear()
         view.delete(kind, "shop", "x")
         assert sorted(r.name for r in queued if r is not None) == ["api", "web"]
+
+
+def test_a_stored_kubex_kind_queues_no_workload_and_makes_the_reports_due() -> None:
+    queued: list[WorkloadRef | None] = []
+    inputs: list[None] = []
+    view = WatchedView(queued.append, lambda: inputs.append(None))
+    view.apply(deployment("web", "shop"))
+    queued.clear()
+    patch = {
+        "apiVersion": "rightsizing.kubex.ai/v1alpha1",
+        "kind": "ObjectPatch",
+        "metadata": {"name": "p", "namespace": "shop"},
+        "spec": {
+            "targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+            "patch": {"metadata": {"labels": {"a": "b"}}},
+        },
+    }
+    view.apply(parse_object(patch))
+    view.delete("ObjectPatch", "shop", "p")
+    assert queued == [] and inputs == [None, None]
