@@ -113,7 +113,11 @@ REASONS: tuple[tuple[str, str, str], ...] = (
         "(filtered; safetyChecks.enableResourceQuotaFilter)",
     ),
     ("NoCommonMethod", "blocked", "the contributing strategies share no method"),
-    ("Cooldown", "blocked", "a new proposal within cooldown of the last change"),
+    (
+        "Cooldown",
+        "blocked",
+        "a new proposal within cooldown of the last change (a pod's values the change made go on, the others are filtered)",
+    ),
     ("SingleReplicaUnsafe", "blocked", "one replica and the method would disrupt it"),
     ("InsufficientNodeCapacity", "blocked", "the increase does not fit the node (filtered)"),
     ("MaintenanceWindow", "blocked", "inclusion windows exist and none is open"),

@@ -21,7 +21,7 @@ from app.decide.bounds import (
     _filter_quotas,
 )
 from app.decide.capacity import INFEASIBLE, _check_feasible, _filter_node_capacity
-from app.decide.context import FallbackCase, Path, _block_regular, _Context, _Stop
+from app.decide.context import FallbackCase, Path, _Action, _block_regular, _Context, _Stop
 from app.decide.method import _choose_method, _fallback_method, _restarts_container
 from app.decide.plan_facts import _strategy_facts
 from app.decide.pod_facts import is_protected, paused_by
@@ -167,33 +167,56 @@ def _check_maintenance(ctx: _Context) -> None:
 
 def _check_cooldown(ctx: _Context) -> None:
     """Cooldown since the workload's last change stops a new proposal; the rollout of the
-    proposal last applied goes on, one pod after another (SPEC §6)."""
+    proposal last applied goes on, one pod after another (SPEC §6). A pod's plan that
+    holds both goes on with the change already made and drops the rest: a workload whose
+    first pod got only part of a change (the node had no room for the rest) does not keep
+    its other pods at the old values for a whole cooldown."""
     last_at = ctx.facts.last_applied_at
-    if last_at is None or not ctx.regular() or _continues_rollout(ctx):
+    regular = ctx.regular()
+    if last_at is None or not regular:
+        return
+    continuing = [a for a in regular if _continues_rollout(ctx, a)]
+    if len(continuing) == len(regular):
         return
     cooldown = (
         max(ctx.settings(p).cooldown for p in ctx.policies()) if ctx.policies() else timedelta(0)
     )
-    if ctx.clock.before(last_at + cooldown):
-        approved = ctx.facts.last_proposal
-        change = f"the change approved as proposal {approved}" if approved else "the last change"
-        _block_regular(
-            ctx,
-            COOLDOWN,
-            f"cooldown {format_duration(cooldown)} of {change}, made at {last_at.isoformat()}",
-            last_at + cooldown,
-        )
-
-
-def _continues_rollout(ctx: _Context) -> bool:
-    """Every value the pod's plan sets is the one `lastApplied.containers` records: the
-    pod is one more step of the change already made, not a new proposal."""
-    applied = ctx.facts.applied
-    regular = ctx.regular()
-    return bool(regular) and all(
-        applied.get((a.target.container, a.target.field, a.target.resource)) == a.desired
-        for a in regular
+    if not ctx.clock.before(last_at + cooldown):
+        return
+    if continuing and _keeps_requests_within_limits(ctx, continuing):
+        ctx.dropped.extend((a.target, COOLDOWN) for a in regular if a not in continuing)
+        return
+    approved = ctx.facts.last_proposal
+    change = f"the change approved as proposal {approved}" if approved else "the last change"
+    _block_regular(
+        ctx,
+        COOLDOWN,
+        f"cooldown {format_duration(cooldown)} of {change}, made at {last_at.isoformat()}",
+        last_at + cooldown,
     )
+
+
+def _continues_rollout(ctx: _Context, action: _Action) -> bool:
+    """The action sets the value `lastApplied.containers` records: it is one more step of
+    the change already made, not a new proposal."""
+    target = action.target
+    return ctx.facts.applied.get((target.container, target.field, target.resource)) == (
+        action.desired
+    )
+
+
+def _keeps_requests_within_limits(ctx: _Context, continuing: list[_Action]) -> bool:
+    """Replaces the regular actions with `continuing` when no request of the result is
+    above its limit; leaves them otherwise."""
+    before = ctx.actions
+    ctx.replace_actions([a for a in before if a.item.restore or a in continuing])
+    for resources in ctx.final().values():
+        for resource, request in resources["requests"].items():
+            limit = resources["limits"].get(resource)
+            if limit is not None and request > limit:
+                ctx.replace_actions(before)
+                return False
+    return True
 
 
 def _check_single_replica(ctx: _Context) -> None:

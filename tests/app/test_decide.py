@@ -231,16 +231,23 @@ def test_cooldown_lets_the_rollout_of_the_last_applied_proposal_go_on() -> None:
 
 
 def test_cooldown_stops_a_new_proposal_during_a_rollout() -> None:
-    # The policy now asks for less than what was applied: a new proposal waits.
+    # The policy now asks for less CPU than was applied: the new value waits, while the
+    # memory the change already made goes on to the next pod.
     objs = static_objects({"app": {"requests": {"cpu": "250m", "memory": "256Mi"}}})
     applied = b.recommendation(
         applied_at=NOW - timedelta(hours=1),
         last_applied={"app": {"requests": {"cpu": "300m", "memory": "256Mi"}}},
     )
     d = b.decide(b.view(*objs, applied), b.pod())
+    assert d.outcome == "apply"
+    assert d.values["app"]["requests"] == {"cpu": "400m", "memory": "256Mi"}
+    assert b.reasons(d) == {"app.requests.cpu": "Cooldown"}
+    # Nothing of the change made left in the plan: the pod waits.
+    new_only = static_objects({"app": {"requests": {"cpu": "250m"}}})
+    d = b.decide(b.view(*new_only, applied), b.pod())
     assert (d.outcome, d.reason) == ("blocked", "Cooldown")
-    # A pod whose plan sets only part of the last proposal goes on; one setting a value
-    # the proposal does not name waits.
+    # The first pod got only part of the proposal (say the node had no room for the
+    # rest): the next pod gets that part too, and the value the change did not name waits.
     partial = {
         "requests": {"cpu": "300m", "memory": "512Mi"},
         "limits": b.APP_RES["limits"],
@@ -252,9 +259,26 @@ def test_cooldown_stops_a_new_proposal_during_a_rollout() -> None:
             last_applied={"app": {"requests": {"cpu": "250m"}}},
         ),
     )
-    assert b.decide(on, b.pod(containers={"app": partial})).reason == "Cooldown"
+    next_pod = b.decide(on, b.pod(containers={"app": partial}))
+    assert next_pod.outcome == "apply"
+    assert next_pod.values["app"]["requests"] == {"cpu": "250m", "memory": "512Mi"}
+    assert b.reasons(next_pod) == {"app.requests.memory": "Cooldown"}
     same_memory = {**partial, "requests": {"cpu": "300m", "memory": "256Mi"}}
     assert b.decide(on, b.pod(containers={"app": same_memory})).outcome == "apply"
+
+
+def test_cooldown_holds_the_whole_pod_when_the_rollout_s_part_alone_breaks_a_limit() -> None:
+    # The change made raised the request to 2 under a limit it also raised; this pod's plan
+    # names a new limit too: the request alone would sit above the old limit of 1.
+    objs = static_objects(
+        {"app": {"requests": {"cpu": "2", "memory": "256Mi"}, "limits": {"cpu": "3"}}}
+    )
+    applied = b.recommendation(
+        applied_at=NOW - timedelta(hours=1),
+        last_applied={"app": {"requests": {"cpu": "2", "memory": "256Mi"}}},
+    )
+    d = b.decide(b.view(*objs, applied), b.pod())
+    assert (d.outcome, d.reason) == ("blocked", "Cooldown")
 
 
 def test_cooldown_from_policy_guardrails() -> None:
