@@ -1,18 +1,27 @@
 """`make demo-real`: the demo's story on the real control plane.
 
-devcluster (etcd, kube-apiserver, kube-controller-manager and kube-scheduler 1.35, with the
-node agent playing the kubelet) is started; the storefront is applied; kerf is installed
-from `manifests/` with kubectl and runs as `kerf webhook` and `kerf reconciler` local
-processes, each with its own ServiceAccount's token, so the real API server calls the
-webhook and enforces kerf's RBAC. The story is `make demo`'s where it applies; where
-kubesim moves its clock, this one waits on the wall clock with shorter periods, and
-where kubesim's usage model OOM-kills cart, the node agent's fault annotation does.
-It exits on its own; Ctrl-C stops everything it started and exits 130.
+devcluster (etcd, kube-apiserver, kube-controller-manager and kube-scheduler 1.35) is
+started with a real node where one can run here (a kubelet 1.35, containerd and runc:
+root and `make node-tools`), else with the node agent playing the kubelet, saying why.
+The storefront is applied; kerf is installed from `manifests/` with kubectl and runs as
+`kerf webhook` and `kerf reconciler` local processes, each with its own ServiceAccount's
+token, so the real API server calls the webhook and enforces kerf's RBAC. The story is
+`make demo`'s where it applies; where kubesim moves its clock, this one waits on the wall
+clock with shorter periods.
+
+On the real node every storefront container runs kerf-load (harness/loadimage.py) using
+what the example's usage annotation says, every CPU figure is a third of the example's
+(the node has the machine's two cores, less a reserve), the cgroup values are read inside
+the containers before and after a resize, and cart's bad downsize is OOM-killed by the
+kernel once its load comes back. The node agent plays those: a fault
+annotation defers search's resizes and OOM-kills cart. It exits on its own; Ctrl-C stops
+everything it started and exits 130.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import signal
 import sys
 import tempfile
@@ -25,6 +34,7 @@ from kubernetes_asyncio import client
 
 from app.clock import utc_now
 from app.informer import api_client_from_config
+from app.quantities import to_millicores
 from demo.narration import (
     POLICY_KINDS,
     ROLLBACK,
@@ -44,10 +54,13 @@ from demo.narration import (
     savings,
     stamp,
 )
-from harness.backend import Backend, real_available, running_backend
+from harness.backend import Backend, real_available, real_node_missing, running_backend
 from harness.errors import HarnessError
+from harness.kubectl import Kubectl
+from harness.loadimage import cgroup_values, runnable
 from harness.services import Kerf, running_kerf
 from kubesim.fault_annotations import OOM_KILL, RESIZE
+from kubesim.usage import USAGE
 
 #: A bound on each step on the wall clock of a loaded machine (not an expectation).
 STEP_TIMEOUT_S = 240.0
@@ -58,6 +71,17 @@ BACKOFF = {"timePeriod": "5s", "multiplyByTurn": 1}
 APPS = ("web", "api", "checkout", "search", "cart")
 #: How many lines of a kerf service's log a failure shows.
 LOG_TAIL = 20
+#: The real node: the machine's two cores less the kubelet's reserve, and room in memory.
+REAL_NODE_CPU = "1800m"
+REAL_NODE_MEMORY = "8Gi"
+#: On the real node every CPU figure of the example is divided by this: the storefront's
+#: requests then fit with room for search's increase (at a half they fill the node and
+#: the node-capacity filter holds the increase back).
+CPU_DIVISOR = 3
+#: What cart's kerf-load holds until its load comes back (the example's 300Mi would make
+#: the kubelet refuse the downsize below usage, which is not this step's story).
+CART_IDLE_MEMORY = "96Mi"
+CART_LOAD_MEMORY = "300Mi"
 
 
 def on_the_wall_clock(doc: dict[str, Any]) -> dict[str, Any]:
@@ -73,16 +97,63 @@ def on_the_wall_clock(doc: dict[str, Any]) -> dict[str, Any]:
     return doc
 
 
+def scaled_cpu(value: Any) -> Any:
+    """`value` (an object of the example) with every `cpu` quantity divided by CPU_DIVISOR,
+    inside the usage annotation and the recommendation rows' JSON too."""
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if key == "cpu" and isinstance(item, str | int | float):
+                out[key] = f"{to_millicores(str(item)) // CPU_DIVISOR}m"
+            elif key in (USAGE, "recommendations.json") and isinstance(item, str):
+                out[key] = json.dumps(scaled_cpu(json.loads(item)))
+            else:
+                out[key] = scaled_cpu(item)
+        return out
+    if isinstance(value, list):
+        return [scaled_cpu(item) for item in value]
+    return value
+
+
+def on_the_node(doc: dict[str, Any]) -> dict[str, Any]:
+    """The example's object as the real node runs it: CPU divided, every container running
+    kerf-load at the example's usage, cart's idle until its load comes back."""
+    doc = scaled_cpu(doc)
+    if doc["kind"] not in ("Deployment", "StatefulSet", "Pod"):
+        return doc
+    doc = runnable(doc)
+    if doc["metadata"]["name"] == "cart":
+        for entry in doc["spec"]["template"]["spec"]["containers"]:
+            entry["args"][entry["args"].index("--memory") + 1] = CART_IDLE_MEMORY
+    return doc
+
+
 def tell(out: IO[str], workdir: Path) -> int:
     """The whole story on a devcluster under `workdir`; 0 when every step happened."""
     narrator = Narrator(out)
     start = datetime.now(UTC).replace(microsecond=0)
-    narrator.step(
-        "A real control plane: etcd, kube-apiserver, kube-controller-manager and kube-scheduler "
-        "1.35, a node agent playing the kubelet"
-    )
-    narrator.say("  starting python -m devcluster (one node: 8 cpu, 16Gi) ...")
-    with running_backend("real", workdir, nodes=1, cpu="8", memory="16Gi") as cluster:
+    why = real_node_missing()
+    if why:
+        narrator.step(
+            "A real control plane: etcd, kube-apiserver, kube-controller-manager and "
+            "kube-scheduler 1.35, a node agent playing the kubelet"
+        )
+        narrator.say(f"  (no real node here: {why})")
+        narrator.say("  starting python -m devcluster --kubelet agent (one node: 8 cpu, 16Gi) ...")
+        starting = running_backend("real", workdir, nodes=1, cpu="8", memory="16Gi")
+    else:
+        narrator.step(
+            "A real control plane (etcd, kube-apiserver, kube-controller-manager and "
+            "kube-scheduler 1.35) and a real node: kubelet 1.35, containerd and runc"
+        )
+        narrator.say(
+            f"  starting python -m devcluster --kubelet real (one node: {REAL_NODE_CPU} cpu, "
+            f"{REAL_NODE_MEMORY}) ..."
+        )
+        starting = running_backend(
+            "real", workdir, nodes=1, cpu=REAL_NODE_CPU, memory=REAL_NODE_MEMORY, kubelet="real"
+        )
+    with starting as cluster:
         narrator.say("  " + next(line for line in cluster.log if "serving on" in line))
         asyncio.run(_storefront(cluster, out, start))
         narrator.step("Installing kerf as in production")
@@ -120,6 +191,12 @@ async def _storefront(cluster: Backend, out: IO[str], start: datetime) -> None:
             "than they use"
         )
         docs = [d for d in documents(start - timedelta(hours=1)) if d["kind"] not in POLICY_KINDS]
+        docs = [shaped(cluster, d) for d in docs]
+        if cluster.real_kubelet:
+            story.say(
+                "  every container runs kerf-load, using what the example says it uses; the CPU "
+                f"figures are 1/{CPU_DIVISOR} of the example's, to fit this node's {REAL_NODE_CPU}"
+            )
         for doc in docs:
             await story.create(doc)
             if doc["kind"] == "Namespace":
@@ -128,6 +205,35 @@ async def _storefront(cluster: Backend, out: IO[str], start: datetime) -> None:
         replicas = {d["metadata"]["name"]: d["spec"]["replicas"] for d in docs if "spec" in d}
         await story.until(lambda: _all_ready(story, replicas), "every storefront pod Running")
         await story.show_pods(*APPS)
+
+
+def shaped(cluster: Backend, doc: dict[str, Any]) -> dict[str, Any]:
+    """The example's object as this cluster's node runs it."""
+    return on_the_node(doc) if cluster.real_kubelet else doc
+
+
+async def cgroup(cluster: Backend, pod: dict[str, Any]) -> dict[str, int]:
+    """The cgroup values of the pod's first container, read inside it (real node only)."""
+    container = pod["spec"]["containers"][0]["name"]
+    name = pod["metadata"]["name"]
+    argv = ("-n", "shop", "exec", name, "-c", container, "--", "kerf-load", "cgroup")
+    return cgroup_values(await asyncio.to_thread(Kubectl(cluster.kubeconfig), *argv))
+
+
+def cgroup_line(values: dict[str, int]) -> str:
+    """cpu.shares, the CFS quota and the memory limit, as the kernel holds them."""
+    memory = values.get("memory.limit_in_bytes", 0)
+    limit = "unlimited" if memory >= 2**62 else f"{memory // 2**20}Mi"
+    quota = values.get("cpu.cfs_quota_us", -1)
+    return (
+        f"cpu.shares={values.get('cpu.shares')} cpu.cfs_quota_us={quota} "
+        f"memory.limit_in_bytes={limit}"
+    )
+
+
+def restarts(pod: dict[str, Any]) -> int:
+    statuses = (pod.get("status") or {}).get("containerStatuses") or []
+    return sum(int(s.get("restartCount", 0)) for s in statuses)
 
 
 async def _has_default_account(story: Story) -> bool:
@@ -158,12 +264,20 @@ async def _with_kerf(kerf: Kerf, out: IO[str], start: datetime) -> None:
         story = Story(api, out, STEP_TIMEOUT_S)
         story.step(f"kerf installed: the webhook on {kerf.webhook_url}, the reconciler leading")
         await story.until(lambda: _leading(kerf), "the reconciler to lead")
-        await _policies(story, start)
+        cluster = kerf.backend
+        web = (await story.pods("web"))[0]
+        before = await cgroup(cluster, web) if cluster.real_kubelet else {}
+        await _policies(story, cluster, start)
         await in_place(story)
+        if cluster.real_kubelet:
+            await _cgroups_moved(story, cluster, web, before)
         await blocked(story)
         await admission(story, lambda before: _new_pod(story, before))
-        await _fallback(story)
-        await _rollback(story)
+        if cluster.real_kubelet:
+            await _search_in_place(story)
+        else:
+            await _fallback(story)
+        await _rollback(story, cluster)
         await report(story, kerf.backend.kubeconfig)
         await savings(story, kerf.backend.kubeconfig, utc_now())
 
@@ -177,10 +291,44 @@ async def _annotate(story: Story, pod: str, key: str, value: str) -> None:
     await story.core.patch_namespaced_pod(pod, "shop", {"metadata": {"annotations": {key: value}}})
 
 
-async def _policies(story: Story, start: datetime) -> None:
+async def _cgroups_moved(
+    story: Story, cluster: Backend, web: dict[str, Any], before: dict[str, int]
+) -> None:
+    name = web["metadata"]["name"]
+    [now] = [p for p in await story.pods("web") if p["metadata"]["name"] == name]
+    after = await cgroup(cluster, now)
+    story.say(f"  {name}'s cgroup, read inside the container (kubectl exec ... kerf-load cgroup):")
+    story.say(f"    before  {cgroup_line(before)}")
+    story.say(f"    after   {cgroup_line(after)}")
+    story.say(
+        f"    same container, {restarts(now)} restarts: the kubelet changed the cgroup in place"
+    )
+
+
+async def _search_in_place(story: Story) -> None:
+    """search's increase, which this node has room for, applied in place by the kubelet."""
+    story.step("An increase the node has room for: search's resized in place by the kubelet")
+
+    async def applied() -> bool:
+        return (await story.recommendation("search")).get("phase") == "Applied"
+
+    await story.until(applied, "search to be resized")
+    await story.show_pods("search")
+    story.say(
+        "  (a node without room answers Deferred or Infeasible, and kerf falls back to an "
+        "eviction after apply.fallbackAfter: make demo on kubesim, and make e2e on this node)"
+    )
+
+
+async def _policies(story: Story, cluster: Backend, start: datetime) -> None:
     story.step(
         "Policies applied: web by a StaticPolicy, api by recommendations, checkout and search by StaticPolicies"
     )
+    docs = documents(start - timedelta(hours=1))
+    policies = [shaped(cluster, on_the_wall_clock(d)) for d in docs if d["kind"] in POLICY_KINDS]
+    if cluster.real_kubelet:
+        await create_all(story, policies)
+        return
     search = (await story.pods("search"))[0]["metadata"]["name"]
     await _annotate(story, search, RESIZE, "Deferred")
     story.say(
@@ -191,8 +339,7 @@ async def _policies(story: Story, start: datetime) -> None:
         f"  (search's apply.fallbackAfter is {FALLBACK_AFTER} here, not 10m: a real cluster's "
         "clock is not moved)"
     )
-    docs = documents(start - timedelta(hours=1))
-    await create_all(story, [on_the_wall_clock(d) for d in docs if d["kind"] in POLICY_KINDS])
+    await create_all(story, policies)
 
 
 async def _new_pod(story: Story, before: set[str]) -> None:
@@ -213,34 +360,89 @@ def _memory_limits(pod: dict[str, Any]) -> str:
     return str(((statuses[0].get("resources") or {}).get("limits") or {}).get("memory"))
 
 
-async def _rollback(story: Story) -> None:
+async def _rollback(story: Story, cluster: Backend) -> None:
     story.step(ROLLBACK_TITLE)
     story.say(
         f"  (monitoringPeriod {MONITORING_PERIOD} and a {BACKOFF['timePeriod']} back-off here, "
         "not 5m and 1m × 2: a real cluster's clock is not moved)"
     )
-    await create_all(story, [on_the_wall_clock(d) for d in documents(datetime.now(UTC), ROLLBACK)])
+    docs = documents(datetime.now(UTC), ROLLBACK)
+    await create_all(story, [shaped(cluster, on_the_wall_clock(d)) for d in docs])
     loop = asyncio.get_running_loop()
     begun = loop.time()
     watch = RollbackWatch(story)
     await watch.begin()
-    killed = False
+    killed: set[str] = set()
+    told: set[str] = set()
     while (mode := await watch.observe(stamp(loop.time() - begun))) != "failedPermanent":
         pods = await story.pods("cart")
+        at = stamp(loop.time() - begun)
         if mode == "monitoring" and not killed and all(_memory_limits(p) == "256Mi" for p in pods):
-            for pod in pods:
-                await _annotate(story, pod["metadata"]["name"], OOM_KILL, "app")
-            killed = True
-            story.say(
-                f"  {stamp(loop.time() - begun)}  the node agent OOM-kills cart's containers "
-                f"({OOM_KILL}=app), as 300Mi under a 256Mi limit would be: it models no usage"
-            )
+            killed = {p["metadata"]["name"] for p in pods}
+            if cluster.real_kubelet:
+                await _load_comes_back(story, cluster, pods, at)
+            else:
+                for pod in pods:
+                    await _annotate(story, pod["metadata"]["name"], OOM_KILL, "app")
+                story.say(
+                    f"  {at}  the node agent OOM-kills cart's containers ({OOM_KILL}=app), as "
+                    "300Mi under a 256Mi limit would be: it models no usage"
+                )
+        for pod in pods:
+            name = pod["metadata"]["name"]
+            if cluster.real_kubelet and name in killed - told and _oom_killed(pod):
+                told.add(name)
+                story.say(f"  {at}  {name}: OOMKilled by the kernel, exit 137")
         if loop.time() - begun > story.timeout_s:
             raise DemoFailed("the bad downsize was not rolled back and given up")
         await asyncio.sleep(0.5)
     story.say(
         "  (one attempt allowed: cart keeps its manifest's values; only a new recommendation is tried)"
     )
+    if cluster.real_kubelet:
+        await _healthy_again(story, cluster)
+
+
+async def _load_comes_back(
+    story: Story, cluster: Backend, pods: list[dict[str, Any]], at: str
+) -> None:
+    """Each cart container, now limited to 256Mi, is told to use 300Mi: the kernel kills it."""
+    for pod in pods:
+        story.say(
+            f"  {at}  {pod['metadata']['name']}'s cgroup: {cgroup_line(await cgroup(cluster, pod))}"
+        )
+    story.say(
+        f"  {at}  cart's load comes back: kubectl exec ... kerf-load set memory={CART_LOAD_MEMORY} "
+        "in each pod, over the 256Mi limit kerf gave it"
+    )
+    kubectl = Kubectl(cluster.kubeconfig)
+    for pod in pods:
+        name = pod["metadata"]["name"]
+        argv = ("-n", "shop", "exec", name, "--", "kerf-load", "set", f"memory={CART_LOAD_MEMORY}")
+        await asyncio.to_thread(kubectl, *argv)
+
+
+def _oom_killed(pod: dict[str, Any]) -> bool:
+    statuses = (pod.get("status") or {}).get("containerStatuses") or [{}]
+    last = (statuses[0].get("lastState") or {}).get("terminated") or {}
+    return last.get("reason") == "OOMKilled"
+
+
+async def _healthy_again(story: Story, cluster: Backend) -> None:
+    """cart's pods ready with the manifest's limit in their cgroups, and no OOM kill since."""
+
+    async def restored() -> list[dict[str, Any]] | None:
+        pods = await story.pods("cart")
+        ok = len(pods) == 2 and all(_ready(p) and _memory_limits(p) == "512Mi" for p in pods)
+        return pods if ok else None
+
+    pods = await story.until(restored, "cart's pods ready with the manifest's values")
+    for pod in pods:
+        values = await cgroup(cluster, pod)
+        story.say(
+            f"  {pod['metadata']['name']}: ready, {restarts(pod)} restarts, cgroup "
+            f"{cgroup_line(values)}"
+        )
 
 
 def main() -> int:
