@@ -196,7 +196,10 @@ def running_backend(
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
     try:
-        if not serving.wait(start_timeout_s) or process.poll() is not None:
+        # The reader also wakes the wait when the process ends, possibly before it is
+        # reaped: only the line says it started.
+        serving.wait(start_timeout_s)
+        if not any("serving on" in line for line in log) or process.poll() is not None:
             raise BackendFailed(f"{kind} did not start:\n" + "\n".join(log[-30:]))
         yield Backend(
             kind, kubeconfig, process, log, audit_log, kubelet if kind == "real" else kind

@@ -17,10 +17,17 @@ from collections.abc import Iterator
 import pytest
 
 from harness.services import Kerf, running_kerf
-from tests.e2e.backends import selected_backend
+from tests.e2e.backends import KERF_PODS, selected_backend
 from tests.e2e.scenario import Namespace, delete_namespace, make_namespace
 
 _COUNTER = itertools.count(1)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests that start a real node of their own (`KERF_PODS`) run before the package's
+    shared cluster starts, whatever tests/conftest.py put first: one real node per machine."""
+    items.sort(key=lambda item: not any(name in item.nodeid for name in KERF_PODS))
 
 
 @pytest.fixture(scope="package")
