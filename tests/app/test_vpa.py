@@ -4,11 +4,15 @@ VerticalPodAutoscaler sets is left to it, on both paths; the rest of the change 
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import app.view
+from app import slim
 from app.decide.pod_facts import vpa_held_targets
 from tests.app import builders as b
 
@@ -164,3 +168,47 @@ def test_a_vpa_is_an_input_of_the_remembered_admission_decision() -> None:
     assert b.decide(v, pod, "admission").reason == "VPACoupled"
     v.delete("VerticalPodAutoscaler", b.NS, "web-vpa")
     assert b.decide(v, pod, "admission").outcome == "apply"
+
+
+def test_the_projection_of_a_vpa_decides_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What the view keeps of a VPA (app/slim.py) is all the decision reads of it."""
+    full_vpa = b.vpa(
+        policies=[
+            {
+                "containerName": "app",
+                "controlledResources": ["cpu"],
+                "controlledValues": "RequestsOnly",
+                "minAllowed": {"cpu": "50m"},
+                "maxAllowed": {"cpu": "2"},
+            }
+        ],
+        recommends={"app": ["cpu", "memory"]},
+    )
+    full_vpa["metadata"]["managedFields"] = [{"manager": "vpa-recommender"}]
+    full_vpa["status"]["conditions"].append({"type": "LowConfidence", "status": "False"})
+    full_vpa["status"]["recommendation"]["containerRecommendations"][0] |= {
+        "lowerBound": {"cpu": "50m"},
+        "upperBound": {"cpu": "1"},
+    }
+    kept = slim.project(full_vpa)
+    assert "managedFields" not in kept["metadata"]
+    assert kept["status"]["conditions"] == [{"type": "RecommendationProvided", "status": "True"}]
+    for checks in ({}, {"blockResizeOnVpaControlledResources": True}):
+        for vpa in (
+            full_vpa,
+            b.vpa(mode="Off", policies=full_vpa["spec"]["resourcePolicy"]["containerPolicies"]),
+        ):
+            whole = view(checks=checks)
+            with monkeypatch.context() as patch:
+                patch.setattr(app.view, "project", lambda obj: obj)
+                whole.apply(copy.deepcopy(vpa))
+            projected = view(vpa, checks=checks)
+            for path in ("running", "admission"):
+                one, other = b.decide(whole, b.pod(), path), b.decide(projected, b.pod(), path)
+                assert (one.outcome, one.reason, one.message, one.values, one.dropped) == (
+                    other.outcome,
+                    other.reason,
+                    other.message,
+                    other.values,
+                    other.dropped,
+                )
