@@ -212,3 +212,33 @@ def test_the_projection_of_a_vpa_decides_the_same(monkeypatch: pytest.MonkeyPatc
                     other.values,
                     other.dropped,
                 )
+
+
+def test_a_switch_is_off_only_when_every_strategy_behind_the_change_turns_it_off() -> None:
+    def two(cpu_checks: dict[str, Any], memory_checks: dict[str, Any], *extra: Any) -> Any:
+        objects = [o for o in b.base_objects() if getattr(o, "kind", None) != "AutomationStrategy"]
+        return b.view(
+            *objects,
+            b.global_config(multiPolicyContainerRightsizingEnabled=True),
+            b.strategy("cpu", safetyChecks=cpu_checks),
+            b.strategy("memory", safetyChecks=memory_checks),
+            b.static("cpu-pol", {"app": {"requests": {"cpu": "300m"}}}, strategy="cpu"),
+            b.static("mem-pol", {"app": {"requests": {"memory": "200Mi"}}}, strategy="memory"),
+            *extra,
+        )
+
+    off = {"enableVpaFilter": False}
+    active = b.vpa()
+    assert b.decide(two(off, {}, active), b.pod()).reason == "VPACoupled"
+    assert b.decide(two(off, off, active), b.pod()).outcome == "apply"
+    # The declared switch: on when any strategy that keeps the filter on turns it on.
+    declared = b.vpa(
+        mode="Off",
+        recommends={},
+        policies=[{"containerName": "app", "controlledResources": ["cpu"]}],
+    )
+    on = {"blockResizeOnVpaControlledResources": True}
+    d = b.decide(two({}, on, declared), b.pod())
+    assert b.reasons(d) == {"app.requests.cpu": "VPACoupled"}
+    d = b.decide(two({}, {**on, **off}, declared), b.pod())
+    assert b.reasons(d) == {}
