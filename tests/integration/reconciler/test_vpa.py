@@ -1,16 +1,18 @@
-"""VPACoupled over kubesim: a workload a VerticalPodAutoscaler is resizing is left to it;
-once the VPA is switched Off, or deleted, the reconciler decides again (the VPA is a
-declared input) and resizes the pods in place. The VPA CRD is the VPA's published one
-(tests/fixtures/vpa-v1-crd.yaml); every other test runs without it."""
+"""VPACoupled over kubesim, with the webhook and the reconciler: a workload a
+VerticalPodAutoscaler is resizing is left to it, its new pods keep their manifest's
+requests at admission; once the VPA is switched Off, or deleted, the reconciler decides
+again (the VPA is a declared input) and resizes the pods in place. The VPA CRD is the VPA's
+published one (tests/fixtures/vpa-v1-crd.yaml); every other test runs without it."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-import yaml
 from kubernetes_asyncio import client
 
+from app.workloads import Workload
+from tests.cluster import eventually
 from tests.integration.reconciler.harness import (
     create,
     deployment,
@@ -49,10 +51,9 @@ RECOMMENDED = {
 
 
 async def test_a_vpa_holds_the_workload_until_it_is_off_or_gone(tmp_path: Path) -> None:
-    async with running_kerf(tmp_path, webhook=False) as kerf:
-        await client.ApiextensionsV1Api(kerf.api).create_custom_resource_definition(
-            yaml.safe_load(CRD.read_text())
-        )
+    async with running_kerf(tmp_path, crds=[CRD]) as kerf:
+        assert kerf.webhook is not None
+        hook = kerf.webhook.view
         objects = client.CustomObjectsApi(kerf.api)
         for name in ("web", "api"):
             await objects.create_namespaced_custom_object(GROUP, VERSION, "shop", PLURAL, vpa(name))
@@ -63,11 +64,21 @@ async def test_a_vpa_holds_the_workload_until_it_is_off_or_gone(tmp_path: Path) 
             await objects.replace_namespaced_custom_object_status(
                 GROUP, VERSION, "shop", PLURAL, f"{name}-vpa", body | {"status": RECOMMENDED}
             )
+            await create(kerf, "staticpolicies", static_policy(name, name, TARGET))
+            workload = Workload.from_object(deployment(name, replicas=2))
+            await eventually(
+                lambda w=workload: any(v["status"]["conditions"] for v in hook.vpas_for(w)),
+                f"the webhook to see {name}-vpa's recommendation",
+            )
             await client.AppsV1Api(kerf.api).create_namespaced_deployment(
                 "shop", deployment(name, replicas=2)
             )
-            await create(kerf, "staticpolicies", static_policy(name, name, TARGET))
         await kerf.settle()
+        # Admission left the requests to the VPA too.
+        for name in ("web", "api"):
+            pods = await kerf.pods(name)
+            assert len(pods) == 2
+            assert all(requests_of(p) == {"cpu": "100m", "memory": "128Mi"} for p in pods)
         await kerf.start_reconciler()
 
         async def blocked(name: str) -> dict[str, Any] | None:
