@@ -127,9 +127,8 @@ def vpa_held_targets(
     its `blockResizeOnVpaControlledResources`).
 
     A VPA holds a value it is actively managing: its updateMode is not Off (a VPA that
-    sets none is in Auto, its default), its
-    RecommendationProvided condition is True and its recommendation for the container
-    names the resource. With `declared`, it also holds every resource a container policy
+    sets none is in Auto, its default), its RecommendationProvided condition is True and
+    its recommendation for the container names the resource. With `declared`, it also holds every resource a container policy
     lists in controlledResources, whatever the mode or the recommendation. Either way the
     fields are those of the container policy's controlledValues (requests and limits by
     default, requests only with `RequestsOnly`); a container whose policy's mode is Off is
