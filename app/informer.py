@@ -158,6 +158,13 @@ WEBHOOK_RESOURCES: tuple[Resource, ...] = (
         "autoscaling/v2",
         _typed(client.AutoscalingV2Api, "list_horizontal_pod_autoscaler_for_all_namespaces"),
     ),
+    # VPAs hold the values they set (VPACoupled); many clusters lack the CRD.
+    Resource(
+        "VerticalPodAutoscaler",
+        "autoscaling.k8s.io/v1",
+        _custom("autoscaling.k8s.io", "v1", "verticalpodautoscalers"),
+        optional=True,
+    ),
     # Argo Rollouts own ReplicaSets like Deployments do; most clusters lack the CRD.
     Resource(
         "Rollout",

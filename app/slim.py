@@ -261,6 +261,41 @@ def hpa(obj: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def vpa(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """What kerf keeps of a VerticalPodAutoscaler: its target, update mode, container
+    policies, RecommendationProvided condition and which resources it recommends."""
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    policies = [
+        _copy(p, ("containerName", "mode", "controlledResources", "controlledValues"))
+        for p in (spec.get("resourcePolicy") or {}).get("containerPolicies") or []
+    ]
+    recommended = [
+        {
+            "containerName": r.get("containerName"),
+            "target": dict.fromkeys(r.get("target") or {}, ""),
+        }
+        for r in (status.get("recommendation") or {}).get("containerRecommendations") or []
+    ]
+    return {
+        **_head(obj),
+        "metadata": metadata(obj.get("metadata"), labels=False),
+        "spec": {
+            **_copy(spec, ("targetRef",)),
+            "updatePolicy": _copy(spec.get("updatePolicy") or {}, ("updateMode",)),
+            "resourcePolicy": {"containerPolicies": policies},
+        },
+        "status": {
+            "conditions": [
+                _copy(c, ("type", "status"))
+                for c in status.get("conditions") or []
+                if c.get("type") == "RecommendationProvided"
+            ],
+            "recommendation": {"containerRecommendations": recommended},
+        },
+    }
+
+
 def _interned(value: Any) -> Any:
     if isinstance(value, dict):
         return {_intern(k): _interned(v) for k, v in value.items()}
@@ -317,6 +352,7 @@ PROJECTIONS: dict[str, Callable[[Mapping[str, Any]], dict[str, Any]]] = {
     "Node": node,
     "Namespace": namespace,
     "HorizontalPodAutoscaler": hpa,
+    "VerticalPodAutoscaler": vpa,
     **dict.fromkeys(WORKLOAD_KINDS, workload),
 }
 

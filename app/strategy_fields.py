@@ -10,12 +10,6 @@ from app.models import AutomationStrategySpec, KerfResource, StaticPolicy
 #: (field path, model attribute, the value kerf carries out, what kerf does instead)
 _NOT_HONOURED: tuple[tuple[str, str, object, str], ...] = (
     (
-        "safetyChecks.blockResizeOnVpaControlledResources",
-        "block_resize_on_vpa_controlled_resources",
-        False,
-        "kerf does not read VerticalPodAutoscalers",
-    ),
-    (
         "safetyChecks.minReadyDuration",
         "min_ready_duration",
         "10s",

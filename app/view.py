@@ -77,6 +77,7 @@ CORE_KINDS = frozenset(
         "Namespace",
         "ReplicaSet",
         "HorizontalPodAutoscaler",
+        "VerticalPodAutoscaler",
         "ConfigMap",
         "PodDisruptionBudget",
         *BOUND_KINDS,
@@ -205,6 +206,8 @@ class ClusterView:
         #: changes (None: not known yet)
         self._largest: tuple[int, int] | None = None
         self._hpas: dict[str, dict[str, Mapping[str, Any]]] = {}
+        #: VerticalPodAutoscalers by namespace (an optional input: the CRD is often absent)
+        self._vpas: dict[str, dict[str, Mapping[str, Any]]] = {}
         self._sources = RecommendationSources(kubex=self.kubex_source)
         #: plans, the admission memo, input versions, parsed pods (see its docstring)
         self.caches: DecisionCaches[WorkloadPlan] = DecisionCaches()
@@ -278,6 +281,9 @@ class ClusterView:
         elif kind == "HorizontalPodAutoscaler":
             self._hpas.setdefault(namespace, {})[name] = obj
             self._touch(("ns", namespace))
+        elif kind == "VerticalPodAutoscaler":
+            self._vpas.setdefault(namespace, {})[name] = obj
+            self._touch(("ns", namespace))
         elif kind in BOUND_KINDS:
             self._bound_objects.setdefault(namespace, {})[(kind, name)] = obj
             self._bounds_changed(namespace)
@@ -308,6 +314,9 @@ class ClusterView:
             self._remove_pod(namespace, name)
         elif kind == "HorizontalPodAutoscaler":
             self._hpas.get(namespace, {}).pop(name, None)
+            self._touch(("ns", namespace))
+        elif kind == "VerticalPodAutoscaler":
+            self._vpas.get(namespace, {}).pop(name, None)
             self._touch(("ns", namespace))
         elif kind in BOUND_KINDS:
             if self._bound_objects.get(namespace, {}).pop((kind, name), None) is not None:
@@ -566,7 +575,8 @@ class ClusterView:
     def admission_inputs(self, workload: Workload) -> tuple[int, int, tuple[int, int] | None]:
         """Versions of what an admission decision for a workload's pod reads beyond its
         plan (which the view drops whenever the workload, a kerf object or a
-        recommendation ConfigMap changes): the Namespace object and the namespace's HPAs,
+        recommendation ConfigMap changes): the Namespace object and the namespace's HPAs and
+        VPAs,
         the OOM evidence among the workload's pods, and the largest node (`Infeasible`).
         Equal versions mean equal inputs."""
         caches = self.caches
@@ -658,6 +668,15 @@ class ClusterView:
             for hpa in self._hpas.get(workload.namespace, {}).values()
             if ((hpa.get("spec") or {}).get("scaleTargetRef") or {}).get("kind") == workload.kind
             and ((hpa.get("spec") or {}).get("scaleTargetRef") or {}).get("name") == workload.name
+        ]
+
+    def vpas_for(self, workload: Workload) -> list[Mapping[str, Any]]:
+        """VerticalPodAutoscalers whose targetRef is the workload."""
+        return [
+            vpa
+            for vpa in self._vpas.get(workload.namespace, {}).values()
+            if ((vpa.get("spec") or {}).get("targetRef") or {}).get("kind") == workload.kind
+            and ((vpa.get("spec") or {}).get("targetRef") or {}).get("name") == workload.name
         ]
 
     def rows_for(self, ref: WorkloadRef) -> Mapping[str, RecommendationRow]:

@@ -276,7 +276,10 @@ class WorkloadReconciler:
         now = self._clock()
         plan = view.plan_for(workload)
         pods = sorted(view.pods_of(ref), key=_pod_name)
-        inputs = (obj, record, plan, view.namespace_object(ref.namespace), *pods)
+        # The autoscalers that hold values (HPACoupled, VPACoupled) are inputs too: a VPA
+        # switched Off or deleted frees the workload at once, not at the steady horizon.
+        autoscalers = (*view.hpas_for(workload), *view.vpas_for(workload))
+        inputs = (obj, record, plan, view.namespace_object(ref.namespace), *autoscalers, *pods)
         steady = self._steady.get(ref.key)
         if steady is not None and now < steady[0] and _same_objects(steady[1], inputs):
             # Nothing this workload's decision reads has changed, and no time it depends on

@@ -91,6 +91,13 @@ REASONS: tuple[tuple[str, str, str], ...] = (
         "blocked",
         "an HPA scales on that resource's utilization (only if nothing is left)",
     ),
+    (
+        "VPACoupled",
+        "blocked",
+        "a VerticalPodAutoscaler sets that value: its updateMode is not Off and it recommends "
+        "the resource, or (`blockResizeOnVpaControlledResources`) a container policy lists it "
+        "in controlledResources (only if nothing is left)",
+    ),
     ("LearningPeriod", "blocked", "proactive: coverageHours below learningPeriod"),
     ("LowConfidence", "blocked", "the lowest container confidence is below minConfidence"),
     ("FreezeWindow", "blocked", "an exclusion window is open"),
@@ -328,9 +335,14 @@ SAFETY_CHECKS: tuple[tuple[str, str], ...] = (
     ("enableHpaFilter", "`HPACoupled`"),
     (
         "enableVpaFilter",
-        "not carried out: kerf does not read VerticalPodAutoscalers (no filter at either value)",
+        "`VPACoupled`: the values a VPA whose updateMode is not Off recommends (its "
+        "RecommendationProvided condition True); read only when the CRD is installed",
     ),
-    ("blockResizeOnVpaControlledResources", "not carried out; `true` is told in an Event"),
+    (
+        "blockResizeOnVpaControlledResources",
+        "`VPACoupled` for the resources a container policy lists in controlledResources too, "
+        "whatever the VPA's mode; only with `enableVpaFilter` on",
+    ),
     ("enableLimitRangeFilter", "`LimitRangeViolation`, per container"),
     ("enablePodLimitRangeFilter", "`LimitRangeViolation`, for the pod's totals"),
     (

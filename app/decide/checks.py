@@ -259,7 +259,7 @@ CHECKS: tuple[Check, ...] = (
     Check(("Paused",), _check_paused, gate=_paused, fallback=_fallback_paused),
     Check(("ProtectedNamespace",), _check_protected, gate=_protected),
     Check(
-        ("StaleRecommendation", "HPACoupled", "LearningPeriod", "LowConfidence"),
+        ("StaleRecommendation", "HPACoupled", "VPACoupled", "LearningPeriod", "LowConfidence"),
         _check_recommendation_quality,
     ),
     Check(("FreezeWindow",), _check_freeze, RUNNING),

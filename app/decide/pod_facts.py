@@ -91,6 +91,77 @@ def hpa_coupled_resources(hpas: Iterable[Mapping[str, Any]]) -> set[str]:
     return coupled
 
 
+def _container_policy(vpa: Mapping[str, Any], container: str) -> Mapping[str, Any] | None:
+    """The VPA's policy for a container: the one naming it, else the `*` one (as the VPA
+    itself chooses)."""
+    policies = ((vpa.get("spec") or {}).get("resourcePolicy") or {}).get("containerPolicies")
+    found = None
+    for policy in policies or []:
+        name = policy.get("containerName")
+        if name == container:
+            return policy  # type: ignore[no-any-return]
+        if name == "*":
+            found = policy
+    return found
+
+
+def _fields(policy: Mapping[str, Any] | None) -> tuple[str, ...]:
+    """The fields the VPA sets: requests, and limits too unless `RequestsOnly`."""
+    if policy is not None and policy.get("controlledValues") == "RequestsOnly":
+        return ("requests",)
+    return ("requests", "limits")
+
+
+def _recommends(vpa: Mapping[str, Any]) -> bool:
+    conditions = (vpa.get("status") or {}).get("conditions") or []
+    return any(
+        c.get("type") == "RecommendationProvided" and c.get("status") == "True" for c in conditions
+    )
+
+
+def vpa_held_targets(
+    vpas: Iterable[Mapping[str, Any]], containers: Iterable[str], *, declared: bool
+) -> dict[tuple[str, str, str], str]:
+    """The (container, field, resource) values VerticalPodAutoscalers hold, each with the
+    name of the first VPA that holds it (Kubex's `enableVpaFilter`, and with `declared`
+    its `blockResizeOnVpaControlledResources`).
+
+    A VPA holds a value it is actively managing: its updateMode is not Off (a VPA that
+    sets none is in Auto, its default), its RecommendationProvided condition is True and
+    its recommendation for the container names the resource. With `declared`, it also holds every resource a container policy
+    lists in controlledResources, whatever the mode or the recommendation. Either way the
+    fields are those of the container policy's controlledValues (requests and limits by
+    default, requests only with `RequestsOnly`); a container whose policy's mode is Off is
+    left to kerf by the first rule (the VPA recommends nothing for it).
+    """
+    names = list(containers)
+    held: dict[tuple[str, str, str], str] = {}
+    for vpa in vpas:
+        name = str((vpa.get("metadata") or {}).get("name") or "")
+        spec = vpa.get("spec") or {}
+        mode = (spec.get("updatePolicy") or {}).get("updateMode") or "Auto"
+        recommended: dict[str, set[str]] = {}
+        if mode != "Off" and _recommends(vpa):
+            recommendation = (vpa.get("status") or {}).get("recommendation") or {}
+            for rec in recommendation.get("containerRecommendations") or []:
+                target = rec.get("target") or {}
+                recommended.setdefault(str(rec.get("containerName")), set()).update(
+                    r for r in target if r in ("cpu", "memory")
+                )
+        for container in names:
+            policy = _container_policy(vpa, container)
+            resources = set()
+            if policy is None or policy.get("mode") != "Off":
+                resources |= recommended.get(container, set())
+            if declared and policy is not None:
+                listed = policy.get("controlledResources") or []
+                resources |= {r for r in listed if r in ("cpu", "memory")}
+            for resource in resources:
+                for field in _fields(policy):
+                    held.setdefault((container, field, resource), name)
+    return held
+
+
 def workload_for(
     view: ClusterView, pod: Mapping[str, Any], owner: WorkloadRef | None
 ) -> Workload | None:

@@ -1,12 +1,12 @@
-"""The quality of proactive values: StaleRecommendation, HPACoupled, LearningPeriod and
-LowConfidence, checked in that order (SPEC §6)."""
+"""The quality of proactive values and the autoscalers that own values: StaleRecommendation,
+HPACoupled, VPACoupled, LearningPeriod and LowConfidence, checked in that order (SPEC §6)."""
 
 from __future__ import annotations
 
 from datetime import timedelta
 
 from app.decide.context import _Action, _block_regular, _Context, _Stop
-from app.decide.pod_facts import hpa_coupled_resources
+from app.decide.pod_facts import hpa_coupled_resources, vpa_held_targets
 from app.durations import format_duration
 
 
@@ -18,7 +18,7 @@ def _proactive(ctx: _Context) -> list[_Action]:
 
 
 def _check_recommendation_quality(ctx: _Context) -> None:
-    """StaleRecommendation, HPACoupled, LearningPeriod, LowConfidence."""
+    """StaleRecommendation, HPACoupled, VPACoupled, LearningPeriod, LowConfidence."""
     for action in _proactive(ctx):
         item = action.item
         row = item.row
@@ -44,6 +44,7 @@ def _check_recommendation_quality(ctx: _Context) -> None:
                 "HPACoupled",
                 f"an HPA scales on {', '.join(sorted(coupled))} utilization",
             )
+    _check_vpa(ctx)
     proactive = _proactive(ctx)
     for action in proactive:
         settings = action.item.settings
@@ -65,3 +66,52 @@ def _check_recommendation_quality(ctx: _Context) -> None:
         threshold = max(a.item.settings.min_confidence for a in proactive)
         if score < threshold:
             _block_regular(ctx, "LowConfidence", f"confidence {score:g} is below {threshold:g}")
+
+
+def _key(action: _Action) -> tuple[str, str, str]:
+    return (action.target.container, action.target.field, action.target.resource)
+
+
+def _check_vpa(ctx: _Context) -> None:
+    """VPACoupled: the values a VerticalPodAutoscaler of the workload holds are dropped,
+    and the change is blocked when nothing is left (two controllers setting the same
+    requests undo each other). `enableVpaFilter` is off only when every strategy behind
+    the change turns it off; `blockResizeOnVpaControlledResources` counts for a strategy
+    that keeps `enableVpaFilter` on, and is on when any such strategy turns it on."""
+    vpas = ctx.view.vpas_for(ctx.workload)
+    if not vpas or not ctx.check_on("enable_vpa_filter"):
+        return
+    declared = any(
+        s.safety_checks.enable_vpa_filter
+        and s.safety_checks.block_resize_on_vpa_controlled_resources
+        for s in ctx.strategies()
+    )
+    containers = {a.target.container for a in ctx.actions}
+    held = vpa_held_targets(vpas, containers, declared=declared)
+    if not held:
+        return
+    # A Guaranteed container's pair changes together: a held request holds its limit.
+    kept = [
+        a
+        for a in ctx.actions
+        if a.item.restore
+        or not (_key(a) in held or (a.partner is not None and _key(a.partner) in held))
+    ]
+    gone = [a for a in ctx.actions if a not in kept]
+    ctx.dropped.extend((a.target, "VPACoupled") for a in gone)
+    ctx.replace_actions(kept)
+    if gone and not ctx.actions:
+        by_vpa: dict[str, list[str]] = {}
+        for a in gone:
+            name = held.get(_key(a)) or held[_key(a.partner or a)]
+            by_vpa.setdefault(name, []).append(
+                f"{a.target.container} {a.target.resource} {a.target.field}"
+            )
+        raise _Stop(
+            "blocked",
+            "VPACoupled",
+            "; ".join(
+                f"VerticalPodAutoscaler {name} sets {', '.join(sorted(values))}"
+                for name, values in sorted(by_vpa.items())
+            ),
+        )

@@ -337,6 +337,47 @@ def node(name: str = "node-a", cpu: str = "4", memory: str = "16Gi") -> dict[str
     }
 
 
+def vpa(
+    workload: str = "web",
+    *,
+    name: str | None = None,
+    namespace: str = NS,
+    mode: str | None = "Auto",
+    recommends: Mapping[str, list[str]] | None = None,
+    policies: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """A VerticalPodAutoscaler of Deployment `workload` (autoscaling.k8s.io/v1): in `mode`
+    (None: unset), recommending `recommends` ({container: [resources]}, default app's cpu
+    and memory; {} for none: RecommendationProvided False), with container `policies`."""
+    recommends = {"app": ["cpu", "memory"]} if recommends is None else recommends
+    spec: dict[str, Any] = {
+        "targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": workload}
+    }
+    if mode is not None:
+        spec["updatePolicy"] = {"updateMode": mode}
+    if policies is not None:
+        spec["resourcePolicy"] = {"containerPolicies": policies}
+    status: dict[str, Any] = {
+        "conditions": [
+            {"type": "RecommendationProvided", "status": "True" if recommends else "False"}
+        ]
+    }
+    if recommends:
+        status["recommendation"] = {
+            "containerRecommendations": [
+                {"containerName": c, "target": dict.fromkeys(resources, "100m")}
+                for c, resources in recommends.items()
+            ]
+        }
+    return {
+        "apiVersion": "autoscaling.k8s.io/v1",
+        "kind": "VerticalPodAutoscaler",
+        "metadata": {"name": name or f"{workload}-vpa", "namespace": namespace},
+        "spec": spec,
+        "status": status,
+    }
+
+
 def hpa(
     workload: str = "web",
     resource: str = "cpu",

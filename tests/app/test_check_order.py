@@ -15,6 +15,7 @@ SPEC_ORDER = (
     "ProtectedNamespace",
     "StaleRecommendation",
     "HPACoupled",
+    "VPACoupled",
     "LearningPeriod",
     "LowConfidence",
     "FreezeWindow",

@@ -49,6 +49,7 @@ def test_cluster_role_grants_exactly_what_the_reconciler_uses(
         | expand("apps", ["replicasets", "deployments", "statefulsets", "daemonsets"], READ)
         | expand("batch", ["jobs", "cronjobs"], READ)
         | expand("autoscaling", ["horizontalpodautoscalers"], READ)
+        | expand("autoscaling.k8s.io", ["verticalpodautoscalers"], ("list", "watch"))
         | expand("policy", ["poddisruptionbudgets"], READ)
         | expand("argoproj.io", ["rollouts"], READ)
         | expand("rightsizing.kubex.ai", kerf_kinds, READ)

@@ -153,6 +153,12 @@ def test_rbac_is_read_only_except_the_lease(objects: list[dict[str, Any]]) -> No
     cluster_role = one(objects, "ClusterRole", "kerf-webhook")
     for rule in cluster_role["rules"]:
         assert set(rule["verbs"]) <= READ, rule
+    # VPACoupled's input, read as a watch only.
+    assert {
+        "apiGroups": ["autoscaling.k8s.io"],
+        "resources": ["verticalpodautoscalers"],
+        "verbs": ["list", "watch"],
+    } in cluster_role["rules"]
     kerf_rule = next(r for r in cluster_role["rules"] if r["apiGroups"] == ["rightsizing.kubex.ai"])
     plurals = {
         o["spec"]["names"]["plural"] for o in objects if o["kind"] == "CustomResourceDefinition"

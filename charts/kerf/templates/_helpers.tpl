@@ -120,10 +120,14 @@ subjects:
     namespace: {{ .root.Release.Namespace }}
 {{- end }}
 
-{{/* The namespace bounds a decision keeps to (app/namespace_bounds.py), read as a watch:
-the webhook's and the reconciler's view, not the recommender's. */}}
+{{/* The namespace bounds a decision keeps to (app/namespace_bounds.py) and the
+VerticalPodAutoscalers that hold values (VPACoupled), read as a watch: the webhook's and the
+reconciler's view, not the recommender's. */}}
 {{- define "kerf.boundRules" -}}
 - apiGroups: [""]
   resources: [limitranges, resourcequotas]
+  verbs: [list, watch]
+- apiGroups: [autoscaling.k8s.io]
+  resources: [verticalpodautoscalers]
   verbs: [list, watch]
 {{- end }}

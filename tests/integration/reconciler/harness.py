@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
 from kubernetes_asyncio import client
 
 from app.leadertimings import LeaderTimings
@@ -208,12 +209,18 @@ async def running_kerf(
     node_cpu: str = "4",
     node_memory: str = "8Gi",
     strategy_spec: dict[str, Any] | None = None,
+    crds: Sequence[Path] = (),
 ) -> AsyncIterator[Kerf]:
     """kubesim with kerf's CRDs, namespaces `kerf-system` and `shop`, node `node-a`, the
     AutomationStrategy `default` and (unless `webhook=False`) the webhook registered. The
-    reconciler is started by the test (`start_reconciler`), so workloads can run first."""
+    reconciler is started by the test (`start_reconciler`), so workloads can run first.
+    `crds`: further CRD manifests installed before the webhook starts (a third party's)."""
     async with running_sim(tmp_path) as sim, sim.api_client() as api:
         await install_crds(api)
+        for crd in crds:
+            await client.ApiextensionsV1Api(api).create_custom_resource_definition(
+                yaml.safe_load(crd.read_text())
+            )
         await sim.add_namespace("kerf-system")
         await sim.add_namespace("shop")
         await sim.add_node("node-a", cpu=node_cpu, memory=node_memory)
