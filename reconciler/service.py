@@ -350,7 +350,7 @@ async def run_cluster(
     bounded (`app.firstsync`: ApiUnavailable); without, it waits as long as it takes."""
     tasks = [asyncio.create_task(feed.run(), name="feed")]
     leader = service.leader
-    if leader is not None:
+    if leader is not None and not once:
         tasks.append(asyncio.create_task(leader.run(), name="leader"))
     graceful = True
     try:
@@ -366,6 +366,9 @@ async def run_cluster(
         )
         if once:
             if leader is not None:
+                # Sought once the view is synced: a run that cannot sync fails with one
+                # line (app/firstsync.py), not with the election's retries besides.
+                tasks.append(asyncio.create_task(leader.run(), name="leader"))
                 await _first(leader.elected.wait(), stop.wait())
             await service.drain()
             return 0
