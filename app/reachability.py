@@ -3,12 +3,14 @@ Lease and write of the process, instead of one warning per resource per retry.
 
 Every request to the API server tells the process's `Reachability` how it went: `failed`
 with the error when it got no usable answer, `answered` when the server answered
-(whatever the status, but 502, 503 and 504: a server that answers 403 is reachable).
+(whatever the status, but 502 and 503: a server that answers 403 is reachable).
 What counts as "unreachable" (`is_outage`): no connection, a reset, a timeout, an answer
-cut short, or 502/503/504 from the server or a proxy before it. Anything else (401, 403,
-404, 410, 500, …) is about one request or one resource, and stays its caller's to say.
+cut short, or 502/503 from the server or a proxy before it. Anything else (401, 403, 404,
+410, 500, 504, …) is about one request or one resource, and stays its caller's to say.
 
-- The first failure starts an outage: one warning naming the server and the error.
+- A second failure with no answer since the first starts an outage (a single one may be
+  a keep-alive connection the server closed as it was reused): one warning naming the
+  server and the error.
 - While it lasts, the failures are counted, and said again at most once per
   `report_interval_s` (a minute), with the count and how long it has lasted.
 - The first answer to a request sent after the outage began ends it: one line, with how
@@ -38,9 +40,13 @@ import aiohttp
 logger = logging.getLogger("kerf.api")
 
 #: HTTP statuses that mean "the server (or the proxy in front of it) cannot serve now".
-OUTAGE_STATUSES = frozenset({502, 503, 504})
+#: Not 504: kube-apiserver answers it for one request that outlived its timeout.
+OUTAGE_STATUSES = frozenset({502, 503})
 #: How often a lasting outage is said again (seconds).
 REPORT_INTERVAL_S = 60.0
+#: Failures, with no answer between them, that make an outage: one alone may be a
+#: keep-alive connection the server closed as it was reused, and the retry answers.
+CONFIRMING_FAILURES = 2
 
 _TRANSPORT_ERRORS = (
     aiohttp.ClientConnectionError,  # refused, reset, disconnected, DNS, TLS, connect timeout
@@ -117,6 +123,8 @@ class Reachability:
         self.ever_answered = False
         self._changed_at = -math.inf
         self._said_at = -math.inf
+        #: failures since the last answer, before an outage is declared
+        self._suspected = 0
 
     def now(self) -> float:
         """The stamp of an attempt that starts now."""
@@ -145,9 +153,13 @@ class Reachability:
                     f"attempts); last error: {self.last_error}",
                 )
         elif started >= self._changed_at:
-            self.down_since = self._changed_at = self._said_at = now
-            self.failed_attempts = 1
+            self._suspected += 1
             self.last_error = describe(exc)
+            if self._suspected < CONFIRMING_FAILURES:
+                return True
+            self.down_since = self._changed_at = self._said_at = now
+            self.failed_attempts = self._suspected
+            self._suspected = 0
             self._say(
                 logging.WARNING,
                 f"the API server {self.server} is unavailable: {self.last_error}; retrying "
@@ -160,7 +172,10 @@ class Reachability:
         """The server answered an attempt started at `started` (with a status that is not
         an outage's)."""
         self.ever_answered = True
-        if self.down_since is None or started < self._changed_at:
+        if self.down_since is None:
+            self._suspected = 0
+            return
+        if started < self._changed_at:
             return
         now = self.now()
         lasted = now - self.down_since

@@ -83,6 +83,7 @@ def test_old_news_changes_nothing(lines: Lines) -> None:
     api = tracker(clock, lines)
     before = clock.now
     clock.now += 1
+    api.failed(REFUSED, clock.now)
     api.failed(REFUSED, clock.now)  # the outage starts at 101
     # An answer to a request sent before it began was on its way: still down.
     api.answered(before)
@@ -90,28 +91,49 @@ def test_old_news_changes_nothing(lines: Lines) -> None:
     clock.now += 5
     api.answered(clock.now)  # a request sent after it began: the end
     assert api.reachable
-    # A connect that timed out, sent before the recovery: no new outage.
+    # Connects that timed out, sent before the recovery: no new outage.
     clock.now += 1
+    api.failed(TimeoutError(), before)
     api.failed(TimeoutError(), before)
     assert api.reachable
     assert len(lines.said()) == 2
 
 
+def test_one_failure_that_the_retry_answers_is_no_outage(lines: Lines) -> None:
+    # A keep-alive connection the server closed just as it was reused.
+    clock = Clock()
+    api = tracker(clock, lines)
+    for _ in range(3):
+        assert api.failed(aiohttp.ServerDisconnectedError(), clock.now)
+        clock.now += 1
+        api.answered(clock.now)
+    assert api.reachable and lines.said() == []
+    api.failed(REFUSED, clock.now)
+    api.failed(REFUSED, clock.now)
+    assert not api.reachable and len(lines.said()) == 1
+
+
 def test_only_outage_errors_are_its_own(lines: Lines) -> None:
     clock = Clock()
     api = tracker(clock, lines)
-    for error in (ApiStatusError(403, "forbidden"), ApiStatusError(500, "x"), ValueError("x")):
+    for error in (
+        ApiStatusError(403, "forbidden"),
+        ApiStatusError(500, "x"),
+        ApiStatusError(504, "Timeout: request did not complete within requested timeout"),
+        ValueError("x"),
+    ):
         assert not api.failed(error, clock.now)
     assert api.reachable and lines.said() == []
     for error in (
         ApiStatusError(503, "the server is shutting down"),
-        ApiStatusError(502, "bad gateway"),
+        ApiStatusError(502, "Bad Gateway"),
         aiohttp.ServerDisconnectedError(),
         aiohttp.ClientPayloadError("cut"),
         TimeoutError(),
         ConnectionResetError(104, "reset"),
     ):
         assert is_outage(error), error
+    assert api.failed(ApiStatusError(503, "shutting down"), clock.now)
     assert api.failed(ApiStatusError(503, "shutting down"), clock.now)
     assert lines.said() == [
         f"the API server {SERVER} is unavailable: HTTP 503: shutting down; retrying "
@@ -122,6 +144,7 @@ def test_only_outage_errors_are_its_own(lines: Lines) -> None:
 def test_quiet_says_everything_at_debug_only(lines: Lines) -> None:
     clock = Clock()
     api = tracker(clock, lines, quiet=True)
+    api.failed(REFUSED, clock.now)
     api.failed(REFUSED, clock.now)
     clock.now += 61
     api.failed(REFUSED, clock.now)
