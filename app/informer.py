@@ -570,11 +570,6 @@ class ClusterFeed:
         """Return once every resource has been listed into the view."""
         await self._synced.wait()
 
-    @property
-    def synced(self) -> bool:
-        """Every resource has been listed into the view at least once."""
-        return self._synced.is_set()
-
     def unlisted(self) -> list[Informer]:
         """The informers whose resource has not been listed yet."""
         return [i for i in self.informers if not i.listed]

@@ -119,8 +119,6 @@ class Reachability:
         self.failed_attempts = 0
         #: the last outage error, described
         self.last_error: str | None = None
-        #: the server answered at least once
-        self.ever_answered = False
         self._changed_at = -math.inf
         self._said_at = -math.inf
         #: failures since the last answer, before an outage is declared
@@ -171,7 +169,6 @@ class Reachability:
     def answered(self, started: float) -> None:
         """The server answered an attempt started at `started` (with a status that is not
         an outage's)."""
-        self.ever_answered = True
         if self.down_since is None:
             self._suspected = 0
             return
