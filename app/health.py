@@ -14,16 +14,21 @@ def health_app(
     registry: CollectorRegistry,
     ready: Callable[[], bool],
     alive: Callable[[], bool] = lambda: True,
+    reachable: Callable[[], bool] = lambda: True,
 ) -> web.Application:
-    """Liveness (`alive`: not stopping), readiness (`ready`: the view is synced) and the
-    metrics of `registry`."""
+    """Liveness (`alive`: not stopping), readiness (`ready`: the view is synced, and
+    `reachable`: no API server outage is under way, app/reachability.py) and the metrics
+    of `registry`."""
 
     async def healthz(_: web.Request) -> web.Response:
         return web.Response(text="ok" if alive() else "stopping", status=200 if alive() else 503)
 
     async def readyz(_: web.Request) -> web.Response:
-        ok = ready()
-        return web.Response(text="ok" if ok else "view not synced", status=200 if ok else 503)
+        if not ready():
+            return web.Response(text="view not synced", status=503)
+        if not reachable():
+            return web.Response(text="API server unreachable", status=503)
+        return web.Response(text="ok", status=200)
 
     async def metrics_view(_: web.Request) -> web.Response:
         body = generate_latest(registry)

@@ -8,6 +8,12 @@ saw (events and bookmarks move it); a 410 Gone means that version is no longer s
 the resource is listed again and objects that vanished meanwhile are deleted from the
 view. Any other failure backs off exponentially, with jitter, and retries.
 
+An API server that cannot be reached is not said by each informer: every request tells
+the process's `app.reachability.Reachability` how it went, which says the outage once,
+then at most once a minute, then its end. A watch that breaks after it was answered is
+routine (the next request says whether the server is still there). Other failures (403,
+500, a bad object) are about one resource and are logged by its informer.
+
 Responses are read raw (`_preload_content=False`) and parsed with orjson: it is faster
 than the client's models and keeps the camelCase keys the view (and the YAML state-dir
 path) expect. A kerf custom resource that does not validate is logged and left out of
@@ -42,6 +48,13 @@ from app.models import (
     object_label,
     parse_object,
     plural,
+)
+from app.reachability import (
+    OUTAGE_STATUSES,
+    Reachability,
+    describe,
+    is_transport_error,
+    reachability_of,
 )
 from app.recommendations import SOURCE_LABEL
 from app.slim import kerf_object
@@ -259,11 +272,14 @@ class Informer:
         sleep: Sleep = asyncio.sleep,
         clock: Clock = utc_now,
         page_size: int | None = LIST_PAGE_SIZE,
+        reachability: Reachability | None = None,
     ) -> None:
         self.resource = resource
         self.view = view
         self.page_size = page_size
         self._call = resource.lister(api_client)
+        #: the process's voice about the API server (app.reachability)
+        self.reachability = reachability or reachability_of(api_client)
         self._on_contact = on_contact
         self._on_page = on_page
         self._sleep = sleep
@@ -278,7 +294,15 @@ class Informer:
         self.last_contact: datetime | None = None
         #: how long the last complete list took (seconds), for start-up diagnostics
         self.list_seconds: float | None = None
+        #: why the last list or watch failed (None once a list succeeds)
+        self.last_error: str | None = None
+        #: the last failure's HTTP status, when it had one
+        self.last_status: int | None = None
         self._keys: set[ObjectKey] = set()
+        #: when the request under way was sent (Reachability.now), and whether a watch's
+        #: answer had begun (a break after that is routine)
+        self._sent = 0.0
+        self._streaming = False
 
     async def run(self) -> None:
         """List and watch until cancelled; failures are logged and retried, never raised."""
@@ -309,6 +333,13 @@ class Informer:
 
     async def _back_off(self, exc: Exception, level: int = logging.WARNING) -> None:
         delay = self.backoff.next_delay()
+        self.last_error = describe(exc)
+        self.last_status = exc.code if isinstance(exc, ApiStatusError) else None
+        if self._streaming and is_transport_error(exc):
+            level = logging.DEBUG  # a watch broke: the next request tells more
+        elif self.reachability.failed(exc, self._sent) or self.reachability.quiet:
+            level = logging.DEBUG  # said once for the whole process, or by the command
+        self._streaming = False
         logger.log(
             level,
             "%s: list/watch failed (%s: %s); retrying in %.1fs",
@@ -353,6 +384,7 @@ class Informer:
                 self.view.delete(*key)
             self._keys &= listed
         self.listed = True
+        self.last_error = self.last_status = None
         self.resource_version = str(doc["metadata"]["resourceVersion"])
         self.list_seconds = time.monotonic() - started
         logger.info(
@@ -367,7 +399,7 @@ class Informer:
             kwargs["limit"] = self.page_size
         if token:
             kwargs["_continue"] = token
-        response = await self._call(**kwargs, _request_timeout=LIST_TIMEOUT)
+        response = await self._send(**kwargs, _request_timeout=LIST_TIMEOUT)
         try:
             body = await response.read()
         finally:
@@ -391,7 +423,7 @@ class Informer:
 
     async def _watch(self) -> None:
         timeout_s = self._rng.uniform(*WATCH_TIMEOUT_S)
-        response = await self._call(
+        response = await self._send(
             **self._kwargs(),
             watch=True,
             allow_watch_bookmarks=True,
@@ -405,14 +437,26 @@ class Informer:
         try:
             if response.status != 200:
                 raise _status_error(response.status, await response.read())
+            self._streaming = True
             async for line in _lines(response.content):
                 self._event(orjson.loads(line))
                 events += 1
         finally:
             response.close()
+        self._streaming = False
         self._contact()  # a normal end: the next watch resumes from resource_version
         if not events:  # a server or proxy that closes watches at once is not hammered
             await self._sleep(self.backoff.next_delay())
+
+    async def _send(self, **kwargs: Any) -> Any:
+        """One list or watch request; its answer (or its absence) is told to the
+        process's Reachability by `_back_off`, and here."""
+        self._sent = self.reachability.now()
+        self._streaming = False
+        response = await self._call(**kwargs)
+        if response.status not in OUTAGE_STATUSES:
+            self.reachability.answered(self._sent)
+        return response
 
     def _event(self, event: Mapping[str, Any]) -> None:
         kind = event.get("type")
@@ -497,8 +541,14 @@ class ClusterFeed:
         on_synced: Callable[[], object] | None = None,
         on_initial_page: Callable[[], object] | None = None,
         page_size: int | None = LIST_PAGE_SIZE,
+        reachability: Reachability | None = None,
     ) -> None:
         self.view = view
+        #: shared by every informer (and every other request over `api_client`)
+        self.reachability = reachability or reachability_of(api_client)
+        #: when an initial list last brought a page (Reachability.now): a first sync that
+        #: is slow but moving is not a server that cannot be reached (app.firstsync)
+        self.progress_at = self.reachability.now()
         self._synced = asyncio.Event()
         self._on_synced = on_synced
         self._on_initial_page = on_initial_page
@@ -512,6 +562,7 @@ class ClusterFeed:
                 sleep=sleep,
                 clock=clock,
                 page_size=page_size,
+                reachability=self.reachability,
             )
             for resource in with_kubex(view, resources)
         ]
@@ -526,8 +577,15 @@ class ClusterFeed:
         """Return once every resource has been listed into the view."""
         await self._synced.wait()
 
+    def unlisted(self) -> list[Informer]:
+        """The informers whose resource has not been listed yet."""
+        return [i for i in self.informers if not i.listed]
+
     def _page(self) -> None:
-        if self._on_initial_page is not None and not self._synced.is_set():
+        if self._synced.is_set():
+            return
+        self.progress_at = self.reachability.now()
+        if self._on_initial_page is not None:
             self._on_initial_page()
 
     def _contact(self, _: Informer) -> None:

@@ -35,6 +35,7 @@ from app.clock import Clock, utc_now
 from app.informer import ApiStatusError
 from app.leadertimings import LeaderTimings
 from app.lease import LeaseClient
+from app.reachability import is_outage
 from app.transport import Requester
 
 
@@ -97,7 +98,10 @@ class LeaderElector:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                self._log.warning("leader election: %s: %s", type(exc).__name__, exc)
+                # An API server that cannot be reached is said once for the process
+                # (app/reachability.py), not every retry period.
+                level = logging.DEBUG if is_outage(exc) else logging.WARNING
+                self._log.log(level, "leader election: %s: %s", type(exc).__name__, exc)
             self.leading()
             await self._sleep(self.timings.retry_s)
 

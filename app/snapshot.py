@@ -9,7 +9,9 @@ from pathlib import Path
 import aiohttp
 from kubernetes_asyncio.config import ConfigException
 
+from app.apitimeout import DEFAULT_API_TIMEOUT_S
 from app.clock import utc_now
+from app.firstsync import quiet_for_one_shot
 from app.informer import (
     WEBHOOK_RESOURCES,
     ApiStatusError,
@@ -17,6 +19,7 @@ from app.informer import (
     api_client_from_config,
     with_kubex,
 )
+from app.reachability import describe, format_seconds, server_of
 from app.view import ClusterView
 
 
@@ -24,29 +27,40 @@ class SnapshotError(Exception):
     """The cluster could not be listed; the message says which resource and why."""
 
 
-async def snapshot_view(kubeconfig: Path | None) -> ClusterView:
-    """Every object the decisions read, listed once; an API error raises SnapshotError."""
+async def snapshot_view(
+    kubeconfig: Path | None, api_timeout_s: float = DEFAULT_API_TIMEOUT_S
+) -> ClusterView:
+    """Every object the decisions read, listed once; an API error, or no answer within
+    `api_timeout_s`, raises SnapshotError naming the API server."""
     view = ClusterView()
     async with await api_client_from_config(kubeconfig) as api_client:
-        for resource in with_kubex(view, WEBHOOK_RESOURCES):
-            informer = Informer(resource, api_client, view)
-            try:
-                await informer.list_once()
-            except ApiStatusError as exc:
-                raise SnapshotError(f"listing {resource.kind}: {exc}") from None
-            except (TimeoutError, aiohttp.ClientError, OSError) as exc:
-                raise SnapshotError(
-                    f"listing {resource.kind}: {exc or type(exc).__name__}"
-                ) from None
+        quiet_for_one_shot(api_client)
+        server = server_of(api_client)
+        resource = WEBHOOK_RESOURCES[0]
+        try:
+            async with asyncio.timeout(api_timeout_s):
+                for resource in with_kubex(view, WEBHOOK_RESOURCES):
+                    await Informer(resource, api_client, view).list_once()
+        except TimeoutError:
+            raise SnapshotError(
+                f"no answer from the API server {server} listing {resource.kind}; gave up "
+                f"after {format_seconds(api_timeout_s)} (--api-timeout)"
+            ) from None
+        except (ApiStatusError, aiohttp.ClientError, OSError) as exc:
+            raise SnapshotError(
+                f"the API server {server}: listing {resource.kind}: {describe(exc)}"
+            ) from None
     view.mark_synced(utc_now())
     return view
 
 
-def cluster_snapshot(kubeconfig: Path | None) -> ClusterView:
+def cluster_snapshot(
+    kubeconfig: Path | None, api_timeout_s: float = DEFAULT_API_TIMEOUT_S
+) -> ClusterView:
     """`snapshot_view` from synchronous code (kubeconfig as `kubectl` finds it)."""
     if kubeconfig is not None and not kubeconfig.is_file():
         raise SnapshotError(f"--kubeconfig {kubeconfig}: no such file")
     try:
-        return asyncio.run(snapshot_view(kubeconfig))
+        return asyncio.run(snapshot_view(kubeconfig, api_timeout_s))
     except ConfigException as exc:
         raise SnapshotError(str(exc)) from None

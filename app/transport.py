@@ -12,6 +12,7 @@ import orjson
 from kubernetes_asyncio import client
 
 from app.informer import ApiStatusError
+from app.reachability import reachability_of
 
 JSON = "application/json"
 REQUEST_TIMEOUT = aiohttp.ClientTimeout(total=30, sock_connect=10)
@@ -54,7 +55,10 @@ class ApiTransport:
         content_type: str = JSON,
     ) -> dict[str, Any]:
         """Send one request; a 2xx answer's body is returned parsed, anything else raises
-        ApiStatusError with the API's own message. Counted by verb, resource and code."""
+        ApiStatusError with the API's own message. Counted by verb, resource and code, and
+        told to the client's Reachability (app/reachability.py), which says outages."""
+        reachability = reachability_of(self._client)
+        sent = reachability.now()
         try:
             response = await self._client.call_api(
                 path,
@@ -65,16 +69,24 @@ class ApiTransport:
                 _preload_content=False,
                 _request_timeout=REQUEST_TIMEOUT,
             )
-        except Exception:
+        except Exception as exc:
             self._count(verb, resource, "error")
+            reachability.failed(exc, sent)
             raise
         try:
             raw = await response.read()
+        except Exception as exc:
+            reachability.failed(exc, sent)
+            raise
         finally:
             response.release()
         self._count(verb, resource, str(response.status))
         if not 200 <= response.status < 300:
-            raise ApiStatusError(response.status, _message(raw))
+            error = ApiStatusError(response.status, _message(raw))
+            if not reachability.failed(error, sent):
+                reachability.answered(sent)
+            raise error
+        reachability.answered(sent)
         return orjson.loads(raw) if raw else {}
 
 

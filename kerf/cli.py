@@ -18,6 +18,7 @@ from typing import Any
 
 import orjson
 
+from app.apitimeout import add_api_timeout_argument
 from app.cleanup import CleanupInputError, annotate_commands
 from app.clock import utc_now
 from app.completion import SHELLS, completion_script
@@ -82,7 +83,7 @@ def report_command(args: argparse.Namespace) -> int:
         # The cluster client loads only when a cluster is listed.
         from app.snapshot import cluster_snapshot
 
-        view = cluster_snapshot(args.kubeconfig)
+        view = cluster_snapshot(args.kubeconfig, args.api_timeout)
     else:
         view = load_view(args.file)
     report = build_report(view, now=_now(args.now))
@@ -122,6 +123,11 @@ def _add_report_command(sub: argparse._SubParsersAction) -> None:
         type=Path,
         metavar="FILE",
         help="list the cluster of this kubeconfig once (default: -f files)",
+    )
+    add_api_timeout_argument(
+        p,
+        "with --kubeconfig: how long listing the cluster may take; past it, or at the "
+        "first error, the command exits 2 with one line naming the API server",
     )
     p.add_argument(
         "-o", "--output", choices=("table", "csv", "json"), default="table", help="output format"

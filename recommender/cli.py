@@ -10,6 +10,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from app.apitimeout import add_api_timeout_argument
 from app.durations import DurationError, parse_duration
 from app.jsonlog import configure_logging
 from app.leaderflags import add_leader_arguments, leader_timings
@@ -104,6 +105,14 @@ def add_recommend_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--dry-run", action="store_true", help="compute and log, write no ConfigMap"
+    )
+    add_api_timeout_argument(
+        parser,
+        "with --once or --dry-run: how long the first run waits for the API server. "
+        "Once it has not answered, or its lists have not moved, for this long, the command "
+        "exits 2 with one line naming the server and the error (a 401 or 403 at once). "
+        "Without either flag the service waits as long as it takes, and logs an outage "
+        "when it starts, at most once a minute while it lasts, and when it ends",
     )
     parser.add_argument(
         "-o", "--output", choices=("table", "json"), default="table", help="output of a single run"
@@ -275,6 +284,7 @@ def recommend_command(args: argparse.Namespace) -> int:
     # The recommender and its clients load only for the command that runs them.
     from kubernetes_asyncio.config import ConfigException
 
+    from app.firstsync import ApiUnavailable
     from recommender.main import Options, run_recommender, run_state_dir
 
     settings = _settings(args)
@@ -307,11 +317,15 @@ def recommend_command(args: argparse.Namespace) -> int:
         metrics_host=args.metrics_host,
         metrics_port=args.metrics_port,
         leader=timings,
+        api_timeout_s=args.api_timeout,
     )
     try:
         return run_recommender(options)
     except ConfigException as exc:
         print(f"kerf recommend: cannot connect to the cluster: {exc}", file=sys.stderr)
+        return 2
+    except ApiUnavailable as exc:
+        print(f"kerf recommend: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:
         if exc.errno != errno.EADDRINUSE:

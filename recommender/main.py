@@ -19,7 +19,9 @@ from typing import IO
 import aiohttp
 from kubernetes_asyncio import client
 
+from app.apitimeout import DEFAULT_API_TIMEOUT_S
 from app.clock import utc_now
+from app.firstsync import first_sync, quiet_for_one_shot
 from app.health import health_app, serving
 from app.informer import WEBHOOK_RESOURCES, ClusterFeed, Resource, api_client_from_config
 from app.leader import Fence
@@ -67,6 +69,14 @@ class Options:
     metrics_host: str = "0.0.0.0"
     metrics_port: int = DEFAULT_METRICS_PORT
     leader: LeaderTimings = LeaderTimings()
+    #: how long `once` or `dry_run` waits for the API server before the first run
+    #: (app/firstsync.py); the service waits as long as it takes
+    api_timeout_s: float = DEFAULT_API_TIMEOUT_S
+
+    @property
+    def first_sync_bound(self) -> float | None:
+        """The bound on the first sync: a run by hand (`once`, `dry_run`) has one."""
+        return self.api_timeout_s if self.once or self.dry_run else None
 
 
 def print_analysis(analysis: Analysis, output: str, out: IO[str]) -> int:
@@ -113,8 +123,13 @@ async def _until(stop: asyncio.Event, seconds: float) -> None:
         await asyncio.wait_for(stop.wait(), seconds)
 
 
-async def _synced_or_stopped(feed: ClusterFeed, stop: asyncio.Event) -> bool:
-    """Wait for the view's first sync or for `stop`; True when synced."""
+async def _synced_or_stopped(
+    feed: ClusterFeed, stop: asyncio.Event, bound_s: float | None = None
+) -> bool:
+    """Wait for the view's first sync or for `stop`; True when synced. With `bound_s`
+    the wait is bounded (`app.firstsync`: ApiUnavailable)."""
+    if bound_s is not None:
+        return await first_sync(feed, bound_s, stop=stop) and not stop.is_set()
     waits = {asyncio.create_task(feed.wait_synced()), asyncio.create_task(stop.wait())}
     _, pending = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
     for task in pending:
@@ -130,19 +145,25 @@ async def serve_cluster(options: Options, stop: asyncio.Event) -> int:
         await api_client_from_config(options.kubeconfig) as api_client,
         aiohttp.ClientSession() as session,
     ):
+        if options.first_sync_bound is not None:
+            quiet_for_one_shot(api_client)
         view = ClusterView()
         feed = ClusterFeed(api_client, view, RECOMMENDER_RESOURCES)
         feed_task = asyncio.create_task(feed.run(), name="feed")
         api = PrometheusApi(session, options.prometheus)
         try:
             if options.once:
-                if not await _synced_or_stopped(feed, stop):
+                if not await _synced_or_stopped(feed, stop, options.first_sync_bound):
                     return 0
                 analysis = await run_one(view, api, api_client, options, metrics)
                 return print_analysis(analysis, options.output, sys.stdout)
-            app = health_app(metrics.registry, ready=lambda: view.synced)
+            app = health_app(
+                metrics.registry,
+                ready=lambda: view.synced,
+                reachable=lambda: feed.reachability.reachable,
+            )
             async with serving(app, options.metrics_host, options.metrics_port):
-                if not await _synced_or_stopped(feed, stop):
+                if not await _synced_or_stopped(feed, stop, options.first_sync_bound):
                     return 0
                 if options.dry_run:
                     while not stop.is_set():

@@ -8,6 +8,7 @@ import errno
 import sys
 from pathlib import Path
 
+from app.apitimeout import add_api_timeout_argument
 from app.jsonlog import configure_logging
 from app.kubexflags import add_kubex_argument
 from app.leaderflags import add_leader_arguments, leader_timings
@@ -35,6 +36,14 @@ def add_reconciler_arguments(parser: argparse.ArgumentParser) -> None:
         "summary, at start and every --resync-interval (with --once: one pass); write nothing",
     )
     parser.add_argument("--once", action="store_true", help="one full pass, then exit")
+    add_api_timeout_argument(
+        parser,
+        "with --once or --dry-run: how long the first pass waits for the API server. "
+        "Once it has not answered, or its lists have not moved, for this long, the command "
+        "exits 2 with one line naming the server and the error (a 401 or 403 at once). "
+        "Without either flag the service waits as long as it takes, and logs an outage "
+        "when it starts, at most once a minute while it lasts, and when it ends",
+    )
     parser.add_argument(
         "--metrics-port",
         type=int,
@@ -74,6 +83,7 @@ def reconciler_command(args: argparse.Namespace) -> int:
     # The reconciler and its cluster client load only for the command that runs them.
     from kubernetes_asyncio.config import ConfigException
 
+    from app.firstsync import ApiUnavailable
     from reconciler.main import Options, plan_state_dir, run_reconciler
     from reconciler.reconcile import ExecutionConfig
     from reconciler.service import ServiceConfig
@@ -108,11 +118,15 @@ def reconciler_command(args: argparse.Namespace) -> int:
         service=ServiceConfig(workers=args.workers, resync_s=args.resync_interval),
         leader=timings,
         kubex=args.kubex_recommendations,
+        api_timeout_s=args.api_timeout,
     )
     try:
         return run_reconciler(options)
     except ConfigException as exc:
         print(f"kerf reconciler: cannot connect to the cluster: {exc}", file=sys.stderr)
+        return 2
+    except ApiUnavailable as exc:
+        print(f"kerf reconciler: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:
         if exc.errno != errno.EADDRINUSE:

@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from app.clock import Clock
 from app.decide import PodDecision, decide_pod
+from app.firstsync import first_sync
 from app.informer import ClusterFeed
 from app.jsonlog import log_fields
 from app.owners import WorkloadRef
@@ -207,16 +208,21 @@ async def run_dry(
     interval_s: float,
     clock: Clock,
     metrics: ReconcilerMetrics | None = None,
+    api_timeout_s: float | None = None,
 ) -> int:
     """Watch the cluster and log a dry-run pass once the view is synced, then every
-    `interval_s` until `stop` (or only once with `once`)."""
+    `interval_s` until `stop` (or only once with `once`). With `api_timeout_s` the first
+    sync is bounded (`app.firstsync`: ApiUnavailable)."""
     task = asyncio.create_task(feed.run(), name="feed")
     try:
-        synced = asyncio.create_task(feed.wait_synced())
-        stopped = asyncio.create_task(stop.wait())
-        await asyncio.wait({synced, stopped}, return_when=asyncio.FIRST_COMPLETED)
-        synced.cancel()
-        stopped.cancel()
+        if api_timeout_s is not None:
+            await first_sync(feed, api_timeout_s, stop=stop)
+        else:
+            synced = asyncio.create_task(feed.wait_synced())
+            stopped = asyncio.create_task(stop.wait())
+            await asyncio.wait({synced, stopped}, return_when=asyncio.FIRST_COMPLETED)
+            synced.cancel()
+            stopped.cancel()
         while not stop.is_set():
             actions, tally = dry_pass(view, clock(), metrics)
             log_pass(actions, tally)

@@ -17,7 +17,9 @@ from typing import IO, Any
 
 import orjson
 
+from app.apitimeout import DEFAULT_API_TIMEOUT_S
 from app.clock import Clock, utc_now
+from app.firstsync import quiet_for_one_shot
 from app.health import health_app, serving
 from app.heap import freeze_page
 from app.informer import ClusterFeed, api_client_from_config
@@ -69,6 +71,14 @@ class Options:
     leader: LeaderTimings = LeaderTimings()
     #: Kubex's recommendation ConfigMap (app/kubexflags.py)
     kubex: KubexFlag = DEFAULT_FLAG
+    #: how long `once` or `dry_run` waits for the API server before the first pass
+    #: (app/firstsync.py); the service waits as long as it takes
+    api_timeout_s: float = DEFAULT_API_TIMEOUT_S
+
+    @property
+    def first_sync_bound(self) -> float | None:
+        """The bound on the first sync: a one-shot run (`once`, `dry_run`) has one."""
+        return self.api_timeout_s if self.once or self.dry_run else None
 
 
 async def plan_state_dir(state_dir: Path, out: IO[str], *, kubex: KubexFlag = DEFAULT_FLAG) -> int:
@@ -162,6 +172,8 @@ async def serve_cluster(options: Options, stop: asyncio.Event) -> int:
     """The service over the cluster until `stop` (or one pass with `once`), with its
     health and metrics endpoint."""
     async with await api_client_from_config(options.kubeconfig) as api_client:
+        if options.first_sync_bound is not None:
+            quiet_for_one_shot(api_client)
         if options.dry_run:
             return await _serve_dry_run(api_client, options, stop)
         feed, service = build_service(
@@ -171,9 +183,16 @@ async def serve_cluster(options: Options, stop: asyncio.Event) -> int:
             service.metrics.registry,
             ready=lambda: service.view.synced,
             alive=lambda: not stop.is_set(),
+            reachable=lambda: feed.reachability.reachable,
         )
         async with serving(app, options.metrics_host, options.metrics_port):
-            return await run_cluster(feed, service, stop=stop, once=options.once)
+            return await run_cluster(
+                feed,
+                service,
+                stop=stop,
+                once=options.once,
+                api_timeout_s=options.first_sync_bound,
+            )
 
 
 async def _serve_dry_run(api_client: Any, options: Options, stop: asyncio.Event) -> int:
@@ -183,7 +202,12 @@ async def _serve_dry_run(api_client: Any, options: Options, stop: asyncio.Event)
     namespace = own_namespace()
     view = ClusterView(own_namespace=namespace, kubex_source=kubex_source(options.kubex, namespace))
     feed = ClusterFeed(api_client, view, RECONCILER_RESOURCES, on_initial_page=freeze_page)
-    app = health_app(metrics.registry, ready=lambda: view.synced, alive=lambda: not stop.is_set())
+    app = health_app(
+        metrics.registry,
+        ready=lambda: view.synced,
+        alive=lambda: not stop.is_set(),
+        reachable=lambda: feed.reachability.reachable,
+    )
     async with serving(app, options.metrics_host, options.metrics_port):
         return await run_dry(
             feed,
@@ -193,6 +217,7 @@ async def _serve_dry_run(api_client: Any, options: Options, stop: asyncio.Event)
             interval_s=options.service.resync_s,
             clock=utc_now,
             metrics=metrics,
+            api_timeout_s=options.first_sync_bound,
         )
 
 

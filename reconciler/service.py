@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from app.firstsync import first_sync
 from app.heap import freeze_loaded_state
 from app.informer import WEBHOOK_RESOURCES, ClusterFeed, Resource, kerf_resources
 from app.leader import LeaderElector, NotLeading
@@ -341,17 +342,22 @@ async def run_cluster(
     *,
     stop: asyncio.Event,
     once: bool = False,
+    api_timeout_s: float | None = None,
 ) -> int:
     """Run the service until `stop` is set (or one full pass with `once`): the feed, the
     leader election, the workers and the resync; on stop, in-flight passes finish, the
-    Lease is released and the watches end."""
+    Lease is released and the watches end. With `api_timeout_s` the first sync is
+    bounded (`app.firstsync`: ApiUnavailable); without, it waits as long as it takes."""
     tasks = [asyncio.create_task(feed.run(), name="feed")]
     leader = service.leader
-    if leader is not None:
+    if leader is not None and not once:
         tasks.append(asyncio.create_task(leader.run(), name="leader"))
     graceful = True
     try:
-        await _first(feed.wait_synced(), stop.wait())
+        if api_timeout_s is None:
+            await _first(feed.wait_synced(), stop.wait())
+        else:
+            await first_sync(feed, api_timeout_s, stop=stop)
         if stop.is_set():
             return 0
         service.start_accepting()
@@ -360,6 +366,9 @@ async def run_cluster(
         )
         if once:
             if leader is not None:
+                # Sought once the view is synced: a run that cannot sync fails with one
+                # line (app/firstsync.py), not with the election's retries besides.
+                tasks.append(asyncio.create_task(leader.run(), name="leader"))
                 await _first(leader.elected.wait(), stop.wait())
             await service.drain()
             return 0

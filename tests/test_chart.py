@@ -222,6 +222,8 @@ NOT_VALUES = {
         "--kubeconfig": "in a pod the service account is the cluster",
         "--once": "a Deployment runs the service, not one pass",
         "--metrics-host": "a pod listens on every address",
+        "--api-timeout": "bounds a run by hand; a dry-run pod that cannot reach the API "
+        "server for 30 s at start exits 2 and the kubelet restarts it (docs/decisions.md)",
     },
 }
 

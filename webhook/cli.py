@@ -197,7 +197,9 @@ def add_webhook_arguments(parser: argparse.ArgumentParser) -> None:
         "--kubeconfig",
         type=Path,
         help="without --state-dir: the cluster to watch (default $KUBECONFIG, else the "
-        "pod's service account, else ~/.kube/config)",
+        "pod's service account, else ~/.kube/config). While its API server cannot be "
+        "reached the webhook keeps retrying, logs the outage when it starts, at most once a "
+        "minute while it lasts and when it ends, and /readyz answers 503",
     )
     add_kubex_argument(parser)
     parser.add_argument("--tls-cert", type=Path, required=True, help="PEM certificate (chain)")

@@ -23,6 +23,7 @@ from app.apitime import micro_time
 from app.clock import Clock, utc_now
 from app.informer import ApiStatusError
 from app.lease import WEBHOOK_LEASE, LeaseClient
+from app.reachability import is_outage
 from app.transport import ApiTransport
 
 logger = logging.getLogger("kerf.webhook.lease")
@@ -73,7 +74,9 @@ class LeaseRenewer:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                logger.warning(
+                # An API server that cannot be reached is said once for the process.
+                logger.log(
+                    logging.DEBUG if is_outage(exc) else logging.WARNING,
                     "renewing Lease %s/%s failed: %s: %s",
                     self.namespace,
                     self.name,

@@ -12,7 +12,7 @@ import shlex
 import signal
 import socket
 import sys
-from collections.abc import Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from functools import partial
 from pathlib import Path
 from types import FrameType
@@ -27,6 +27,7 @@ from app.heap import freeze_for_admission, freeze_page
 from app.informer import ClusterFeed, api_client_from_config
 from app.kubexflags import DEFAULT_FLAG, KubexFlag, kubex_source
 from app.lease import holder_identity, own_namespace
+from app.reachability import reachability_of
 from app.view import ClusterView
 from webhook.connections import GuardedHttpProtocol
 from webhook.defaults import (
@@ -147,8 +148,8 @@ async def serve_cluster(
     freeze_heap: bool = True,
 ) -> None:
     """Serve while watches keep `view` current and the Lease tells the reconciler that
-    admission works (renewed only while this replica is ready: serving a synced view;
-    `clock` stamps the renewals).
+    admission works (renewed only while this replica is ready: serving a synced view,
+    the API server reachable; `clock` stamps the renewals).
 
     With `freeze_heap` (the default; the benchmark turns it off to measure the
     difference) the loaded objects are frozen as the initial lists arrive and once the
@@ -166,7 +167,7 @@ async def serve_cluster(
         namespace,
         holder,
         interval_s=lease_interval_s,
-        ready=lambda: view.synced and server.started,
+        ready=lambda: view.synced and server.started and feed.reachability.reachable,
         clock=clock,
     )
     await serve(
@@ -261,13 +262,14 @@ def run_webhook(
     certificate = ReloadingCertificate(tls_cert, tls_key)
     guard = limits or ConnectionLimits()
 
-    def serving(view: ClusterView) -> uvicorn.Server:
+    def serving(view: ClusterView, reachable: Callable[[], bool] = lambda: True) -> uvicorn.Server:
         app = create_app(
             view,
             deadline_s=deadline_s,
             decision_log=decisions,
             read_timeout_s=guard.read_timeout_s,
             max_body_values=guard.max_body_values,
+            reachable=reachable,
         )
         return uvicorn_server(
             app, certificate, host=host, port=port, log_level=log_level, limits=guard
@@ -288,8 +290,9 @@ def run_webhook(
         view = ClusterView(
             own_namespace=namespace, kubex_source=kubex_source(kubex_recommendations, namespace)
         )
-        server = serving(view)
         async with await api_client_from_config(kubeconfig) as api_client:
+            # Not ready while the API server cannot be reached (app/reachability.py).
+            server = serving(view, lambda: reachability_of(api_client).reachable)
             await serve_cluster(
                 server,
                 certificate,

@@ -121,6 +121,7 @@ def create_app(
     decision_log: DecisionLog | None = None,
     bounds: RequestBounds = DEFAULT_BOUNDS,
     read_timeout_s: float = DEFAULT_READ_TIMEOUT_S,
+    reachable: Callable[[], bool] = lambda: True,
 ) -> FastAPI:
     """Build the webhook app over `view`.
 
@@ -130,6 +131,8 @@ def create_app(
     `decision_log` (JSON lines on stderr by default). A pod over `bounds` is admitted
     unchanged without a decision; a body not read within `read_timeout_s` gets 408, one
     over `max_body_bytes` or holding more than `max_body_values` JSON values gets 413.
+    `/readyz` answers 503 until the view is synced and while `reachable()` is false (an
+    API server outage, app/reachability.py).
 
     `app.state.refuse(status, reason, message)` counts and logs a request answered
     without a decision; the connection guard (`webhook.connections`) reports through it.
@@ -308,9 +311,11 @@ def create_app(
 
     @api.get("/readyz")
     async def readyz() -> Response:
-        if view.synced:
-            return Response(b'{"status":"ready"}', media_type=JSON)
-        return Response(b'{"status":"cluster view not synced"}', 503, media_type=JSON)
+        if not view.synced:
+            return Response(b'{"status":"cluster view not synced"}', 503, media_type=JSON)
+        if not reachable():
+            return Response(b'{"status":"API server unreachable"}', 503, media_type=JSON)
+        return Response(b'{"status":"ready"}', media_type=JSON)
 
     @api.get("/metrics")
     async def prometheus() -> Response:

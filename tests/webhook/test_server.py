@@ -250,6 +250,18 @@ def test_health_and_readiness(admit: ScriptedAdmit) -> None:
         assert client.get("/readyz").status_code == 200
 
 
+def test_not_ready_while_the_api_server_is_unreachable(admit: ScriptedAdmit) -> None:
+    # The webhook's view cannot follow the cluster: other replicas, which can, take the
+    # traffic (failurePolicy Ignore admits pods if none can).
+    reachable = [False]
+    view = FakeView(synced=True)
+    with TestClient(create_app(view, admit=admit, reachable=lambda: reachable[0])) as client:
+        answer = client.get("/readyz")
+        assert answer.status_code == 503 and answer.json() == {"status": "API server unreachable"}
+        reachable[0] = True
+        assert client.get("/readyz").status_code == 200
+
+
 def test_sync_age_metric(admit: ScriptedAdmit) -> None:
     now = datetime(2026, 11, 28, 10, 0, tzinfo=UTC)
     view = FakeView(synced=True, synced_at=now - timedelta(seconds=42))
