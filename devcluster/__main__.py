@@ -125,6 +125,16 @@ def main(argv: list[str] | None = None) -> None:
         type=Path,
         help="write kube-apiserver's audit log of every write here (JSON lines, Metadata)",
     )
+    parser.add_argument(
+        "--image",
+        dest="images",
+        action="append",
+        type=Path,
+        default=[],
+        metavar="TAR",
+        help="a docker-archive tarball for a real node to import at start, besides pause and "
+        "kerf-load (repeatable; the agent runs no image and ignores it)",
+    )
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING)
@@ -138,6 +148,7 @@ def main(argv: list[str] | None = None) -> None:
         args.node_memory,
         audit_log=args.audit_log,
         kubelet=kubelet,
+        images=tuple(args.images),
     )
     code = EXIT_START_FAILED
     with contextlib.suppress(KeyboardInterrupt):

@@ -22,6 +22,7 @@ from devcluster.nodes import NodeShape
 from devcluster.processes import (
     Component,
     ComponentError,
+    MissingBinary,
     find_binaries,
     find_images,
     free_port,
@@ -70,6 +71,9 @@ class Options:
     #: "agent": devcluster/agent.py plays the kubelet of every node; "real": containerd and
     #: one real kubelet (devcluster/realnode.py)
     kubelet: str = "agent"
+    #: more docker-archive tarballs a real node imports at start, after pause and kerf-load
+    #: (the agent runs no image and ignores them)
+    images: tuple[Path, ...] = ()
 
 
 class DevCluster:
@@ -79,7 +83,10 @@ class DevCluster:
         self.options = options
         real = options.kubelet == "real"
         self.binaries = find_binaries(tools_dir(), with_kubelet=real)
-        self.images = find_images() if real else []
+        self.images = [*find_images(), *options.images] if real else []
+        for image in options.images:
+            if not image.is_file():
+                raise MissingBinary(image)
         self.data_dir = Path(tempfile.mkdtemp(prefix="devcluster-"))
         self.components: list[Component] = []
         self.server = ""
