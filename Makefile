@@ -20,7 +20,7 @@ LARGE_SIZE := $(if $(filter sim,$(CLUSTER)),,$(REAL_SIZE))
 # The image the manifests name (tests/test_image.py checks they agree).
 IMAGE ?= kerf:$(VERSION)
 
-.PHONY: install test test-compiled e2e soak lint fmt run demo demo-real explain report crds reference image image-name kerf-image bench bench-webhook bench-instructions bench-reconciler bench-startup certs tools cluster-tools node-tools node-images prometheus clean
+.PHONY: install test test-compiled e2e soak lint fmt run demo demo-real explain report crds reference image image-name kerf-image bench bench-webhook bench-instructions bench-reconciler bench-startup certs tools cluster-tools node-tools node-images conformance-resize prometheus clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -89,6 +89,16 @@ test-compiled: $(STAMP) $(KUBECTL) $(KUBECTL_OLDEST) $(HELM)
 # can run (root, make node-tools), see docs/devcluster.md.
 e2e: $(STAMP) $(KUBECTL) $(HELM) cluster-tools
 	KUBECTL=$(CURDIR)/$(KUBECTL) HELM=$(CURDIR)/$(HELM) KERF_E2E_BACKEND=real $(BIN)/python -m pytest tests/e2e tests/devcluster tests/conformance tests/compat tests/integration/test_demo_real.py
+
+# Kubernetes' own in-place resize specs (test/e2e/common/node/pod_resize.go and
+# test/e2e/node/pod_resize.go) against devcluster with a real kubelet: the e2e test binary
+# built from devcluster/e2e once (cached by a stamp), then run by devcluster.resizespecs,
+# which prints ginkgo's summary; the specs that cannot pass here are skipped, each with its
+# reason (docs/devcluster.md). KUBELET=agent runs them against the node agent.
+KUBELET ?= real
+conformance-resize: $(STAMP) cluster-tools
+	bash scripts/build-e2e-resize.sh
+	$(BIN)/python -m devcluster.resizespecs --kubelet $(KUBELET)
 
 # The chaos soak (docs/soak.md): kubesim, the webhook and two reconciler replicas under
 # leader kills and stops, API faults and pod churn for about three minutes, then its checks;

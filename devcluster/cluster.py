@@ -70,7 +70,8 @@ class Options:
     #: "agent": devcluster/agent.py plays the kubelet of every node; "real": containerd and
     #: one real kubelet (devcluster/realnode.py)
     kubelet: str = "agent"
-    #: docker-archive tarballs a real node imports besides its own (`--image`)
+    #: more docker-archive tarballs a real node imports at start, after pause and kerf-load
+    #: (the agent runs no image and ignores them)
     images: tuple[Path, ...] = ()
 
 

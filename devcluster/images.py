@@ -16,7 +16,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from devcluster.processes import NODE_TARBALLS, ComponentError
@@ -107,10 +107,11 @@ def _tar_entry(
     return info
 
 
-def _layer(files: Mapping[str, Path]) -> bytes:
-    """One layer: the base directories, each file's parent directories and the files."""
-    entries: dict[str, Path | int] = dict(BASE_DIRS)
-    for target, source in files.items():
+def _layer(files: Mapping[str, Path], links: Mapping[str, str] | None = None) -> bytes:
+    """One layer: the base directories, each file's (and link's) parent directories, the
+    files and the symbolic links (path -> target)."""
+    entries: dict[str, Path | int | str] = dict(BASE_DIRS)
+    for target, source in [*files.items(), *(links or {}).items()]:
         relative = target.lstrip("/")
         parent = os.path.dirname(relative)
         while parent:
@@ -123,6 +124,10 @@ def _layer(files: Mapping[str, Path]) -> bytes:
             entry = entries[name]
             if isinstance(entry, int):
                 tar.addfile(_tar_entry(name, entry, tarfile.DIRTYPE))
+            elif isinstance(entry, str):
+                link = _tar_entry(name, 0o777, tarfile.SYMTYPE)
+                link.linkname = entry
+                tar.addfile(link)
             else:
                 data = entry.read_bytes()
                 tar.addfile(_tar_entry(name, 0o755, size=len(data)), io.BytesIO(data))
@@ -140,10 +145,13 @@ def write_image(
     entrypoint: list[str],
     *,
     architecture: str | None = None,
+    links: Mapping[str, str] | None = None,
+    also: Sequence[str] = (),
 ) -> None:
     """Write a docker-archive tarball (`docker save`'s format) of one image: the files at
-    the given paths in one layer, mode 0755; deterministic."""
-    layer = _layer(files)
+    the given paths in one layer, mode 0755, and the symbolic links; deterministic. `also`:
+    more names (RepoTags) for the same image."""
+    layer = _layer(files, links)
     layer_hex = hashlib.sha256(layer).hexdigest()
     created = "1970-01-01T00:00:00Z"
     config = _json(
@@ -162,7 +170,7 @@ def write_image(
     )
     config_name = f"{hashlib.sha256(config).hexdigest()}.json"
     layer_name = f"{layer_hex}/layer.tar"
-    manifest = _json([{"Config": config_name, "RepoTags": [name], "Layers": [layer_name]}])
+    manifest = _json([{"Config": config_name, "RepoTags": [name, *also], "Layers": [layer_name]}])
     members = {
         f"{layer_hex}/": None,
         config_name: config,

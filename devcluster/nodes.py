@@ -41,6 +41,9 @@ class NodeShape:
     cpu: str = "4"
     memory: str = "8Gi"
     pods: str = "110"
+    #: a kubelet reports its root filesystem's size; without it the scheduler refuses any
+    #: pod that asks for ephemeral storage (Insufficient ephemeral-storage)
+    ephemeral_storage: str = "100Gi"
 
 
 def new_node(name: str) -> Obj:
@@ -71,6 +74,7 @@ def desired_status(node: Obj, shape: NodeShape, now: datetime, heartbeat: bool) 
     capacity = status.get("capacity") or {
         "cpu": shape.cpu,
         "memory": shape.memory,
+        "ephemeral-storage": shape.ephemeral_storage,
         "pods": shape.pods,
     }
     status["capacity"] = capacity

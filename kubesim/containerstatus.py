@@ -20,12 +20,20 @@ def container_id(uid: str, name: str, restarts: int) -> str:
     return f"containerd://{digest(uid, name, str(restarts))}"
 
 
+#: Reported in a container's status resources as its spec asks, as a kubelet reports it (not
+#: resizable: the API server refuses a resize of it)
+AS_ASKED = ("ephemeral-storage",)
+
+
 def applied_resources(container: Obj) -> Obj:
-    """The cpu and memory requests and limits a container runs with once actuated."""
+    """The cpu and memory requests and limits a container runs with once actuated, and its
+    ephemeral storage as asked."""
     res = container.get("resources") or {}
     out = {}
     for section in ("requests", "limits"):
-        values = {k: v for k, v in (res.get(section) or {}).items() if k in RESIZABLE}
+        values = {
+            k: v for k, v in (res.get(section) or {}).items() if k in RESIZABLE or k in AS_ASKED
+        }
         if values:
             out[section] = clone(values)
     return out

@@ -84,3 +84,11 @@ async def test_listed_nodes_without_their_status_get_it() -> None:
     await asyncio.wait_for(client.written.wait(), 5)
     await asyncio.gather(*agent._tasks)
     assert client.writes == ["PUT /api/v1/nodes/node-1/status"]
+
+
+def test_a_node_reports_ephemeral_storage_as_a_kubelet_does() -> None:
+    """Without it the scheduler refuses any pod asking for ephemeral storage (an upstream
+    resize spec's pod stayed Pending: Insufficient ephemeral-storage)."""
+    status = nodes.desired_status(nodes.new_node("n"), NodeShape(), datetime.now(UTC), False)
+    assert status["capacity"]["ephemeral-storage"] == "100Gi"
+    assert status["allocatable"]["ephemeral-storage"] == "100Gi"

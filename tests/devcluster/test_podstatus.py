@@ -83,6 +83,23 @@ def test_a_bound_pod_runs_ready_with_its_resources() -> None:
         assert _condition(status, ctype)["status"] == "True"
 
 
+def test_ephemeral_storage_is_reported_as_asked_as_a_kubelet_does() -> None:
+    """A kubelet's status resources carry the container's ephemeral storage as its spec
+    asks (an upstream resize spec compares them with the spec)."""
+    container = _container("app", "20m", "20Mi")
+    container["resources"]["requests"]["ephemeral-storage"] = "1"
+    status, _ = _run(_pod("web", container))
+    (entry,) = status["containerStatuses"]
+    assert entry["resources"]["requests"] == {
+        "cpu": "20m",
+        "memory": "20Mi",
+        "ephemeral-storage": "1",
+    }
+    assert entry["allocatedResources"]["ephemeral-storage"] == "1"
+    second, _ = _run(_pod("web", container), now=NOW + timedelta(seconds=30))
+    assert second["containerStatuses"][0]["resources"] == entry["resources"]
+
+
 def test_a_second_sync_changes_nothing() -> None:
     pod = _pod()
     first, memory = _run(pod)
