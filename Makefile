@@ -85,9 +85,11 @@ test-compiled: $(STAMP) $(KUBECTL) $(KUBECTL_OLDEST) $(HELM)
 # The end-to-end scenarios, the devcluster tests, the conformance suite, the compatibility
 # suite (Kubex's doc examples on kerf's CRDs: docs/coming-from-kubex.md), the Helm chart and
 # make demo-real on the real control plane (kube-apiserver, etcd, controller manager and
-# scheduler 1.35 built by `make cluster-tools`); the scenarios on a real kubelet where one
-# can run (root, make node-tools), see docs/devcluster.md.
+# scheduler 1.35 built by `make cluster-tools`; the upstream resize specs' binary, cached,
+# for tests/devcluster/test_resizespecs.py); the scenarios on a real kubelet where one can
+# run (root, make node-tools), see docs/devcluster.md.
 e2e: $(STAMP) $(KUBECTL) $(HELM) cluster-tools
+	bash scripts/build-e2e-resize.sh
 	KUBECTL=$(CURDIR)/$(KUBECTL) HELM=$(CURDIR)/$(HELM) KERF_E2E_BACKEND=real $(BIN)/python -m pytest tests/e2e tests/devcluster tests/conformance tests/compat tests/integration/test_demo_real.py
 
 # Kubernetes' own in-place resize specs (test/e2e/common/node/pod_resize.go and
