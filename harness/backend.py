@@ -25,6 +25,7 @@ from pathlib import Path
 
 from devcluster import realnode
 from devcluster.host import RECORDS
+from devcluster.kerfimage import docker_reference
 from devcluster.processes import MissingBinary, find_binaries, find_images
 from harness.errors import HarnessError
 
@@ -98,7 +99,7 @@ class Backend:
         socket = RECORDS / str(self.process.pid) / "containerd.sock"
         result = subprocess.run(
             [str(realnode.CTR), "--address", str(socket), "--namespace", "k8s.io"]
-            + ["images", "tag", "--force", _full_name(source), _full_name(target)],
+            + ["images", "tag", "--force", docker_reference(source), docker_reference(target)],
             capture_output=True,
             text=True,
             timeout=60,
@@ -118,14 +119,6 @@ class Backend:
         else:
             url = line.split(" serving on ", 1)[1].split(",", 1)[0] + "/metrics/cadvisor"
         return url.removeprefix("http://")
-
-
-def _full_name(image: str) -> str:
-    """An image reference as containerd stores it: a bare name is Docker Hub's."""
-    first = image.split("/", 1)[0]
-    if "/" in image and ("." in first or ":" in first or first == "localhost"):
-        return image
-    return f"docker.io/{image if '/' in image else 'library/' + image}"
 
 
 def _command(

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from app.explain import explain
-from app.models import StrategySafetyChecks
+from app.models import DEFAULT_WORKLOAD_TYPES, StrategySafetyChecks
 from app.statedir import load_view
 from harness.kubectl import Kubectl, KubectlFailed
 from harness.wait import wait_until
@@ -172,16 +172,7 @@ def test_policies_read_back_with_kubexs_defaults(stored: Kubectl) -> None:
     proactive = spec_of(stored, "clusterproactivepolicy", "getting-started-apps")
     assert proactive["safetyChecks"] == {"maxAnalysisAgeDays": 5}
     assert proactive["weight"] == 0
-    assert proactive["scope"]["workloadTypes"] == [
-        "Deployment",
-        "StatefulSet",
-        "CronJob",
-        "Rollout",
-        "Job",
-        "AnalysisRun",
-        "DaemonSet",
-        "Model",
-    ]
+    assert proactive["scope"]["workloadTypes"] == list(DEFAULT_WORKLOAD_TYPES)
     rollback = spec_of(stored, "-n", "production", "rollbackpolicy", "production-rollback")
     assert rollback["enableMonitoringReopen"] is True
     glob = spec_of(stored, "globalconfiguration", "global-config")

@@ -337,6 +337,14 @@ async def status_of(kerf: Kerf, name: str = "deployment-web") -> dict[str, Any]:
     return (record or {}).get("status") or {}
 
 
+async def status_with_reason(
+    kerf: Kerf, reason: str, name: str = "deployment-web"
+) -> dict[str, Any] | None:
+    """The record's status once its reason is `reason` (a check for `wait_for`)."""
+    status = await status_of(kerf, name)
+    return status if status.get("reason") == reason else None
+
+
 async def resync(kerf: Kerf, replica: RunningReconciler) -> None:
     """Queue every workload and wait until each has had its pass and the queue is idle."""
     passes = replica.service.passes + len(list(replica.service.view.workloads()))

@@ -20,6 +20,7 @@ from tests.integration.reconciler.harness import (
     requests_of,
     running_kerf,
     status_of,
+    status_with_reason,
     wait_for,
 )
 
@@ -83,11 +84,11 @@ async def test_a_kubex_row_is_applied_and_a_held_container_is_not(tmp_path: Path
         await create(kerf, "proactivepolicies", proactive_policy())
         await kerf.start_reconciler()
 
-        async def held() -> dict[str, Any] | None:
-            status = await status_of(kerf)
-            return status if status.get("reason") == "KubexAutomationDisabled" else None
-
-        status = await wait_for(kerf, held, "web skipped KubexAutomationDisabled")
+        status = await wait_for(
+            kerf,
+            lambda: status_with_reason(kerf, "KubexAutomationDisabled"),
+            "web skipped KubexAutomationDisabled",
+        )
         assert status["phase"] == "Skipped"
         (pod,) = await kerf.pods("web")
         assert requests_of(pod) == {"cpu": "100m", "memory": "128Mi"}

@@ -21,6 +21,7 @@ from tests.integration.reconciler.harness import (
     resync,
     running_kerf,
     status_of,
+    status_with_reason,
     wait_for,
 )
 
@@ -126,11 +127,11 @@ async def test_an_invalid_row_is_in_the_status_and_an_event_on_its_configmap(
         await create(kerf, "proactivepolicies", proactive_policy())
         await kerf.start_reconciler()
 
-        async def blocked() -> dict[str, Any] | None:
-            status = await status_of(kerf)
-            return status if status.get("reason") == "InvalidRecommendation" else None
-
-        status = await wait_for(kerf, blocked, "web blocked InvalidRecommendation")
+        status = await wait_for(
+            kerf,
+            lambda: status_with_reason(kerf, "InvalidRecommendation"),
+            "web blocked InvalidRecommendation",
+        )
         assert status["phase"] == "Blocked"
         condition = next(c for c in status["conditions"] if c["type"] == "Blocked")
         assert "requests.memory '-384Mi' is not positive" in condition["message"]

@@ -20,6 +20,7 @@ from tests.integration.reconciler.harness import (
     running_kerf,
     static_policy,
     status_of,
+    status_with_reason,
     wait_for,
 )
 
@@ -81,12 +82,12 @@ async def test_a_vpa_holds_the_workload_until_it_is_off_or_gone(tmp_path: Path) 
             assert all(requests_of(p) == {"cpu": "100m", "memory": "128Mi"} for p in pods)
         await kerf.start_reconciler()
 
-        async def blocked(name: str) -> dict[str, Any] | None:
-            status = await status_of(kerf, f"deployment-{name}")
-            return status if status.get("reason") == "VPACoupled" else None
-
         for name in ("web", "api"):
-            status = await wait_for(kerf, lambda n=name: blocked(n), f"{name} blocked")
+            status = await wait_for(
+                kerf,
+                lambda n=name: status_with_reason(kerf, "VPACoupled", f"deployment-{n}"),
+                f"{name} blocked",
+            )
             condition = next(c for c in status["conditions"] if c["type"] == "Blocked")
             assert f"VerticalPodAutoscaler {name}-vpa sets app cpu requests" in condition["message"]
             assert all(
