@@ -21,6 +21,7 @@ from app.annotations import POD_INFO, ROLLBACK_STATE
 from app.models import plural
 from app.report import Prices, build_report, render_table, report_rows
 from app.snapshot import snapshot_view
+from app.statedir import relative_times
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "demo" / "storefront.yaml"
@@ -140,11 +141,10 @@ class Story(Narrator):
         return result
 
 
-def documents(analyzed_at: datetime, path: Path = EXAMPLE) -> list[dict[str, Any]]:
-    """The example's objects, their recommendations analyzed at `analyzed_at`."""
-    text = path.read_text().replace(
-        "ANALYZED_AT", analyzed_at.isoformat(timespec="seconds").replace("+00:00", "Z")
-    )
+def documents(now: datetime, path: Path = EXAMPLE) -> list[dict[str, Any]]:
+    """The example's objects, its relative times (`${now-1h}`) taken from `now`, as
+    `kerf explain -f` takes them."""
+    text = relative_times(path.read_text(), now, str(path))
     return [doc for doc in yaml.safe_load_all(text) if doc]
 
 

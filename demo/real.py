@@ -25,7 +25,7 @@ import json
 import signal
 import sys
 import tempfile
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
 from typing import IO, Any
@@ -190,7 +190,7 @@ async def _storefront(cluster: Backend, out: IO[str], start: datetime) -> None:
             "A cluster (the real control plane) with a storefront whose pods ask for more "
             "than they use"
         )
-        docs = [d for d in documents(start - timedelta(hours=1)) if d["kind"] not in POLICY_KINDS]
+        docs = [d for d in documents(start) if d["kind"] not in POLICY_KINDS]
         docs = [shaped(cluster, d) for d in docs]
         if cluster.real_kubelet:
             story.say(
@@ -324,7 +324,7 @@ async def _policies(story: Story, cluster: Backend, start: datetime) -> None:
     story.step(
         "Policies applied: web by a StaticPolicy, api by recommendations, checkout and search by StaticPolicies"
     )
-    docs = documents(start - timedelta(hours=1))
+    docs = documents(start)
     policies = [shaped(cluster, on_the_wall_clock(d)) for d in docs if d["kind"] in POLICY_KINDS]
     if cluster.real_kubelet:
         await create_all(story, policies)

@@ -44,10 +44,11 @@ def explain_command(args: argparse.Namespace) -> int:
     from app.explain import explain, render_text
     from app.statedir import load_view
 
+    now = _now(args.now)
     view = load_view(
-        args.file, kubex_source=kubex_source(args.kubex_recommendations, "kerf-system")
+        args.file, kubex_source=kubex_source(args.kubex_recommendations, "kerf-system"), now=now
     )
-    result = explain(view, now=_now(args.now), forced=args.for_)
+    result = explain(view, now=now, forced=args.for_)
     if args.output == "json":
         sys.stdout.write(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode() + "\n")
     else:
@@ -79,14 +80,15 @@ def report_command(args: argparse.Namespace) -> int:
         prices = Prices(
             _price("--cpu-price", args.cpu_price), _price("--memory-price", args.memory_price)
         )
+    now = _now(args.now)
     if args.kubeconfig:
         # The cluster client loads only when a cluster is listed.
         from app.snapshot import cluster_snapshot
 
         view = cluster_snapshot(args.kubeconfig, args.api_timeout)
     else:
-        view = load_view(args.file)
-    report = build_report(view, now=_now(args.now))
+        view = load_view(args.file, now=now)
+    report = build_report(view, now=now)
     if args.output == "json":
         body = orjson.dumps(report_json(report, prices), option=orjson.OPT_INDENT_2)
         sys.stdout.write(body.decode() + "\n")
