@@ -145,7 +145,11 @@ def _add_report_command(sub: argparse._SubParsersAction) -> None:
         help="price of one GiB of memory for one hour (default: no costs; 0 with --cpu-price)",
     )
     p.add_argument(
-        "--now", default=None, metavar="RFC3339", help="the time to decide at (default: now)"
+        "--now",
+        default=None,
+        metavar="RFC3339",
+        help="the time to decide at, which the files' relative times (${now-24h}) count "
+        "from (default: now)",
     )
     p.set_defaults(handler=report_command)
 
@@ -200,7 +204,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="decide every pod as new (admission) or running; default: by pod state",
     )
     p.add_argument(
-        "--now", default=None, metavar="RFC3339", help="the time to decide at (default: now)"
+        "--now",
+        default=None,
+        metavar="RFC3339",
+        help="the time to decide at, which the files' relative times (${now-24h}) count "
+        "from (default: now)",
     )
     p.add_argument("-o", "--output", choices=("json", "text"), default="json", help="output format")
     add_kubex_argument(p)
