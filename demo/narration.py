@@ -18,7 +18,7 @@ import yaml
 from kubernetes_asyncio import client
 
 from app.annotations import POD_INFO, ROLLBACK_STATE
-from app.humanize import change, changes, ordered, wrap
+from app.humanize import ARROW, change, changes, ordered, quantity, wrap
 from app.models import plural
 from app.report import Prices, build_report, render_table, report_rows
 from app.snapshot import snapshot_view
@@ -129,7 +129,7 @@ class Story(Narrator):
         for app in apps:
             rows += pod_rows(await self.pods(app), await self.manifest(app))
         self.table(rows)
-        if any(ARROW_TEXT in cell for row in rows for cell in row):
+        if any(ARROW in cell for row in rows for cell in row):
             self.say("  (a changed value reads: the manifest's → the pod's)")
 
     async def recommendation(self, workload: str) -> dict[str, Any]:
@@ -167,7 +167,6 @@ class Story(Narrator):
 
 
 POD_HEADER = ["POD", "CPU REQ", "MEM REQ", "SIZED AT ADMISSION"]
-ARROW_TEXT = "→"
 
 
 def pod_rows(pods: list[dict[str, Any]], manifest: dict[str, dict[str, Any]]) -> list[list[str]]:
@@ -201,9 +200,10 @@ def applied_rows(
             before = (manifest.get(name) or {}).get(fld) or {}
             after = applied[name].get(fld) or {}
             for resource in ordered([*before, *after]):
-                values = change(resource, before.get(resource), after.get(resource))
-                old, _, new = values.rpartition(" → ")
-                rows.append([name, f"{fld}.{resource}", old or new, new])
+                old, new = before.get(resource), after.get(resource)
+                rows.append(
+                    [name, f"{fld}.{resource}", quantity(resource, old), quantity(resource, new)]
+                )
     return rows
 
 
@@ -422,16 +422,17 @@ async def report(story: Story, kubeconfig: Path) -> None:
 
 
 def event_columns(events: list[dict[str, Any]]) -> list[tuple[str, str]]:
-    """Each event as its TYPE, REASON and OBJECT columns (a prefix, padded to the widest)
-    and its note, which the narration wraps under its column."""
-    widths = [max((len(e[key]) for e in events), default=0) for key in ("type", "reason")] + [
-        max((len(e["regarding"]["name"]) for e in events), default=0)
+    """The header, then each event: its TYPE, REASON and OBJECT columns (a prefix, padded
+    to the widest) and its NOTE, which the narration wraps under its column."""
+    rows = [("TYPE", "REASON", "OBJECT", "NOTE")] + [
+        (e["type"], e["reason"], e["regarding"]["name"], e["note"]) for e in events
     ]
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
     return [
         (
-            f"  {e['type']:<{widths[0]}}  {e['reason']:<{widths[1]}}  "
-            f"{e['regarding']['name']:<{widths[2]}}  ",
-            e["note"],
+            "  "
+            + "".join(f"{cell:<{width}}  " for cell, width in zip(row[:3], widths, strict=True)),
+            row[3],
         )
-        for e in events
+        for row in rows
     ]

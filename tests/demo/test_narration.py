@@ -114,6 +114,7 @@ def test_rollback_states_read_the_pods_limits_against_the_manifest() -> None:
 
 def test_event_notes_wrap_under_their_column_or_end_with_an_ellipsis() -> None:
     columns = event_columns(EVENTS)
+    assert columns[0] == ("  TYPE     REASON                     OBJECT    ", "NOTE")
 
     def write(narrator: Narrator) -> None:
         for prefix, note in columns:
@@ -133,7 +134,7 @@ def test_event_notes_wrap_under_their_column_or_end_with_an_ellipsis() -> None:
             current = line[indent:]
         else:
             current += " " + line[indent:]
-    notes = [*notes[1:], current]
+    notes = [*notes[2:], current]  # before the first line, and the header
     for note, event in zip(notes, EVENTS, strict=True):
         if note != event["note"]:
             assert note.endswith("…") and len(note.splitlines()) <= NOTE_LINES
