@@ -158,7 +158,7 @@ async def _fallback(story: Story, sim: Simulator, service: Any) -> None:
 
 async def _rollback(story: Story, sim: Simulator, service: Any) -> None:
     story.step(ROLLBACK_TITLE)
-    await create_all(story, documents(datetime.now(UTC), ROLLBACK))
+    await create_all(story, documents(sim.clock.now(), ROLLBACK))
     start = sim.clock.now()
     watch = RollbackWatch(story)
     await watch.begin()
