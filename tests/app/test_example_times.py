@@ -3,6 +3,7 @@ kerf decides at (`${now-24h}`), which the state-file loader fills in (docs/decis
 
 from __future__ import annotations
 
+import io
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from app.explain import explain
 from app.report import build_report
 from app.statedir import LoadError, load_objects, load_view, relative_times
 from kerf.cli import main
+from reconciler.main import plan_state_dir
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 STATE_DIRS = sorted(p for p in EXAMPLES.iterdir() if p.is_dir() and any(p.glob("*.y*ml")))
@@ -114,3 +116,11 @@ def test_the_reconcilers_state_dir_loads_at_the_clock_and_decides_there() -> Non
     assert (decision.outcome, decision.method) == ("apply", "inPlace")
     report = build_report(view, now=now)
     assert [w.ref.name for w in report.workloads] == ["api", "web"]
+
+
+async def test_the_reconcilers_dry_run_over_the_storefront_blocks_nothing() -> None:
+    """`kerf reconciler --state-dir examples/storefront`: both running pods resized."""
+    out = io.StringIO()
+    assert await plan_state_dir(EXAMPLES / "storefront", out) == 0
+    summary = orjson.loads(out.getvalue().splitlines()[-1])
+    assert (summary["blocked"], summary["wouldResizeInPlace"]) == ({}, 2)
