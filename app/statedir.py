@@ -35,7 +35,7 @@ IGNORED_KINDS = frozenset(
 #: A time relative to the one kerf decides at: `${now}`, `${now-26h}`, `${now+1h30m}` (a Go
 #: duration), anywhere in a file's text, also inside a JSON string such as a
 #: recommendation row's `analyzedAt`. Examples written so never age (docs/decisions.md).
-RELATIVE_TIME = re.compile(r"\$\{now(?:([+-])([^}]*))?\}")
+RELATIVE_TIME = re.compile(r"\$\{now(?:([+-])([^}\n]*))?\}")
 
 
 class LoadError(ValueError):
