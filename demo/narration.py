@@ -50,25 +50,34 @@ class Narrator:
     def __init__(self, out: IO[str]) -> None:
         self.out = out
 
-    def say(self, text: str = "") -> None:
-        self.out.write(text + "\n")
+    def write(self, line: str) -> None:
+        """One line as it is (a table's, a command's output)."""
+        self.out.write(line + "\n")
         self.out.flush()
 
+    def say(self, text: str = "") -> None:
+        """A line of the story; a longer one than WIDTH wraps under its own indentation."""
+        if len(text) <= WIDTH:
+            self.write(text)
+            return
+        body = text.lstrip(" ")
+        self.wrapped(text[: len(text) - len(body)], body)
+
     def step(self, title: str) -> None:
-        self.say()
-        self.say(f"==> {title}")
+        self.write("")
+        self.wrapped("==> ", title)
 
     def wrapped(self, prefix: str, text: str, max_lines: int | None = None) -> None:
         """`prefix` then `text`, wrapped to WIDTH with the next lines under the text; past
         `max_lines` lines cut at a word with `…`."""
         lines = wrap(text, WIDTH - len(prefix), max_lines)
-        self.say(prefix + lines[0])
+        self.write(prefix + lines[0])
         for line in lines[1:]:
-            self.say(" " * len(prefix) + line)
+            self.write(" " * len(prefix) + line)
 
     def table(self, rows: list[list[str]], indent: str = "  ") -> None:
         for line in render_table(rows).splitlines():
-            self.say(indent + line)
+            self.write(indent + line)
 
 
 class Story(Narrator):
@@ -394,7 +403,7 @@ async def run_kubectl(story: Story, kubeconfig: Path, *args: str) -> None:
         timeout=60,
     )
     for line in (done.stdout or done.stderr).splitlines():
-        story.say(f"  {line}")
+        story.write(f"  {line}")
 
 
 #: Example on-demand prices per core-hour and GiB-hour, for the report's monthly cost.
@@ -408,7 +417,7 @@ async def savings(story: Story, kubeconfig: Path, now: datetime) -> None:
     story.say(f"  $ kerf report --kubeconfig {kubeconfig.name} {prices}")
     report = build_report(await snapshot_view(kubeconfig), now=now)
     for line in render_table(report_rows(report, DEMO_PRICES)).splitlines():
-        story.say(f"  {line}")
+        story.write(f"  {line}")
 
 
 async def report(story: Story, kubeconfig: Path) -> None:

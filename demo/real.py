@@ -416,9 +416,9 @@ async def _load_comes_back(
 ) -> None:
     """Each cart container, now limited to 256Mi, is told to use 300Mi: the kernel kills it."""
     for pod in pods:
-        story.say(
-            f"  {at:<9} {pod['metadata']['name']}'s cgroup: "
-            f"{cgroup_line(await cgroup(cluster, pod))}"
+        story.wrapped(
+            f"  {at:<9} ",
+            f"{pod['metadata']['name']}'s cgroup: {cgroup_line(await cgroup(cluster, pod))}",
         )
     story.wrapped(
         f"  {at:<9} ",

@@ -150,3 +150,20 @@ def test_a_long_line_wraps_with_its_next_lines_under_the_text() -> None:
     assert len(out) > 1 and all(len(line) <= WIDTH for line in out)
     assert all(line.startswith("  ") and line[2] != " " for line in out)
     assert " ".join(line.strip() for line in out) == " ".join(text.split())
+
+
+def test_a_long_sentence_wraps_under_its_indentation_and_a_table_stays_whole() -> None:
+    sentence = "  kerf webhook and kerf reconciler as local processes, " * 4
+    wide_row = "  " + "COLUMN  " * 20
+
+    def write(narrator: Narrator) -> None:
+        narrator.step("Policies applied: web by a StaticPolicy, api by recommendations, " * 2)
+        narrator.say(sentence.rstrip())
+        narrator.write(wide_row)
+
+    out = told(write).splitlines()
+    assert out[0] == "" and out[1].startswith("==> ") and out[2].startswith("    ")
+    prose = [line for line in out[1:] if line != wide_row]
+    assert all(len(line) <= WIDTH for line in prose)
+    assert all(line.startswith("  ") for line in prose[2:])
+    assert out[-1] == wide_row  # a table's line is not wrapped
