@@ -31,7 +31,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from app.annotations import parse_key, recommendation_fingerprint
-from app.apitime import rfc3339_as_kept
+from app.apitime import rfc3339, rfc3339_as_kept
 from app.durations import parse_duration
 from app.models import Condition, LastApplied, LastRollback, RollbackPolicy
 from app.rollback import (
@@ -298,7 +298,7 @@ def _start_monitoring(
         RollbackEvent(
             "Normal",
             MONITORING_STARTED,
-            f"turn {current.turn}: {why}; watching {cohort} pod(s) until {rfc3339_as_kept(expiry)} "
+            f"turn {current.turn}: {why}; watching {cohort} pod(s) until {rfc3339(expiry)} "
             f"(adoption threshold {policy.spec.adoption_threshold_percent}%)",
         )
     )
@@ -533,7 +533,7 @@ def _rolling_back(
             "Normal",
             BACKING_OFF,
             f"turn {current.turn} of {policy.spec.backoff.max_attempts}: {how}; backing off "
-            f"{_span(wait)} until {rfc3339_as_kept(expiry)}",
+            f"{_span(wait)} until {rfc3339(expiry)}",
         )
     )
     return replace(current, mode="backingOff", started_at=now, expiry_at=expiry)
@@ -620,7 +620,7 @@ def rollback_condition(state: RollbackState, policy: AnyRollbackPolicy | None) -
     upcoming = next_step(state, policy)
     message = f"turn {state.turn}: next: {upcoming.action}"
     if upcoming.at is not None:
-        message += f" at {rfc3339_as_kept(upcoming.at)}"
+        message += f" at {rfc3339(upcoming.at)}"
     if state.failure_reason:
         message = f"{state.failure_reason}: {state.failure_message}; {message}"
     return Condition(

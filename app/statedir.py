@@ -5,14 +5,18 @@ from __future__ import annotations
 import errno
 import gc
 import os
+import re
 from collections.abc import Iterable, Iterator, Mapping
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import orjson
 import yaml
 
+from app.apitime import rfc3339
 from app.clock import utc_now
+from app.durations import DurationError, parse_duration
 from app.models import API_GROUP, InvalidObject, object_label, parse_object
 from app.quantities import QuantityError, parse_resource
 from app.recommendations import DATA_KEY
@@ -28,8 +32,33 @@ IGNORED_KINDS = frozenset(
 )
 
 
+#: A time relative to the one kerf decides at: `${now}`, `${now-26h}`, `${now+1h30m}` (a Go
+#: duration), anywhere in a file's text, also inside a JSON string such as a
+#: recommendation row's `analyzedAt`. Examples written so never age (docs/decisions.md).
+RELATIVE_TIME = re.compile(r"\$\{now(?:([+-])([^}\n]*))?\}")
+
+
 class LoadError(ValueError):
     """A state file cannot be loaded; the message names the file and the object."""
+
+
+def relative_times(text: str, now: datetime, source: str = "") -> str:
+    """`text` with each `${now±DURATION}` replaced by that time in RFC 3339, to the second."""
+    if "${now" not in text:  # most files: no scan
+        return text
+
+    def fill(match: re.Match[str]) -> str:
+        sign, offset = match.groups()
+        if sign is None:
+            return rfc3339(now)
+        try:
+            delta = parse_duration(offset)
+        except DurationError as exc:
+            line = text.count("\n", 0, match.start()) + 1
+            raise LoadError(f"{source}: line {line}: {match[0]}: {exc}") from None
+        return rfc3339(now + delta if sign == "+" else now - delta)
+
+    return RELATIVE_TIME.sub(fill, text)
 
 
 def _missing(path: Path) -> LoadError:
@@ -75,11 +104,12 @@ def _json_documents(text: str) -> list[Any] | None:
         return None
 
 
-def _documents(path: Path) -> Iterator[tuple[str, Any]]:
+def _documents(path: Path, now: datetime) -> Iterator[tuple[str, Any]]:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise LoadError(f"{path}: cannot read: {exc}") from None
+    text = relative_times(text, now, str(path))
     documents = _json_documents(text)
     if documents is None:
         try:
@@ -100,8 +130,10 @@ def _documents(path: Path) -> Iterator[tuple[str, Any]]:
             yield source, doc
 
 
-def load_objects(paths: Iterable[str | Path]) -> list[Any]:
-    """Every object of the files (kerf CRs as validated models), in file order."""
+def load_objects(paths: Iterable[str | Path], now: datetime | None = None) -> list[Any]:
+    """Every object of the files (kerf CRs as validated models), in file order; relative
+    times (`${now-26h}`) are taken from `now` (default: the clock's)."""
+    now = utc_now() if now is None else now
     objects: list[Any] = []
     # Loading allocates millions of containers and frees none: each full collection the
     # allocations trigger would scan everything loaded so far, for no garbage (a state dir
@@ -110,7 +142,7 @@ def load_objects(paths: Iterable[str | Path]) -> list[Any]:
     gc.disable()
     try:
         for path in _files(paths):
-            for source, doc in _documents(path):
+            for source, doc in _documents(path, now):
                 objects.append(_object(source, doc))
     finally:
         if collecting:
@@ -165,10 +197,12 @@ def load_view(
     *,
     own_namespace: str = "kerf-system",
     kubex_source: tuple[str, str] | None = None,
+    now: datetime | None = None,
 ) -> ClusterView:
-    """A synced ClusterView of every object in the given files and directories."""
+    """A synced ClusterView of every object in the given files and directories, relative
+    times taken from `now`: the time a command decides at (default: the clock's)."""
     view = ClusterView(own_namespace=own_namespace, kubex_source=kubex_source)
-    for obj in load_objects(paths):
+    for obj in load_objects(paths, now):
         view.apply(obj)
     view.mark_synced(utc_now())
     return view

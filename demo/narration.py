@@ -18,14 +18,23 @@ import yaml
 from kubernetes_asyncio import client
 
 from app.annotations import POD_INFO, ROLLBACK_STATE
+from app.humanize import ARROW, change, changes, ordered, quantity, wrap
 from app.models import plural
 from app.report import Prices, build_report, render_table, report_rows
 from app.snapshot import snapshot_view
+from app.statedir import relative_times
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "demo" / "storefront.yaml"
 ROLLBACK = ROOT / "examples" / "demo" / "rollback.yaml"
 STEP_TIMEOUT_S = 30.0
+#: The narration's lines fit a terminal this wide; longer texts wrap under their column.
+WIDTH = 100
+#: An Event's note takes at most this many lines; a longer one ends with `…` (`kubectl
+#: describe` shows it whole).
+NOTE_LINES = 3
+#: How a status's lastApplied.method reads.
+METHODS = {"inPlace": "in place", "evict": "by eviction", "admission": "at admission"}
 POLICY_KINDS = frozenset(
     {"AutomationStrategy", "StaticPolicy", "ProactivePolicy", "ConfigMap", "PodDisruptionBudget"}
 )
@@ -41,13 +50,34 @@ class Narrator:
     def __init__(self, out: IO[str]) -> None:
         self.out = out
 
-    def say(self, text: str = "") -> None:
-        self.out.write(text + "\n")
+    def write(self, line: str) -> None:
+        """One line as it is (a table's, a command's output)."""
+        self.out.write(line + "\n")
         self.out.flush()
 
+    def say(self, text: str = "") -> None:
+        """A line of the story; a longer one than WIDTH wraps under its own indentation."""
+        if len(text) <= WIDTH:
+            self.write(text)
+            return
+        body = text.lstrip(" ")
+        self.wrapped(text[: len(text) - len(body)], body)
+
     def step(self, title: str) -> None:
-        self.say()
-        self.say(f"==> {title}")
+        self.write("")
+        self.wrapped("==> ", title)
+
+    def wrapped(self, prefix: str, text: str, max_lines: int | None = None) -> None:
+        """`prefix` then `text`, wrapped to WIDTH with the next lines under the text; past
+        `max_lines` lines cut at a word with `…`."""
+        lines = wrap(text, WIDTH - len(prefix), max_lines)
+        self.write(prefix + lines[0])
+        for line in lines[1:]:
+            self.write(" " * len(prefix) + line)
+
+    def table(self, rows: list[list[str]], indent: str = "  ") -> None:
+        for line in render_table(rows).splitlines():
+            self.write(indent + line)
 
 
 class Story(Narrator):
@@ -95,16 +125,21 @@ class Story(Narrator):
             key=lambda p: p["metadata"]["name"],
         )
 
+    async def manifest(self, app: str) -> dict[str, dict[str, Any]]:
+        """The resources the Deployment `app` asks for, per container: the values before kerf."""
+        raw = await client.AppsV1Api(self.api).read_namespaced_deployment(
+            app, "shop", _preload_content=False
+        )
+        containers = (await raw.json())["spec"]["template"]["spec"]["containers"]
+        return {c["name"]: c.get("resources") or {} for c in containers}
+
     async def show_pods(self, *apps: str) -> None:
-        self.say(f"  {'POD':<28} {'CPU REQ':>8} {'MEM REQ':>8}  SIZED AT ADMISSION")
+        rows = [POD_HEADER]
         for app in apps:
-            for pod in await self.pods(app):
-                requests = pod["spec"]["containers"][0]["resources"].get("requests") or {}
-                info = POD_INFO in (pod["metadata"].get("annotations") or {})
-                self.say(
-                    f"  {pod['metadata']['name']:<28} {requests.get('cpu', '-'):>8} "
-                    f"{requests.get('memory', '-'):>8}  {'yes' if info else 'no'}"
-                )
+            rows += pod_rows(await self.pods(app), await self.manifest(app))
+        self.table(rows)
+        if any(ARROW in cell for row in rows for cell in row):
+            self.say("  (a changed value reads: the manifest's → the pod's)")
 
     async def recommendation(self, workload: str) -> dict[str, Any]:
         """The status of a workload's RightsizingRecommendation ({} until it exists)."""
@@ -140,11 +175,69 @@ class Story(Narrator):
         return result
 
 
-def documents(analyzed_at: datetime, path: Path = EXAMPLE) -> list[dict[str, Any]]:
-    """The example's objects, their recommendations analyzed at `analyzed_at`."""
-    text = path.read_text().replace(
-        "ANALYZED_AT", analyzed_at.isoformat(timespec="seconds").replace("+00:00", "Z")
+POD_HEADER = ["POD", "CPU REQ", "MEM REQ", "SIZED AT ADMISSION"]
+
+
+def pod_rows(pods: list[dict[str, Any]], manifest: dict[str, dict[str, Any]]) -> list[list[str]]:
+    """One row per pod: its first container's requests, `manifest → pod` where they differ,
+    and whether the webhook sized it."""
+    rows = []
+    for pod in pods:
+        container = pod["spec"]["containers"][0]
+        asked = (manifest.get(container["name"]) or {}).get("requests") or {}
+        requests = (container.get("resources") or {}).get("requests") or {}
+        sized = POD_INFO in (pod["metadata"].get("annotations") or {})
+        rows.append(
+            [
+                pod["metadata"]["name"],
+                change("cpu", asked.get("cpu"), requests.get("cpu")),
+                change("memory", asked.get("memory"), requests.get("memory")),
+                "yes" if sized else "no",
+            ]
+        )
+    return rows
+
+
+def applied_rows(
+    manifest: dict[str, dict[str, Any]], applied: dict[str, dict[str, Any]]
+) -> list[list[str]]:
+    """What kerf set (a status's lastApplied.containers) against the manifest: one row per
+    container and value, BEFORE and AFTER in kubectl's notation."""
+    rows = [["CONTAINER", "VALUE", "BEFORE", "AFTER"]]
+    for name in sorted(applied):
+        for fld in ("requests", "limits"):
+            before = (manifest.get(name) or {}).get(fld) or {}
+            after = applied[name].get(fld) or {}
+            for resource in ordered([*before, *after]):
+                old, new = before.get(resource), after.get(resource)
+                rows.append(
+                    [name, f"{fld}.{resource}", quantity(resource, old), quantity(resource, new)]
+                )
+    return rows
+
+
+def counted(cells: list[str], noun: str = "pod") -> str:
+    """Cells grouped with their counts, in order: `512Mi → 256Mi (1 pod), 512Mi (1 pod)`."""
+    counts: dict[str, int] = {}
+    for cell in cells:
+        counts[cell] = counts.get(cell, 0) + 1
+    return ", ".join(f"{c} ({n} {noun}{'s' if n > 1 else ''})" for c, n in counts.items())
+
+
+def rollback_line(state: dict[str, Any], limits: list[str], manifest_limit: str | None) -> str:
+    """A rollback-state and the pods' memory limits against the manifest's."""
+    detail = f", {state['failureReason']}" if state.get("failureReason") else ""
+    cells = [change("memory", manifest_limit, limit) for limit in limits]
+    return (
+        f"rollback-state {state.get('mode')} (turn {state.get('turn', 1)}{detail}); "
+        f"memory limit {counted(cells)}"
     )
+
+
+def documents(now: datetime, path: Path = EXAMPLE) -> list[dict[str, Any]]:
+    """The example's objects, its relative times (`${now-1h}`) taken from `now`, as
+    `kerf explain -f` takes them."""
+    text = relative_times(path.read_text(), now, str(path))
     return [doc for doc in yaml.safe_load_all(text) if doc]
 
 
@@ -166,9 +259,10 @@ async def in_place(story: Story) -> None:
     await story.until(done, "web and api to be resized")
     await story.show_pods("web", "api")
     web = await story.recommendation("web")
-    story.say(
-        f"  web: phase {web['phase']}, lastApplied {orjson.dumps(web['lastApplied']['containers']).decode()} by {web['lastApplied']['method']}"
-    )
+    applied = web["lastApplied"]
+    how = METHODS.get(applied.get("method"), applied.get("method"))
+    story.say(f"  web: {web['phase']} {how}; its status's lastApplied, against the manifest:")
+    story.table(applied_rows(await story.manifest("web"), applied["containers"]), "    ")
 
 
 async def blocked(story: Story) -> None:
@@ -181,7 +275,7 @@ async def blocked(story: Story) -> None:
 
     status = await story.until(is_blocked, "checkout to be blocked")
     condition = next(c for c in status["conditions"] if c["type"] == "Blocked")
-    story.say(f"  checkout: {status['reason']}: {condition['message']}")
+    story.wrapped("  ", f"checkout: {status['reason']}: {condition['message']}")
     story.say(
         "  (one replica and a strategy that may only evict: kerf will not take the only pod down)"
     )
@@ -196,11 +290,15 @@ async def admission(story: Story, created: Callable[[set[str]], Awaitable[None]]
     )
     await created(before)
     new = [p for p in await story.pods("web") if p["metadata"]["name"] not in before]
+    manifest = await story.manifest("web")
     for pod in new:
-        requests = pod["spec"]["containers"][0]["resources"]["requests"]
+        container = pod["spec"]["containers"][0]
+        asked = (manifest.get(container["name"]) or {}).get("requests")
         info = orjson.loads(pod["metadata"]["annotations"][POD_INFO])
-        story.say(
-            f"  {pod['metadata']['name']}: requests {requests} (webhook fingerprint {info['fingerprint']})"
+        story.wrapped(
+            "  ",
+            f"{pod['metadata']['name']}: requests {changes(asked, container['resources']['requests'])}"
+            f" (the manifest's → the admitted pod's; webhook fingerprint {info['fingerprint']})",
         )
 
 
@@ -215,7 +313,9 @@ async def deferred_pod(story: Story) -> str:
     pod = await story.until(pending, "the Deferred resize")
     name = str(pod["metadata"]["name"])
     condition = resize_pending(pod) or {}
-    story.say(f"  {name}: PodResizePending {condition['reason']}: {condition.get('message', '')}")
+    story.wrapped(
+        "  ", f"{name}: PodResizePending {condition['reason']}: {condition.get('message', '')}"
+    )
     return name
 
 
@@ -254,15 +354,15 @@ class RollbackWatch:
                 p["spec"]["containers"][0]["resources"]["limits"]["memory"]
                 for p in await story.pods("cart")
             ]
-            detail = f", {state['failureReason']}" if state.get("failureReason") else ""
-            story.say(
-                f"  {stamp}  rollback-state {self.mode} (turn {state.get('turn', 1)}{detail}); pod limits {limits}"
-            )
+            asked = cart.spec.template.spec.containers[0].resources.limits or {}
+            story.wrapped(f"  {stamp:<9} ", rollback_line(state, limits, asked.get("memory")))
         for event in await story.kerf_events():
             if event["metadata"]["name"] not in self.seen and event["regarding"]["name"] == "cart":
                 self.seen.add(event["metadata"]["name"])
                 if event["reason"].startswith("Rollback") or event["reason"] == "Resized":
-                    story.say(f"  {stamp}    event {event['reason']}: {event['note'][:110]}")
+                    story.wrapped(
+                        f"  {stamp:<9}   event ", f"{event['reason']}: {event['note']}", NOTE_LINES
+                    )
         return self.mode
 
 
@@ -303,7 +403,7 @@ async def run_kubectl(story: Story, kubeconfig: Path, *args: str) -> None:
         timeout=60,
     )
     for line in (done.stdout or done.stderr).splitlines():
-        story.say(f"  {line}")
+        story.write(f"  {line}")
 
 
 #: Example on-demand prices per core-hour and GiB-hour, for the report's monthly cost.
@@ -317,7 +417,7 @@ async def savings(story: Story, kubeconfig: Path, now: datetime) -> None:
     story.say(f"  $ kerf report --kubeconfig {kubeconfig.name} {prices}")
     report = build_report(await snapshot_view(kubeconfig), now=now)
     for line in render_table(report_rows(report, DEMO_PRICES)).splitlines():
-        story.say(f"  {line}")
+        story.write(f"  {line}")
 
 
 async def report(story: Story, kubeconfig: Path) -> None:
@@ -325,7 +425,23 @@ async def report(story: Story, kubeconfig: Path) -> None:
     story.step("What kerf reports")
     await run_kubectl(story, kubeconfig, "get", "rightsizingrecommendations", "-A")
     story.say()
-    for event in await story.kerf_events():
-        story.say(
-            f"  {event['type']:<8} {event['reason']:<26} {event['regarding']['name']:<9} {event['note'][:90]}"
+    events = await story.kerf_events()
+    for prefix, note in event_columns(events):
+        story.wrapped(prefix, note, NOTE_LINES)
+
+
+def event_columns(events: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """The header, then each event: its TYPE, REASON and OBJECT columns (a prefix, padded
+    to the widest) and its NOTE, which the narration wraps under its column."""
+    rows = [("TYPE", "REASON", "OBJECT", "NOTE")] + [
+        (e["type"], e["reason"], e["regarding"]["name"], e["note"]) for e in events
+    ]
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    return [
+        (
+            "  "
+            + "".join(f"{cell:<{width}}  " for cell, width in zip(row[:3], widths, strict=True)),
+            row[3],
         )
+        for row in rows
+    ]

@@ -25,7 +25,7 @@ import json
 import signal
 import sys
 import tempfile
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
 from typing import IO, Any
@@ -33,6 +33,7 @@ from typing import IO, Any
 from kubernetes_asyncio import client
 
 from app.clock import utc_now
+from app.humanize import quantity
 from app.informer import api_client_from_config
 from app.quantities import to_millicores
 from demo.narration import (
@@ -190,7 +191,7 @@ async def _storefront(cluster: Backend, out: IO[str], start: datetime) -> None:
             "A cluster (the real control plane) with a storefront whose pods ask for more "
             "than they use"
         )
-        docs = [d for d in documents(start - timedelta(hours=1)) if d["kind"] not in POLICY_KINDS]
+        docs = [d for d in documents(start) if d["kind"] not in POLICY_KINDS]
         docs = [shaped(cluster, d) for d in docs]
         if cluster.real_kubelet:
             story.say(
@@ -222,13 +223,19 @@ async def cgroup(cluster: Backend, pod: dict[str, Any]) -> dict[str, int]:
 
 def cgroup_line(values: dict[str, int]) -> str:
     """cpu.shares, the CFS quota and the memory limit, as the kernel holds them."""
+    return " ".join(f"{name}={value}" for name, value in cgroup_cells(values).items())
+
+
+def cgroup_cells(values: dict[str, int]) -> dict[str, str]:
+    """The cgroup values as a person reads them: the memory limit in kubectl's notation,
+    `unlimited` for no limit (a quota of -1, a limit near 2**63)."""
     memory = values.get("memory.limit_in_bytes", 0)
-    limit = "unlimited" if memory >= 2**62 else f"{memory // 2**20}Mi"
     quota = values.get("cpu.cfs_quota_us", -1)
-    return (
-        f"cpu.shares={values.get('cpu.shares')} cpu.cfs_quota_us={quota} "
-        f"memory.limit_in_bytes={limit}"
-    )
+    return {
+        "cpu.shares": str(values.get("cpu.shares", "-")),
+        "cpu.cfs_quota_us": "unlimited" if quota < 0 else str(quota),
+        "memory.limit_in_bytes": "unlimited" if memory >= 2**62 else quantity("memory", memory),
+    }
 
 
 def restarts(pod: dict[str, Any]) -> int:
@@ -298,8 +305,8 @@ async def _cgroups_moved(
     [now] = [p for p in await story.pods("web") if p["metadata"]["name"] == name]
     after = await cgroup(cluster, now)
     story.say(f"  {name}'s cgroup, read inside the container (kubectl exec ... kerf-load cgroup):")
-    story.say(f"    before  {cgroup_line(before)}")
-    story.say(f"    after   {cgroup_line(after)}")
+    old, new = cgroup_cells(before), cgroup_cells(after)
+    story.table([["FILE", "BEFORE", "AFTER"], *([k, old[k], new[k]] for k in old)], "    ")
     story.say(
         f"    same container, {restarts(now)} restarts: the kubelet changed the cgroup in place"
     )
@@ -324,7 +331,7 @@ async def _policies(story: Story, cluster: Backend, start: datetime) -> None:
     story.step(
         "Policies applied: web by a StaticPolicy, api by recommendations, checkout and search by StaticPolicies"
     )
-    docs = documents(start - timedelta(hours=1))
+    docs = documents(start)
     policies = [shaped(cluster, on_the_wall_clock(d)) for d in docs if d["kind"] in POLICY_KINDS]
     if cluster.real_kubelet:
         await create_all(story, policies)
@@ -384,15 +391,16 @@ async def _rollback(story: Story, cluster: Backend) -> None:
             else:
                 for pod in pods:
                     await _annotate(story, pod["metadata"]["name"], OOM_KILL, "app")
-                story.say(
-                    f"  {at}  the node agent OOM-kills cart's containers ({OOM_KILL}=app), as "
-                    "300Mi under a 256Mi limit would be: it models no usage"
+                story.wrapped(
+                    f"  {at:<9} ",
+                    f"the node agent OOM-kills cart's containers ({OOM_KILL}=app), as 300Mi "
+                    "under a 256Mi limit would be: it models no usage",
                 )
         for pod in pods:
             name = pod["metadata"]["name"]
             if cluster.real_kubelet and name in killed - told and _oom_killed(pod):
                 told.add(name)
-                story.say(f"  {at}  {name}: OOMKilled by the kernel, exit 137")
+                story.say(f"  {at:<9} {name}: OOMKilled by the kernel, exit 137")
         if loop.time() - begun > story.timeout_s:
             raise DemoFailed("the bad downsize was not rolled back and given up")
         await asyncio.sleep(0.5)
@@ -408,12 +416,14 @@ async def _load_comes_back(
 ) -> None:
     """Each cart container, now limited to 256Mi, is told to use 300Mi: the kernel kills it."""
     for pod in pods:
-        story.say(
-            f"  {at}  {pod['metadata']['name']}'s cgroup: {cgroup_line(await cgroup(cluster, pod))}"
+        story.wrapped(
+            f"  {at:<9} ",
+            f"{pod['metadata']['name']}'s cgroup: {cgroup_line(await cgroup(cluster, pod))}",
         )
-    story.say(
-        f"  {at}  cart's load comes back: kubectl exec ... kerf-load set memory={CART_LOAD_MEMORY} "
-        "in each pod, over the 256Mi limit kerf gave it"
+    story.wrapped(
+        f"  {at:<9} ",
+        f"cart's load comes back: kubectl exec ... kerf-load set memory={CART_LOAD_MEMORY} "
+        "in each pod, over the 256Mi limit kerf gave it",
     )
     kubectl = Kubectl(cluster.kubeconfig)
     for pod in pods:

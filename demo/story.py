@@ -8,7 +8,7 @@ import signal
 import sys
 import tempfile
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
@@ -127,7 +127,7 @@ async def _cluster(story: Story, sim: Simulator, start: datetime) -> None:
         await extensions.create_custom_resource_definition(yaml.safe_load(path.read_text()))
     await sim.add_namespace("kerf-system")
     await sim.add_node("node-a", cpu="8", memory="16Gi")
-    for doc in documents(start - timedelta(hours=1)):
+    for doc in documents(start):
         if doc["kind"] not in POLICY_KINDS:
             await story.create(doc)
     await sim.settle()
@@ -141,7 +141,7 @@ async def _policies(story: Story, sim: Simulator, start: datetime) -> None:
     # The node defers in-place resizes of one search pod, as a busy node would.
     search = (await story.pods("search"))[0]["metadata"]["name"]
     sim.kubelet.resize_verdicts[("shop", search)] = ("Deferred", "the node is busy")
-    docs = documents(start - timedelta(hours=1))
+    docs = documents(start)
     await create_all(story, [doc for doc in docs if doc["kind"] in POLICY_KINDS])
 
 
@@ -158,7 +158,7 @@ async def _fallback(story: Story, sim: Simulator, service: Any) -> None:
 
 async def _rollback(story: Story, sim: Simulator, service: Any) -> None:
     story.step(ROLLBACK_TITLE)
-    await create_all(story, documents(datetime.now(UTC), ROLLBACK))
+    await create_all(story, documents(sim.clock.now(), ROLLBACK))
     start = sim.clock.now()
     watch = RollbackWatch(story)
     await watch.begin()

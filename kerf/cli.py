@@ -44,10 +44,11 @@ def explain_command(args: argparse.Namespace) -> int:
     from app.explain import explain, render_text
     from app.statedir import load_view
 
+    now = _now(args.now)
     view = load_view(
-        args.file, kubex_source=kubex_source(args.kubex_recommendations, "kerf-system")
+        args.file, kubex_source=kubex_source(args.kubex_recommendations, "kerf-system"), now=now
     )
-    result = explain(view, now=_now(args.now), forced=args.for_)
+    result = explain(view, now=now, forced=args.for_)
     if args.output == "json":
         sys.stdout.write(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode() + "\n")
     else:
@@ -79,14 +80,15 @@ def report_command(args: argparse.Namespace) -> int:
         prices = Prices(
             _price("--cpu-price", args.cpu_price), _price("--memory-price", args.memory_price)
         )
+    now = _now(args.now)
     if args.kubeconfig:
         # The cluster client loads only when a cluster is listed.
         from app.snapshot import cluster_snapshot
 
         view = cluster_snapshot(args.kubeconfig, args.api_timeout)
     else:
-        view = load_view(args.file)
-    report = build_report(view, now=_now(args.now))
+        view = load_view(args.file, now=now)
+    report = build_report(view, now=now)
     if args.output == "json":
         body = orjson.dumps(report_json(report, prices), option=orjson.OPT_INDENT_2)
         sys.stdout.write(body.decode() + "\n")
@@ -143,7 +145,11 @@ def _add_report_command(sub: argparse._SubParsersAction) -> None:
         help="price of one GiB of memory for one hour (default: no costs; 0 with --cpu-price)",
     )
     p.add_argument(
-        "--now", default=None, metavar="RFC3339", help="the time to decide at (default: now)"
+        "--now",
+        default=None,
+        metavar="RFC3339",
+        help="the time to decide at, which the files' relative times (${now-24h}) count "
+        "from (default: now)",
     )
     p.set_defaults(handler=report_command)
 
@@ -198,7 +204,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="decide every pod as new (admission) or running; default: by pod state",
     )
     p.add_argument(
-        "--now", default=None, metavar="RFC3339", help="the time to decide at (default: now)"
+        "--now",
+        default=None,
+        metavar="RFC3339",
+        help="the time to decide at, which the files' relative times (${now-24h}) count "
+        "from (default: now)",
     )
     p.add_argument("-o", "--output", choices=("json", "text"), default="json", help="output format")
     add_kubex_argument(p)

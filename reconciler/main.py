@@ -95,17 +95,24 @@ async def plan_state_dir(state_dir: Path, out: IO[str], *, kubex: KubexFlag = DE
     return 0
 
 
-def cached_lease(reader: LeaseClient, monotonic: Callable[[], float] = time.monotonic) -> LeaseAge:
-    """`reader.renewed_at` with a short cache (kept by wall time, whatever the decision
-    clock is)."""
-    cache: list[tuple[float, datetime | None]] = []
+def cached_lease(
+    reader: LeaseClient,
+    clock: Clock = utc_now,
+    monotonic: Callable[[], float] = time.monotonic,
+) -> LeaseAge:
+    """`reader.renewed_at` with a short cache, kept by wall time and by the decision clock:
+    a simulated clock that stands still still reads again, and one moved ahead (`make
+    demo` skips minutes) does not judge the Lease by a read from before the move."""
+    cache: list[tuple[float, datetime, datetime | None]] = []
 
     async def renewed_at() -> datetime | None:
-        now = monotonic()
-        if cache and now - cache[0][0] < LEASE_CACHE_S:
-            return cache[0][1]
+        now, at = monotonic(), clock()
+        if cache:
+            read, read_at, value = cache[0]
+            if now - read < LEASE_CACHE_S and at - read_at < timedelta(seconds=LEASE_CACHE_S):
+                return value
         value = await reader.renewed_at()
-        cache[:] = [(now, value)]
+        cache[:] = [(now, at, value)]
         return value
 
     return renewed_at
@@ -155,7 +162,7 @@ def build_service(
         view,
         writer,
         metrics,
-        webhook_lease=cached_lease(LeaseClient(transport, namespace, WEBHOOK_LEASE)),
+        webhook_lease=cached_lease(LeaseClient(transport, namespace, WEBHOOK_LEASE), clock),
         read_pod=PodReader(transport).get,
         clock=clock,
         config=execution,

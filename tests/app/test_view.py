@@ -16,7 +16,7 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "storefront"
 
 
 def test_storefront_decisions() -> None:
-    v = load_view([EXAMPLE])
+    v = load_view([EXAMPLE], now=b.NOW)
     by_name = {p["metadata"]["name"]: p for p in v.pods()}
     web = decide_pod(v, by_name["web-7d4b9-new01"], now=b.NOW, path="admission")
     assert (web.outcome, web.method) == ("apply", "admission")

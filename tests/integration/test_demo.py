@@ -1,5 +1,6 @@
-"""`make demo` as a user runs it: it tells the whole story and exits 0 on its own; stopped
-with Ctrl-C it exits at once and leaves nothing running."""
+"""`make demo` as a user runs it: it tells the whole story, in kubectl's notation with no
+Python reprs, JSON or second time format, and exits 0 on its own; stopped with Ctrl-C it
+exits at once and leaves nothing running."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+from tests.integration.narration import leaks
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -52,6 +55,13 @@ def test_the_demo_tells_the_story_and_exits_0() -> None:
         "Done:",
     ):
         assert step in out, f"{step!r} missing from the demo's story"
+    for told in (
+        "400m → 250m",  # web's requests, the manifest's → the pod's
+        "memory limit 512Mi → 256Mi (2 pods)",  # cart's bad downsize
+        "(adoption threshold 50%)",  # an Event note, whole
+    ):
+        assert told in out, f"{told!r} missing from the demo's story"
+    assert leaks(out) == []
     assert not group_alive(process.pid)
 
 

@@ -17,6 +17,7 @@ import pytest
 
 from harness.backend import real_available
 from harness.wait import wait_until
+from tests.integration.narration import leaks
 
 ROOT = Path(__file__).resolve().parents[2]
 #: A bound on the whole story on a loaded 2-core machine (about 1.5 min when idle).
@@ -63,7 +64,7 @@ def leftovers(tmp_path: Path) -> list[str]:
 #: manifest's limit back in the cgroup.
 ON_THE_REAL_NODE = (
     "python -m devcluster --kubelet real",
-    "before  cpu.shares=",
+    "cpu.shares ",  # the cgroup's values BEFORE and AFTER the resize
     "0 restarts: the kubelet changed the cgroup in place",
     "search's resized in place by the kubelet",
     "memory.limit_in_bytes=256Mi",
@@ -95,6 +96,7 @@ def test_demo_real_tells_the_story_and_exits_0(tmp_path: Path) -> None:
         *(ON_THE_REAL_NODE if "and a real node: kubelet 1.35" in out else ON_THE_AGENT),
     ):
         assert step in out, f"{step!r} missing from the story"
+    assert leaks(out) == []
     wait_until(lambda: ours(tmp_path) == [], "every process the demo started to end", 60)
     assert leftovers(tmp_path) == []
 
