@@ -5,6 +5,7 @@ cooldown after the last, and `kubectl get rsrec` shows the values at each point.
 from __future__ import annotations
 
 import asyncio
+import signal
 import subprocess
 import sys
 from datetime import timedelta
@@ -15,6 +16,7 @@ from kubernetes_asyncio import client
 
 from app.annotations import APPROVE, APPROVE_TARGET
 from app.owners import WorkloadRef
+from tests.cluster import table_cells
 from tests.integration.reconciler.harness import (
     Kerf,
     RunningReconciler,
@@ -45,19 +47,12 @@ async def kerf_cli(kerf: Kerf, *argv: str) -> subprocess.CompletedProcess[str]:
     return await run(sys.executable, "-m", "kerf", *argv, "--kubeconfig", config)
 
 
-async def kubectl_get(kerf: Kerf, *extra: str) -> list[list[str]]:
-    done = await run(
-        kubectl(),
-        "--kubeconfig",
-        str(kerf.sim.kubeconfig_path),
-        "get",
-        "rsrec",
-        "-n",
-        "shop",
-        *extra,
-    )
+async def kubectl_get(kerf: Kerf, *extra: str) -> list[dict[str, str]]:
+    """`kubectl get rsrec -n shop`: a dict per row, column → cell."""
+    config = str(kerf.sim.kubeconfig_path)
+    done = await run(kubectl(), "--kubeconfig", config, "get", "rsrec", "-n", "shop", *extra)
     assert done.returncode == 0, done.stderr
-    return [line.split() for line in done.stdout.splitlines()]
+    return table_cells(done.stdout)
 
 
 async def cpu_is(kerf: Kerf, value: str) -> bool:
@@ -95,9 +90,9 @@ async def test_approve_target_takes_every_step_a_cooldown_apart(tmp_path: Path) 
             "reason": "Audit",
             "policy": "StaticPolicy/web",
         }
-        header, row = await kubectl_get(kerf)
-        assert header == ["NAME", "CPU", "MEMORY", "PHASE", "REASON", "AGE"]
-        assert row[:5] == ["deployment-web", "1→200m", "1Gi", "Proposed", "Audit"]
+        (row,) = await kubectl_get(kerf)
+        assert list(row) == ["NAME", "CPU", "MEMORY", "PHASE", "REASON", "AGE"]
+        assert list(row.values())[:5] == ["deployment-web", "1→200m", "1Gi", "Proposed", "Audit"]
 
         listed = await kerf_cli(kerf, "approve")
         assert listed.returncode == 0, listed.stderr
@@ -152,22 +147,19 @@ async def test_approve_target_takes_every_step_a_cooldown_apart(tmp_path: Path) 
 
         status = await wait_for(kerf, reached, "the target reached")
         assert status["summary"]["reason"] == "Resized"
-        header, row = await kubectl_get(kerf, "-o", "wide")
-        assert header == [
-            "NAME",
-            "CPU",
-            "MEMORY",
-            "PHASE",
-            "REASON",
-            "CPU-LIMIT",
-            "MEMORY-LIMIT",
-            "POLICY",
-            "NEXT",
-            "AGE",
-        ]
-        assert row[:5] == ["deployment-web", "200m", "1Gi", "Applied", "Resized"]
-        # The Deployment sets no limits.
-        assert row[5:9] == ["<none>", "<none>", "StaticPolicy/web", "<none>"]
+        (row,) = await kubectl_get(kerf, "-o", "wide")
+        assert row == {
+            "NAME": "deployment-web",
+            "CPU": "200m",
+            "MEMORY": "1Gi",
+            "PHASE": "Applied",
+            "REASON": "Resized",
+            "CPU-LIMIT": "",  # the Deployment sets no limits
+            "MEMORY-LIMIT": "",
+            "POLICY": "StaticPolicy/web",
+            "NEXT": "",
+            "AGE": row["AGE"],
+        }
 
 
 async def test_approve_says_in_one_line_what_it_cannot_approve(tmp_path: Path) -> None:
@@ -196,3 +188,51 @@ async def test_approve_says_in_one_line_what_it_cannot_approve(tmp_path: Path) -
         listed = await kerf_cli(kerf, "approve")
         assert (listed.returncode, listed.stdout) == (0, "")
         assert listed.stderr == "kerf approve: nothing awaits approval\n"
+
+
+async def test_status_watch_prints_a_line_per_change(tmp_path: Path) -> None:
+    async with running_kerf(tmp_path) as kerf:
+        await client.AppsV1Api(kerf.api).create_namespaced_deployment(
+            "shop", deployment("web", replicas=1, cpu="1", memory="1Gi")
+        )
+        await kerf.settle()
+        await kerf.start_reconciler()
+        await create(kerf, "staticpolicies", static_policy("web", "web", ASKED, mode="audit"))
+
+        async def proposed() -> bool:
+            return (await status_of(kerf)).get("phase") == "Proposed"
+
+        await wait_for(kerf, proposed, "an audited proposal")
+        config = str(kerf.sim.kubeconfig_path)
+        watcher = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "kerf",
+            "status",
+            "-w",
+            "--kubeconfig",
+            config,
+            cwd=ROOT,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        try:
+            assert watcher.stdout is not None
+            header = await asyncio.wait_for(watcher.stdout.readline(), 60)
+            assert header.decode().split()[:2] == ["NAMESPACE", "WORKLOAD"]
+            first = (await asyncio.wait_for(watcher.stdout.readline(), 60)).decode()
+            assert "Proposed" in first and "approve: kerf approve deployment/web -n shop" in first
+            done = await kerf_cli(kerf, "approve", "deployment/web", "-n", "shop")
+            assert done.returncode == 0, done.stderr
+            # The annotation, then the step's statuses: a line each, until the step is in.
+            while True:
+                line = (await asyncio.wait_for(watcher.stdout.readline(), 60)).decode()
+                assert line, "the watch ended"
+                if "Applied" in line:
+                    break
+            assert "app cpu 500m→200m" in line
+        finally:
+            watcher.send_signal(signal.SIGINT)
+            _, err = await asyncio.wait_for(watcher.communicate(), 60)
+        assert watcher.returncode == 130
+        assert b"Traceback" not in err
