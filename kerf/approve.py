@@ -62,7 +62,7 @@ async def _approve(args: argparse.Namespace) -> int:
 
 
 def _list_awaiting(items: list[dict[str, Any]]) -> int:
-    from app.record_summary import approval, per_container, workload_of
+    from app.record_summary import approval, workload_of
     from app.report import render_table
 
     rows = []
@@ -72,8 +72,8 @@ def _list_awaiting(items: list[dict[str, Any]]) -> int:
         status = record.get("status") or {}
         proposal = status["proposal"]
         current = status.get("current") or {}
-        step = "; ".join(per_container(current, proposal.get("containers") or {}))
-        target = "; ".join(per_container(current, proposal.get("target") or {}))
+        step = _change(current, proposal.get("containers"))
+        target = _change(current, proposal.get("target"))
         rows.append(
             [
                 record["metadata"].get("namespace", ""),
@@ -94,7 +94,7 @@ def _list_awaiting(items: list[dict[str, Any]]) -> int:
 async def _approve_one(records: Any, args: argparse.Namespace) -> int:
     from app.annotations import APPROVE, APPROVE_TARGET
     from app.clock import utc_now
-    from app.record_summary import per_container, status_time, when, workload_of
+    from app.record_summary import status_time, when, workload_of
     from kerf.records_api import default_namespace, record_name_of
 
     namespace = args.namespace or default_namespace(args.kubeconfig)
@@ -136,9 +136,9 @@ async def _approve_one(records: Any, args: argparse.Namespace) -> int:
     steps = int(proposal.get("steps") or 1)
     first = proposal.get("nextAt")
     at = when(status_time(first), utc_now())
-    step = "; ".join(per_container(current, proposal.get("containers") or {}))
+    step = _change(current, proposal.get("containers"))
     if args.target:
-        target = "; ".join(per_container(current, proposal.get("target") or {}))
+        target = _change(current, proposal.get("target"))
         cooldown = proposal.get("cooldown") or "the cooldown"
         print(
             f"approved every step of {shown} toward {target}: {steps} step(s), the first "
@@ -148,3 +148,11 @@ async def _approve_one(records: Any, args: argparse.Namespace) -> int:
         more = f"; {steps - 1} more step(s) to the target will need approval" if steps > 1 else ""
         print(f"approved proposal {proposal['id']} of {shown}: {step}, {at}{more}")
     return 0
+
+
+def _change(current: dict[str, Any], values: dict[str, Any] | None) -> str:
+    """Every container, current → as `values` sets it (a container it leaves keeps its
+    values)."""
+    from app.record_summary import per_container, target_values
+
+    return "; ".join(per_container(current, target_values(current, (), values)))

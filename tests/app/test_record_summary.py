@@ -15,6 +15,7 @@ from app.record_summary import (
     approval,
     change,
     next_action,
+    per_container,
     phase_reason,
     status_line,
     summary_of,
@@ -204,3 +205,11 @@ def test_a_status_line_has_kubectl_notation_and_no_python_reprs() -> None:
         "app cpu 1→250m memory 512Mi, limits memory 1Gi→512Mi; sidecar cpu 100m memory 64Mi"
     )
     assert not any(c in " ".join(line) for c in "{}[]'")
+
+
+def test_a_proposal_of_one_container_leaves_the_others_as_they_are() -> None:
+    step = target_values(CURRENT, (), {"app": {"requests": {"cpu": "500m"}}})
+    assert per_container(CURRENT, step) == [
+        "app cpu 1→500m memory 512Mi, limits memory 1Gi",
+        "sidecar cpu 100m memory 64Mi",
+    ]
