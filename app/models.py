@@ -961,7 +961,7 @@ class Proposal(BaseModel):
     target_id: str | None = None
     #: the steps left to `target`, this one included
     steps: int | None = None
-    #: the earliest time of this step: a cooldown after the last change (absent: at once)
+    #: the earliest time of this step: a cooldown after the last change (absent: no change yet)
     next_at: datetime | None = None
     #: the least time between two steps
     cooldown: str | None = None
