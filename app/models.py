@@ -957,6 +957,30 @@ class Proposal(BaseModel):
     containers: dict[str, ResourceValues] = Field(default_factory=dict)
     #: what the policies ask in the end; later steps are proposed again, one at a time
     target: dict[str, ResourceValues] = Field(default_factory=dict)
+    #: what the `approve-target` annotation names to approve every step toward `target`
+    target_id: str | None = None
+    #: the steps left to `target`, this one included
+    steps: int | None = None
+    #: the earliest time of this step: a cooldown after the last change (absent: no change yet)
+    next_at: datetime | None = None
+    #: the least time between two steps
+    cooldown: str | None = None
+
+
+class RecordSummary(BaseModel):
+    """What `kubectl get rightsizingrecommendations` shows: requests and limits summed over
+    the containers, `current→target` (one value when it stays), and a reason true for
+    the phase."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow")
+
+    cpu: str | None = None
+    memory: str | None = None
+    cpu_limit: str | None = None
+    memory_limit: str | None = None
+    reason: str | None = None
+    #: the winning policies, `Kind/name`
+    policy: str | None = None
 
 
 class SelectedPolicy(BaseModel):
@@ -1057,9 +1081,11 @@ class RecommendationStatus(BaseModel):
     last_applied: LastApplied | None = None
     last_rollback: LastRollback | None = None
     next_allowed_at: datetime | None = None
-    #: `Kind/name` of the workload, and the reason of the last decision (printer columns)
+    #: `Kind/name` of the workload, and the reason of the last decision
     workload: str | None = None
     reason: str | None = None
+    #: the printer columns' values
+    summary: RecordSummary | None = None
     #: every container's resources as its running pods have them
     current: dict[str, ResourceValues] = Field(default_factory=dict)
     selected: list[SelectedPolicy] = Field(default_factory=list)
@@ -1124,8 +1150,9 @@ class KerfResource(BaseModel):
     cluster_scoped: ClassVar[bool] = False
     #: A fixed object name for the cluster singletons.
     singleton_name: ClassVar[str | None] = None
-    #: additionalPrinterColumns of the CRD: (name, type, jsonPath).
-    printer_columns: ClassVar[tuple[tuple[str, str, str], ...]] = ()
+    #: additionalPrinterColumns of the CRD: (name, type, jsonPath), with a fourth item,
+    #: the priority, for a column only `-o wide` shows.
+    printer_columns: ClassVar[tuple[tuple[str, str, str] | tuple[str, str, str, int], ...]] = ()
     short_names: ClassVar[tuple[str, ...]] = ()
     #: False for the Kubex kinds kerf stores and does not act on (StoredKind)
     acted_on: ClassVar[bool] = True
@@ -1279,10 +1306,14 @@ class ClusterRollbackPolicy(RollbackPolicy):
 class RightsizingRecommendation(KerfResource):
     short_names = ("rsrec",)
     printer_columns = (
-        ("Workload", "string", ".status.workload"),
+        ("CPU", "string", ".status.summary.cpu"),
+        ("Memory", "string", ".status.summary.memory"),
         ("Phase", "string", ".status.phase"),
-        ("Reason", "string", ".status.reason"),
-        ("Next", "string", ".status.nextAllowedAt"),
+        ("Reason", "string", ".status.summary.reason"),
+        ("CPU-Limit", "string", ".status.summary.cpuLimit", 1),
+        ("Memory-Limit", "string", ".status.summary.memoryLimit", 1),
+        ("Policy", "string", ".status.summary.policy", 1),
+        ("Next", "string", ".status.nextAllowedAt", 1),
         ("Age", "date", ".metadata.creationTimestamp"),
     )
     kind: Literal["RightsizingRecommendation"]

@@ -222,6 +222,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     cleanup.set_defaults(handler=cleanup_command)
     _add_report_command(sub)
+    from kerf.approve import add_approve_command
+    from kerf.status import add_status_command
+
+    add_approve_command(sub)
+    add_status_command(sub)
     completion = sub.add_parser(
         "completion",
         help="print a shell completion script (bash, zsh)",

@@ -180,7 +180,9 @@ def _columns(rt: ResourceType) -> list[tuple[str, str, int, Any]]:
 
 def _cell(value: Any, col_type: str, now: datetime) -> Any:
     if value is None:
-        return "<none>" if col_type == "string" else None
+        # The API server's table of a custom resource: a null cell, which kubectl prints
+        # empty (no `<none>`, which only built-in kinds' printers write).
+        return None
     if col_type == "date" and isinstance(value, str):
         return human_duration((now - parse_rfc3339(value)).total_seconds())
     return value

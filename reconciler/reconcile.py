@@ -1146,12 +1146,15 @@ def _summary(
         )
         and bool(running)
     )
-    audit = next((d for d in decisions if d.reason == "Audit" and d.proposal_id), None)
+    # A proposal waiting for approval, or approved and held (the cooldown between steps).
+    audit = next((d for d in decisions if d.proposal_id and d.proposal_target), None)
     proposal = (
         ShownProposal(
             audit.proposal_id,
             {c: format_resources(r) for c, r in audit.proposal.items()},
             {c: format_resources(r) for c, r in audit.proposal_target.items()},
+            audit.proposal_target_id,
+            audit.proposal_schedule,
         )
         if audit is not None and audit.proposal_id
         else None

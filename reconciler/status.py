@@ -18,10 +18,13 @@ import orjson
 
 from app.annotations import dumps
 from app.apitime import rfc3339
+from app.durations import format_duration
 from app.models import API_VERSION, RightsizingRecommendation
 from app.owners import WorkloadRef
+from app.record_summary import phase_reason, summary_of
 from app.records import record_name
 from app.rollback_monitor import Step
+from app.schedule import Schedule
 
 Values = dict[str, dict[str, dict[str, str]]]
 
@@ -35,6 +38,10 @@ class ShownProposal:
     containers: Values
     #: what the policies ask in the end (equal to `containers` when no guardrail steps)
     target: Values
+    #: what `approve-target` names to approve every step toward `target`
+    target_id: str = ""
+    #: the steps left to `target`, this one included, and the earliest time of this one
+    schedule: Schedule | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +71,8 @@ class RollbackStatus:
     phase: str | None
     condition: dict[str, Any] | None
     last_rollback: dict[str, Any] | None
+    #: why the change failed (`oomKilled`, …; None while nothing failed)
+    failure: str | None = None
 
 
 def rollback_status(result: Step | None) -> RollbackStatus | None:
@@ -80,7 +89,8 @@ def rollback_status(result: Step | None) -> RollbackStatus | None:
         if result.last_rollback is not None
         else None
     )
-    return RollbackStatus(result.phase, condition, last)
+    failure = result.state.failure_reason if result.state is not None else None
+    return RollbackStatus(result.phase, condition, last, failure)
 
 
 def recommendation_object(ref: WorkloadRef, api_version: str, uid: str | None) -> dict[str, Any]:
@@ -205,7 +215,14 @@ def build_status(
             "id": shown.id,
             "containers": shown.containers,
             "target": shown.target,
+            "targetId": shown.target_id or None,
         }
+        if shown.schedule is not None and shown.schedule.steps:
+            status["proposal"]["steps"] = shown.schedule.steps
+            status["proposal"]["cooldown"] = format_duration(shown.schedule.cooldown)
+            if shown.schedule.next_at is not None:
+                status["proposal"]["nextAt"] = rfc3339(shown.schedule.next_at)
+        status["proposal"] = {k: v for k, v in status["proposal"].items() if v is not None}
     if last_applied is not None:
         status["lastApplied"] = dict(last_applied)
     if rollback is not None and rollback.last_rollback is not None:
@@ -218,6 +235,16 @@ def build_status(
         status["lastEvent"] = dict(last_event)
     if approved is not None:
         status["approvedProposal"] = approved
+    shown_summary = summary_of(status, ref.namespace)
+    shown_summary["reason"] = phase_reason(
+        phase,
+        outcome=summary.outcome,
+        reason=summary.reason,
+        applied_method=str(last_applied.get("method") or "") if last_applied else None,
+        rollback_failure=rollback.failure if rollback is not None else None,
+        proposed=summary.proposal is not None,
+    )
+    status["summary"] = shown_summary
     return {k: v for k, v in status.items() if v is not None}
 
 

@@ -146,3 +146,15 @@ async def install_shop(sim: Simulator, api: client.ApiClient) -> None:
         "staticpolicies",
         static_policy("web", "shop", "web", "250m", "256Mi"),
     )
+
+
+def table_cells(text: str) -> list[dict[str, str]]:
+    """`kubectl get`'s table as one dict per row, header → cell. Cells are cut at the
+    header's columns, so an empty cell (a field the object does not have) stays a cell."""
+    header, *rows = text.splitlines()
+    names = header.split()
+    starts: list[int] = []
+    for name in names:
+        starts.append(header.index(name, starts[-1] + 1 if starts else 0))
+    bounds = list(zip(starts, [*starts[1:], None], strict=True))
+    return [{n: row[a:b].strip() for n, (a, b) in zip(names, bounds, strict=True)} for row in rows]

@@ -121,6 +121,14 @@ def _structural(node: Schema, defs: dict[str, Schema]) -> Schema:
     return out
 
 
+def _printer_column(name: str, type_: str, path: str, priority: int = 0) -> Schema:
+    """One additionalPrinterColumn; priority above 0 shows only with `-o wide`."""
+    column: Schema = {"name": name, "type": type_, "jsonPath": path}
+    if priority:
+        column["priority"] = priority
+    return column
+
+
 def _resource_schema(cls: type[KerfResource]) -> Schema:
     """The openAPIV3Schema of one kind."""
     raw = cls.model_json_schema(by_alias=True, schema_generator=_CrdJsonSchema)
@@ -183,10 +191,7 @@ def crd_for(cls: type[KerfResource]) -> Schema:
         "subresources": {"status": {}},
     }
     if cls.printer_columns:
-        version["additionalPrinterColumns"] = [
-            {"name": name, "type": type_, "jsonPath": path}
-            for name, type_, path in cls.printer_columns
-        ]
+        version["additionalPrinterColumns"] = [_printer_column(*c) for c in cls.printer_columns]
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",

@@ -183,6 +183,11 @@ WORKLOAD_KEYS = (
         '`{"fingerprint", "keys", "containers"}`; absent when nothing changed',
     ),
     (f"`{ann.APPROVE}`", "RightsizingRecommendation (yours)", "a proposal id to apply once"),
+    (
+        f"`{ann.APPROVE_TARGET}`",
+        "RightsizingRecommendation (yours)",
+        "a target id: every step toward that target, each a cooldown apart",
+    ),
 )
 
 

@@ -158,7 +158,9 @@ def _decide_pod(
         kept = ctx.baseline if path == "admission" and stop.reason not in UNTOUCHED else current
         if kept is not current and breaches_bounds(view, pod, namespace, current, kept):
             kept = current
-        proposal = ctx.proposal if stop.reason == "Audit" else None
+        # An approved proposal that a later check holds (the cooldown between steps) is
+        # still shown, with its schedule.
+        proposal = ctx.proposal if stop.reason == "Audit" or ctx.approved_id else None
         return PodDecision(
             namespace,
             name,
@@ -179,6 +181,8 @@ def _decide_pod(
             proposal_id=proposal.id if proposal else None,
             proposal=proposal.step if proposal else {},
             proposal_target=proposal.target if proposal else {},
+            proposal_target_id=proposal.target_id if proposal else "",
+            proposal_schedule=proposal.schedule if proposal else None,
         )
     final = ctx.final()
     changed = {a.target.container for a in ctx.actions}

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import hashlib
+from datetime import timedelta
 
-from app.annotations import APPROVE, dumps
+from app.annotations import APPROVE, APPROVE_TARGET, dumps
 from app.decide.context import _Action, _block_regular, _Context, _final_resources, _Stop
 from app.decide.results import AuditProposal, describe_resources, format_resources
-from app.decide.value_rules import _apply_value_rules
+from app.decide.value_rules import _apply_value_rules, _tolerance
+from app.schedule import Schedule, ValueGoal, schedule
+from app.workloads import Resources
 
 
 def _audit_proposal(ctx: _Context) -> AuditProposal | None:
@@ -45,6 +48,39 @@ def _audit_proposal(ctx: _Context) -> AuditProposal | None:
         hashlib.sha256(dumps([body, goal]).encode()).hexdigest()[:12],
         {c: step[c] for c in changed},
         {c: target[c] for c in changed},
+        _target_id(ctx, target),
+        _schedule(ctx, regular, trial.actions),
+    )
+
+
+def _target_id(ctx: _Context, target: dict[str, Resources]) -> str:
+    """The same for every step toward one target (every container's values once all the
+    steps are made), and new after a rollback: an approval of the whole way ends there."""
+    rollback = ctx.facts.last_rollback
+    since = rollback[0].isoformat() if rollback else ""
+    return hashlib.sha256(dumps([sorted(target.items()), since]).encode()).hexdigest()[:12]
+
+
+def _schedule(ctx: _Context, regular: list[_Action], step: list[_Action]) -> Schedule:
+    """The steps left from the pod's values to the policies' (the values this step
+    changes), the first a cooldown after the workload's last change."""
+    tolerance = ctx.view.global_config.tolerance_percent
+    goals = {a.target: a.desired for a in regular}
+    cooldown = max((ctx.settings(p).cooldown for p in ctx.policies()), default=timedelta(0))
+    return schedule(
+        (
+            ValueGoal(
+                a.target.field,
+                a.target.resource,
+                a.current,
+                goals[a.target],
+                a.item.settings,
+                _tolerance(tolerance, a),
+            )
+            for a in step
+        ),
+        last_change=ctx.facts.last_applied_at,
+        cooldown=cooldown,
     )
 
 
@@ -57,25 +93,35 @@ def _copied(actions: list[_Action]) -> list[_Action]:
     return list(copies.values())
 
 
-def _audit_message(proposal: AuditProposal | None) -> str:
+def _audit_message(ctx: _Context, proposal: AuditProposal | None) -> str:
     if proposal is None:
         return "audit mode: the guardrails leave nothing to propose, nothing changes"
     step = {c: format_resources(r) for c, r in proposal.step.items()}
     target = {c: format_resources(r) for c, r in proposal.target.items()}
     text = f"audit mode: proposal {proposal.id} would set {describe_resources(step)}"
     if step != target:
-        text += f" (a guardrail step; target {describe_resources(target)})"
-    return text + f"; approve it with {APPROVE}={proposal.id}, nothing changes until then"
+        steps = proposal.schedule.steps if proposal.schedule else 0
+        text += f" (a guardrail step, the first of {steps}; target {describe_resources(target)})"
+    ref = ctx.workload.ref
+    return (
+        text + f"; approve it with `kerf approve {ref.kind.lower()}/{ref.name} -n "
+        f"{ref.namespace}` ({APPROVE}={proposal.id}), nothing changes until then"
+    )
 
 
-def _approved(ctx: _Context, proposal: str) -> bool:
-    """`approve=<proposal id>` on the RightsizingRecommendation applies that proposal once."""
+def _approved(ctx: _Context, proposal: AuditProposal) -> bool:
+    """`approve=<proposal id>` on the RightsizingRecommendation applies that proposal once;
+    `approve-target=<target id>` every step toward that target (the cooldown still keeps
+    them apart)."""
     record = ctx.record
     if record is None:
         return False
-    approved = record.metadata.annotations.get(APPROVE)
+    annotations = record.metadata.annotations
+    if annotations.get(APPROVE_TARGET) == proposal.target_id:
+        return True
+    approved = annotations.get(APPROVE)
     done = record.status.approved_proposal if record.status else None
-    return approved is not None and approved == proposal and approved != done
+    return approved is not None and approved == proposal.id and approved != done
 
 
 def _check_audit(ctx: _Context) -> None:
@@ -84,7 +130,7 @@ def _check_audit(ctx: _Context) -> None:
     if not (ctx.regular() and ctx.audit()):
         return
     ctx.proposal = _audit_proposal(ctx)
-    if ctx.proposal is not None and _approved(ctx, ctx.proposal.id):
+    if ctx.proposal is not None and _approved(ctx, ctx.proposal):
         ctx.approved_id = ctx.proposal.id
     else:
-        _block_regular(ctx, "Audit", _audit_message(ctx.proposal), None, "skipped")
+        _block_regular(ctx, "Audit", _audit_message(ctx, ctx.proposal), None, "skipped")

@@ -9,6 +9,7 @@ from typing import Literal
 
 from app.owners import WorkloadRef
 from app.quantities import format_resource
+from app.schedule import Schedule
 from app.selection import Candidate, Target
 from app.view import WorkloadPlan
 from app.workloads import Resources
@@ -99,6 +100,8 @@ class PodDecision:
     #: step (maxChangePercent, the minimums, …), and those the policies ask in the end
     proposal: Mapping[str, Resources] = field(default_factory=dict)
     proposal_target: Mapping[str, Resources] = field(default_factory=dict)
+    proposal_target_id: str = ""
+    proposal_schedule: Schedule | None = None
 
     @property
     def containers(self) -> dict[str, dict[str, dict[str, str]]]:
@@ -128,6 +131,11 @@ class AuditProposal:
     id: str
     step: dict[str, Resources]
     target: dict[str, Resources]
+    #: what `approve-target` names: the target (every container's values once all steps
+    #: are made) and the last rollback, so a rollback ends an approval of the whole way
+    target_id: str = ""
+    #: the steps left to the target, this one included, and the earliest time of this one
+    schedule: Schedule | None = None
 
 
 def describe_resources(containers: Mapping[str, Mapping[str, Mapping[str, str]]]) -> str:

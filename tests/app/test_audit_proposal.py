@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from app.annotations import APPROVE
+from app.annotations import APPROVE, APPROVE_TARGET
 from app.decide import PodDecision
 from app.explain import decision_json, render_text
 from tests.app import builders as b
@@ -102,3 +102,52 @@ def test_the_cooldown_of_a_change_not_approved_says_so() -> None:
     d = b.decide(b.view(*objs, record, pod), pod)
     assert (d.outcome, d.reason) == ("blocked", "Cooldown")
     assert d.message.startswith("cooldown 24h0m0s of the last change, made at ")
+
+
+def test_the_target_id_is_the_same_for_every_step_toward_one_target() -> None:
+    big = {"app": {"requests": {"cpu": "2", "memory": "1Gi"}}}
+    first = decide(containers=big)
+    assert first.proposal_schedule is not None
+    # 2 → 1 → 500m → 300m (cpu); 1Gi → 512Mi → 384Mi (memory): the cpu sets the count.
+    assert (first.proposal_schedule.steps, first.proposal_schedule.next_at) == (3, None)
+    second = decide(containers={"app": {"requests": {"cpu": "1", "memory": "512Mi"}}})
+    assert second.proposal_id != first.proposal_id
+    assert second.proposal_target_id == first.proposal_target_id
+    assert second.proposal_schedule is not None and second.proposal_schedule.steps == 2
+    other = b.static(
+        containers={"app": {"requests": {"cpu": "250m", "memory": "384Mi"}}}, mode="audit"
+    )
+    pod = b.pod(containers=big)
+    retargeted = b.decide(b.view(*b.base_objects(), other, pod), pod)
+    assert retargeted.proposal_target_id not in ("", first.proposal_target_id)
+
+
+def test_approve_target_approves_each_step_and_the_cooldown_keeps_them_apart() -> None:
+    first = decide()
+    target = {APPROVE_TARGET: first.proposal_target_id}
+    d = decide(b.recommendation(annotations=target))
+    assert (d.outcome, d.method) == ("apply", "inPlace")
+    assert d.values == {"app": {"requests": FIRST_STEP["app"]["requests"]}}
+    # The next step, approved by the same annotation, waits for the cooldown, and is shown.
+    applied_at = NOW - timedelta(minutes=5)
+    record = b.recommendation(
+        last_applied=FIRST_STEP, applied_at=applied_at, proposal=None, annotations=target
+    )
+    held = decide(record, containers=FIRST_STEP)
+    assert (held.outcome, held.reason) == ("blocked", "Cooldown")
+    assert held.proposal_target["app"]["requests"] == {"cpu": 300, "memory": 384 * 2**20}
+    assert held.proposal_schedule is not None
+    assert held.proposal_schedule.next_at == applied_at + timedelta(hours=24)
+    assert held.next_allowed_at == held.proposal_schedule.next_at
+
+
+def test_a_rollback_ends_an_approval_of_the_target() -> None:
+    first = decide()
+    target = {APPROVE_TARGET: first.proposal_target_id}
+    rolled_back = b.recommendation(
+        annotations=target, rollback_at=NOW - timedelta(days=3), rollback_resources=("memory",)
+    )
+    d = decide(rolled_back)
+    assert (d.outcome, d.reason) == ("skipped", "Audit")
+    assert d.proposal_target_id != first.proposal_target_id
+    assert "approve it with `kerf approve deployment/web -n " in d.message

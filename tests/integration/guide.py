@@ -53,6 +53,8 @@ class Rehearsal:
             "PATH": f"{tools}:{os.environ['PATH']}",
             "KUBECONFIG": str(kubeconfig),
             "HOME": str(tmp_path / "home"),
+            # `.venv/bin/kerf` runs this tree's kerf, wherever the virtualenv was made
+            "PYTHONPATH": str(ROOT),
         }
         self.ran: list[str] = []
 

@@ -189,11 +189,15 @@ def test_plurals() -> None:
 
 def test_recommendation_printer_columns() -> None:
     columns = _crd("RightsizingRecommendation")["spec"]["versions"][0]["additionalPrinterColumns"]
-    assert [c["name"] for c in columns] == ["Workload", "Phase", "Reason", "Next", "Age"]
+    shown = [c["name"] for c in columns if not c.get("priority")]
+    assert shown == ["CPU", "Memory", "Phase", "Reason", "Age"]
+    # Age last: after the wide columns too, as the API server adds it when none is declared
+    wide = [c["name"] for c in columns if c.get("priority") == 1]
+    assert wide == ["CPU-Limit", "Memory-Limit", "Policy", "Next"]
     paths = {c["name"]: c["jsonPath"] for c in columns}
     assert paths["Phase"] == ".status.phase"
     # Plain field paths: kubectl prints nothing for filter expressions in printer columns.
-    assert paths["Reason"] == ".status.reason"
+    assert paths["Reason"] == ".status.summary.reason"
 
 
 @pytest.mark.parametrize("kind", sorted(KINDS))

@@ -166,6 +166,8 @@ async def test_an_oom_killing_downsize_rolls_back_backs_off_and_fails_permanentl
         assert (state["turn"], state["failureReason"]) == (2, "oomKilled")
         record = await kerf.recommendation("deployment-web")
         assert record["status"]["phase"] == "Failed"
+        # What `kubectl get rsrec` shows: why it failed, not the last decision's reason.
+        assert record["status"]["summary"]["reason"] == "RolledBack OOMKilled"
         assert record["status"]["lastRollback"]["resources"] == ["memory"]
         # The manifest's values are back, and stay: the failed fingerprint is not retried.
         assert await limits_of(kerf) == ["512Mi", "512Mi"]
@@ -373,7 +375,11 @@ async def test_an_unschedulable_change_rolls_back_to_the_last_successful_state(
         assert any(pending[0]["metadata"]["name"] in n and "restored" in n for n in evicted)
         backed = next(e["note"] for e in found if e["reason"] == "RollbackBackingOff")
         assert "restored; backing off" in backed
-        assert (await status_of(kerf))["phase"] == "RolledBack"
+        rolled_back = await status_of(kerf)
+        assert (rolled_back["phase"], rolled_back["summary"]["reason"]) == (
+            "RolledBack",
+            "Unschedulable",
+        )
 
 
 def filler(memory: str) -> dict[str, Any]:

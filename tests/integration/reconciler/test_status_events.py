@@ -227,11 +227,12 @@ async def test_kubectl_get_shows_the_columns(tmp_path: Path) -> None:
         )
         assert done.returncode == 0, done.stderr
         header, row = done.stdout.splitlines()[:2]
-        assert header.split() == ["NAMESPACE", "NAME", "WORKLOAD", "PHASE", "REASON", "NEXT", "AGE"]
-        assert row.split()[:5] == [
+        assert header.split() == ["NAMESPACE", "NAME", "CPU", "MEMORY", "PHASE", "REASON", "AGE"]
+        assert row.split()[:6] == [
             "shop",
             "deployment-web",
-            "Deployment/web",
+            "100m→900m",
+            "128Mi",
             "Blocked",
             "InsufficientNodeCapacity",
         ]

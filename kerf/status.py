@@ -1,0 +1,83 @@
+"""`kerf status`: one line per managed workload, from its RightsizingRecommendation: the
+phase, a reason true for it, the values current → target per container, and what kerf
+does next and when; `-w` goes on with a line per change, through a watch."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any
+
+from app.apitimeout import add_api_timeout_argument
+
+HEADER = ["NAMESPACE", "WORKLOAD", "PHASE", "REASON", "CURRENT → TARGET", "NEXT"]
+
+
+def add_status_command(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "status",
+        help="one line per managed workload: values current → target, phase, what is next",
+        description="Reads the RightsizingRecommendations kerf keeps, one per managed "
+        "workload, and prints for each: its phase, a reason true for that phase, its "
+        "containers' requests and limits as they run now → as the policies want them, and "
+        "the next action with its earliest time.",
+    )
+    p.add_argument(
+        "-n", "--namespace", default=None, help="one namespace (default: every namespace)"
+    )
+    p.add_argument(
+        "-w",
+        "--watch",
+        action="store_true",
+        help="after the list, print a line for every change (Ctrl-C stops)",
+    )
+    p.add_argument(
+        "--kubeconfig", type=Path, default=None, help="kubeconfig (default: as kubectl finds it)"
+    )
+    add_api_timeout_argument(p, "give up when the API server does not answer within this")
+    p.set_defaults(handler=status_command)
+
+
+def status_command(args: argparse.Namespace) -> int:
+    try:
+        return asyncio.run(_status(args))
+    except KeyboardInterrupt:
+        return 130
+
+
+async def _status(args: argparse.Namespace) -> int:
+    from app.clock import utc_now
+    from app.record_summary import status_line
+    from app.report import render_table
+    from kerf.records_api import Records
+
+    async with Records.connect(args.kubeconfig, args.api_timeout) as records:
+        items, version = await records.list(args.namespace)
+        rows = [status_line(r, utc_now()) for r in items]
+        if rows:
+            sys.stdout.write(render_table([HEADER, *rows]))
+        elif not args.watch:
+            where = f"namespace {args.namespace}" if args.namespace else "any namespace"
+            print(f"kerf status: kerf manages no workload in {where}", file=sys.stderr)
+        if not args.watch:
+            return 0
+        if not rows:
+            sys.stdout.write("  ".join(HEADER) + "\n")
+        sys.stdout.flush()
+        widths = [max(len(r[i]) for r in [HEADER, *rows]) for i in range(len(HEADER) - 1)]
+        async for kind, record in records.watch(args.namespace, version):
+            line = status_line(record, utc_now())
+            if kind == "DELETED":
+                line[2:] = ["(deleted)"]
+            sys.stdout.write(_padded(line, widths) + "\n")
+            sys.stdout.flush()
+    return 0
+
+
+def _padded(row: list[str], widths: list[int]) -> str:
+    """A watched line in the list's columns (a longer value moves the rest along)."""
+    cells: list[Any] = [c.ljust(w) for c, w in zip(row, widths, strict=False)]
+    cells.extend(row[len(widths) :])
+    return "  ".join(cells).rstrip()
