@@ -25,7 +25,7 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
-from app.durations import DurationError, parse_duration
+from app.durations import DurationError, in_hours, parse_duration
 from app.quantities import QuantityError, parse_quantity
 
 API_GROUP = "rightsizing.kubex.ai"
@@ -128,9 +128,11 @@ def _check_positive_quantity(value: str) -> str:
 
 def _check_duration(value: str) -> str:
     if len(value) > MAX_DURATION_LENGTH or not re.fullmatch(DURATION_PATTERN, value):
+        hours = in_hours(value)
+        instead = f" (write {value} as {hours}: a resource has no day unit)" if hours else ""
         raise ValueError(
             f"invalid duration {value!r}: expected a non-negative Go duration such as "
-            "30s, 10m, 1h30m or 1.5h"
+            f"30s, 10m, 1h30m or 1.5h{instead}"
         )
     try:
         parse_duration(value)
