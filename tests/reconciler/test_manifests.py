@@ -71,7 +71,7 @@ def test_cluster_role_grants_exactly_what_the_reconciler_uses(
             ],
             ("patch",),
         )
-        | expand("events.k8s.io", ["events"], ("create", "patch"))
+        | expand("", ["events"], ("create",))
         | expand("coordination.k8s.io", ["leases"], READ)
     )
     assert grants(one(objects, "ClusterRole", "kerf-reconciler")) == expected
