@@ -141,6 +141,33 @@ def _check_duration(value: str) -> str:
     return value
 
 
+#: The fields of type Ratio: decimal strings, as Kubex writes them.
+RATIO_FIELDS = frozenset({"minConfidence", "throttlingRatio"})
+
+
+def quote_ratios(doc: Any, path: str = "") -> list[str]:
+    """Ratios written as numbers in a file (`minConfidence: 0.8`) turned into the strings
+    the CRDs hold (`"0.8"`), in place; one note each, saying to quote it. Only the files
+    `kerf explain` reads can hold one: the API server refuses a number there."""
+    notes: list[str] = []
+    if isinstance(doc, dict):
+        for key, value in doc.items():
+            where = f"{path}.{key}" if path else str(key)
+            number = isinstance(value, int | float) and not isinstance(value, bool)
+            if key in RATIO_FIELDS and number:
+                doc[key] = str(value)
+                notes.append(
+                    f"{where}: {value} is a number; the API server takes only a string, "
+                    f'quote it: {key}: "{doc[key]}"'
+                )
+            else:
+                notes += quote_ratios(value, where)
+    elif isinstance(doc, list):
+        for index, value in enumerate(doc):
+            notes += quote_ratios(value, f"{path}[{index}]")
+    return notes
+
+
 def _check_ratio(value: str) -> str:
     if not re.fullmatch(RATIO_PATTERN, value):
         raise ValueError(f'{value!r} must be a decimal between 0 and 1, such as "0.7"')

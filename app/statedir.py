@@ -13,7 +13,7 @@ import orjson
 import yaml
 
 from app.clock import utc_now
-from app.models import API_GROUP, InvalidObject, object_label, parse_object
+from app.models import API_GROUP, InvalidObject, object_label, parse_object, quote_ratios
 from app.quantities import QuantityError, parse_resource
 from app.recommendations import DATA_KEY
 from app.view import CORE_KINDS, ClusterView
@@ -100,8 +100,9 @@ def _documents(path: Path) -> Iterator[tuple[str, Any]]:
             yield source, doc
 
 
-def load_objects(paths: Iterable[str | Path]) -> list[Any]:
-    """Every object of the files (kerf CRs as validated models), in file order."""
+def load_objects(paths: Iterable[str | Path], notes: list[str] | None = None) -> list[Any]:
+    """Every object of the files (kerf CRs as validated models), in file order; what the
+    files hold that a cluster would refuse but kerf can read goes to `notes`."""
     objects: list[Any] = []
     # Loading allocates millions of containers and frees none: each full collection the
     # allocations trigger would scan everything loaded so far, for no garbage (a state dir
@@ -111,20 +112,22 @@ def load_objects(paths: Iterable[str | Path]) -> list[Any]:
     try:
         for path in _files(paths):
             for source, doc in _documents(path):
-                objects.append(_object(source, doc))
+                objects.append(_object(source, doc, notes if notes is not None else []))
     finally:
         if collecting:
             gc.enable()
     return [o for o in objects if o is not None]
 
 
-def _object(source: str, doc: Any) -> Any:
+def _object(source: str, doc: Any, notes: list[str]) -> Any:
     if not isinstance(doc, Mapping) or not isinstance(doc.get("kind"), str):
         raise LoadError(f"{source}: not a Kubernetes object (needs apiVersion and kind)")
     kind = doc["kind"]
     if str(doc.get("apiVersion", "")).startswith(API_GROUP + "/"):
+        doc = dict(doc)
+        notes += [f"{source}: {object_label(doc)}: {n}" for n in quote_ratios(doc)]
         try:
-            return parse_object(dict(doc), source)
+            return parse_object(doc, source)
         except InvalidObject as exc:
             raise LoadError(str(exc)) from None
     if not isinstance(doc.get("metadata"), Mapping) or not doc["metadata"].get("name"):
@@ -168,7 +171,7 @@ def load_view(
 ) -> ClusterView:
     """A synced ClusterView of every object in the given files and directories."""
     view = ClusterView(own_namespace=own_namespace, kubex_source=kubex_source)
-    for obj in load_objects(paths):
+    for obj in load_objects(paths, view.warnings):
         view.apply(obj)
     view.mark_synced(utc_now())
     return view
