@@ -421,6 +421,7 @@ def test_an_out_of_range_value_is_refused_naming_its_path(value: str, at: str) -
             "recommender.extraArgs={--dry-run}",
         ),
         ("webhook.pdb.minAvailable=50%", "kubexRecommendations=monitoring/recommendations"),
+        ("image.tag=2", "image.pullPolicy=Always"),
         ("imagePullSecrets[0].name=registry", "webhook.tolerations[0].operator=Exists"),
     ],
 )
