@@ -24,8 +24,9 @@ IMAGE ?= kerf:$(VERSION)
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[test]'
+	@# pip says what it fetches and builds: a cold install takes a minute or more.
+	$(BIN)/pip install --upgrade pip
+	$(BIN)/pip install -e '.[test]'
 	@# The wheel holds the product only; the dev tools (kubesim, demo, benchmarks, harness,
 	@# soak, devcluster) are imported from the source tree, which this puts on the venv's path.
 	$(BIN)/python -c 'import pathlib, sys, sysconfig; pathlib.Path(sysconfig.get_paths()["purelib"], "kerf-source-tree.pth").write_text(sys.argv[1] + "\n")' '$(CURDIR)'

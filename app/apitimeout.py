@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import math
 
-from app.durations import DurationError, parse_duration
+from app.durations import DurationError, parse_flag_duration
 
 #: How long a one-shot run waits for the API server (seconds).
 DEFAULT_API_TIMEOUT_S = 30.0
@@ -20,7 +20,7 @@ def api_timeout(text: str) -> float:
         seconds = float(text)
     except ValueError:
         try:
-            seconds = parse_duration(text).total_seconds()
+            seconds = parse_flag_duration(text).total_seconds()
         except DurationError:
             seconds = math.nan
     if not 0 < seconds < math.inf:

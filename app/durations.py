@@ -4,6 +4,10 @@ Kubernetes users write durations the way Go's ``time.ParseDuration`` reads them,
 accepts exactly that grammar and formats exactly as Go's ``Duration.String`` does
 (``1h30m0s``, ``500ms``, ``0s``). A :class:`datetime.timedelta` holds microseconds, so a
 nanosecond remainder is rounded to the nearest microsecond (half to even).
+
+On the command line (:func:`parse_flag_duration`) a duration also takes days, ``d`` = 24h
+(``7d``, ``1d12h``); in a resource it is Go's exactly, as the API server's schema and Kubex
+read it, and a day there is refused with its value in hours (docs/decisions.md).
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from datetime import timedelta
 from fractions import Fraction
 from functools import lru_cache
 
-__all__ = ["DurationError", "format_duration", "parse_duration"]
+__all__ = ["DurationError", "format_duration", "in_hours", "parse_duration", "parse_flag_duration"]
 
 # Nanoseconds per unit. Go accepts both the micro sign (U+00B5) and the Greek mu (U+03BC).
 _UNIT_NS: dict[str, int] = {
@@ -31,6 +35,9 @@ _COMPONENT = r"(\d+\.?\d*|\.\d+)(ns|us|\u00b5s|\u03bcs|ms|s|m|h)"
 _DURATION_RE = re.compile(rf"([+-]?)((?:{_COMPONENT})+|0)", re.ASCII)
 _COMPONENT_RE = re.compile(_COMPONENT, re.ASCII)
 _MICROSECOND = timedelta(microseconds=1)
+#: Leading days of a flag's duration: what is left is a Go duration (or nothing).
+_DAYS_RE = re.compile(r"(\d+\.?\d*|\.\d+)d(.*)", re.ASCII)
+_DAY_US = 86_400_000_000
 
 
 class DurationError(ValueError):
@@ -60,6 +67,37 @@ def parse_duration(text: str) -> timedelta:
     except OverflowError:
         raise DurationError(f"invalid duration {text!r}: out of range") from None
     return -value if match[1] == "-" else value
+
+
+def in_hours(text: str) -> str | None:
+    """``text`` written without days (``7d`` -> ``168h``, ``1d12h`` -> ``36h``), or None
+    when it has none or is no duration: the hint a resource's refusal of a day gives."""
+    if not isinstance(text, str) or _DAYS_RE.fullmatch(text) is None:
+        return None
+    try:
+        go = format_duration(parse_flag_duration(text))
+    except DurationError:
+        return None
+    if go.endswith("m0s"):
+        go = go.removesuffix("0s")
+    return go.removesuffix("0m") if go.endswith("h0m") else go
+
+
+def parse_flag_duration(text: str) -> timedelta:
+    """A duration typed on the command line: a Go duration, optionally led by days
+    (``7d``, ``1.5d``, ``1d12h``). Raises :class:`DurationError` naming the text."""
+    match = _DAYS_RE.fullmatch(text) if isinstance(text, str) else None
+    try:
+        if match is None:
+            return parse_duration(text)
+        rest = parse_duration(match[2]) if match[2] else timedelta(0)
+        if match[2].startswith(("-", "+")):
+            raise DurationError(text)
+        return timedelta(microseconds=round(Fraction(match[1]) * _DAY_US)) + rest
+    except (DurationError, OverflowError):
+        raise DurationError(
+            f"invalid duration {text!r}: expected a duration such as 30s, 10m, 1h30m or 7d"
+        ) from None
 
 
 def _fraction(value: int, digits: int) -> str:

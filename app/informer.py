@@ -58,6 +58,7 @@ from app.reachability import (
 )
 from app.recommendations import SOURCE_LABEL
 from app.slim import kerf_object
+from app.uninstall import CRD_KIND, CRD_SELECTOR
 from app.view import ClusterView, ObjectKey, object_key
 
 logger = logging.getLogger("kerf.informer")
@@ -136,6 +137,15 @@ def kerf_resources(kinds: Sequence[str] = ACTED_ON_KINDS) -> list[Resource]:
     group, version = API_VERSION.split("/")
     return [Resource(kind, API_VERSION, _custom(group, version, plural(kind))) for kind in kinds]
 
+
+#: kerf's own CRDs, by their label: one being deleted means kerf is being uninstalled, and
+#: the reconciler stands down (app/uninstall.py).
+KERF_CRDS = Resource(
+    CRD_KIND,
+    "apiextensions.k8s.io/v1",
+    _typed(client.ApiextensionsV1Api, "list_custom_resource_definition"),
+    label_selector=CRD_SELECTOR,
+)
 
 #: What the admission decision reads (SPEC §7 cluster view, issue 4 part 3).
 WEBHOOK_RESOURCES: tuple[Resource, ...] = (

@@ -25,7 +25,7 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
-from app.durations import DurationError, parse_duration
+from app.durations import DurationError, in_hours, parse_duration
 from app.quantities import QuantityError, parse_quantity
 
 API_GROUP = "rightsizing.kubex.ai"
@@ -128,15 +128,44 @@ def _check_positive_quantity(value: str) -> str:
 
 def _check_duration(value: str) -> str:
     if len(value) > MAX_DURATION_LENGTH or not re.fullmatch(DURATION_PATTERN, value):
+        hours = in_hours(value)
+        instead = f" (write {value} as {hours}: a resource has no day unit)" if hours else ""
         raise ValueError(
             f"invalid duration {value!r}: expected a non-negative Go duration such as "
-            "30s, 10m, 1h30m or 1.5h"
+            f"30s, 10m, 1h30m or 1.5h{instead}"
         )
     try:
         parse_duration(value)
     except DurationError as exc:
         raise ValueError(str(exc)) from None
     return value
+
+
+#: The fields of type Ratio: decimal strings, as Kubex writes them.
+RATIO_FIELDS = frozenset({"minConfidence", "throttlingRatio"})
+
+
+def quote_ratios(doc: Any, path: str = "") -> list[str]:
+    """Ratios written as numbers in a file (`minConfidence: 0.8`) turned into the strings
+    the CRDs hold (`"0.8"`), in place; one note each, saying to quote it. Only the files
+    `kerf explain` reads can hold one: the API server refuses a number there."""
+    notes: list[str] = []
+    if isinstance(doc, dict):
+        for key, value in doc.items():
+            where = f"{path}.{key}" if path else str(key)
+            number = isinstance(value, int | float) and not isinstance(value, bool)
+            if key in RATIO_FIELDS and number:
+                doc[key] = str(value)
+                notes.append(
+                    f"{where}: {value} is a number; the API server takes only a string, "
+                    f'quote it: {key}: "{doc[key]}"'
+                )
+            else:
+                notes += quote_ratios(value, where)
+    elif isinstance(doc, list):
+        for index, value in enumerate(doc):
+            notes += quote_ratios(value, f"{path}[{index}]")
+    return notes
 
 
 def _check_ratio(value: str) -> str:

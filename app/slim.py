@@ -251,6 +251,12 @@ def namespace(obj: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def custom_resource_definition(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """What kerf keeps of one of its CRDs: its name and whether it is being deleted (the
+    schemas, most of the object, are the API server's business)."""
+    return {**_head(obj), "metadata": metadata(obj.get("metadata"), labels=False)}
+
+
 def hpa(obj: Mapping[str, Any]) -> dict[str, Any]:
     """What kerf keeps of a HorizontalPodAutoscaler: its target and its metrics."""
     spec = obj.get("spec") or {}
@@ -353,6 +359,7 @@ PROJECTIONS: dict[str, Callable[[Mapping[str, Any]], dict[str, Any]]] = {
     "Namespace": namespace,
     "HorizontalPodAutoscaler": hpa,
     "VerticalPodAutoscaler": vpa,
+    "CustomResourceDefinition": custom_resource_definition,
     **dict.fromkeys(WORKLOAD_KINDS, workload),
 }
 

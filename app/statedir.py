@@ -17,7 +17,7 @@ import yaml
 from app.apitime import rfc3339
 from app.clock import utc_now
 from app.durations import DurationError, parse_duration
-from app.models import API_GROUP, InvalidObject, object_label, parse_object
+from app.models import API_GROUP, InvalidObject, object_label, parse_object, quote_ratios
 from app.quantities import QuantityError, parse_resource
 from app.recommendations import DATA_KEY
 from app.view import CORE_KINDS, ClusterView
@@ -130,9 +130,12 @@ def _documents(path: Path, now: datetime) -> Iterator[tuple[str, Any]]:
             yield source, doc
 
 
-def load_objects(paths: Iterable[str | Path], now: datetime | None = None) -> list[Any]:
+def load_objects(
+    paths: Iterable[str | Path], now: datetime | None = None, notes: list[str] | None = None
+) -> list[Any]:
     """Every object of the files (kerf CRs as validated models), in file order; relative
-    times (`${now-26h}`) are taken from `now` (default: the clock's)."""
+    times (`${now-26h}`) are taken from `now` (default: the clock's), and what the files
+    hold that a cluster would refuse but kerf can read goes to `notes`."""
     now = utc_now() if now is None else now
     objects: list[Any] = []
     # Loading allocates millions of containers and frees none: each full collection the
@@ -143,20 +146,22 @@ def load_objects(paths: Iterable[str | Path], now: datetime | None = None) -> li
     try:
         for path in _files(paths):
             for source, doc in _documents(path, now):
-                objects.append(_object(source, doc))
+                objects.append(_object(source, doc, notes if notes is not None else []))
     finally:
         if collecting:
             gc.enable()
     return [o for o in objects if o is not None]
 
 
-def _object(source: str, doc: Any) -> Any:
+def _object(source: str, doc: Any, notes: list[str]) -> Any:
     if not isinstance(doc, Mapping) or not isinstance(doc.get("kind"), str):
         raise LoadError(f"{source}: not a Kubernetes object (needs apiVersion and kind)")
     kind = doc["kind"]
     if str(doc.get("apiVersion", "")).startswith(API_GROUP + "/"):
+        doc = dict(doc)
+        notes += [f"{source}: {object_label(doc)}: {n}" for n in quote_ratios(doc)]
         try:
-            return parse_object(dict(doc), source)
+            return parse_object(doc, source)
         except InvalidObject as exc:
             raise LoadError(str(exc)) from None
     if not isinstance(doc.get("metadata"), Mapping) or not doc["metadata"].get("name"):
@@ -202,7 +207,7 @@ def load_view(
     """A synced ClusterView of every object in the given files and directories, relative
     times taken from `now`: the time a command decides at (default: the clock's)."""
     view = ClusterView(own_namespace=own_namespace, kubex_source=kubex_source)
-    for obj in load_objects(paths, now):
+    for obj in load_objects(paths, now, view.warnings):
         view.apply(obj)
     view.mark_synced(utc_now())
     return view

@@ -658,7 +658,7 @@ class ApiServer:
         elif rt.group == "admissionregistration.k8s.io" and rt.plural in WEBHOOK_CONFIGURATIONS:
             causes = validate_webhook_configuration(obj)
         else:
-            causes = defaults.validate_object(rt.plural, rt.group, obj)
+            causes = defaults.validate_object(rt.plural, rt.group, obj, creating=old is None)
         if causes:
             raise invalid(rt, name, causes)
 

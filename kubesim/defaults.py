@@ -142,24 +142,37 @@ def configmap_size(obj: Obj) -> int:
     return size
 
 
-def validate_object(plural: str, group: str, obj: Obj) -> list[Cause]:
+def _event_causes(group: str, obj: Obj, *, creating: bool) -> list[Cause]:
+    """An Event, stored as a v1 Event by the time it is validated (the note is its
+    `message`): the note's length, for an events.k8s.io Event and for a v1 Event of the
+    new kind (with an eventTime); an events.k8s.io Event may not be created with the old
+    fields."""
+    causes: list[Cause] = []
+    note = obj.get("message")
+    new_kind = group == "events.k8s.io" or bool(obj.get("eventTime"))
+    if new_kind and isinstance(note, str) and len(note.encode()) > EVENT_NOTE_LIMIT:
+        message = f'Invalid value: "": can have at most {EVENT_NOTE_LIMIT} characters'
+        causes.append(Cause("FieldValueInvalid", message, "message"))
+    if group == "events.k8s.io" and creating:
+        for field in ("firstTimestamp", "lastTimestamp", "count"):
+            if obj.get(field):
+                causes.append(
+                    Cause("FieldValueInvalid", 'Invalid value: "": needs to be unset', field)
+                )
+    return causes
+
+
+def validate_object(plural: str, group: str, obj: Obj, *, creating: bool = True) -> list[Cause]:
     """Field errors for built-in workload kinds (selector present and matching the template),
-    for events.k8s.io Events (the note's length) and for ConfigMaps (their size)."""
+    for Events (`_event_causes`) and for ConfigMaps (their size)."""
     spec = obj.get("spec") or {}
     causes: list[Cause] = []
     if (group, plural) == ("", "configmaps") and configmap_size(obj) > CONFIGMAP_LIMIT:
         # The real server's path for the whole object renders as "[]".
         message = f"Too long: may not be more than {CONFIGMAP_LIMIT} bytes"
         causes.append(Cause("FieldValueTooLong", message, "[]"))
-    # Stored as a v1 Event by the time it is validated: the note is its `message`.
-    note = (
-        obj.get("note", obj.get("message"))
-        if (group, plural) == ("events.k8s.io", "events")
-        else None
-    )
-    if isinstance(note, str) and len(note.encode()) > EVENT_NOTE_LIMIT:
-        message = f'Invalid value: "": can have at most {EVENT_NOTE_LIMIT} characters'
-        causes.append(Cause("FieldValueInvalid", message, "message"))
+    if plural == "events" and group in ("", "events.k8s.io"):
+        causes += _event_causes(group, obj, creating=creating)
     if group == "apps" or (group == "batch" and plural == "jobs"):
         if group == "apps" and not spec.get("selector"):
             causes.append(Cause("FieldValueRequired", "Required value", "spec.selector"))

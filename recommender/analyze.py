@@ -184,8 +184,9 @@ def _failed(now: datetime, refs: Sequence[WorkloadRef], refusal: Refusal) -> Ana
     )
 
 
-def record(analysis: Analysis, metrics: RecommenderMetrics) -> None:
-    """The run's metrics and one log line per refused workload."""
+def record(analysis: Analysis, metrics: RecommenderMetrics, *, log_failure: bool = True) -> None:
+    """The run's metrics and one log line per refused workload; a failed run's one line
+    (unless `log_failure` is off: a run by hand says it on stderr itself)."""
     metrics.runs.labels(analysis.failure or "ok").inc()
     if analysis.failure is None:
         metrics.last_success.set(analysis.analyzed_at.timestamp())
@@ -197,10 +198,11 @@ def record(analysis: Analysis, metrics: RecommenderMetrics) -> None:
             metrics.workloads.labels("refused", outcome.refusal.reason).inc()
     metrics.rows.set(len(analysis.rows))
     if analysis.failure is not None:
-        logger.warning(
-            "no recommendations this run",
-            extra={"fields": {"reason": analysis.failure, "detail": analysis.failure_message}},
-        )
+        if log_failure:
+            logger.warning(
+                "no recommendations this run",
+                extra={"fields": {"reason": analysis.failure, "detail": analysis.failure_message}},
+            )
         return
     for outcome in analysis.outcomes:
         fields = {

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from app.apitimeout import add_api_timeout_argument
-from app.durations import DurationError, parse_duration
+from app.durations import DurationError, parse_flag_duration
 from app.jsonlog import configure_logging
 from app.leaderflags import add_leader_arguments, leader_timings
 from app.prometheus_query import Queries
@@ -35,7 +35,7 @@ _QUERY_HELP = {
 
 def _seconds(text: str) -> float:
     try:
-        return parse_duration(text).total_seconds()
+        return parse_flag_duration(text).total_seconds()
     except DurationError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 

@@ -113,7 +113,8 @@ async def run_one(
     through `fence` when one is given."""
     with metrics.run_seconds.time():
         analysis = await analyze(view, api, options.settings, metrics, options.now or utc_now())
-        record(analysis, metrics)
+        # `--once` prints the failure itself (print_analysis): said once, not logged too.
+        record(analysis, metrics, log_failure=not options.once)
         await store(api_client, analysis, metrics, dry_run=options.dry_run, fence=fence)
     return analysis
 

@@ -49,11 +49,21 @@ def write_table(analysis: Analysis, out: IO[str]) -> None:
         out.write("  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip())
         out.write("\n")
     refused = [o for o in analysis.outcomes if o.refusal is not None]
-    if refused:
-        out.write("\nno recommendation:\n")
-        for o in refused:
-            assert o.refusal is not None
-            out.write(
-                f"  {o.ref.namespace} {o.ref.kind}/{o.ref.name}: {o.refusal.reason}: "
-                f"{o.refusal.message}\n"
-            )
+    if not refused:
+        return
+    # Workloads refused for the same reason and message are said once, with their names;
+    # a failed run's message is kerf recommend's line on stderr, not said here again.
+    groups: dict[tuple[str, str], list[str]] = {}
+    for o in refused:
+        assert o.refusal is not None
+        message = "" if analysis.failure is not None else o.refusal.message
+        key = (o.refusal.reason, message)
+        groups.setdefault(key, []).append(f"{o.ref.namespace} {o.ref.kind}/{o.ref.name}")
+    out.write("\nno recommendation:\n")
+    for (reason, message), names in groups.items():
+        said = f"{reason}: {message}" if message else reason
+        if len(names) == 1:
+            out.write(f"  {names[0]}: {said}\n")
+            continue
+        out.write(f"  {len(names)} workloads: {said}\n")
+        out.writelines(f"    {name}\n" for name in names)

@@ -171,9 +171,9 @@ class ApiWriter:
         return await self._send("patch", resource, "PATCH", path, body, MERGE_PATCH)
 
     async def create_event(self, body: Mapping[str, Any]) -> None:
-        """Create an events.k8s.io/v1 Event; one of that name there already was told
-        before (its answer lost, or by another replica) and is fine."""
-        path = f"/apis/events.k8s.io/v1/namespaces/{body['metadata']['namespace']}/events"
+        """Create a core v1 Event; one of that name there already was told before (its
+        answer lost, or by another replica) and is fine."""
+        path = f"/api/v1/namespaces/{body['metadata']['namespace']}/events"
         try:
             await self._send("create", "events", "POST", path, body)
         except ApiStatusError as exc:

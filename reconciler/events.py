@@ -1,7 +1,13 @@
-"""`events.k8s.io/v1` Events on the workload (SPEC §7) and the seed's dedup rule: a
+"""Events on the workload (SPEC §7) and the seed's dedup rule: a
 Blocked or Skipped event is recorded once per workload and reason, and again only when
 the reason or the proposed values change. The last one is kept in the
 RightsizingRecommendation status (`lastEvent`), so a restart does not repeat it.
+
+Each is created through the core `v1` API, with the new fields (eventTime, action, the
+reporting controller) and the old ones (firstTimestamp, lastTimestamp, count): the
+`events.k8s.io/v1` API refuses the old ones, and without them `kubectl get events
+--sort-by=.lastTimestamp` sorts kerf's Events before everything else. Read through
+`events.k8s.io/v1` they are `deprecatedLastTimestamp` and `deprecatedCount`.
 
 Exactly once: a pass's Events go into the status it writes (`pendingEvents`), each under a
 name of its own; then each is created under that name (a second create of it is refused
@@ -18,7 +24,7 @@ from datetime import datetime
 from typing import Any
 
 from app.annotations import dumps
-from app.apitime import micro_time
+from app.apitime import micro_time, rfc3339
 from app.owners import WorkloadRef
 
 REPORTING_CONTROLLER = "rightsizing.kubex.ai/kerf-reconciler"
@@ -41,7 +47,7 @@ def is_repeat(last_event: Mapping[str, Any] | None, key: Mapping[str, str]) -> b
     return last_event is not None and dict(last_event) == dict(key)
 
 
-#: The API refuses an events.k8s.io/v1 note longer than this, counted in bytes (UTF-8).
+#: The API refuses a note (a message, in v1) longer than this, counted in bytes (UTF-8).
 NOTE_LIMIT_BYTES = 1024
 
 
@@ -102,25 +108,30 @@ def event_body(
     pending: Mapping[str, Any],
     instance: str,
 ) -> dict[str, Any]:
-    """The Event a `pendingEvents` entry tells, under its own name."""
-    regarding: dict[str, Any] = {
+    """The core `v1` Event a `pendingEvents` entry tells, under its own name."""
+    involved: dict[str, Any] = {
         "apiVersion": api_version,
         "kind": ref.kind,
         "name": ref.name,
         "namespace": ref.namespace,
     }
     if uid:
-        regarding["uid"] = uid
+        involved["uid"] = uid
+    # Time, to the second, of the same instant as the MicroTime eventTime.
+    seen = rfc3339(datetime.strptime(pending["eventTime"], "%Y-%m-%dT%H:%M:%S.%f%z"))
     return {
-        "apiVersion": "events.k8s.io/v1",
+        "apiVersion": "v1",
         "kind": "Event",
         "metadata": {"name": pending["name"], "namespace": ref.namespace},
         "eventTime": pending["eventTime"],
-        "reportingController": REPORTING_CONTROLLER,
+        "firstTimestamp": seen,
+        "lastTimestamp": seen,
+        "count": 1,
+        "reportingComponent": REPORTING_CONTROLLER,
         "reportingInstance": instance,
         "action": pending["action"],
         "reason": pending["reason"],
-        "regarding": regarding,
-        "note": pending["note"],
+        "involvedObject": involved,
+        "message": pending["note"],
         "type": pending["type"],
     }

@@ -104,5 +104,5 @@ class PolicyEvents:
             self._instance,
         )
         if not namespace:
-            del body["regarding"]["namespace"]
+            del body["involvedObject"]["namespace"]
         await self._writer.create_event(body)

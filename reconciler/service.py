@@ -20,11 +20,12 @@ from typing import Any
 
 from app.firstsync import first_sync
 from app.heap import freeze_loaded_state
-from app.informer import WEBHOOK_RESOURCES, ClusterFeed, Resource, kerf_resources
+from app.informer import KERF_CRDS, WEBHOOK_RESOURCES, ClusterFeed, Resource, kerf_resources
 from app.leader import LeaderElector, NotLeading
 from app.models import STORED_KINDS, KerfResource, RightsizingRecommendation
 from app.namespace_bounds import BOUND_KINDS
 from app.owners import WorkloadRef
+from app.uninstall import stand_down
 from app.view import ClusterView, object_key
 from app.workloads import WORKLOAD_KINDS
 from reconciler.defaults import DEFAULT_RESYNC_S, DEFAULT_WORKERS
@@ -45,6 +46,7 @@ logger = logging.getLogger("kerf.reconciler")
 RECONCILER_RESOURCES: tuple[Resource, ...] = (
     *WEBHOOK_RESOURCES,
     *(replace(r, optional=True) for r in kerf_resources(STORED_KINDS)),
+    KERF_CRDS,
 )
 #: Kinds whose change can touch any workload (policies, strategies, configuration, rows).
 _NO_WORKLOAD = frozenset({"ReplicaSet", "Job", "Node"})
@@ -164,6 +166,8 @@ class Reconciler:
         #: set when a ConfigMap or kerf object changed, at leadership and resync: the bad
         #: recommendation ConfigMaps and the static policies no node can hold are told
         self._inputs_due = asyncio.Event()
+        #: why the service makes no change now (app/uninstall.py), as last logged
+        self._standing_down: str | None = None
 
     # ----------------------------------------------------------------- queueing
 
@@ -231,13 +235,24 @@ class Reconciler:
             self.metrics.queue_latency.observe(waited)
             self.metrics.queue_depth.set(len(self.queue))
             try:
-                if self.leading:
+                if self.leading and not self.stands_down():
                     await self._pass(ref)
             finally:
                 self.queue.done(ref)
             # A pass that needs no API call never suspends: let the watches and the Lease
             # renewal run between passes, or a long queue would starve them.
             await asyncio.sleep(0)
+
+    def stands_down(self) -> bool:
+        """kerf's CRDs are being deleted: no pass, status or Event now (logged once)."""
+        reason = stand_down(self.view)
+        if reason != self._standing_down:
+            if reason is not None:
+                logger.warning(reason)
+            else:
+                logger.info("kerf's CRDs are no longer being deleted: reconciling again")
+            self._standing_down = reason
+        return reason is not None
 
     async def _pass(self, ref: WorkloadRef) -> None:
         started = time.perf_counter()
@@ -289,7 +304,7 @@ class Reconciler:
 
     async def write_policy_status(self) -> None:
         """The rollback policies' counters, written where they changed (leader only)."""
-        if not self.leading:
+        if not self.leading or self.stands_down():
             return
         try:
             await write_policy_status(self.view, self.reconciler.writer)
@@ -311,7 +326,7 @@ class Reconciler:
         """Log and record an Event for each bad recommendation ConfigMap, each static
         policy with a value no node can hold and each stored Kubex kind kerf does not act
         on (with its `Supported=False` condition), not told yet."""
-        if not self.leading:
+        if not self.leading or self.stands_down():
             return
         try:
             await self.sources.report(self.view)

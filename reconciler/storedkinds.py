@@ -106,7 +106,7 @@ class StoredKindReporter:
             self._instance,
         )
         if not namespace:
-            del body["regarding"]["namespace"]
+            del body["involvedObject"]["namespace"]
         await self._writer.create_event(body)
         # Other conditions (a Kubex controller's, carried over) are kept: the merge patch
         # replaces the list whole.

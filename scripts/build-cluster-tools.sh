@@ -13,12 +13,15 @@ mod="$root/devcluster/go"
 bin="$root/.tools/bin"
 stamp="$bin/.cluster-tools.stamp"
 binaries=(etcd kube-apiserver kube-controller-manager kube-scheduler kubelet)
+# shellcheck source=scripts/go-progress.sh
+source "$root/scripts/go-progress.sh"
 
 inputs_hash() {
   (
     cd "$root"
     {
-      printf '%s\n' devcluster/go/go.mod devcluster/go/go.sum scripts/build-cluster-tools.sh
+      printf '%s\n' devcluster/go/go.mod devcluster/go/go.sum scripts/build-cluster-tools.sh \
+        scripts/go-progress.sh
       find devcluster/go -name '*.go' -type f | LC_ALL=C sort
     } | while read -r f; do sha256sum "$f"; done
     go version
@@ -50,6 +53,8 @@ fi
 rm -f "$stamp"
 
 cd "$mod"
+go_phase "downloading the pinned modules (go mod download; cold: a few minutes)"
+go mod download
 # The versions the binaries report come from the pinned modules themselves.
 k8s_version="$(go list -m -f '{{.Version}}' k8s.io/kubernetes)"    # e.g. v1.35.4
 k8s_commit="$(go mod download -json "k8s.io/kubernetes@$k8s_version" | sed -n 's/.*"Hash": "\([0-9a-f]*\)".*/\1/p')"
@@ -72,13 +77,13 @@ ldflags="$ldflags -X go.etcd.io/etcd/api/v3/version.GitSHA=${etcd_commit:-unknow
 tmp="$bin/.cluster-tools-build"
 rm -rf "$tmp"
 mkdir -p "$tmp"
-echo "building etcd $etcd_version and Kubernetes $k8s_version control plane and kubelet (cold: many minutes)..." >&2
-CGO_ENABLED=0 go build -mod=readonly -trimpath -ldflags "$ldflags" -o "$tmp/" \
+go_phase "compiling etcd $etcd_version and Kubernetes $k8s_version control plane and kubelet (cold: about 3000 packages, many minutes)"
+CGO_ENABLED=0 go build -v -mod=readonly -trimpath -ldflags "$ldflags" -o "$tmp/" \
   go.etcd.io/etcd/server/v3 \
   k8s.io/kubernetes/cmd/kube-apiserver \
   k8s.io/kubernetes/cmd/kube-controller-manager \
   k8s.io/kubernetes/cmd/kube-scheduler \
-  k8s.io/kubernetes/cmd/kubelet
+  k8s.io/kubernetes/cmd/kubelet 2>&1 | go_progress compiling
 mv "$tmp/server" "$bin/etcd" # go names the etcd main package after its path, .../server/v3
 for b in kube-apiserver kube-controller-manager kube-scheduler kubelet; do mv "$tmp/$b" "$bin/$b"; done
 rmdir "$tmp"

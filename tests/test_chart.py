@@ -1,7 +1,8 @@
 """charts/kerf: `helm lint` passes; `helm template` renders objects that validate against
 the Kubernetes schemas and match the kustomize base where both ship the same thing (RBAC,
 CRDs, webhook registration); every service flag has a value; the recommender and
-cert-manager switches render what they say.
+cert-manager switches render what they say; values.schema.json refuses unknown keys and
+values out of range; NOTES.txt says the next steps and what an uninstall leaves.
 
 helm is required, not optional: `scripts/get-kubectl.sh` installs it into `.tools/bin/helm`
 (or point `$HELM` at a helm 4 binary).
@@ -11,9 +12,12 @@ from __future__ import annotations
 
 import argparse
 import base64
+import json
 import os
+import re
 import shutil
 import subprocess
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +26,7 @@ import pytest
 import yaml
 from cryptography import x509
 
+from app.durations import DurationError, parse_flag_duration
 from app.models import parse_object, plural
 from kerf.cli import build_parser
 from recommender.main import RECOMMENDER_RESOURCES
@@ -353,3 +358,129 @@ def test_the_recommender_may_hold_its_lease_and_no_other(
     assert binding["subjects"] == [
         {"kind": "ServiceAccount", "name": "kerf-recommender", "namespace": NAMESPACE}
     ]
+
+
+def refusal(*sets: str) -> str:
+    """What `helm template` says refusing `sets` (it must refuse them)."""
+    argv = [helm(), "template", "kerf", str(CHART), "--namespace", NAMESPACE]
+    for value in sets:
+        argv += ["--set", value]
+    done = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=120)
+    assert done.returncode != 0, f"{sets} rendered"
+    assert "Traceback" not in done.stderr and "panic" not in done.stderr
+    return done.stderr
+
+
+@pytest.mark.parametrize(
+    ("value", "named"),
+    [
+        ("webhok.timeoutSeconds=4", "additional properties 'webhok' not allowed"),
+        ("webhook.timeoutSecond=4", "additional properties 'timeoutSecond' not allowed"),
+        ("reconciler.dryrun=true", "additional properties 'dryrun' not allowed"),
+        ("recommender.resources.request.cpu=1", "additional properties 'request' not allowed"),
+        ("certificates.certManager.enable=true", "additional properties 'enable' not allowed"),
+    ],
+)
+def test_an_unknown_key_is_refused_naming_it(value: str, named: str) -> None:
+    assert named in refusal(value)
+
+
+@pytest.mark.parametrize(
+    ("value", "at"),
+    [
+        ("webhook.timeoutSeconds=99", "/webhook/timeoutSeconds"),
+        ("webhook.timeoutSeconds=0", "/webhook/timeoutSeconds"),
+        ("webhook.port=70000", "/webhook/port"),
+        ("webhook.deadline=0", "/webhook/deadline"),
+        ("webhook.deadline=soon", "/webhook/deadline"),
+        ("webhook.logLevel=verbose", "/webhook/logLevel"),
+        ("webhook.pdb.minAvailable=half", "/webhook/pdb/minAvailable"),
+        ("reconciler.workers=0", "/reconciler/workers"),
+        ("reconciler.evictionRate=-1", "/reconciler/evictionRate"),
+        ("reconciler.retryPeriod=0.0", "/reconciler/retryPeriod"),
+        ("reconciler.dryRun=maybe", "/reconciler/dryRun"),
+        ("image.pullPolicy=Sometimes", "/image/pullPolicy"),
+        ("recommender.interval=1y", "/recommender/interval"),
+        ("recommender.prometheus=prometheus:9090", "/recommender/prometheus"),
+        ("recommender.extraArgs={dry-run}", "/recommender/extraArgs/0"),
+        ("certificates.validityDays=0", "/certificates/validityDays"),
+        ("kubexRecommendations=Not_A_Name", "/kubexRecommendations"),
+    ],
+)
+def test_an_out_of_range_value_is_refused_naming_its_path(value: str, at: str) -> None:
+    assert f"at '{at}'" in refusal(value)
+
+
+@pytest.mark.parametrize(
+    "sets",
+    [
+        ("webhook.deadline=0.5", "reconciler.evictionRate=.5", "webhook.timeoutSeconds=5"),
+        (
+            "recommender.enabled=true",
+            "recommender.interval=1d",
+            "recommender.extraArgs={--dry-run}",
+        ),
+        ("webhook.pdb.minAvailable=50%", "kubexRecommendations=monitoring/recommendations"),
+        ("image.tag=2", "image.pullPolicy=Always"),
+        ("imagePullSecrets[0].name=registry", "webhook.tolerations[0].operator=Exists"),
+    ],
+)
+def test_what_a_user_types_for_a_flag_is_accepted(sets: tuple[str, ...]) -> None:
+    """`--set name=0.5` gives helm a string: the schema takes a positive decimal either way."""
+    assert template(*sets)
+
+
+def schema_paths(schema: dict[str, Any], prefix: str = "") -> set[str]:
+    """Every value path the schema describes down to its leaves (free-form maps are leaves)."""
+    paths = set()
+    for key, sub in (schema.get("properties") or {}).items():
+        path = f"{prefix}{key}"
+        closed = sub.get("additionalProperties") is False and "properties" in sub
+        paths |= schema_paths(sub, path + ".") if closed else {path}
+    return paths
+
+
+def values_paths(values: dict[str, Any], schema: dict[str, Any], prefix: str = "") -> set[str]:
+    paths = set()
+    for key, value in values.items():
+        sub = (schema.get("properties") or {}).get(key) or {}
+        closed = sub.get("additionalProperties") is False and "properties" in sub
+        path = f"{prefix}{key}"
+        paths |= values_paths(value, sub, path + ".") if closed else {path}
+    return paths
+
+
+def test_the_schema_describes_every_value_and_no_other() -> None:
+    schema = json.loads((CHART / "values.schema.json").read_text())
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    assert schema_paths(schema) == values_paths(values, schema)
+
+
+@pytest.mark.parametrize(
+    "text", ["30m", "1h", "1h30m", "7d", "1.5d", "1d12h", "90s", "x", "1y", "d"]
+)
+def test_the_schema_s_interval_is_the_recommender_s(text: str) -> None:
+    """recommender.interval goes to `kerf recommend --interval`: the schema takes what it
+    takes (a positive duration, days too)."""
+    interval = json.loads((CHART / "values.schema.json").read_text())["properties"]["recommender"][
+        "properties"
+    ]["interval"]
+    try:
+        takes = parse_flag_duration(text) > timedelta(0)
+    except DurationError:
+        takes = False
+    assert bool(re.fullmatch(interval["pattern"], text)) == takes
+
+
+def test_notes_say_the_next_steps_and_what_uninstall_leaves() -> None:
+    argv = [helm(), "install", "kerf", str(CHART), "-n", NAMESPACE, "--dry-run=client"]
+    done = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=120)
+    assert done.returncode == 0, done.stderr
+    notes = done.stdout.split("NOTES:", 1)[1]
+    assert f"kubectl -n {NAMESPACE} rollout status deploy/kerf-webhook" in notes
+    assert "kubectl get rightsizingrecommendations -A" in notes
+    assert "kubectl apply --server-side --force-conflicts -k manifests/crds/" in notes
+    assert "kubectl delete crd -l app.kubernetes.io/part-of=kerf" in notes
+    assert f"kubectl delete namespace {NAMESPACE}" in notes
+    assert "kerf cleanup" in notes
+    assert "deploy/kerf-recommender" not in notes

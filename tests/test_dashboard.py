@@ -1,5 +1,6 @@
 """dashboards/kerf.json: every PromQL expression names only metrics kerf exports (the
-collectors docs/reference.md lists), and the dashboard shows what users look for."""
+collectors docs/reference.md lists), the dashboard shows what users look for, and its
+namespace variable filters every series kept per namespace."""
 
 from __future__ import annotations
 
@@ -27,6 +28,20 @@ def exported() -> set[str]:
         for collector in registry._collector_to_names:  # noqa: SLF001
             for family in collector.describe():
                 names.update(family.name + s for s in SUFFIXES.get(family.type, ("",)))
+    return names
+
+
+def per_namespace() -> set[str]:
+    """The metric families that carry a `namespace` label."""
+    names: set[str] = set()
+    for module_name in METRIC_MODULES:
+        registry = importlib.import_module(module_name).reference_registry()
+        for collector in registry._collector_to_names:  # noqa: SLF001
+            # prometheus_client's collectors keep them in `_labelnames`, kerf's own in
+            # `labelnames` (as tools/refgen.py reads them).
+            labels = getattr(collector, "_labelnames", ()) or getattr(collector, "labelnames", ())
+            if "namespace" in labels:
+                names.update(family.name for family in collector.describe())
     return names
 
 
@@ -80,3 +95,47 @@ def test_the_dashboard_shows_decisions_actions_rollbacks_latency_and_savings() -
     assert len(ids) == len(set(ids)), "panel ids repeat"
     variables = {v["name"] for v in dashboard["templating"]["list"]}
     assert {"datasource", "cpu_price", "memory_price"} <= variables
+
+
+def variable(dashboard: dict[str, Any], name: str) -> dict[str, Any]:
+    [found] = [v for v in dashboard["templating"]["list"] if v["name"] == name]
+    return found
+
+
+def test_the_namespace_variable_filters_every_series_kept_per_namespace() -> None:
+    dashboard = json.loads(DASHBOARD.read_text())
+    namespace = variable(dashboard, "namespace")
+    assert namespace["multi"] and namespace["includeAll"]
+    listed = namespace["query"]["query"]
+    assert re.fullmatch(r"label_values\((kerf_\w+), namespace\)", listed), listed
+    assert not unknown(listed, exported())
+    families = per_namespace()
+    assert families, "no kerf metric has a namespace label"
+    filtered = 0
+    for expr in expressions(dashboard):
+        for selector in re.finditer(r"\b(kerf_\w+)(\{[^}]*\})?", expr):
+            if selector[1] in families:
+                assert 'namespace=~"$namespace"' in (selector[2] or ""), expr
+                filtered += 1
+    assert filtered >= 8
+
+
+def test_a_recommender_row_shows_runs_rows_skips_and_prometheus_errors() -> None:
+    dashboard = json.loads(DASHBOARD.read_text())
+    rows = [p["title"] for p in dashboard["panels"] if p["type"] == "row"]
+    assert "Recommender" in rows
+    start = next(i for i, p in enumerate(dashboard["panels"]) if p["title"] == "Recommender")
+    panels = dashboard["panels"][start + 1 :]
+    end = next((i for i, p in enumerate(panels) if p["type"] == "row"), len(panels))
+    used = {m for expr in expressions(panels[:end]) for m in METRIC.findall(expr)}
+    for metric in (
+        "kerf_recommender_runs_total",
+        "kerf_recommender_rows",
+        "kerf_recommender_workloads",
+        "kerf_recommender_prometheus_queries_total",
+        "kerf_recommender_configmap_writes_total",
+        "kerf_recommender_last_success_timestamp_seconds",
+    ):
+        assert metric in used, f"the recommender row does not show {metric}"
+    skipped = [e for e in expressions(panels[:end]) if "kerf_recommender_workloads" in e]
+    assert any("by (reason)" in e and 'outcome="refused"' in e for e in skipped), skipped

@@ -66,3 +66,13 @@ def test_each_pod_monitor_scrapes_the_metrics_port_of_its_pods(
     https = endpoint["port"] == "https"
     assert (endpoint.get("scheme") == "https") == https
     assert set(monitor["spec"]) == {"selector", "podMetricsEndpoints"}
+
+
+def test_the_reconciler_s_namespace_label_survives_the_scrape(
+    overlay: list[dict[str, Any]],
+) -> None:
+    """kerf_reconciler_report_* carry the workloads' namespace, which the dashboard's
+    namespace variable filters on: the target's own `namespace` must not replace it."""
+    monitor = next(o for o in overlay if key(o) == ("PodMonitor", "kerf-reconciler"))
+    [endpoint] = monitor["spec"]["podMetricsEndpoints"]
+    assert endpoint["honorLabels"] is True

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import difflib
 import errno
-import re
 import socket
 import ssl
 import sys
@@ -18,7 +17,7 @@ import jsonpointer
 import orjson
 import yaml
 
-from app.durations import DurationError, format_duration, parse_duration
+from app.durations import DurationError, format_duration, parse_flag_duration
 from app.kubexflags import add_kubex_argument
 from webhook.defaults import (
     DEFAULT_HOST,
@@ -67,7 +66,7 @@ def add_certs_arguments(parser: argparse.ArgumentParser) -> None:
         type=_renewal_window,
         metavar="DURATION",
         help="for cron jobs: do nothing while OUT/tls.crt is valid longer than DURATION (a "
-        "Go duration such as 720h, or whole days such as 30d); otherwise issue a new "
+        "duration such as 720h or 30d); otherwise issue a new "
         "certificate from the CA (--ca-cert/--ca-key, default OUT/ca.crt and OUT/ca.key) "
         "(default: always issue)",
     )
@@ -80,15 +79,11 @@ def add_certs_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _renewal_window(text: str) -> timedelta:
-    """A Go duration, or whole days (`30d`): certificates are reasoned about in days."""
-    if (days := re.fullmatch(r"(\d+)d", text)) is not None:
-        return timedelta(days=int(days[1]))
+    """A duration, in days too (`30d`): certificates are reasoned about in days."""
     try:
-        return parse_duration(text)
-    except DurationError:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a duration: use a Go duration such as 720h or days such as 30d"
-        ) from None
+        return parse_flag_duration(text)
+    except DurationError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _certificate_authority(args: argparse.Namespace) -> CertificateAuthority | None:

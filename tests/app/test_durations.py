@@ -4,7 +4,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.durations import DurationError, format_duration, parse_duration
+from app.durations import (
+    DurationError,
+    format_duration,
+    in_hours,
+    parse_duration,
+    parse_flag_duration,
+)
 
 
 @pytest.mark.parametrize(
@@ -109,3 +115,36 @@ def test_round_trip(value: timedelta) -> None:
 def test_components_sum(hours: int, minutes: int, seconds: int) -> None:
     expected = timedelta(hours=hours, minutes=minutes, seconds=seconds)
     assert parse_duration(f"{hours}h{minutes}m{seconds}s") == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("7d", timedelta(days=7)),
+        ("1.5d", timedelta(hours=36)),
+        (".5d", timedelta(hours=12)),
+        ("1d12h", timedelta(hours=36)),
+        ("30d", timedelta(days=30)),
+    ],
+)
+def test_a_flag_s_duration_takes_days(text: str, value: timedelta) -> None:
+    assert parse_flag_duration(text) == value
+
+
+@pytest.mark.parametrize("text", ["d", "7dd", "1h7d", "7d-1h", "7 d", "-7d", "7x"])
+def test_a_flag_s_duration_refuses_what_is_no_duration(text: str) -> None:
+    with pytest.raises(DurationError, match=r"such as 30s, 10m, 1h30m or 7d"):
+        parse_flag_duration(text)
+
+
+@given(st.integers(min_value=0, max_value=10**6), st.sampled_from(["s", "m", "h", "ms"]))
+def test_a_flag_reads_every_go_duration_as_go_does(number: int, unit: str) -> None:
+    assert parse_flag_duration(f"{number}{unit}") == parse_duration(f"{number}{unit}")
+
+
+@pytest.mark.parametrize(
+    ("text", "hours"),
+    [("7d", "168h"), ("1.5d", "36h"), ("1d30m", "24h30m"), ("30s", None), ("7dx", None)],
+)
+def test_days_are_said_again_in_hours_for_a_resource(text: str, hours: str | None) -> None:
+    assert in_hours(text) == hours

@@ -404,6 +404,13 @@ def test_bad_durations(duration: str) -> None:
     )
 
 
+def test_a_day_in_a_resource_is_refused_in_hours() -> None:
+    doc = _obj("RollbackPolicy", {**ROLLBACK, "monitoringPeriod": "7d"})
+    _assert_one_message(
+        _error(doc), "RollbackPolicy shop/p", "spec.monitoringPeriod", "write 7d as 168h"
+    )
+
+
 @pytest.mark.parametrize("ratio", ["1.1", "0.7x", "nan", " 0.5"])
 def test_bad_ratios(ratio: str) -> None:
     doc = _obj("StaticPolicy", {**STATIC, "guardrails": {"minConfidence": ratio}})

@@ -101,3 +101,51 @@ def test_a_value_its_explicit_tag_refuses_is_invalid_yaml(tmp_path: Path) -> Non
     bad.write_text("apiVersion: v1\nkind: Namespace\nmetadata: {name: !!int shop}\n")
     with pytest.raises(LoadError, match=r"bad\.yaml: invalid YAML: invalid literal for int"):
         load_objects([bad])
+
+
+RATIOS = """\
+apiVersion: rightsizing.kubex.ai/v1alpha1
+kind: StaticPolicy
+metadata: {name: p, namespace: shop}
+spec:
+  automationStrategyRef: {name: default}
+  scope: {workloadTypes: [Deployment]}
+  guardrails: {minConfidence: CONFIDENCE, rollback: {throttlingRatio: RATIO}}
+  resources: {containers: {app: {requests: {cpu: 100m}}}}
+"""
+
+
+@pytest.mark.parametrize(
+    ("confidence", "ratio", "noted"),
+    [('"0.8"', '"0.25"', 0), ("0.8", '"0.25"', 1), ("0.8", "0.25", 2), ("1", "0", 2)],
+)
+def test_a_ratio_written_as_a_number_is_read_and_noted_to_quote(
+    tmp_path: Path, confidence: str, ratio: str, noted: int
+) -> None:
+    """The CRD keeps Kubex's string (the API server refuses a number there); offline,
+    explain reads either and says to quote a number."""
+    path = tmp_path / "policy.yaml"
+    path.write_text(RATIOS.replace("CONFIDENCE", confidence).replace("RATIO", ratio))
+    notes: list[str] = []
+    [policy] = load_objects([path], notes=notes)
+    guardrails = policy.spec.guardrails
+    assert guardrails.min_confidence == confidence.strip('"')
+    assert guardrails.rollback.throttling_ratio == ratio.strip('"')
+    assert len(notes) == noted
+    if noted:
+        assert notes[0] == (
+            f"{path} (document 1): StaticPolicy shop/p: spec.guardrails.minConfidence: "
+            f"{confidence} is a number; the API server takes only a string, quote it: "
+            f'minConfidence: "{confidence}"'
+        )
+
+
+def test_explain_warns_once_per_unquoted_ratio(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "policy.yaml").write_text(
+        RATIOS.replace("CONFIDENCE", "0.8").replace("RATIO", '"0.25"')
+    )
+    assert main(["explain", "-f", str(tmp_path)]) == 0
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and 'quote it: minConfidence: "0.8"' in err

@@ -102,6 +102,56 @@ def test_an_event_note_over_1024_bytes_is_refused(kubectl: NamespacedKubectl) ->
     assert "can have at most 1024 characters" in event("wide", "é" * 600)
 
 
+def test_only_a_core_v1_event_carries_the_old_timestamps(kubectl: NamespacedKubectl) -> None:
+    """What kerf's Events rely on (reconciler/events.py): events.k8s.io/v1 refuses
+    lastTimestamp and count at create; a core v1 Event of the new kind carries them, and
+    holds its message to 1024 bytes as the new API does."""
+    regarding = {"kind": "Pod", "name": "p", "namespace": kubectl.namespace, "apiVersion": "v1"}
+    new = {
+        "apiVersion": "events.k8s.io/v1",
+        "kind": "Event",
+        "metadata": {"name": "new"},
+        "eventTime": "2026-12-01T10:00:00.000000Z",
+        "reportingController": "kerf.dev/conformance",
+        "reportingInstance": "test",
+        "action": "Resize",
+        "reason": "Resized",
+        "type": "Normal",
+        "regarding": regarding,
+        "note": "n",
+        "deprecatedLastTimestamp": "2026-12-01T10:00:00Z",
+        "deprecatedCount": 1,
+    }
+    refused = kubectl("create", "-f", "-", stdin=json.dumps(new), check=False)
+    assert "needs to be unset" in refused
+    old = {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": "old"},
+        "eventTime": "2026-12-01T10:00:00.000000Z",
+        "reportingComponent": "kerf.dev/conformance",
+        "reportingInstance": "test",
+        "action": "Resize",
+        "reason": "Resized",
+        "type": "Normal",
+        "involvedObject": regarding,
+        "message": "n",
+        "firstTimestamp": "2026-12-01T10:00:00Z",
+        "lastTimestamp": "2026-12-01T10:00:00Z",
+        "count": 1,
+    }
+    assert "created" in kubectl("create", "-f", "-", stdin=json.dumps(old))
+    read = json.loads(kubectl("get", "events.v1.events.k8s.io", "old", "-o", "json"))
+    assert (read["deprecatedLastTimestamp"], read["deprecatedCount"]) == (
+        "2026-12-01T10:00:00Z",
+        1,
+    )
+    long = {**old, "metadata": {"name": "long"}, "message": "a" * 1025}
+    assert "can have at most 1024 characters" in kubectl(
+        "create", "-f", "-", stdin=json.dumps(long), check=False
+    )
+
+
 def test_a_configmap_over_1_mib_of_values_is_refused(kubectl: NamespacedKubectl) -> None:
     def configmap(name: str, data: dict[str, str], binary: dict[str, str] | None = None) -> str:
         body: dict[str, Any] = {

@@ -92,7 +92,8 @@ def check_installed(admin: Kubectl) -> dict[str, Any]:
 
 
 def run_block(kubeconfig: Path, code: str) -> str:
-    """One `rehearse-helm` block of docs/install.md in bash, as a user pastes it."""
+    """One `rehearse-helm` block of docs/install.md in bash, as a user pastes it: what it
+    printed, its warnings too."""
     tools = f"{Path(helm_binary()).parent}:{Path(KUBECTL).parent}"
     env = {**os.environ, "KUBECONFIG": str(kubeconfig), "PATH": f"{tools}:{os.environ['PATH']}"}
     done = subprocess.run(
@@ -104,7 +105,7 @@ def run_block(kubeconfig: Path, code: str) -> str:
         timeout=300,
     )
     assert done.returncode == 0, f"{code}\n{done.stdout}{done.stderr}"
-    return done.stdout
+    return done.stdout + done.stderr
 
 
 def test_the_guide_s_helm_path_installs_upgrades_and_uninstalls_on_the_real_server(
@@ -117,7 +118,9 @@ def test_the_guide_s_helm_path_installs_upgrades_and_uninstalls_on_the_real_serv
     install, upgrade, uninstall = blocks("rehearse-helm")
     with kerf_pods_backend(tmp_path) as backend:
         admin = Kubectl(backend.kubeconfig)
-        assert "kerf-webhook" in run_block(backend.kubeconfig, install)
+        installed = run_block(backend.kubeconfig, install)
+        assert "kerf-webhook" in installed
+        assert f"helm uninstall kerf -n {NAMESPACE}` leaves" in installed, "the chart's notes"
         check_installed(admin)
         wait_until(lambda: running(admin, "kerf-webhook", 2), "the webhook's two pods")
         wait_until(lambda: running(admin, "kerf-reconciler", 2), "the reconciler's two pods")
@@ -133,7 +136,8 @@ def test_the_guide_s_helm_path_installs_upgrades_and_uninstalls_on_the_real_serv
             assert "kerf_webhook_view_sync_age_seconds" in metrics
         before = ca_bundle(admin)
 
-        run_block(backend.kubeconfig, upgrade)
+        said = run_block(backend.kubeconfig, upgrade)
+        assert "Warning" not in said and "last-applied-configuration" not in said, said
         hook = check_installed(admin)
         assert hook["timeoutSeconds"] == 4
         assert ca_bundle(admin) == before, "an upgrade must keep the webhook's CA"
@@ -142,6 +146,7 @@ def test_the_guide_s_helm_path_installs_upgrades_and_uninstalls_on_the_real_serv
         left = admin("get", "mutatingwebhookconfiguration", "-o", "name")
         assert "kerf-webhook" not in left
         assert admin.json("crd", "-l", "app.kubernetes.io/part-of=kerf")["items"] == []
+        assert NAMESPACE not in admin("get", "namespaces", "-o", "name")
 
 
 def can_i(admin: Kubectl, verb: str, resource: str, *where: str) -> bool:

@@ -38,6 +38,8 @@ from harness.services import KERF, Service, free_port, spawn
 from harness.wait import wait_until
 from tests.e2e.backends import kerf_pods_backend, selected
 from tests.integration.guide import (
+    APPLY_KERF,
+    DELETE_KERF,
     PAUSE,
     Rehearsal,
     assert_sized,
@@ -161,7 +163,7 @@ async def test_the_install_guide_works_when_pasted_on_the_real_server(tmp_path: 
         logs = ""
         try:
             for code in blocks("rehearse"):
-                if code.startswith("kubectl delete -k overlay/"):
+                if code.startswith(DELETE_KERF):
                     published = wait_until(lambda: kerf_keys(admin), "the published values")
                     logs += kerf_logs(admin, services)
                     for service in services:  # the pods go with their Deployments
@@ -177,7 +179,7 @@ async def test_the_install_guide_works_when_pasted_on_the_real_server(tmp_path: 
                     assert_sized(await dry_run_until_sized(rehearsal, code))
                     continue
                 out = await rehearsal.run(code)
-                starting = "kubectl apply -k overlay/" in code and not services
+                starting = APPLY_KERF in code and not services
                 if starting and not backend.real_kubelet:
                     services = start_kerf_where_its_pods_run(backend, rehearsal, address)
                 if "proxy/metrics" in code:
@@ -194,7 +196,7 @@ async def test_the_install_guide_works_when_pasted_on_the_real_server(tmp_path: 
                     left = annotations(admin)
                     assert not published & set(left), left
                     assert left.items() >= PAUSE.items(), "people's keys stay"
-                if code.startswith("kubectl delete -k overlay/"):
+                if code.startswith(DELETE_KERF):
                     namespaces = admin.json("namespaces")["items"]
                     assert NAMESPACE not in {n["metadata"]["name"] for n in namespaces}
                     crds = admin.json("crd", "-l", "app.kubernetes.io/part-of=kerf")

@@ -289,6 +289,37 @@ def test_a_blocked_change_shows_its_reason_and_one_event(kerf: Kerf) -> None:
     assert uids(ns.pods("web")) == uids([pod])
 
 
+def test_kubectl_sorts_kerf_s_events_by_last_timestamp_with_the_rest(kerf: Kerf) -> None:
+    """`kubectl get events --sort-by=.lastTimestamp`, the sort users type: an Event without
+    that field (an events.k8s.io Event with only eventTime) sorts before every other."""
+    evict_only = {"inPlaceResize": {"enabled": False}, "podEviction": {"enabled": True}}
+    ns = make_namespace(kerf, "e2e-sorted", evict_only)
+    ns.apply(deployment(replicas=1))
+    ns.running("web", 1)
+    ns.apply(static_policy({"app": SIZED}))
+    wait_until(lambda: ns.events("Blocked"), "a Blocked event")
+    (blocked,) = ns.events("Blocked")
+    assert blocked["deprecatedCount"] == 1
+    assert blocked["deprecatedLastTimestamp"] == blocked["eventTime"][:19] + "Z"
+    columns = "LAST:.lastTimestamp,REASON:.reason,FROM:.reportingComponent"
+    table = kerf.kubectl(
+        "get",
+        "events",
+        "--sort-by=.lastTimestamp",
+        "-n",
+        ns.name,
+        "-o",
+        f"custom-columns={columns}",
+    )
+    rows = [row.split() for row in table.splitlines()[1:]]
+    # A real server prints a null field `<nil>`, kubesim a missing one `<none>`.
+    untimed = [row for row in rows if row[0] in ("<nil>", "<none>")]
+    assert rows[: len(untimed)] == untimed, "kubectl puts the untimed first"
+    timed = rows[len(untimed) :]
+    assert [row[0] for row in timed] == sorted(row[0] for row in timed)
+    assert ["Blocked", "rightsizing.kubex.ai/kerf-reconciler"] in [row[1:] for row in timed], rows
+
+
 def test_a_resize_the_kubelet_refuses_with_error_waits_and_is_not_sent_again(
     kerf: Kerf,
 ) -> None:

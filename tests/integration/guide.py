@@ -20,6 +20,11 @@ GUIDE = ROOT / "docs" / "install.md"
 FENCE = re.compile(r"^```(\S*)[ \t]*(\S*)\n(.*?)^```$", re.MULTILINE | re.DOTALL)
 #: a key people set: `kerf cleanup` must leave it
 PAUSE = {"rightsizing.kubex.ai/pause-until": "infinite"}
+#: where the guide writes its overlay (a working file, out of the repository)
+OVERLAY = '"${TMPDIR:-/tmp}/kerf-install/overlay"'
+#: the guide's commands that apply and delete kerf
+APPLY_KERF = f"kubectl apply -k {OVERLAY}"
+DELETE_KERF = f"kubectl delete -k {OVERLAY}"
 #: how long one block may run (a bound, not an expectation)
 BLOCK_TIMEOUT_S = 300
 
@@ -49,12 +54,16 @@ class Rehearsal:
         tools.mkdir()
         (tools / "kubectl").symlink_to(kubectl_binary())
         (tmp_path / "home").mkdir()
+        #: the temporary directory the guide's working files go to
+        self.tmpdir = tmp_path / "tmp"
+        self.tmpdir.mkdir()
         self.env = {
             "PATH": f"{tools}:{os.environ['PATH']}",
             "KUBECONFIG": str(kubeconfig),
             "HOME": str(tmp_path / "home"),
             # `.venv/bin/kerf` runs this tree's kerf, wherever the virtualenv was made
             "PYTHONPATH": str(ROOT),
+            "TMPDIR": str(self.tmpdir),
         }
         self.ran: list[str] = []
 

@@ -26,6 +26,8 @@ from kubernetes_asyncio import client
 from kubesim.sim import Simulator
 from kubesim.testing import running_sim
 from tests.integration.guide import (
+    APPLY_KERF,
+    DELETE_KERF,
     FENCE,
     GUIDE,
     PAUSE,
@@ -130,7 +132,7 @@ async def test_the_install_guide_works_when_pasted(tmp_path: Path) -> None:
         webhook = None
         try:
             for code in blocks("rehearse"):
-                if "kubectl apply -k overlay/" in code and webhook is None:
+                if APPLY_KERF in code and webhook is None:
                     webhook = webhook_where_its_pods_would_run(sim, rehearsal)
                     await webhook.__aenter__()
                 if "kerf cleanup | sh" in code:
@@ -147,7 +149,7 @@ async def test_the_install_guide_works_when_pasted(tmp_path: Path) -> None:
                     left = await deployment_annotations(sim)
                     assert not set(KERF_KEYS) & set(left), left
                     assert left.items() >= PAUSE.items(), "people's keys stay"
-                if code.startswith("kubectl delete -k overlay/"):
+                if code.startswith(DELETE_KERF):
                     async with sim.api_client() as api:
                         namespaces = await client.CoreV1Api(api).list_namespace()
                         crds = await client.ApiextensionsV1Api(
@@ -159,6 +161,15 @@ async def test_the_install_guide_works_when_pasted(tmp_path: Path) -> None:
             if webhook is not None:
                 await webhook.__aexit__(None, None, None)
     assert rehearsal.ran == blocks("rehearse")
+    # The guide's working files went to the temporary directory, and went away at the end;
+    # in the repository only the git-ignored certs/ is new.
+    assert sorted(p.name for p in rehearsal.cwd.iterdir()) == [
+        ".venv",
+        "certs",
+        "examples",
+        "manifests",
+    ]
+    assert list(rehearsal.tmpdir.iterdir()) == []
 
 
 CERT_MANAGER_CRD = """

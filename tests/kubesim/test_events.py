@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from kubernetes_asyncio import client
 
 from kubesim.usage import OOM_AFTER, USAGE, restart_delay
@@ -163,3 +164,61 @@ async def test_usage_model_kills_and_back_off_are_recorded(sim, core: client.Cor
     assert back_off["message"].startswith(
         f"back-off {delay}s restarting failed container=app pod=u_default"
     )
+
+
+def _new_event(name: str, **extra: object) -> dict[str, object]:
+    """An events.k8s.io/v1 Event about a Deployment, as a controller writes one."""
+    return {
+        "apiVersion": "events.k8s.io/v1",
+        "kind": "Event",
+        "metadata": {"name": name, "namespace": "default"},
+        "eventTime": "2026-01-01T00:00:00.000000Z",
+        "reportingController": "example.com/c",
+        "reportingInstance": "c-0",
+        "action": "Decide",
+        "reason": "Blocked",
+        "regarding": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+        "note": "n",
+        "type": "Normal",
+        **extra,
+    }
+
+
+async def test_the_old_timestamps_only_through_v1_as_on_a_real_server(
+    sim, api: client.ApiClient
+) -> None:
+    """events.k8s.io/v1 refuses deprecatedLastTimestamp and deprecatedCount at create; a v1
+    Event of the new kind (with an eventTime) may carry lastTimestamp and count, which the
+    events.k8s.io view shows under their deprecated names; both hold the note to 1024 bytes."""
+    with pytest.raises(client.ApiException) as refused:
+        await client.EventsV1Api(api).create_namespaced_event(
+            "default",
+            _new_event("a", deprecatedLastTimestamp="2026-01-01T00:00:00Z", deprecatedCount=1),
+        )
+    assert refused.value.status == 422 and "needs to be unset" in refused.value.body
+    core = {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": "b", "namespace": "default"},
+        "eventTime": "2026-01-01T00:00:00.000000Z",
+        "reportingComponent": "example.com/c",
+        "reportingInstance": "c-0",
+        "action": "Decide",
+        "reason": "Blocked",
+        "involvedObject": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+        "message": "n",
+        "type": "Normal",
+        "firstTimestamp": "2026-01-01T00:00:00Z",
+        "lastTimestamp": "2026-01-01T00:00:00Z",
+        "count": 1,
+    }
+    await client.CoreV1Api(api).create_namespaced_event("default", core)
+    read = await client.EventsV1Api(api).read_namespaced_event("b", "default")
+    assert (read.deprecated_last_timestamp.isoformat(), read.deprecated_count) == (
+        "2026-01-01T00:00:00+00:00",
+        1,
+    )
+    too_long = {**core, "metadata": {"name": "c", "namespace": "default"}, "message": "x" * 1025}
+    with pytest.raises(client.ApiException) as refused:
+        await client.CoreV1Api(api).create_namespaced_event("default", too_long)
+    assert refused.value.status == 422 and "at most 1024" in refused.value.body

@@ -77,3 +77,31 @@ async def test_the_service_reports_an_unreachable_prometheus_and_stops_on_sigter
     [warning] = [line for line in lines if line["msg"] == "no recommendations this run"]
     assert warning["level"] == "warning" and warning["reason"] == "PrometheusUnreachable"
     assert down in warning["detail"]
+
+
+async def test_once_says_an_unreachable_prometheus_once(tmp_path: Path) -> None:
+    """Two workloads, Prometheus down: one line on stderr, the table names both."""
+    from kubernetes_asyncio import client
+
+    from tests.integration.reconciler.harness import deployment
+
+    async with running_sim(tmp_path) as sim:
+        await sim.add_namespace("shop")
+        async with sim.api_client() as api:
+            for name in ("api", "web"):
+                await client.AppsV1Api(api).create_namespaced_deployment("shop", deployment(name))
+        down = f"http://127.0.0.1:{free_port()}"
+        argv = [KERF, "recommend", "--once", "--kubeconfig", str(sim.kubeconfig_path)]
+        done = await asyncio.to_thread(
+            subprocess.run,
+            [*argv, "--prometheus", down],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.count("PrometheusUnreachable") == 1, done.stderr
+    assert done.stderr.splitlines()[-1].startswith("kerf recommend: PrometheusUnreachable: ")
+    assert done.stdout.count("PrometheusUnreachable") == 1, done.stdout
+    assert "2 workloads: PrometheusUnreachable" in done.stdout
+    assert down not in done.stdout

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kerf.cli import main
+from kerf.cli import build_parser, main
 
 ROOT = Path(__file__).resolve().parents[2]
 STATE = str(ROOT / "examples" / "storefront")
@@ -55,6 +55,15 @@ def test_bad_input_is_one_line(
     argv: list[str], says: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert says in one_line_exit_2(capsys, *argv)
+
+
+def test_window_takes_days(capsys: pytest.CaptureFixture[str]) -> None:
+    """`--window 7d` is the default `168h`: a flag's duration takes days (docs/decisions.md)."""
+    argv = ["recommend", "--prometheus", "http://p", "--state-dir", STATE]
+    by_days = build_parser().parse_args([*argv, "--window", "7d", "--interval", "1d"])
+    by_hours = build_parser().parse_args(argv)
+    assert by_days.window == by_hours.window == 7 * 24 * 3600
+    assert by_days.interval == 24 * 3600
 
 
 def test_a_busy_metrics_port(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

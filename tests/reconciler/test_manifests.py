@@ -71,8 +71,9 @@ def test_cluster_role_grants_exactly_what_the_reconciler_uses(
             ],
             ("patch",),
         )
-        | expand("events.k8s.io", ["events"], ("create", "patch"))
+        | expand("", ["events"], ("create",))
         | expand("coordination.k8s.io", ["leases"], READ)
+        | expand("apiextensions.k8s.io", ["customresourcedefinitions"], ("list", "watch"))
     )
     assert grants(one(objects, "ClusterRole", "kerf-reconciler")) == expected
 

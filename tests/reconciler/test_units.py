@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from app.annotations import ARGS_KEY, ROLLBACK_STATE, fixed_key
+from app.apitime import micro_time, rfc3339
 from app.models import parse_object
 from app.owners import WorkloadRef
 from reconciler.events import dedup_key, event_body, is_repeat, merged, note_within, pending_event
@@ -179,19 +180,23 @@ def test_a_blocked_event_repeats_only_for_a_new_reason_or_values() -> None:
     assert not is_repeat(key, dedup_key("FreezeWindow", {"app": {"cpu": "250m"}}))
 
 
-def test_event_body_regards_the_workload() -> None:
+def test_event_body_regards_the_workload_with_the_times_kubectl_sorts_by() -> None:
     pending = pending_event(REF, "Blocked", "x" * 5000, warning=True, now=NOW)
     body = event_body(REF, "apps/v1", "u1", pending, "r-0")
+    assert body["apiVersion"] == "v1"
     assert body["metadata"] == {"name": pending["name"], "namespace": "shop"}
     assert body["action"] == "Decide"
-    assert body["regarding"] == {
+    assert body["involvedObject"] == {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
         "name": "web",
         "namespace": "shop",
         "uid": "u1",
     }
-    assert body["type"] == "Warning" and len(body["note"]) == 1024
+    assert body["type"] == "Warning" and len(body["message"]) == 1024
+    assert body["eventTime"] == micro_time(NOW)
+    assert body["lastTimestamp"] == body["firstTimestamp"] == rfc3339(NOW)
+    assert body["count"] == 1
 
 
 def test_pending_events_have_names_of_their_own_and_merge_once() -> None:

@@ -237,7 +237,7 @@ def test_a_bad_renewal_window_is_a_usage_error(
     with pytest.raises(SystemExit) as exc:
         run_certs(["--out", str(tmp_path), f"--renew-if-expiring-within={window}"])
     assert exc.value.code == 2
-    assert "is not a duration" in capsys.readouterr().err
+    assert "invalid duration" in capsys.readouterr().err
 
 
 def test_running_it_again_keeps_the_ca_and_so_the_ca_bundle(
