@@ -38,16 +38,24 @@ def _now(text: str | None) -> datetime:
 
 
 def explain_command(args: argparse.Namespace) -> int:
-    """`kerf explain`: print the decision for every pod of the given files."""
+    """`kerf explain`: print the decision for every pod of the given files or of the
+    cluster, or of one namespace or workload."""
     # The decisions and the models load in the commands that decide: not for --help,
     # completion or cleanup.
-    from app.explain import explain, render_text
-    from app.statedir import load_view
+    from app.explain import Selection, explain, render_text
 
-    view = load_view(
-        args.file, kubex_source=kubex_source(args.kubex_recommendations, "kerf-system")
-    )
-    result = explain(view, now=_now(args.now), forced=args.for_)
+    selection = Selection.parse(args.namespace, args.workload)
+    kubex = kubex_source(args.kubex_recommendations, "kerf-system")
+    if args.kubeconfig:
+        # The cluster client loads only when a cluster is listed.
+        from app.snapshot import cluster_snapshot
+
+        view = cluster_snapshot(args.kubeconfig, args.api_timeout, kubex)
+    else:
+        from app.statedir import load_view
+
+        view = load_view(args.file, kubex_source=kubex)
+    result = explain(view, now=_now(args.now), forced=args.for_, selection=selection)
     if args.output == "json":
         sys.stdout.write(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode() + "\n")
     else:
@@ -99,6 +107,60 @@ def report_command(args: argparse.Namespace) -> int:
     for warning in view.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     return 0
+
+
+def _add_explain_command(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "explain",
+        help="print the decision for every pod, from YAML files or the cluster (read-only)",
+        description="The decision for every pod, through the code the services run: from "
+        "YAML files (-f; documents of kinds kerf does not read are skipped and counted), "
+        "from `kubectl kustomize DIR` on standard input (-f -), or listed once from a "
+        "cluster (--kubeconfig; nothing is written).",
+    )
+    p.add_argument(
+        "workload",
+        nargs="?",
+        metavar="WORKLOAD",
+        help="only this workload's pods: NAME or KIND/NAME (deployment/web), in every "
+        "namespace unless -n names one (default: every pod)",
+    )
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument(
+        "-f",
+        "--file",
+        action="append",
+        metavar="PATH",
+        help="a YAML file, a directory of YAML files, or - for standard input (repeatable); "
+        "one of -f and --kubeconfig is required, no default",
+    )
+    source.add_argument(
+        "--kubeconfig",
+        type=Path,
+        metavar="FILE",
+        help="list the cluster of this kubeconfig once, read-only (default: -f files)",
+    )
+    p.add_argument(
+        "-n", "--namespace", metavar="NS", help="only this namespace's pods (default: all)"
+    )
+    add_api_timeout_argument(
+        p,
+        "with --kubeconfig: how long listing the cluster may take; past it, or at the "
+        "first error, the command exits 2 with one line naming the API server",
+    )
+    p.add_argument(
+        "--for",
+        dest="for_",
+        choices=("admission", "running"),
+        default=None,
+        help="decide every pod as new (admission) or running; default: by pod state",
+    )
+    p.add_argument(
+        "--now", default=None, metavar="RFC3339", help="the time to decide at (default: now)"
+    )
+    p.add_argument("-o", "--output", choices=("json", "text"), default="json", help="output format")
+    add_kubex_argument(p)
+    p.set_defaults(handler=explain_command)
 
 
 def _add_report_command(sub: argparse._SubParsersAction) -> None:
@@ -181,28 +243,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(
         dest="command", required=True, parser_class=_subcommand_parser_class()
     )
-    p = sub.add_parser("explain", help="print the decision for every pod in YAML files")
-    p.add_argument(
-        "-f",
-        "--file",
-        action="append",
-        required=True,
-        metavar="PATH",
-        help="a YAML file or a directory of YAML files (repeatable)",
-    )
-    p.add_argument(
-        "--for",
-        dest="for_",
-        choices=("admission", "running"),
-        default=None,
-        help="decide every pod as new (admission) or running; default: by pod state",
-    )
-    p.add_argument(
-        "--now", default=None, metavar="RFC3339", help="the time to decide at (default: now)"
-    )
-    p.add_argument("-o", "--output", choices=("json", "text"), default="json", help="output format")
-    add_kubex_argument(p)
-    p.set_defaults(handler=explain_command)
+    _add_explain_command(sub)
     cleanup = sub.add_parser(
         "cleanup",
         help="after uninstalling: print kubectl commands removing kerf's workload annotations",
@@ -305,11 +346,12 @@ def _user_errors() -> tuple[type[Exception], ...]:
     """The errors of a user's input, said in one line. Evaluated only once an exception is
     raised: they come with the models and the cluster client, which most commands never
     load."""
+    from app.explain import SelectionError
     from app.models import InvalidObject
     from app.snapshot import SnapshotError
     from app.statedir import LoadError
 
-    return (LoadError, InvalidObject, SnapshotError, argparse.ArgumentTypeError)
+    return (LoadError, InvalidObject, SnapshotError, SelectionError, argparse.ArgumentTypeError)
 
 
 def _reader_went_away() -> int:

@@ -32,6 +32,7 @@ COMMANDS = {
         "0",
     ],
     "report": ["report"],
+    "explain": ["explain"],
 }
 
 
@@ -148,7 +149,7 @@ def reset(connection: socket.socket) -> None:
 def test_a_closed_port(tmp_path: Path, command: str) -> None:
     line = one_line(tmp_path, free_port(), command)
     assert "Connect call failed" in line or "Cannot connect" in line, line
-    if command != "report":
+    if command not in ("report", "explain"):
         assert "is unavailable" in line and "gave up after 1s (--api-timeout)" in line, line
 
 
@@ -165,7 +166,7 @@ def test_a_server_that_resets_every_connection(tmp_path: Path) -> None:
     assert "is unavailable" in line and "gave up after 1s" in line, line
 
 
-@pytest.mark.parametrize("command", ["reconciler --once", "report"])
+@pytest.mark.parametrize("command", ["reconciler --once", "report", "explain"])
 def test_a_server_that_never_answers(tmp_path: Path, command: str) -> None:
     with socket_server(None) as port:
         line = one_line(tmp_path, port, command)
