@@ -19,7 +19,8 @@ from kubernetes_asyncio import client
 
 from app.annotations import POD_INFO, ROLLBACK_STATE
 from app.models import plural
-from app.report import Prices, build_report, render_table, report_rows
+from app.report import Prices, build_report
+from app.report_table import TABLE_WIDTH, render_table, table_rows
 from app.snapshot import snapshot_view
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -316,7 +317,7 @@ async def savings(story: Story, kubeconfig: Path, now: datetime) -> None:
     prices = f"--cpu-price {DEMO_PRICES.cpu_core_hour} --memory-price {DEMO_PRICES.memory_gib_hour}"
     story.say(f"  $ kerf report --kubeconfig {kubeconfig.name} {prices}")
     report = build_report(await snapshot_view(kubeconfig), now=now)
-    for line in render_table(report_rows(report, DEMO_PRICES)).splitlines():
+    for line in render_table(table_rows(report, DEMO_PRICES), TABLE_WIDTH).splitlines():
         story.say(f"  {line}")
 
 

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -23,6 +23,9 @@ from app.cleanup import CleanupInputError, annotate_commands
 from app.clock import utc_now
 from app.completion import SHELLS, completion_script
 from app.kubexflags import add_kubex_argument, kubex_source
+
+if TYPE_CHECKING:
+    from app.report import Prices, Report
 
 
 def _now(text: str | None) -> datetime:
@@ -79,13 +82,15 @@ def _price(flag: str, text: str | None) -> float:
 
 def report_command(args: argparse.Namespace) -> int:
     """`kerf report`: requests now, recommended and applied, reclaimable, monthly cost."""
-    from app.report import Prices, build_report, render_table, report_json, report_rows
+    from app.report import Prices, build_report, report_json
     from app.statedir import load_view
 
     prices = None
     if args.cpu_price is not None or args.memory_price is not None:
         prices = Prices(
-            _price("--cpu-price", args.cpu_price), _price("--memory-price", args.memory_price)
+            _price("--cpu-price", args.cpu_price),
+            _price("--memory-price", args.memory_price),
+            _currency(args.currency),
         )
     if args.kubeconfig:
         # The cluster client loads only when a cluster is listed.
@@ -94,19 +99,49 @@ def report_command(args: argparse.Namespace) -> int:
         view = cluster_snapshot(args.kubeconfig, args.api_timeout)
     else:
         view = load_view(args.file)
-    report = build_report(view, now=_now(args.now))
+    now = _now(args.now)
+    report = build_report(view, now=now)
     if args.output == "json":
         body = orjson.dumps(report_json(report, prices), option=orjson.OPT_INDENT_2)
         sys.stdout.write(body.decode() + "\n")
-    elif args.output == "csv":
-        buffer = io.StringIO()
-        csv.writer(buffer, lineterminator="\n").writerows(report_rows(report, prices))
-        sys.stdout.write(buffer.getvalue())
+    elif args.output == "html":
+        from app.report_html import render_html
+
+        sys.stdout.write(render_html(report, prices, now=now))
     else:
-        sys.stdout.write(render_table(report_rows(report, prices)))
+        sys.stdout.write(_report_text(args.output, report, prices))
     for warning in view.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     return 0
+
+
+def _report_text(output: str, report: Report, prices: Prices | None) -> str:
+    from app.report_table import (
+        TABLE_WIDTH,
+        csv_rows,
+        render_markdown,
+        render_table,
+        table_rows,
+    )
+
+    if output == "csv":
+        buffer = io.StringIO()
+        csv.writer(buffer, lineterminator="\n").writerows(csv_rows(report, prices))
+        return buffer.getvalue()
+    if output == "markdown":
+        return render_markdown(report, prices)
+    if output == "wide":
+        return render_table(table_rows(report, prices, wide=True))
+    return render_table(table_rows(report, prices), TABLE_WIDTH)
+
+
+def _currency(text: str) -> str:
+    label = text.strip()
+    if not label or len(label) > 8 or any(c in label for c in "<>&\"'|"):
+        raise argparse.ArgumentTypeError(
+            f"--currency {text!r} is not a currency label (1 to 8 characters, such as EUR)"
+        )
+    return label
 
 
 def _add_explain_command(sub: argparse._SubParsersAction) -> None:
@@ -192,7 +227,18 @@ def _add_report_command(sub: argparse._SubParsersAction) -> None:
         "first error, the command exits 2 with one line naming the API server",
     )
     p.add_argument(
-        "-o", "--output", choices=("table", "csv", "json"), default="table", help="output format"
+        "-o",
+        "--output",
+        choices=("table", "wide", "csv", "json", "markdown", "html"),
+        default="table",
+        help="output format: table (120 columns), wide (every column), csv, json, markdown, "
+        "or html (one self-contained file: kerf report -o html > report.html)",
+    )
+    p.add_argument(
+        "--currency",
+        default="USD",
+        metavar="LABEL",
+        help="the unit of the prices, shown beside every cost",
     )
     p.add_argument(
         "--cpu-price",

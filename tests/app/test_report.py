@@ -139,7 +139,12 @@ def test_monthly_cost_is_cores_and_gib_times_their_hourly_price_over_730_hours()
         (0.5 * 0.04 + 0.5 * 0.005) * 730, abs=0.005
     )
     assert cluster["reclaimable"]["recommended"] == {"cpuCores": 0.3, "memoryGiB": 0.5}
-    assert body["prices"] == {"cpuCoreHour": 0.04, "memoryGiBHour": 0.005, "hoursPerMonth": 730}
+    assert body["prices"] == {
+        "currency": "USD",
+        "cpuCoreHour": 0.04,
+        "memoryGiBHour": 0.005,
+        "hoursPerMonth": 730,
+    }
     assert (
         "monthlyCost" not in report_json(build_report(storefront_view(), now=NOW), None)["cluster"]
     )
@@ -178,16 +183,30 @@ def test_the_cli_csv_and_table_carry_the_same_rows(capsys: pytest.CaptureFixture
     args = ("-f", STOREFRONT, "--now", AT, "--cpu-price", "0.04", "--memory-price", "0.005")
     rows = list(csv.reader(io.StringIO(run(capsys, *args, "-o", "csv"))))
     header, *body = rows
-    assert header[:4] == ["SCOPE", "NAMESPACE", "WORKLOAD", "PODS"]
-    assert [r[0] for r in body] == ["workload", "workload", "namespace", "cluster"]
+    assert header[:5] == ["SCOPE", "NAMESPACE", "WORKLOAD", "CONTAINER", "PODS"]
+    assert [r[0] for r in body] == [
+        "workload",
+        "container",
+        "workload",
+        "container",
+        "namespace",
+        "cluster",
+    ]
     cluster = dict(zip(header, body[-1], strict=True))
     assert cluster["CPU_NOW"] == "1.300" and cluster["RECLAIM_CPU"] == "0.500"
-    assert float(cluster["SAVED_MONTHLY"]) == pytest.approx(
-        float(cluster["COST_MANIFEST"]) - float(cluster["COST_NOW"]), abs=0.011
+    assert cluster["CURRENCY"] == "USD"
+    assert float(cluster["RECLAIM_MONTHLY"]) == pytest.approx(
+        float(cluster["COST_NOW"]) - float(cluster["COST_RECOMMENDED"]), abs=0.011
     )
     table = run(capsys, *args).splitlines()
-    assert table[0].split() == header
-    assert [line.split()[0] for line in table[1:]] == [r[0] for r in body]
+    assert table[0].split("  ")[0] == "NAMESPACE"
+    # The table names a container only for a workload that has several.
+    assert [line.split()[1] for line in table[1:]] == [
+        "Deployment/api",
+        "Deployment/web",
+        "(namespace)",
+        "(cluster)",
+    ]
 
 
 def one_line_exit_2(*argv: str) -> str:
