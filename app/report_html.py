@@ -157,9 +157,19 @@ def _row(line: Line, prices: Prices | None, cls: str) -> str:
         _cell(saved, sort=saved_key, cls="num"),
         _cell(reclaim, sort=reclaim_key, cls="num"),
         _cell(upsize, sort=upsize_key, cls="num upsize" if upsize != NONE else "num"),
-        _cell(line.not_applied or NONE, cls="why", title=line.message),
+        _why(line),
     ]
     return f'<tr class="{cls}">' + "".join(cells) + "</tr>"
+
+
+def _why(line: Line) -> str:
+    """Why nothing is applied: the reason, then the decision's message."""
+    if not line.not_applied:
+        return _cell(NONE, cls="why")
+    return (
+        f'<td class="why" data-v="{escape(line.not_applied)}"><b>{escape(line.not_applied)}</b>'
+        f" {escape(line.message)}</td>"
+    )
 
 
 def _workloads_table(report: Report, prices: Prices | None) -> str:

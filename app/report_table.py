@@ -54,9 +54,9 @@ def format_amount(resource: str, amount: int) -> str:
     return format_cpu(amount) if resource == "cpu" else format_memory(amount)
 
 
-def states(totals: Totals, resource: str, names: Sequence[str]) -> str:
+def states(totals: Totals, resource: str, names: Sequence[str], arrow: str = " → ") -> str:
     """`800m → 500m → 500m`: the resource's amount in each named state."""
-    return " → ".join(format_amount(resource, totals.amount(resource, s)) for s in names)
+    return arrow.join(format_amount(resource, totals.amount(resource, s)) for s in names)
 
 
 def change(per_resource: dict[str, int], sign: str = "") -> str:
@@ -70,14 +70,10 @@ def money(value: float) -> str:
     return f"{value:.2f}" if round(value, 2) > 0 else NONE
 
 
-def upsize_reasons(containers: Iterable[ContainerTotals], with_names: bool) -> str:
-    """Why the containers ask more: `throttled`, `app OOM-killed`, …, once each."""
-    found: list[str] = []
-    for container in containers:
-        for reason in dict.fromkeys(container.upsizes.values()):
-            text = f"{container.name} {reason}" if with_names else reason
-            if text not in found:
-                found.append(text)
+def upsize_reasons(containers: Iterable[ContainerTotals]) -> str:
+    """Why the containers ask more: `throttled`, `OOM-killed`, …, once each (a workload's
+    container rows say which container)."""
+    found = dict.fromkeys(r for c in containers for r in c.upsizes.values())
     return ", ".join(found)
 
 
@@ -110,7 +106,7 @@ def lines(report: Report, *, containers: str = "several") -> list[Line]:
                     f"{w.ref.kind}/{w.ref.name}",
                     c.name,
                     c.totals,
-                    upsize_reasons([c], with_names=False),
+                    upsize_reasons([c]),
                 )
                 for c in w.containers
             )
@@ -126,7 +122,8 @@ def _workload_line(w: WorkloadTotals) -> Line:
         f"{w.ref.kind}/{w.ref.name}",
         "",
         w.totals,
-        upsize_reasons(w.containers, with_names=len(w.containers) > 1),
+        # Several containers: their rows follow, each with its own reason.
+        upsize_reasons(w.containers) if len(w.containers) == 1 else "",
         w.reason or "",
         w.message,
     )
@@ -171,7 +168,7 @@ def table_rows(report: Report, prices: Prices | None, *, wide: bool = False) -> 
         t = line.totals
         names = ("now", "recommended", "applied")
         cells = [line.namespace or NONE, _name(line), str(t.pods)]
-        cells += [states(t, "cpu", names), states(t, "memory", names)]
+        cells += [states(t, "cpu", names, "→"), states(t, "memory", names, "→")]
         cells += [_freed(t, "recommended", prices), _upsize(line, prices)]
         cells += [line.not_applied or NONE]
         if wide:
@@ -200,9 +197,9 @@ def _added(totals: Totals, comparison: str, prices: Prices | None) -> str:
     return change(totals.added[comparison], "+")
 
 
-#: The default table's columns that give way, in this order, when it is too wide: the
-#: names and the reasons are cut with an ellipsis; the amounts never are.
-SHRINKABLE = (1, 7, 0, 6)
+#: The default table's columns that give way when it is too wide, each down to a floor:
+#: the names and the reasons are cut with an ellipsis; the amounts never are.
+SHRINKABLE = {1: 16, 7: 8, 0: 8, 6: 8}
 
 
 def render_table(rows: Sequence[Sequence[str]], width: int | None = None) -> str:
@@ -219,7 +216,7 @@ def render_table(rows: Sequence[Sequence[str]], width: int | None = None) -> str
 
 
 def _fit(rows: Sequence[Sequence[str]], widths: list[int], width: int) -> None:
-    floor = {i: max(len(rows[0][i]), 8) for i in SHRINKABLE}
+    floor = {i: max(len(rows[0][i]), least) for i, least in SHRINKABLE.items()}
     while sum(widths) + 2 * (len(widths) - 1) > width:
         candidates = [i for i in SHRINKABLE if widths[i] > floor[i]]
         if not candidates:
