@@ -268,31 +268,42 @@ def _live(pod: Mapping[str, Any]) -> bool:
     return (pod.get("status") or {}).get("phase") not in TERMINAL_PHASES
 
 
+def _changes(totals: Totals, comparison: str) -> bool:
+    return any(totals.freed[comparison].values()) or any(totals.added[comparison].values())
+
+
 def workload_totals(view: ClusterView, workload: Workload, now: datetime) -> WorkloadTotals:
     """A workload's totals over its live pods, each decided as `kerf explain` decides it
-    (the running path for a pod on a node, admission otherwise)."""
+    (the running path for a pod on a node, admission otherwise), and why a change its
+    recommendations ask is not applied: the most frequent reason among those pods'
+    decisions, with the first such decision's message."""
     totals = Totals()
     containers: dict[str, Totals] = {}
-    reasons: dict[str, Counter[str]] = {}
-    not_applied: Counter[tuple[str, str]] = Counter()
+    upsizes: dict[tuple[str, str], Counter[str]] = {}
+    not_applied: Counter[str] = Counter()
+    messages: dict[str, str] = {}
     pods = 0
     for pod in view.pods_of(workload.ref):
         if not _live(pod):
             continue
+        pods += 1
         _, current, _ = view.pod_facts(pod)
         decision = decide_pod(view, pod, now=now, path=path_for(pod, None))
-        if decision.outcome != "apply":
-            not_applied[(decision.reason or decision.outcome, decision.message)] += 1
-        pods += 1
+        wanted = False
         for name, one in container_totals(workload, current, decision):
             totals.add(one)
             containers.setdefault(name, Totals()).add(one)
+            wanted = wanted or _changes(one, "recommended")
             for resource in RESOURCES:
                 if one.added["recommended"][resource]:
                     why = upsize_reason(view, workload.ref, pod, decision, name, resource)
-                    reasons.setdefault(f"{name}/{resource}", Counter())[why] += 1
-    totals.pods = pods  # the sum above counted each container's pods
-    reason, message = not_applied.most_common(1)[0][0] if not_applied else (None, "")
+                    upsizes.setdefault((name, resource), Counter())[why] += 1
+        if wanted and decision.outcome != "apply":
+            why = decision.reason or decision.outcome
+            not_applied[why] += 1
+            messages.setdefault(why, decision.message)
+    totals.pods = pods  # the sums above counted each container's pods
+    reason = not_applied.most_common(1)[0][0] if not_applied else None
     return WorkloadTotals(
         workload.ref,
         totals,
@@ -301,15 +312,15 @@ def workload_totals(view: ClusterView, workload: Workload, now: datetime) -> Wor
                 name,
                 t,
                 {
-                    r: reasons[f"{name}/{r}"].most_common(1)[0][0]
+                    r: upsizes[(name, r)].most_common(1)[0][0]
                     for r in RESOURCES
-                    if f"{name}/{r}" in reasons
+                    if (name, r) in upsizes
                 },
             )
             for name, t in sorted(containers.items())
         ),
         reason,
-        message,
+        messages[reason] if reason is not None else "",
     )
 
 

@@ -34,6 +34,7 @@ from tests.app.builders import (
     NOW,
     base_objects,
     configmap,
+    decide,
     deployment,
     namespace,
     node,
@@ -348,6 +349,14 @@ def test_the_reason_nothing_is_applied_is_the_decisions() -> None:
     assert web.reason is None
 
 
+def test_a_workload_at_its_recommendation_has_no_reason_to_show() -> None:
+    resized = {"app": {"requests": {"cpu": "250m", "memory": "256Mi"}}}
+    v = view(*base_objects(replicas=1), node(), static(), pod(node="node-a", containers=resized))
+    assert decide(v, pod(node="node-a", containers=resized)).reason == "NoSignificantChange"
+    (web,) = build_report(v, now=NOW).workloads
+    assert (web.reason, web.message) == (None, "")
+
+
 def test_a_static_policys_upsize_names_the_policy() -> None:
     more = {"app": {"requests": {"cpu": "1", "memory": "512Mi"}}}
     v = view(*base_objects(replicas=1), node(), static(containers=more), pod(node="node-a"))
@@ -433,3 +442,16 @@ def test_markdown_carries_the_tables_rows() -> None:
     assert "| shop | Deployment/web | side | 1 |" in markdown
     assert "| blog | Deployment/cms |   | 1 |" in markdown and "Audit: " in markdown
     assert "| **cluster** | 2 |" in markdown
+
+
+def test_the_json_names_containers_upsize_reasons_and_why_nothing_is_applied() -> None:
+    body = report_json(build_report(mixed_view(), now=NOW), Prices(0.04, 0.005, "EUR"))
+    cms, web = body["workloads"]
+    assert cms["notApplied"]["reason"] == "Audit" and web["notApplied"] is None
+    assert [(c["name"], c["upsizeReasons"]) for c in web["containers"]] == [
+        ("app", {"cpu": "throttled"}),
+        ("side", {"memory": "OOM-killed"}),
+    ]
+    assert web["added"]["recommended"] == {"cpuCores": 0.2, "memoryGiB": 0.125}
+    assert web["freed"]["recommended"] == {"cpuCores": 0.0, "memoryGiB": 0.25}
+    assert web["monthlyAdded"]["recommended"] == pytest.approx(6.30, abs=0.01)
