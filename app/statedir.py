@@ -98,6 +98,11 @@ def _read(path: Path | None) -> str:
 def _documents(file: Path | None) -> Iterator[tuple[str, Any]]:
     path = file or "<stdin>"
     text = _read(file)
+    if file is None and not text.strip():
+        # Nothing piped: most likely the command before the pipe failed.
+        raise LoadError(
+            "<stdin>: no documents on standard input (did the command before the pipe fail?)"
+        )
     documents = _json_documents(text)
     if documents is None:
         try:

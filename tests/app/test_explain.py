@@ -431,3 +431,12 @@ async def test_a_live_cluster_is_explained_read_only_as_its_files_would_be(tmp_p
         # The pods run the manifest's 100m/128Mi; the StaticPolicy asks 250m/256Mi.
         assert (decision["outcome"], decision["method"]) == ("apply", "inPlace")
         assert decision["containers"]["app"]["requests"] == {"cpu": "250m", "memory": "256Mi"}
+
+
+def test_an_empty_standard_input_is_one_line_and_exit_2() -> None:
+    done = kerf("explain", "-f", "-", stdin="")
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        "kerf explain: <stdin>: no documents on standard input (did the command before the "
+        "pipe fail?)"
+    ]
