@@ -202,9 +202,11 @@ def _add_report_command(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "report",
         help="what kerf saves: requests now, recommended and applied, per workload",
-        description="Per workload, per namespace and for the cluster: CPU cores and memory "
-        "GiB requested now, with the recommendations, and with what kerf applies through its "
-        "guardrails; what is reclaimable; with prices, the monthly cost (730 hours).",
+        description="Per workload and container, per namespace and for the cluster: CPU and "
+        "memory requested now, with the recommendations, and with what kerf applies through "
+        "its guardrails; what kerf saved and what is still reclaimable; an upsize as a cost "
+        "with its reason; why nothing is applied; with prices, the monthly cost (730 hours). "
+        "-o html writes one self-contained page to share.",
     )
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument(
