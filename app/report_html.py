@@ -214,27 +214,30 @@ def _measures(prices: Prices | None) -> list[tuple[str, Callable[[Totals, str], 
 
 def _namespaces_table(report: Report, prices: Prices | None) -> str:
     measures = _measures(prices)
-    rows = [*report.namespaces.items(), ("cluster", report.cluster)]
+    namespaces = list(report.namespaces.values())
+    # Each bar is scaled to the namespace with the most saved and reclaimable.
+    scales = [
+        max((m(n, "saved") + m(n, "recommended") for n in namespaces), default=0.0)
+        for _, m, _ in measures
+    ]
+    rows = [*((name, t, False) for name, t in report.namespaces.items())]
+    rows.append(("cluster", report.cluster, True))
     head = "<th>Namespace</th><th class='num'>Pods</th>"
     head += "<th class='num'>CPU now → recommended → applied</th>"
     head += "<th class='num'>Memory now → recommended → applied</th>"
     head += "".join(f"<th>Saved and reclaimable, {escape(label)}</th>" for label, _, _ in measures)
     body: list[str] = []
-    for name, t in rows:
+    for name, t, cluster in rows:
         cells = [
-            f"<td><b>{escape(name)}</b></td>" if name == "cluster" else _cell(name),
+            f"<td><b>{escape(name)}</b></td>" if cluster else _cell(name),
             _cell(str(t.pods), cls="num"),
             _cell(states(t, "cpu", NOW_REC_APPLIED), cls="num"),
             _cell(states(t, "memory", NOW_REC_APPLIED), cls="num"),
         ]
-        for _, measure, unit in measures:
-            scale = max(
-                (measure(n, "saved") + measure(n, "recommended") for _, n in rows[:-1]),
-                default=0.0,
-            )
+        for (_, measure, unit), scale in zip(measures, scales, strict=True):
             saved, reclaim = measure(t, "saved"), measure(t, "recommended")
             label = f"saved {saved:.2f} {unit}, reclaimable {reclaim:.2f} {unit}"
-            bar = _bar(saved, reclaim, scale) if name != "cluster" else ""
+            bar = "" if cluster else _bar(saved, reclaim, scale)
             cells.append(f'<td title="{escape(label)}">{bar}{escape(label)}</td>')
         body.append("<tr>" + "".join(cells) + "</tr>")
     legend = (
