@@ -20,7 +20,7 @@ LARGE_SIZE := $(if $(filter sim,$(CLUSTER)),,$(REAL_SIZE))
 # The image the manifests name (tests/test_image.py checks they agree).
 IMAGE ?= kerf:$(VERSION)
 
-.PHONY: install test test-compiled e2e soak lint fmt run demo demo-real explain report crds reference image image-name kerf-image bench bench-webhook bench-instructions bench-reconciler bench-startup certs tools cluster-tools node-tools node-images conformance-resize prometheus clean
+.PHONY: install test test-compiled e2e soak lint fmt run demo demo-real explain report crds reference image image-name kerf-image bench bench-webhook bench-instructions bench-reconciler bench-startup certs tools cluster-tools node-tools node-images conformance-resize prometheus chromium clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -44,6 +44,10 @@ tools: $(KUBECTL) $(KUBECTL_OLDEST) $(HELM)
 # Prometheus and promtool (Debian's package, through apt-get) for the tests of `kerf recommend`.
 prometheus:
 	bash scripts/get-prometheus.sh
+
+# Chromium (Debian's package, through apt-get): the test of `kerf report -o html` loads the page in it.
+chromium:
+	bash scripts/get-chromium.sh
 
 # A real control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler) and the kubelet, built
 # from the Kubernetes Go modules pinned in devcluster/go; cached by a stamp, see docs/devcluster.md.

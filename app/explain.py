@@ -4,14 +4,74 @@ read, SPEC §9) or as a readable text table."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
 from app.decide import PodDecision, decide_pod, describe_resources, format_resources
+from app.owners import WorkloadRef
 from app.rollback_monitor import rollback_policy_for, summary
 from app.view import ClusterView
+from app.workloads import WORKLOAD_KINDS
 
 For = Literal["admission", "running"]
+
+#: kubectl's short names for the workload kinds that have one.
+_SHORT_KINDS = {"deploy": "Deployment", "sts": "StatefulSet", "ds": "DaemonSet", "cj": "CronJob"}
+
+
+class SelectionError(ValueError):
+    """A namespace or workload that selects nothing, or a workload that is not KIND/NAME."""
+
+
+@dataclass(frozen=True, slots=True)
+class Selection:
+    """Which pods and workloads to explain: a namespace (None: all) and a workload, named
+    `NAME` or `KIND/NAME` as kubectl names it (`deployment/web`, `deploy/web`)."""
+
+    namespace: str | None = None
+    kind: str | None = None
+    name: str | None = None
+
+    @classmethod
+    def parse(cls, namespace: str | None, workload: str | None) -> Selection:
+        """The selection of `-n NS` and `WORKLOAD`; SelectionError for an unknown kind."""
+        if workload is None:
+            return cls(namespace)
+        kind_text, _, name = workload.rpartition("/")
+        if not name:
+            raise SelectionError(f"workload {workload!r}: expected NAME or KIND/NAME")
+        if not kind_text:
+            return cls(namespace, None, name)
+        return cls(namespace, _kind(kind_text), name)
+
+    def admits(self, ref: WorkloadRef | None, namespace: str) -> bool:
+        """Whether a pod or workload of this namespace and owner is selected."""
+        if self.namespace is not None and namespace != self.namespace:
+            return False
+        if self.name is None:
+            return True
+        if ref is None or ref.name != self.name:
+            return False
+        return self.kind is None or ref.kind == self.kind
+
+    def describe(self) -> str:
+        """The selection in words, for the message when it selects nothing."""
+        where = f"namespace {self.namespace}" if self.namespace else "any namespace"
+        if self.name is None:
+            return where
+        return f"{self.kind + '/' if self.kind else ''}{self.name} in {where}"
+
+
+def _kind(text: str) -> str:
+    lowered = text.lower()
+    if lowered in _SHORT_KINDS:
+        return _SHORT_KINDS[lowered]
+    for kind in WORKLOAD_KINDS:
+        if lowered in (kind.lower(), kind.lower() + "s"):
+            return kind
+    known = ", ".join(sorted(k.lower() for k in WORKLOAD_KINDS))
+    raise SelectionError(f"workload kind {text!r} is not one kerf sizes ({known})")
 
 
 def path_for(pod: Mapping[str, Any], forced: For | None) -> For:
@@ -47,11 +107,13 @@ def decision_json(decision: PodDecision) -> dict[str, Any]:
     return body
 
 
-def rollback_json(view: ClusterView) -> list[dict[str, Any]]:
-    """The rollback state of every workload a rollback policy governs or that carries a
-    rollback state: mode, turn, failure reason, and the next step with its time."""
+def rollback_json(view: ClusterView, selection: Selection = Selection()) -> list[dict[str, Any]]:
+    """The rollback state of every selected workload a rollback policy governs or that
+    carries a rollback state: mode, turn, failure reason, and the next step with its time."""
     found: list[dict[str, Any]] = []
     for workload in sorted(view.workloads(), key=lambda w: (w.namespace, w.kind, w.name)):
+        if not selection.admits(workload.ref, workload.namespace):
+            continue
         policy = rollback_policy_for(workload, view.policies_for_namespace(workload.namespace))
         state = view.rollback_state(workload)
         if policy is None and state is None:
@@ -67,19 +129,41 @@ def rollback_json(view: ClusterView) -> list[dict[str, Any]]:
     return found
 
 
-def explain(view: ClusterView, *, now: datetime, forced: For | None = None) -> dict[str, Any]:
-    """Decisions for every pod in the view, ordered by namespace and name, and the rollback
-    state of the workloads that have one."""
+def _namespace(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("namespace") or "")
+
+
+def explain(
+    view: ClusterView,
+    *,
+    now: datetime,
+    forced: For | None = None,
+    selection: Selection = Selection(),
+) -> dict[str, Any]:
+    """Decisions for every selected pod in the view, ordered by namespace and name, and the
+    rollback state of the selected workloads that have one.
+
+    A selection that names a namespace or a workload the view does not hold raises
+    SelectionError: an empty answer would look like "nothing to do"."""
     pods = sorted(
-        view.pods(),
-        key=lambda p: ((p.get("metadata") or {}).get("namespace") or "", p["metadata"]["name"]),
+        (p for p in view.pods() if selection.admits(view.owner_of(p), _namespace(p))),
+        key=lambda p: (_namespace(p), p["metadata"]["name"]),
     )
+    if selection.name is not None:
+        if not any(selection.admits(w.ref, w.namespace) for w in view.workloads()):
+            raise SelectionError(f"no workload {selection.describe()}")
+    elif (
+        selection.namespace is not None
+        and not pods
+        and view.namespace_object(selection.namespace) is None
+    ):
+        raise SelectionError(f"no namespace {selection.namespace} (and no pods in it)")
     return {
         "pods": [
             decision_json(decide_pod(view, pod, now=now, path=path_for(pod, forced)))
             for pod in pods
         ],
-        "workloads": rollback_json(view),
+        "workloads": rollback_json(view, selection),
     }
 
 

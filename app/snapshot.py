@@ -28,11 +28,14 @@ class SnapshotError(Exception):
 
 
 async def snapshot_view(
-    kubeconfig: Path | None, api_timeout_s: float = DEFAULT_API_TIMEOUT_S
+    kubeconfig: Path | None,
+    api_timeout_s: float = DEFAULT_API_TIMEOUT_S,
+    kubex_source: tuple[str, str] | None = None,
 ) -> ClusterView:
-    """Every object the decisions read, listed once; an API error, or no answer within
-    `api_timeout_s`, raises SnapshotError naming the API server."""
-    view = ClusterView()
+    """Every object the decisions read, listed once (Kubex's ConfigMap where
+    `kubex_source` names it); an API error, or no answer within `api_timeout_s`, raises
+    SnapshotError naming the API server."""
+    view = ClusterView(kubex_source=kubex_source)
     async with await api_client_from_config(kubeconfig) as api_client:
         quiet_for_one_shot(api_client)
         server = server_of(api_client)
@@ -55,12 +58,14 @@ async def snapshot_view(
 
 
 def cluster_snapshot(
-    kubeconfig: Path | None, api_timeout_s: float = DEFAULT_API_TIMEOUT_S
+    kubeconfig: Path | None,
+    api_timeout_s: float = DEFAULT_API_TIMEOUT_S,
+    kubex_source: tuple[str, str] | None = None,
 ) -> ClusterView:
     """`snapshot_view` from synchronous code (kubeconfig as `kubectl` finds it)."""
     if kubeconfig is not None and not kubeconfig.is_file():
         raise SnapshotError(f"--kubeconfig {kubeconfig}: no such file")
     try:
-        return asyncio.run(snapshot_view(kubeconfig, api_timeout_s))
+        return asyncio.run(snapshot_view(kubeconfig, api_timeout_s, kubex_source))
     except ConfigException as exc:
         raise SnapshotError(str(exc)) from None

@@ -1,4 +1,9 @@
-"""Load a cluster view from YAML files (the `--state-dir` of SPEC §9, and `kerf explain`)."""
+"""Load a cluster view from YAML files (the `--state-dir` of SPEC §9, and `kerf explain`).
+
+A document of a kind kerf does not read (an Ingress, a Role, a Kustomization) is skipped,
+so an application's directory loads as it is; the view's warnings say once what was
+skipped, by kind. `-` names standard input (`kubectl kustomize DIR | kerf explain -f -`).
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,10 @@ import errno
 import gc
 import os
 import re
+import sys
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -25,11 +33,10 @@ from app.workloads import WORKLOAD_KINDS, pod_template
 from app.yamlload import load_all
 
 YAML_SUFFIXES = (".yaml", ".yml", ".json")
-#: Kinds that carry nothing the decisions read; accepted and ignored so a dump of a
-#: namespace loads as it is.
-IGNORED_KINDS = frozenset(
-    {"Service", "Secret", "ServiceAccount", "Event", "Lease", "Endpoints", "EndpointSlice"}
-)
+#: The path that names standard input.
+STDIN = "-"
+#: The kind of a kustomize directory's `kustomization.yaml`, whose output kerf reads.
+KUSTOMIZATION = "Kustomization"
 
 
 #: A time relative to the one kerf decides at: `${now}`, `${now-26h}`, `${now+1h30m}` (a Go
@@ -76,9 +83,13 @@ def _missing(path: Path) -> LoadError:
     return LoadError(f"{path}: not a regular file or directory")
 
 
-def _files(paths: Iterable[str | Path]) -> list[Path]:
-    files: list[Path] = []
+def _files(paths: Iterable[str | Path]) -> list[Path | None]:
+    """The files to read, in order; None stands for standard input."""
+    files: list[Path | None] = []
     for raw in paths:
+        if str(raw) == STDIN:
+            files.append(None)
+            continue
         path = Path(raw)
         if path.is_dir():
             found = sorted(p for p in path.rglob("*") if p.suffix in YAML_SUFFIXES)
@@ -104,11 +115,23 @@ def _json_documents(text: str) -> list[Any] | None:
         return None
 
 
-def _documents(path: Path, now: datetime) -> Iterator[tuple[str, Any]]:
+def _read(path: Path | None) -> str:
     try:
-        text = path.read_text(encoding="utf-8")
+        if path is None:
+            return sys.stdin.buffer.read().decode("utf-8")
+        return path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise LoadError(f"{path}: cannot read: {exc}") from None
+        raise LoadError(f"{path or '<stdin>'}: cannot read: {exc}") from None
+
+
+def _documents(file: Path | None, now: datetime) -> Iterator[tuple[str, Any]]:
+    path = file or "<stdin>"
+    text = _read(file)
+    if file is None and not text.strip():
+        # Nothing piped: most likely the command before the pipe failed.
+        raise LoadError(
+            "<stdin>: no documents on standard input (did the command before the pipe fail?)"
+        )
     text = relative_times(text, now, str(path))
     documents = _json_documents(text)
     if documents is None:
@@ -130,14 +153,39 @@ def _documents(path: Path, now: datetime) -> Iterator[tuple[str, Any]]:
             yield source, doc
 
 
-def load_objects(
+@dataclass(slots=True)
+class Loaded:
+    """The objects kerf reads, in file order, and how many documents of each other kind
+    were skipped."""
+
+    objects: list[Any] = field(default_factory=list)
+    skipped: Counter[str] = field(default_factory=Counter)
+
+    def skipped_summary(self) -> str | None:
+        """One line naming the skipped documents by kind, most frequent first; None when
+        nothing was skipped."""
+        if not self.skipped:
+            return None
+        total = sum(self.skipped.values())
+        kinds = ", ".join(
+            f"{kind} {count}"
+            for kind, count in sorted(self.skipped.items(), key=lambda kc: (-kc[1], kc[0]))
+        )
+        line = f"skipped {total} document{'s' if total != 1 else ''} of kinds kerf does not read: {kinds}"
+        if KUSTOMIZATION in self.skipped:
+            line += " (for a Kustomization's output: kubectl kustomize DIR | kerf explain -f -)"
+        return line
+
+
+def read_objects(
     paths: Iterable[str | Path], now: datetime | None = None, notes: list[str] | None = None
-) -> list[Any]:
-    """Every object of the files (kerf CRs as validated models), in file order; relative
-    times (`${now-26h}`) are taken from `now` (default: the clock's), and what the files
-    hold that a cluster would refuse but kerf can read goes to `notes`."""
+) -> Loaded:
+    """Every object of the files kerf reads (kerf CRs as validated models), in file order,
+    and the kinds skipped; relative times (`${now-26h}`) are taken from `now` (default: the
+    clock's), and what the files hold that a cluster would refuse but kerf can read goes to
+    `notes`."""
     now = utc_now() if now is None else now
-    objects: list[Any] = []
+    loaded = Loaded()
     # Loading allocates millions of containers and frees none: each full collection the
     # allocations trigger would scan everything loaded so far, for no garbage (a state dir
     # holds no reference cycles). Collections resume when loading ends.
@@ -146,11 +194,27 @@ def load_objects(
     try:
         for path in _files(paths):
             for source, doc in _documents(path, now):
-                objects.append(_object(source, doc, notes if notes is not None else []))
+                obj = _object(source, doc, notes if notes is not None else [])
+                if isinstance(obj, _Skipped):
+                    loaded.skipped[obj.kind] += 1
+                elif obj is not None:
+                    loaded.objects.append(obj)
     finally:
         if collecting:
             gc.enable()
-    return [o for o in objects if o is not None]
+    return loaded
+
+
+def load_objects(
+    paths: Iterable[str | Path], now: datetime | None = None, notes: list[str] | None = None
+) -> list[Any]:
+    """Every object of the files that kerf reads, in file order (`read_objects`)."""
+    return read_objects(paths, now, notes).objects
+
+
+@dataclass(frozen=True, slots=True)
+class _Skipped:
+    kind: str
 
 
 def _object(source: str, doc: Any, notes: list[str]) -> Any:
@@ -164,18 +228,16 @@ def _object(source: str, doc: Any, notes: list[str]) -> Any:
             return parse_object(doc, source)
         except InvalidObject as exc:
             raise LoadError(str(exc)) from None
+    if kind not in WORKLOAD_KINDS and kind not in CORE_KINDS:
+        return _Skipped(kind)
     if not isinstance(doc.get("metadata"), Mapping) or not doc["metadata"].get("name"):
         raise LoadError(f"{source}: {object_label(doc)}: metadata.name is required")
-    if kind in WORKLOAD_KINDS or kind in CORE_KINDS:
-        if kind == "ConfigMap" and DATA_KEY not in (doc.get("data") or {}):
-            return None  # the view keeps the labelled ones and Kubex's (ClusterView.apply)
-        problem = _quantity_problem(doc)
-        if problem is not None:
-            raise LoadError(f"{source}: {object_label(doc)}: {problem}")
-        return doc
-    if kind in IGNORED_KINDS:
-        return None
-    raise LoadError(f"{source}: {object_label(doc)}: unknown kind {kind!r}")
+    if kind == "ConfigMap" and DATA_KEY not in (doc.get("data") or {}):
+        return None  # the view keeps the labelled ones and Kubex's (ClusterView.apply)
+    problem = _quantity_problem(doc)
+    if problem is not None:
+        raise LoadError(f"{source}: {object_label(doc)}: {problem}")
+    return doc
 
 
 def _quantity_problem(doc: Mapping[str, Any]) -> str | None:
@@ -207,7 +269,11 @@ def load_view(
     """A synced ClusterView of every object in the given files and directories, relative
     times taken from `now`: the time a command decides at (default: the clock's)."""
     view = ClusterView(own_namespace=own_namespace, kubex_source=kubex_source)
-    for obj in load_objects(paths, now, view.warnings):
+    loaded = read_objects(paths, now, view.warnings)
+    for obj in loaded.objects:
         view.apply(obj)
     view.mark_synced(utc_now())
+    summary = loaded.skipped_summary()
+    if summary is not None:
+        view.warnings.append(summary)
     return view

@@ -20,7 +20,8 @@ from kubernetes_asyncio import client
 from app.annotations import POD_INFO, ROLLBACK_STATE
 from app.humanize import ARROW, change, changes, ordered, quantity, wrap
 from app.models import plural
-from app.report import Prices, build_report, render_table, report_rows
+from app.report import Prices, build_report
+from app.report_table import TABLE_WIDTH, render_table, table_rows
 from app.snapshot import snapshot_view
 from app.statedir import relative_times
 
@@ -416,7 +417,7 @@ async def savings(story: Story, kubeconfig: Path, now: datetime) -> None:
     prices = f"--cpu-price {DEMO_PRICES.cpu_core_hour} --memory-price {DEMO_PRICES.memory_gib_hour}"
     story.say(f"  $ kerf report --kubeconfig {kubeconfig.name} {prices}")
     report = build_report(await snapshot_view(kubeconfig), now=now)
-    for line in render_table(report_rows(report, DEMO_PRICES)).splitlines():
+    for line in render_table(table_rows(report, DEMO_PRICES), TABLE_WIDTH).splitlines():
         story.write(f"  {line}")
 
 

@@ -63,7 +63,7 @@ async def _approve(args: argparse.Namespace) -> int:
 
 def _list_awaiting(items: list[dict[str, Any]]) -> int:
     from app.record_summary import approval, workload_of
-    from app.report import render_table
+    from app.report_table import render_table
 
     rows = []
     for record in items:

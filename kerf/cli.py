@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -23,6 +23,9 @@ from app.cleanup import CleanupInputError, annotate_commands
 from app.clock import utc_now
 from app.completion import SHELLS, completion_script
 from app.kubexflags import add_kubex_argument, kubex_source
+
+if TYPE_CHECKING:
+    from app.report import Prices, Report
 
 
 def _now(text: str | None) -> datetime:
@@ -38,17 +41,25 @@ def _now(text: str | None) -> datetime:
 
 
 def explain_command(args: argparse.Namespace) -> int:
-    """`kerf explain`: print the decision for every pod of the given files."""
+    """`kerf explain`: print the decision for every pod of the given files or of the
+    cluster, or of one namespace or workload."""
     # The decisions and the models load in the commands that decide: not for --help,
     # completion or cleanup.
-    from app.explain import explain, render_text
-    from app.statedir import load_view
+    from app.explain import Selection, explain, render_text
 
+    selection = Selection.parse(args.namespace, args.workload)
     now = _now(args.now)
-    view = load_view(
-        args.file, kubex_source=kubex_source(args.kubex_recommendations, "kerf-system"), now=now
-    )
-    result = explain(view, now=now, forced=args.for_)
+    kubex = kubex_source(args.kubex_recommendations, "kerf-system")
+    if args.kubeconfig:
+        # The cluster client loads only when a cluster is listed.
+        from app.snapshot import cluster_snapshot
+
+        view = cluster_snapshot(args.kubeconfig, args.api_timeout, kubex)
+    else:
+        from app.statedir import load_view
+
+        view = load_view(args.file, kubex_source=kubex, now=now)
+    result = explain(view, now=now, forced=args.for_, selection=selection)
     if args.output == "json":
         sys.stdout.write(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode() + "\n")
     else:
@@ -72,13 +83,15 @@ def _price(flag: str, text: str | None) -> float:
 
 def report_command(args: argparse.Namespace) -> int:
     """`kerf report`: requests now, recommended and applied, reclaimable, monthly cost."""
-    from app.report import Prices, build_report, render_table, report_json, report_rows
+    from app.report import Prices, build_report, report_json
     from app.statedir import load_view
 
     prices = None
     if args.cpu_price is not None or args.memory_price is not None:
         prices = Prices(
-            _price("--cpu-price", args.cpu_price), _price("--memory-price", args.memory_price)
+            _price("--cpu-price", args.cpu_price),
+            _price("--memory-price", args.memory_price),
+            _currency(args.currency),
         )
     now = _now(args.now)
     if args.kubeconfig:
@@ -92,24 +105,113 @@ def report_command(args: argparse.Namespace) -> int:
     if args.output == "json":
         body = orjson.dumps(report_json(report, prices), option=orjson.OPT_INDENT_2)
         sys.stdout.write(body.decode() + "\n")
-    elif args.output == "csv":
-        buffer = io.StringIO()
-        csv.writer(buffer, lineterminator="\n").writerows(report_rows(report, prices))
-        sys.stdout.write(buffer.getvalue())
+    elif args.output == "html":
+        from app.report_html import render_html
+
+        sys.stdout.write(render_html(report, prices, now=now))
     else:
-        sys.stdout.write(render_table(report_rows(report, prices)))
+        sys.stdout.write(_report_text(args.output, report, prices))
     for warning in view.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     return 0
+
+
+def _report_text(output: str, report: Report, prices: Prices | None) -> str:
+    from app.report_table import (
+        TABLE_WIDTH,
+        csv_rows,
+        render_markdown,
+        render_table,
+        table_rows,
+    )
+
+    if output == "csv":
+        buffer = io.StringIO()
+        csv.writer(buffer, lineterminator="\n").writerows(csv_rows(report, prices))
+        return buffer.getvalue()
+    if output == "markdown":
+        return render_markdown(report, prices)
+    if output == "wide":
+        return render_table(table_rows(report, prices, wide=True))
+    return render_table(table_rows(report, prices), TABLE_WIDTH)
+
+
+def _currency(text: str) -> str:
+    label = text.strip()
+    if not label or len(label) > 8 or any(c in label for c in "<>&\"'|"):
+        raise argparse.ArgumentTypeError(
+            f"--currency {text!r} is not a currency label (1 to 8 characters, such as EUR)"
+        )
+    return label
+
+
+def _add_explain_command(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "explain",
+        help="print the decision for every pod, from YAML files or the cluster (read-only)",
+        description="The decision for every pod, through the code the services run: from "
+        "YAML files (-f; documents of kinds kerf does not read are skipped and counted), "
+        "from `kubectl kustomize DIR` on standard input (-f -), or listed once from a "
+        "cluster (--kubeconfig; nothing is written).",
+    )
+    p.add_argument(
+        "workload",
+        nargs="?",
+        metavar="WORKLOAD",
+        help="only this workload's pods: NAME or KIND/NAME (deployment/web), in every "
+        "namespace unless -n names one (default: every pod)",
+    )
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument(
+        "-f",
+        "--file",
+        action="append",
+        metavar="PATH",
+        help="a YAML file, a directory of YAML files, or - for standard input (repeatable); "
+        "one of -f and --kubeconfig is required, no default",
+    )
+    source.add_argument(
+        "--kubeconfig",
+        type=Path,
+        metavar="FILE",
+        help="list the cluster of this kubeconfig once, read-only (default: -f files)",
+    )
+    p.add_argument(
+        "-n", "--namespace", metavar="NS", help="only this namespace's pods (default: all)"
+    )
+    add_api_timeout_argument(
+        p,
+        "with --kubeconfig: how long listing the cluster may take; past it, or at the "
+        "first error, the command exits 2 with one line naming the API server",
+    )
+    p.add_argument(
+        "--for",
+        dest="for_",
+        choices=("admission", "running"),
+        default=None,
+        help="decide every pod as new (admission) or running; default: by pod state",
+    )
+    p.add_argument(
+        "--now",
+        default=None,
+        metavar="RFC3339",
+        help="the time to decide at, which the files' relative times (${now-24h}) count "
+        "from (default: now)",
+    )
+    p.add_argument("-o", "--output", choices=("json", "text"), default="json", help="output format")
+    add_kubex_argument(p)
+    p.set_defaults(handler=explain_command)
 
 
 def _add_report_command(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "report",
         help="what kerf saves: requests now, recommended and applied, per workload",
-        description="Per workload, per namespace and for the cluster: CPU cores and memory "
-        "GiB requested now, with the recommendations, and with what kerf applies through its "
-        "guardrails; what is reclaimable; with prices, the monthly cost (730 hours).",
+        description="Per workload and container, per namespace and for the cluster: CPU and "
+        "memory requested now, with the recommendations, and with what kerf applies through "
+        "its guardrails; what kerf saved and what is still reclaimable; an upsize as a cost "
+        "with its reason; why nothing is applied; with prices, the monthly cost (730 hours). "
+        "-o html writes one self-contained page to share.",
     )
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument(
@@ -132,7 +234,18 @@ def _add_report_command(sub: argparse._SubParsersAction) -> None:
         "first error, the command exits 2 with one line naming the API server",
     )
     p.add_argument(
-        "-o", "--output", choices=("table", "csv", "json"), default="table", help="output format"
+        "-o",
+        "--output",
+        choices=("table", "wide", "csv", "json", "markdown", "html"),
+        default="table",
+        help="output format: table (120 columns), wide (every column), csv, json, markdown, "
+        "or html (one self-contained file: kerf report -o html > report.html)",
+    )
+    p.add_argument(
+        "--currency",
+        default="USD",
+        metavar="LABEL",
+        help="the unit of the prices, shown beside every cost",
     )
     p.add_argument(
         "--cpu-price",
@@ -187,32 +300,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(
         dest="command", required=True, parser_class=_subcommand_parser_class()
     )
-    p = sub.add_parser("explain", help="print the decision for every pod in YAML files")
-    p.add_argument(
-        "-f",
-        "--file",
-        action="append",
-        required=True,
-        metavar="PATH",
-        help="a YAML file or a directory of YAML files (repeatable)",
-    )
-    p.add_argument(
-        "--for",
-        dest="for_",
-        choices=("admission", "running"),
-        default=None,
-        help="decide every pod as new (admission) or running; default: by pod state",
-    )
-    p.add_argument(
-        "--now",
-        default=None,
-        metavar="RFC3339",
-        help="the time to decide at, which the files' relative times (${now-24h}) count "
-        "from (default: now)",
-    )
-    p.add_argument("-o", "--output", choices=("json", "text"), default="json", help="output format")
-    add_kubex_argument(p)
-    p.set_defaults(handler=explain_command)
+    _add_explain_command(sub)
     cleanup = sub.add_parser(
         "cleanup",
         help="after uninstalling: print kubectl commands removing kerf's workload annotations",
@@ -320,11 +408,12 @@ def _user_errors() -> tuple[type[Exception], ...]:
     """The errors of a user's input, said in one line. Evaluated only once an exception is
     raised: they come with the models and the cluster client, which most commands never
     load."""
+    from app.explain import SelectionError
     from app.models import InvalidObject
     from app.snapshot import SnapshotError
     from app.statedir import LoadError
 
-    return (LoadError, InvalidObject, SnapshotError, argparse.ArgumentTypeError)
+    return (LoadError, InvalidObject, SnapshotError, SelectionError, argparse.ArgumentTypeError)
 
 
 def _reader_went_away() -> int:

@@ -50,7 +50,7 @@ def status_command(args: argparse.Namespace) -> int:
 async def _status(args: argparse.Namespace) -> int:
     from app.clock import utc_now
     from app.record_summary import status_line
-    from app.report import render_table
+    from app.report_table import render_table
     from kerf.records_api import Records
 
     async with Records.connect(args.kubeconfig, args.api_timeout) as records:

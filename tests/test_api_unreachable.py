@@ -35,9 +35,10 @@ COMMANDS = {
     "approve": ["approve"],
     "approve deployment/web": ["approve", "deployment/web", "-n", "shop"],
     "status": ["status"],
+    "explain": ["explain"],
 }
 #: the commands that read once and give up at the first refusal (no retries to bound)
-READ_ONCE = ("report", "approve", "status")
+READ_ONCE = ("report", "approve", "status", "explain")
 
 
 def kubeconfig(directory: Path, port: int) -> Path:
@@ -170,7 +171,7 @@ def test_a_server_that_resets_every_connection(tmp_path: Path) -> None:
     assert "is unavailable" in line and "gave up after 1s" in line, line
 
 
-@pytest.mark.parametrize("command", ["reconciler --once", "report", "status"])
+@pytest.mark.parametrize("command", ["reconciler --once", "report", "status", "explain"])
 def test_a_server_that_never_answers(tmp_path: Path, command: str) -> None:
     with socket_server(None) as port:
         line = one_line(tmp_path, port, command)

@@ -3,14 +3,20 @@ user errors that exit non-zero with one line."""
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 from pathlib import Path
 
 import orjson
 import pytest
+from kubernetes_asyncio import client
 
 from kerf.cli import main
+from kubesim.testing import running_sim
+from tests.cluster import deployment as cluster_deployment
+from tests.cluster import eventually, install_shop
+from tests.webhook.test_manifests import kubectl
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -123,7 +129,10 @@ def test_text_form_has_table_and_outcome(capsys: pytest.CaptureFixture[str]) -> 
     ("content", "expected"),
     [
         ("kind: [unclosed\n", "invalid YAML"),
-        ("apiVersion: v1\nkind: Gadget\nmetadata: {name: g}\n", "unknown kind 'Gadget'"),
+        (
+            "apiVersion: rightsizing.kubex.ai/v1alpha1\nkind: Gadget\nmetadata: {name: g}\n",
+            "unknown kind 'Gadget'",
+        ),
         (
             "apiVersion: rightsizing.kubex.ai/v1alpha1\nkind: StaticPolicy\n"
             "metadata: {name: p, namespace: shop}\nspec: {resources: {containers: {app: {}}}}\n",
@@ -155,7 +164,7 @@ def test_missing_path_is_a_user_error(tmp_path: Path, capsys: pytest.CaptureFixt
 
 def test_console_script_runs_without_traceback(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
-    bad.write_text("apiVersion: v1\nkind: Gadget\nmetadata: {name: g}\n")
+    bad.write_text("apiVersion: rightsizing.kubex.ai/v1alpha1\nkind: Gadget\nmetadata: {name: g}\n")
     proc = subprocess.run(
         [sys.executable, "-m", "kerf", "explain", "-f", str(bad)],
         capture_output=True,
@@ -249,3 +258,185 @@ def test_explain_shows_a_workloads_rollback_state_and_next_step(
     assert "failure: oomKilled: web-1: container app OOM-killed 1 time(s)" in text
     assert "next: retry the recommendation (turn 3) at 2026-11-29T12:02:00Z" in text
     assert "calm" not in text
+
+
+UNREAD = """
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: web, namespace: shop}
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: api, namespace: shop}
+---
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: deny, namespace: shop}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: reader, namespace: shop}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: data, namespace: shop}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: shop}
+"""
+
+KUSTOMIZATION = """
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources: [cluster.yaml, policies.yaml, workloads.yaml, app.yaml]
+"""
+
+
+def app_directory(tmp_path: Path) -> Path:
+    """The storefront as an application's directory: its files, an Ingress, a Role, … and
+    a kustomization.yaml listing them."""
+    directory = tmp_path / "app"
+    directory.mkdir()
+    for path in (EXAMPLES / "storefront").glob("*.yaml"):
+        (directory / path.name).write_text(path.read_text())
+    (directory / "app.yaml").write_text(UNREAD)
+    (directory / "kustomization.yaml").write_text(KUSTOMIZATION)
+    return directory
+
+
+def kerf(*argv: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "kerf", *argv],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=False,
+        timeout=120,
+    )
+
+
+def test_a_directory_with_kinds_kerf_does_not_read_is_explained_with_one_summary_line(
+    tmp_path: Path,
+) -> None:
+    done = kerf("explain", "-f", str(app_directory(tmp_path)), "--now", NOW)
+    assert done.returncode == 0, done.stderr
+    expected = kerf("explain", "-f", str(EXAMPLES / "storefront"), "--now", NOW)
+    assert orjson.loads(done.stdout) == orjson.loads(expected.stdout)
+    assert done.stderr.splitlines() == [
+        "warning: skipped 7 documents of kinds kerf does not read: Ingress 2, "
+        "Kustomization 1, NetworkPolicy 1, PersistentVolumeClaim 1, Role 1, Service 1 "
+        "(for a Kustomization's output: kubectl kustomize DIR | kerf explain -f -)"
+    ]
+
+
+def test_a_kustomizations_output_on_stdin_is_explained_as_its_files(tmp_path: Path) -> None:
+    rendered = subprocess.run(
+        [kubectl(), "kustomize", str(app_directory(tmp_path))],  # required, as for the manifests
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    ).stdout
+    done = kerf("explain", "-f", "-", "--now", NOW, stdin=rendered)
+    assert done.returncode == 0, done.stderr
+    expected = kerf("explain", "-f", str(EXAMPLES / "storefront"), "--now", NOW)
+    assert orjson.loads(done.stdout) == orjson.loads(expected.stdout)
+    assert done.stderr.splitlines() == [
+        "warning: skipped 6 documents of kinds kerf does not read: Ingress 2, "
+        "NetworkPolicy 1, PersistentVolumeClaim 1, Role 1, Service 1"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("argv", "names"),
+    [
+        ((), {"web-7d4b9-abcde", "web-7d4b9-new01", "api-5f6c7-xyz12"}),
+        (("-n", "shop"), {"web-7d4b9-abcde", "web-7d4b9-new01", "api-5f6c7-xyz12"}),
+        (("web",), {"web-7d4b9-abcde", "web-7d4b9-new01"}),
+        (("-n", "shop", "deployment/api"), {"api-5f6c7-xyz12"}),
+        (("deploy/api",), {"api-5f6c7-xyz12"}),
+    ],
+)
+def test_a_namespace_or_a_workload_narrows_what_is_explained(
+    capsys: pytest.CaptureFixture[str], argv: tuple[str, ...], names: set[str]
+) -> None:
+    result = run_json(capsys, EXAMPLES / "storefront", extra=argv)
+    assert {pod["name"] for pod in result["pods"]} == names
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (("-n", "blog"), "no namespace blog (and no pods in it)"),
+        (("shop/web/x",), "workload kind 'shop/web' is not one kerf sizes"),
+        (("statefulset/web",), "no workload StatefulSet/web in any namespace"),
+        (("-n", "blog", "web"), "no workload web in namespace blog"),
+        (("widget/web",), "workload kind 'widget' is not one kerf sizes"),
+        (("deployment/",), "expected NAME or KIND/NAME"),
+    ],
+)
+def test_a_selection_that_selects_nothing_is_one_line_and_exit_2(
+    capsys: pytest.CaptureFixture[str], argv: tuple[str, ...], expected: str
+) -> None:
+    assert main(["explain", "-f", str(EXAMPLES / "storefront"), "--now", NOW, *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and expected in err, err
+
+
+async def test_a_live_cluster_is_explained_read_only_as_its_files_would_be(tmp_path: Path) -> None:
+    """`kerf explain --kubeconfig` lists kubesim once over real HTTP, decides through the
+    same code and writes nothing: the store's resourceVersion does not move."""
+    async with running_sim(tmp_path) as sim, sim.api_client() as api:
+        await install_shop(sim, api)
+        apps = client.AppsV1Api(api)
+        await apps.create_namespaced_deployment("shop", cluster_deployment("web", "shop", 2))
+        await apps.create_namespaced_deployment("shop", cluster_deployment("api", "shop", 1))
+        await eventually(
+            lambda: (
+                len(
+                    [
+                        p
+                        for p in sim.store.iter(("", "pods"), "shop")
+                        if (p.get("status") or {}).get("phase") == "Running"
+                    ]
+                )
+                == 3
+            ),
+            "three running pods",
+        )
+        before = sim.store.resource_version
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "kerf",
+            "explain",
+            "--kubeconfig",
+            str(sim.kubeconfig_path),
+            "-n",
+            "shop",
+            "deployment/web",
+            cwd=ROOT,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        out, err = await asyncio.wait_for(process.communicate(), 120)
+        assert process.returncode == 0, err.decode()
+        assert sim.store.resource_version == before
+    pods = orjson.loads(out)["pods"]
+    assert len(pods) == 2
+    for decision in pods:
+        assert decision["owner"] == {"kind": "Deployment", "name": "web"}
+        # The pods run the manifest's 100m/128Mi; the StaticPolicy asks 250m/256Mi.
+        assert (decision["outcome"], decision["method"]) == ("apply", "inPlace")
+        assert decision["containers"]["app"]["requests"] == {"cpu": "250m", "memory": "256Mi"}
+
+
+def test_an_empty_standard_input_is_one_line_and_exit_2() -> None:
+    done = kerf("explain", "-f", "-", stdin="")
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        "kerf explain: <stdin>: no documents on standard input (did the command before the "
+        "pipe fail?)"
+    ]

@@ -12,13 +12,40 @@ from pathlib import Path
 
 import orjson
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from kubernetes_asyncio import client
 
-from app.report import HOURS_PER_MONTH, Prices, build_report, report_json
+from app.report import (
+    COMPARISONS,
+    HOURS_PER_MONTH,
+    RESOURCES,
+    Prices,
+    Totals,
+    build_report,
+    report_json,
+)
+from app.report_html import render_html
+from app.report_table import TABLE_WIDTH, csv_rows, render_markdown, render_table, table_rows
 from app.snapshot import snapshot_view
 from kerf.cli import main
 from kubesim.testing import running_sim
-from tests.app.builders import NOW, base_objects, deployment, namespace, node, pod, static, view
+from tests.app.builders import (
+    NOW,
+    base_objects,
+    configmap,
+    decide,
+    deployment,
+    namespace,
+    node,
+    oom_status,
+    pod,
+    proactive,
+    row,
+    static,
+    strategy,
+    view,
+)
 from tests.cluster import deployment as cluster_deployment
 from tests.cluster import install_shop
 
@@ -139,7 +166,12 @@ def test_monthly_cost_is_cores_and_gib_times_their_hourly_price_over_730_hours()
         (0.5 * 0.04 + 0.5 * 0.005) * 730, abs=0.005
     )
     assert cluster["reclaimable"]["recommended"] == {"cpuCores": 0.3, "memoryGiB": 0.5}
-    assert body["prices"] == {"cpuCoreHour": 0.04, "memoryGiBHour": 0.005, "hoursPerMonth": 730}
+    assert body["prices"] == {
+        "currency": "USD",
+        "cpuCoreHour": 0.04,
+        "memoryGiBHour": 0.005,
+        "hoursPerMonth": 730,
+    }
     assert (
         "monthlyCost" not in report_json(build_report(storefront_view(), now=NOW), None)["cluster"]
     )
@@ -178,16 +210,30 @@ def test_the_cli_csv_and_table_carry_the_same_rows(capsys: pytest.CaptureFixture
     args = ("-f", STOREFRONT, "--now", AT, "--cpu-price", "0.04", "--memory-price", "0.005")
     rows = list(csv.reader(io.StringIO(run(capsys, *args, "-o", "csv"))))
     header, *body = rows
-    assert header[:4] == ["SCOPE", "NAMESPACE", "WORKLOAD", "PODS"]
-    assert [r[0] for r in body] == ["workload", "workload", "namespace", "cluster"]
+    assert header[:5] == ["SCOPE", "NAMESPACE", "WORKLOAD", "CONTAINER", "PODS"]
+    assert [r[0] for r in body] == [
+        "workload",
+        "container",
+        "workload",
+        "container",
+        "namespace",
+        "cluster",
+    ]
     cluster = dict(zip(header, body[-1], strict=True))
     assert cluster["CPU_NOW"] == "1.300" and cluster["RECLAIM_CPU"] == "0.500"
-    assert float(cluster["SAVED_MONTHLY"]) == pytest.approx(
-        float(cluster["COST_MANIFEST"]) - float(cluster["COST_NOW"]), abs=0.011
+    assert cluster["CURRENCY"] == "USD"
+    assert float(cluster["RECLAIM_MONTHLY"]) == pytest.approx(
+        float(cluster["COST_NOW"]) - float(cluster["COST_RECOMMENDED"]), abs=0.011
     )
     table = run(capsys, *args).splitlines()
-    assert table[0].split() == header
-    assert [line.split()[0] for line in table[1:]] == [r[0] for r in body]
+    assert table[0].split("  ")[0] == "NAMESPACE"
+    # The table names a container only for a workload that has several.
+    assert [line.split()[1] for line in table[1:]] == [
+        "Deployment/api",
+        "Deployment/web",
+        "(namespace)",
+        "(cluster)",
+    ]
 
 
 def one_line_exit_2(*argv: str) -> str:
@@ -244,3 +290,168 @@ async def test_a_cluster_is_listed_once_and_reported_as_the_files_are(tmp_path: 
     assert web.totals.memory_bytes["now"] == GIB // 4
     assert web.totals.memory_bytes["recommended"] == GIB // 2
     assert report.cluster.reclaimable_cores() == pytest.approx(-0.3)
+    # Shown as a cost with its reason, not as a negative saving.
+    assert web.totals.added["recommended"] == {"cpu": 300, "memory": GIB // 4}
+    assert web.totals.freed["recommended"] == {"cpu": 0, "memory": 0}
+    assert web.containers[0].upsizes == {"cpu": "StaticPolicy web", "memory": "StaticPolicy web"}
+
+
+def mixed_view():
+    """shop/web (ProactivePolicy): app is throttled and its row asks more CPU and less
+    memory; side was OOM-killed and its row asks more memory. blog/cms (StaticPolicy in
+    audit mode) asks less: nothing is applied."""
+    two = {
+        "app": {"requests": {"cpu": "400m", "memory": "512Mi"}},
+        "side": {"requests": {"cpu": "100m", "memory": "128Mi"}},
+    }
+    rows = configmap(
+        row("app", requests={"cpu": "600m", "memory": "256Mi"}, throttling=0.5),
+        row("side", requests={"cpu": "100m", "memory": "256Mi"}, throttling=None),
+    )
+    return view(
+        *base_objects(replicas=1, containers=two),
+        node(),
+        proactive(),
+        rows,
+        pod(node="node-a", containers=two, statuses=[oom_status("side")]),
+        namespace("blog"),
+        strategy(namespace="blog"),
+        deployment("cms", namespace="blog", replicas=1),
+        static("cms-static", namespace="blog", mode="audit"),
+        pod("cms-7d4b9-aaaaa", workload="cms", namespace="blog", node="node-a"),
+    )
+
+
+def test_an_upsize_is_a_cost_with_its_reason_apart_from_what_is_freed() -> None:
+    report = build_report(mixed_view(), now=NOW)
+    web = next(w for w in report.workloads if w.ref.name == "web")
+    app, side = web.containers
+    assert (app.name, side.name) == ("app", "side")
+    assert app.upsizes == {"cpu": "throttled"}
+    assert side.upsizes == {"memory": "OOM-killed"}
+    # app frees 256Mi and adds 200m; side adds 128Mi: nothing nets out.
+    assert web.totals.freed["recommended"] == {"cpu": 0, "memory": 256 * 1024**2}
+    assert web.totals.added["recommended"] == {"cpu": 200, "memory": 128 * 1024**2}
+    prices = Prices(0.04, 0.005, "EUR")
+    assert prices.added_monthly(web.totals, "recommended") == pytest.approx(
+        (0.2 * 0.04 + 0.125 * 0.005) * 730
+    )
+    assert prices.freed_monthly(web.totals, "recommended") == pytest.approx(0.25 * 0.005 * 730)
+
+
+def test_the_reason_nothing_is_applied_is_the_decisions() -> None:
+    report = build_report(mixed_view(), now=NOW)
+    cms = next(w for w in report.workloads if w.ref.name == "cms")
+    assert cms.reason == "Audit" and cms.message
+    assert cms.totals.freed["recommended"]["cpu"] == 150
+    assert cms.totals.freed["applied"] == {"cpu": 0, "memory": 0}
+    web = next(w for w in report.workloads if w.ref.name == "web")
+    assert web.reason is None
+
+
+def test_a_workload_at_its_recommendation_has_no_reason_to_show() -> None:
+    resized = {"app": {"requests": {"cpu": "250m", "memory": "256Mi"}}}
+    v = view(*base_objects(replicas=1), node(), static(), pod(node="node-a", containers=resized))
+    assert decide(v, pod(node="node-a", containers=resized)).reason == "NoSignificantChange"
+    (web,) = build_report(v, now=NOW).workloads
+    assert (web.reason, web.message) == (None, "")
+
+
+def test_a_static_policys_upsize_names_the_policy() -> None:
+    more = {"app": {"requests": {"cpu": "1", "memory": "512Mi"}}}
+    v = view(*base_objects(replicas=1), node(), static(containers=more), pod(node="node-a"))
+    (web,) = build_report(v, now=NOW).workloads
+    assert web.containers[0].upsizes == {"cpu": "StaticPolicy web-static"}
+
+
+@given(
+    st.dictionaries(
+        st.sampled_from(("manifest", "now", "recommended", "applied")),
+        st.integers(min_value=0, max_value=10**12),
+        min_size=4,
+    ),
+    st.sampled_from(RESOURCES),
+)
+def test_freed_and_added_are_never_negative_and_net_to_the_change(
+    values: dict[str, int], resource: str
+) -> None:
+    totals = Totals()
+    totals.record(resource, values)
+    for comparison, (before, after) in COMPARISONS.items():
+        freed = totals.freed[comparison][resource]
+        added = totals.added[comparison][resource]
+        assert freed >= 0 and added >= 0 and min(freed, added) == 0
+        assert added - freed == values[after] - values[before]
+
+
+def test_every_format_names_the_currency(tmp_path: Path) -> None:
+    report = build_report(mixed_view(), now=NOW)
+    prices = Prices(0.04, 0.005, "EUR")
+    table = render_table(table_rows(report, prices), TABLE_WIDTH)
+    assert "RECLAIM EUR/MO" in table and "UPSIZE EUR/MO" in table
+    assert "EUR/MO" in render_table(table_rows(report, prices, wide=True))
+    assert "(EUR/month)" in render_markdown(report, prices)
+    assert "EUR per core-hour" in render_html(report, prices, now=NOW)
+    assert report_json(report, prices)["prices"]["currency"] == "EUR"
+    header, *body = csv_rows(report, prices)
+    assert {dict(zip(header, r, strict=True))["CURRENCY"] for r in body} == {"EUR"}
+
+
+def test_the_table_shows_an_upsize_with_its_reason_and_why_nothing_is_applied() -> None:
+    report = build_report(mixed_view(), now=NOW)
+    table = render_table(table_rows(report, None), TABLE_WIDTH).splitlines()
+    web = next(line for line in table if "Deployment/web" in line)
+    # Its two containers' rows follow, each with its reason.
+    assert "500m→700m→700m" in web and "+200m +128Mi  " in web
+    app = next(line for line in table if line.split()[1:2] == ["app"])
+    assert "400m→600m→600m" in app and "+200m throttled" in app
+    side = next(line for line in table if line.split()[1:2] == ["side"])
+    assert "+128Mi OOM-killed" in side
+    cms = next(line for line in table if "Deployment/cms" in line)
+    assert cms.rstrip().endswith("Audit")
+    assert not any(cell.startswith("-0") or " -" in cell for cell in table if "→ -" in cell)
+    header, *body = csv_rows(report, None)
+    numeric = [i for i, name in enumerate(header) if name.endswith(("_CPU", "_GIB"))]
+    assert all(float(r[i]) >= 0 for r in body for i in numeric)
+
+
+def test_the_default_table_fits_in_120_columns_and_wide_keeps_every_column() -> None:
+    long_ns = "payments-" + "x" * 40
+    long_name = "checkout-" + "y" * 54
+    v = view(
+        namespace(long_ns),
+        strategy(namespace=long_ns),
+        deployment(long_name, namespace=long_ns, replicas=1),
+        static("s", namespace=long_ns, mode="audit"),
+        pod(f"{long_name}-7d4b9-aaaaa", workload=long_name, namespace=long_ns, node="node-a"),
+        node(),
+    )
+    report = build_report(v, now=NOW)
+    prices = Prices(0.04, 0.005)
+    table = render_table(table_rows(report, prices), TABLE_WIDTH).splitlines()
+    assert max(len(line) for line in table) <= 120, table
+    assert "…" in table[1] and "400m→250m→400m" in table[1]
+    wide = render_table(table_rows(report, prices, wide=True)).splitlines()
+    assert long_name in wide[1] and "COST NOW USD/MO" in wide[0]
+
+
+def test_markdown_carries_the_tables_rows() -> None:
+    report = build_report(mixed_view(), now=NOW)
+    markdown = render_markdown(report, None)
+    assert "| shop | Deployment/web |   | 1 | 500m → 700m → 700m |" in markdown
+    assert "| shop | Deployment/web | side | 1 |" in markdown
+    assert "| blog | Deployment/cms |   | 1 |" in markdown and "Audit: " in markdown
+    assert "| **cluster** | 2 |" in markdown
+
+
+def test_the_json_names_containers_upsize_reasons_and_why_nothing_is_applied() -> None:
+    body = report_json(build_report(mixed_view(), now=NOW), Prices(0.04, 0.005, "EUR"))
+    cms, web = body["workloads"]
+    assert cms["notApplied"]["reason"] == "Audit" and web["notApplied"] is None
+    assert [(c["name"], c["upsizeReasons"]) for c in web["containers"]] == [
+        ("app", {"cpu": "throttled"}),
+        ("side", {"memory": "OOM-killed"}),
+    ]
+    assert web["added"]["recommended"] == {"cpuCores": 0.2, "memoryGiB": 0.125}
+    assert web["freed"]["recommended"] == {"cpuCores": 0.0, "memoryGiB": 0.25}
+    assert web["monthlyAdded"]["recommended"] == pytest.approx(6.30, abs=0.01)

@@ -51,7 +51,7 @@ def test_the_demo_tells_the_story_and_exits_0() -> None:
         "RollbackFailedPermanent",
         "deployment-web",
         "What kerf saves",
-        "SAVED_MONTHLY",
+        "RECLAIM USD/MO",
         "Done:",
     ):
         assert step in out, f"{step!r} missing from the demo's story"
