@@ -41,7 +41,14 @@ def test_bash_completes_subcommands_options_and_their_values() -> None:
     script = kerf("completion", "bash").stdout
     assert complete(script, "kerf", "re") == ["recommend", "reconciler", "report", "review"]
     assert "--cpu-price" in complete(script, "kerf", "report", "--")
-    assert complete(script, "kerf", "report", "-o", "") == ["table", "csv", "json"]
+    assert complete(script, "kerf", "report", "-o", "") == [
+        "table",
+        "wide",
+        "csv",
+        "json",
+        "markdown",
+        "html",
+    ]
     assert complete(script, "kerf", "explain", "--for", "a") == ["admission"]
 
 
