@@ -133,11 +133,11 @@ class _Memo:
     changed once built (not frozen, for the same reason as `AdmissionResult`)."""
 
     result: AdmissionResult
-    inputs: tuple[int, int, tuple[int, int] | None]
+    inputs: tuple[object, ...]
     start: datetime | None
     end: datetime | None
 
-    def holds(self, inputs: tuple[int, int, tuple[int, int] | None], now: datetime) -> bool:
+    def holds(self, inputs: tuple[object, ...], now: datetime) -> bool:
         return (
             self.inputs == inputs
             and (self.start is None or now >= self.start)

@@ -20,6 +20,26 @@ from typing import Any
 from app.annotations import ROLLBACK_STATE, recommendation_fingerprint
 from app.decision_cache import DecisionCaches
 from app.guardrails import GuardrailSettings, resolve_guardrails
+from app.inputs import (
+    AUTOSCALERS,
+    BOUNDS,
+    KERF,
+    NAMESPACE,
+    NODE_USAGE,
+    NODES,
+    OOM_EVIDENCE,
+    PLAN_READS,
+    PODS,
+    RECORD,
+    SOURCES,
+    Input,
+    Reach,
+    StampKey,
+    UndeclaredInput,
+    admission_versions,
+    reach,
+    workload_stamp_keys,
+)
 from app.kube_types import ContainerDict
 from app.kubex_rows import DEFAULT_CONFIGMAP as KUBEX_CONFIGMAP
 from app.models import (
@@ -61,7 +81,6 @@ from app.workloads import (
     WORKLOAD_KINDS,
     Resources,
     Workload,
-    oom_terminations,
     resources_by_container,
     target_containers,
 )
@@ -146,12 +165,6 @@ def _intermediate_owner(pod: Mapping[str, Any]) -> ObjectKey | None:
     return (str(ref.get("kind")), namespace, str(ref.get("name", "")))
 
 
-def _has_oom_evidence(pod: Mapping[str, Any]) -> bool:
-    """Whether any container status of a pod records an OOM kill: the only pods whose
-    presence changes what `app.decide.oom_killed_since` finds among a workload's pods."""
-    return next(oom_terminations(pod), None) is not None
-
-
 def _requests_of(pod: Mapping[str, Any]) -> tuple[int, int]:
     """(cpu millicores, memory bytes) a pod takes from its node, counted as the kubelet
     admits it and the scheduler places it (`pod_totals`: sidecars summed, each plain init
@@ -216,6 +229,11 @@ class ClusterView:
         #: one of the namespace's changes)
         self._bound_objects: dict[str, dict[tuple[str, str], Mapping[str, Any]]] = {}
         self._bounds: dict[str, NamespaceBounds] = {}
+        #: while on (tests turn it on), a read of an input by a stage that does not
+        #: declare it raises `UndeclaredInput` (`app.inputs`)
+        self.check_reads = False
+        #: (name, declared inputs) of the stage being decided, while `check_reads` is on
+        self.reading: tuple[str, tuple[Input, ...]] | None = None
 
     @classmethod
     def from_state_dir(
@@ -237,15 +255,55 @@ class ClusterView:
         self.synced = True
         self.synced_at = at
 
-    def apply(self, obj: Mapping[str, Any]) -> None:
-        """Insert or replace one object (a kerf CR must already be a model)."""
+    def apply(self, obj: Mapping[str, Any]) -> Reach:
+        """Insert or replace one object (a kerf CR must already be a model); returns what
+        the change may touch (`app.inputs.reach`), whose input versions it has ended."""
+        if isinstance(obj, KerfResource):
+            key = (obj.kind, obj.metadata.namespace or "", obj.metadata.name)
+        else:
+            key = object_key(obj)
         with self.lock:
+            old = self._stored(*key)
+            before = reach(self, *key, old, obj, of=old)
             self._apply(obj)
+            new = self._stored(*key)
+            return self._ended(before | reach(self, *key, old, new, of=new))
 
-    def delete(self, kind: str, namespace: str, name: str) -> None:
-        """Forget one object; unknown objects are ignored."""
+    def delete(self, kind: str, namespace: str, name: str) -> Reach:
+        """Forget one object (unknown objects are ignored); returns what the change may
+        touch, as `apply` does."""
         with self.lock:
+            old = self._stored(kind, namespace, name)
+            if old is None:
+                return reach(self, kind, namespace, name, None, None, of=None)
+            before = reach(self, kind, namespace, name, old, None, of=old)
             self._delete(kind, namespace, name)
+            return self._ended(before)
+
+    def _stored(self, kind: str, namespace: str, name: str) -> Any:
+        """The object the view keeps under a key (a recommendation ConfigMap: its key
+        while it is a source), or None."""
+        if kind == "Pod":
+            return self._pods.get((namespace, name))
+        if kind in AUTOSCALERS.kinds:
+            table = self._hpas if kind == "HorizontalPodAutoscaler" else self._vpas
+            return table.get(namespace, {}).get(name)
+        if kind in BOUND_KINDS:
+            return self._bound_objects.get(namespace, {}).get((kind, name))
+        if kind == "ConfigMap":
+            return (namespace, name) if self.is_recommendation_source(namespace, name) else None
+        found = self._kerf.get((kind, namespace, name))
+        return found if found is not None else self._objects.get((kind, namespace, name))
+
+    def _ended(self, found: Reach) -> Reach:
+        """Give every input version the change ended a new one."""
+        for key in found.stamps:
+            self.caches.touch(key)
+        return found
+
+    def is_recommendation_source(self, namespace: str, name: str) -> bool:
+        """Whether the view reads a ConfigMap as a recommendation source."""
+        return (namespace, name) == self.kubex_source or self._sources.knows(namespace, name)
 
     def _apply(self, obj: Mapping[str, Any]) -> None:
         if isinstance(obj, KerfResource):
@@ -280,13 +338,11 @@ class ClusterView:
                 totals[1] += memory
         elif kind == "HorizontalPodAutoscaler":
             self._hpas.setdefault(namespace, {})[name] = obj
-            self._touch(("ns", namespace))
         elif kind == "VerticalPodAutoscaler":
             self._vpas.setdefault(namespace, {})[name] = obj
-            self._touch(("ns", namespace))
         elif kind in BOUND_KINDS:
             self._bound_objects.setdefault(namespace, {})[(kind, name)] = obj
-            self._bounds_changed(namespace)
+            self._bounds.pop(namespace, None)
         elif kind == "ConfigMap":
             if not (is_recommendation_configmap(obj) or (namespace, name) == self.kubex_source):
                 return  # not a recommendation source
@@ -302,7 +358,6 @@ class ClusterView:
                 self._largest = None
             if kind == "Namespace":
                 self._cluster_for_ns.pop(name, None)
-                self._touch(("ns", name))
             elif kind in INTERMEDIATE_OWNER_KINDS:
                 self._reresolve_owners(key)
 
@@ -314,13 +369,11 @@ class ClusterView:
             self._remove_pod(namespace, name)
         elif kind == "HorizontalPodAutoscaler":
             self._hpas.get(namespace, {}).pop(name, None)
-            self._touch(("ns", namespace))
         elif kind == "VerticalPodAutoscaler":
             self._vpas.get(namespace, {}).pop(name, None)
-            self._touch(("ns", namespace))
         elif kind in BOUND_KINDS:
             if self._bound_objects.get(namespace, {}).pop((kind, name), None) is not None:
-                self._bounds_changed(namespace)
+                self._bounds.pop(namespace, None)
         elif kind == "ConfigMap":
             if self._sources.delete(namespace, name):
                 self._drop_plans()
@@ -329,18 +382,10 @@ class ClusterView:
             if self._objects.pop(key, None) is not None and kind == "Node":
                 self._largest = None
             self._drop_plan(key)
-            if kind == "Namespace":
-                self._touch(("ns", name))
-            elif kind in INTERMEDIATE_OWNER_KINDS:
+            for stamp in workload_stamp_keys(key):
+                self.caches.forget_stamp(stamp)
+            if kind in INTERMEDIATE_OWNER_KINDS:
                 self._reresolve_owners(key)
-
-    def _bounds_changed(self, namespace: str) -> None:
-        self._bounds.pop(namespace, None)
-        self._touch(("ns", namespace))
-
-    def _touch(self, key: tuple[str, Any]) -> None:
-        """A view input outside the plans changed: give it a new version."""
-        self.caches.touch(key)
 
     def _apply_kerf(self, obj: KerfResource) -> None:
         if isinstance(obj, RightsizingRecommendation):
@@ -420,30 +465,36 @@ class ClusterView:
                 owner = known.ref  # one shared identity per workload, not one per pod
             self._pods_by_owner.setdefault(owner.key, {})[pod_key] = pod
             self._pod_owner[pod_key] = owner
-            if _has_oom_evidence(pod):
-                self._touch(("oom", owner.key))
 
     def _unindex_owner(self, pod_key: tuple[str, str]) -> None:
         owner = self._pod_owner.pop(pod_key, None)
         if owner is not None:
             pods = self._pods_by_owner.get(owner.key, {})
-            pod = pods.pop(pod_key, None)
-            if pod is not None and _has_oom_evidence(pod):
-                self._touch(("oom", owner.key))
+            pods.pop(pod_key, None)
             if not pods:
-                # No pod left, so no evidence: the absent stamp says just that, and a later
-                # one comes from the counter, never an earlier version.
-                self.caches.forget_stamp(("oom", owner.key))
+                # No pod left, so no evidence: the absent version says just that, and a
+                # later one is a new version, never an earlier one.
+                self.caches.forget_stamp((OOM_EVIDENCE.name, owner.key))
 
     def _reresolve_owners(self, controller: ObjectKey) -> None:
         """A ReplicaSet or Job arrived, changed or went: the pods it controls may now
         belong to another workload (a pod seen before its ReplicaSet was named from its
         hash label)."""
         for pod_key in self._pods_by_controller.get(controller, ()):
+            pod = self._pods[pod_key]
+            before = reach(self, "Pod", *pod_key, pod, pod, of=pod)
             self._unindex_owner(pod_key)
-            self._index_owner(pod_key, self._pods[pod_key])
+            self._index_owner(pod_key, pod)
+            self._ended(before | reach(self, "Pod", *pod_key, pod, pod, of=pod))
 
     # ------------------------------------------------------------------ queries
+
+    def _read(self, *declared: Input) -> None:
+        """A stage reads an input (any of `declared`): it must declare it."""
+        stage = self.reading
+        if stage is not None and not any(d in stage[1] for d in declared):
+            names = " or ".join(d.name for d in declared)
+            raise UndeclaredInput(f"stage {stage[0]} reads {names} and does not declare it")
 
     def get(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
         """A plain object (ReplicaSet, Job, workload, Node, Namespace …) by key."""
@@ -460,6 +511,8 @@ class ClusterView:
     @property
     def recommendations_reachable(self) -> bool:
         """Every recommendation ConfigMap's last version loaded."""
+        if self.check_reads:
+            self._read(SOURCES)
         return self._sources.all_loaded
 
     def recommendation_sources(self) -> list[SourceState]:
@@ -469,12 +522,16 @@ class ClusterView:
     @property
     def global_config(self) -> GlobalConfigurationSpec:
         """GlobalConfiguration spec (defaults when the singleton is absent)."""
+        if self.check_reads:
+            self._read(KERF)
         obj = self._kerf.get(("GlobalConfiguration", "", "global-config"))
         return obj.spec if isinstance(obj, GlobalConfiguration) else DEFAULT_CONFIG
 
     @property
     def priorities(self) -> dict[str, int]:
         """Policy-type priorities from PolicyEvaluation (defaults when absent)."""
+        if self.check_reads:
+            self._read(KERF)
         found: dict[str, int] | None = self.caches.setting(("priorities",))
         if found is None:
             obj = self._kerf.get(("PolicyEvaluation", "", "policy-evaluation"))
@@ -484,6 +541,8 @@ class ClusterView:
 
     def guardrails(self, policy: KerfResource | None) -> GuardrailSettings:
         """A policy's guardrails with every layer merged (cached until kerf objects change)."""
+        if self.check_reads:
+            self._read(KERF)
         key = (
             (policy.kind, policy.metadata.namespace or "", policy.metadata.name) if policy else None
         )
@@ -502,6 +561,8 @@ class ClusterView:
     def protected_by_pattern(self, namespace: str) -> bool:
         """Whether GlobalConfiguration.protectedNamespacePatterns names a namespace (kept
         per known namespace until a kerf object changes)."""
+        if self.check_reads:
+            self._read(KERF)
         found: bool | None = self.caches.setting(("protected", namespace))
         if found is None:
             patterns = self.global_config.protected_namespace_patterns
@@ -512,6 +573,8 @@ class ClusterView:
 
     def strategy_for(self, policy: KerfResource) -> AutomationStrategy | None:
         """The strategy a policy refers to (cluster policies: a cluster strategy)."""
+        if self.check_reads:
+            self._read(KERF)
         ref = getattr(policy.spec, "automation_strategy_ref", None)  # type: ignore[attr-defined]
         if ref is None:
             return None
@@ -523,6 +586,8 @@ class ClusterView:
 
     def policies_for_namespace(self, namespace: str) -> list[KerfResource]:
         """Policies that may match a workload in a namespace (scope not yet checked)."""
+        if self.check_reads:
+            self._read(KERF)
         cluster = self._cluster_for_ns.get(namespace)
         if cluster is None:
             cluster = [
@@ -572,19 +637,14 @@ class ClusterView:
             self.caches.keep_parsed(key, parsed)
         return parsed
 
-    def admission_inputs(self, workload: Workload) -> tuple[int, int, tuple[int, int] | None]:
+    def admission_inputs(self, workload: Workload) -> tuple[object, ...]:
         """Versions of what an admission decision for a workload's pod reads beyond its
-        plan (which the view drops whenever the workload, a kerf object or a
-        recommendation ConfigMap changes): the Namespace object and the namespace's HPAs and
-        VPAs,
-        the OOM evidence among the workload's pods, and the largest node (`Infeasible`).
-        Equal versions mean equal inputs."""
-        caches = self.caches
-        return (
-            caches.stamp(("ns", workload.namespace)),
-            caches.stamp(("oom", workload.ref.key)),
-            self.largest_allocatable(),
-        )
+        plan (`app.inputs.admission_versions`). Equal versions mean equal inputs."""
+        return admission_versions(self, workload.ref)
+
+    def stamp(self, key: StampKey) -> object:
+        """The version of an input (`app.inputs`)."""
+        return self.caches.stamp(key)
 
     def recall(self, plan: WorkloadPlan, key: Any) -> Any:
         """What `remember` kept for a plan under a key, or None."""
@@ -607,10 +667,14 @@ class ClusterView:
 
     def pods_of(self, ref: WorkloadRef) -> list[Mapping[str, Any]]:
         """The known pods of a workload."""
+        if self.check_reads:
+            self._read(OOM_EVIDENCE, PODS)
         return list(self._pods_by_owner.get(ref.key, {}).values())
 
     def namespace_object(self, name: str) -> Mapping[str, Any] | None:
         """A Namespace object."""
+        if self.check_reads:
+            self._read(NAMESPACE)
         return self._objects.get(("Namespace", "", name))
 
     def node(self, name: str) -> Mapping[str, Any] | None:
@@ -619,6 +683,8 @@ class ClusterView:
 
     def node_allocatable(self, name: str) -> tuple[int, int] | None:
         """(cpu millicores, memory bytes) a node offers, parsed once per Node object."""
+        if self.check_reads:
+            self._read(NODES)
         node = self._objects.get(("Node", "", name))
         if node is None:
             return None
@@ -639,6 +705,8 @@ class ClusterView:
     def largest_allocatable(self) -> tuple[int, int] | None:
         """The largest (cpu millicores, memory bytes) any node offers (each the largest
         over the nodes), or None when the view holds no node."""
+        if self.check_reads:
+            self._read(NODES)
         if self._largest is None:
             nodes = [n for (k, _, n) in self._objects if k == "Node"]
             amounts = [a for a in map(self.node_allocatable, nodes) if a is not None]
@@ -649,6 +717,8 @@ class ClusterView:
 
     def namespace_bounds(self, namespace: str) -> NamespaceBounds:
         """The namespace's LimitRanges and ResourceQuotas, parsed once per change of any."""
+        if self.check_reads:
+            self._read(BOUNDS)
         found = self._bounds.get(namespace)
         if found is None:
             found, warnings = parse_bounds(self._bound_objects.get(namespace, {}).values())
@@ -658,11 +728,15 @@ class ClusterView:
 
     def node_requests(self, node: str) -> tuple[int, int]:
         """Sum of (cpu millicores, memory bytes) requested by non-terminal pods on a node."""
+        if self.check_reads:
+            self._read(NODE_USAGE)
         cpu, memory = self._node_totals.get(node, (0, 0))
         return cpu, memory
 
     def hpas_for(self, workload: Workload) -> list[Mapping[str, Any]]:
         """HPAs whose scaleTargetRef is the workload."""
+        if self.check_reads:
+            self._read(AUTOSCALERS)
         return [
             hpa
             for hpa in self._hpas.get(workload.namespace, {}).values()
@@ -672,6 +746,8 @@ class ClusterView:
 
     def vpas_for(self, workload: Workload) -> list[Mapping[str, Any]]:
         """VerticalPodAutoscalers whose targetRef is the workload."""
+        if self.check_reads:
+            self._read(AUTOSCALERS)
         return [
             vpa
             for vpa in self._vpas.get(workload.namespace, {}).values()
@@ -682,11 +758,15 @@ class ClusterView:
     def rows_for(self, ref: WorkloadRef) -> Mapping[str, RecommendationRow]:
         """The recommendation rows of a workload, by container: without those Kubex holds
         while GlobalConfiguration's `respectKubexAutomation` is on."""
+        if self.check_reads:
+            self._read(SOURCES)
         respect = self.global_config.respect_kubex_automation
         return self._sources.rows_for(ref.key, respect_kubex=respect)
 
     def recommendation_for(self, ref: WorkloadRef) -> RightsizingRecommendation | None:
         """The RightsizingRecommendation kerf keeps for a workload."""
+        if self.check_reads:
+            self._read(RECORD)
         found = self._kerf.get(
             ("RightsizingRecommendation", ref.namespace, record_name(ref.kind, ref.name))
         )
@@ -713,6 +793,15 @@ class ClusterView:
 
     def plan_for(self, workload: Workload) -> WorkloadPlan:
         """The policy sync result and candidates of a workload (cached until inputs change)."""
+        if not self.check_reads:
+            return self._plan_for(workload)
+        reading, self.reading = self.reading, ("plan", PLAN_READS)
+        try:
+            return self._plan_for(workload)
+        finally:
+            self.reading = reading
+
+    def _plan_for(self, workload: Workload) -> WorkloadPlan:
         key = workload.ref.key
         cached = self.caches.plan(key)
         if cached is not None and self._workloads.get(key, workload) is workload:

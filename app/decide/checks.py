@@ -30,6 +30,20 @@ from app.decide.value_rules import _apply_value_rules, _validate_plan
 from app.durations import format_duration
 from app.guardrails import COOLDOWN, JVM_FIXED_HEAP, NO_SIGNIFICANT_CHANGE, OOM_KILLED, THROTTLED
 from app.horizon import Horizon
+from app.inputs import (
+    AUTOSCALERS,
+    BOUNDS,
+    KERF,
+    NAMESPACE,
+    NODE_USAGE,
+    NODES,
+    OOM_EVIDENCE,
+    PODS,
+    RECORD,
+    SOURCES,
+    WORKLOAD,
+    Input,
+)
 from app.view import ClusterView
 from app.windows import freeze_verdict, maintenance_verdict, next_change
 from app.workloads import Workload
@@ -53,6 +67,9 @@ class Check:
     reasons: tuple[str, ...]
     #: stops the plan (`_Stop`), or drops actions and lets the rest go on
     decide: Callable[[_Context], None]
+    #: the inputs it reads beyond the pod and the plan facts (`app.inputs`): what ends the
+    #: admission memo, the reconciler's quiet pass and queues a workload derive from these
+    reads: tuple[Input, ...]
     paths: frozenset[Path] = BOTH
     gate: Gate | None = None
     fallback: FallbackCheck | None = None
@@ -252,32 +269,50 @@ def _fallback_single_replica(case: FallbackCase) -> tuple[str, str] | None:
 #: final, on both paths: the API server judges both. The admission path never evaluates windows, the method, cooldown,
 #: single-replica safety or node capacity.
 CHECKS: tuple[Check, ...] = (
-    Check((INFEASIBLE,), _check_feasible),
-    Check(("Audit",), _check_audit),
-    Check(("AutomationDisabled",), _check_automation, gate=_automation_disabled),
-    Check((HUB_UNREACHABLE,), _check_hub),
-    Check(("Paused",), _check_paused, gate=_paused, fallback=_fallback_paused),
-    Check(("ProtectedNamespace",), _check_protected, gate=_protected),
+    Check((INFEASIBLE,), _check_feasible, (NODES,)),
+    Check(("Audit",), _check_audit, (RECORD, KERF)),
+    Check(("AutomationDisabled",), _check_automation, (KERF,), gate=_automation_disabled),
+    Check((HUB_UNREACHABLE,), _check_hub, (SOURCES,)),
+    Check(
+        ("Paused",),
+        _check_paused,
+        (WORKLOAD, NAMESPACE, KERF),
+        gate=_paused,
+        fallback=_fallback_paused,
+    ),
+    Check(("ProtectedNamespace",), _check_protected, (KERF,), gate=_protected),
     Check(
         ("StaleRecommendation", "HPACoupled", "VPACoupled", "LearningPeriod", "LowConfidence"),
         _check_recommendation_quality,
+        (SOURCES, AUTOSCALERS, KERF),
     ),
-    Check(("FreezeWindow",), _check_freeze, RUNNING),
+    Check(("FreezeWindow",), _check_freeze, (KERF,), RUNNING),
     # A decrease within a rollback's cooldown is refused here too, as Cooldown.
-    Check((THROTTLED, OOM_KILLED, JVM_FIXED_HEAP, NO_SIGNIFICANT_CHANGE), _apply_value_rules),
-    Check(("RequestsExceedLimits", "GpuActionConflict"), _validate_plan),
-    Check((LIMIT_RANGE_VIOLATION,), _filter_limit_ranges),
-    Check((RESOURCE_QUOTA_EXCEEDED,), _filter_quotas),
-    Check(("NoCommonMethod",), _choose_method, RUNNING, fallback=_fallback_method),
-    Check((COOLDOWN,), _check_cooldown, RUNNING),
+    Check(
+        (THROTTLED, OOM_KILLED, JVM_FIXED_HEAP, NO_SIGNIFICANT_CHANGE),
+        _apply_value_rules,
+        (KERF, RECORD, SOURCES, OOM_EVIDENCE, PODS),
+    ),
+    Check(("RequestsExceedLimits", "GpuActionConflict"), _validate_plan, ()),
+    Check((LIMIT_RANGE_VIOLATION,), _filter_limit_ranges, (BOUNDS,)),
+    Check((RESOURCE_QUOTA_EXCEEDED,), _filter_quotas, (BOUNDS,)),
+    Check(
+        ("NoCommonMethod",),
+        _choose_method,
+        (KERF, PODS, NODES, NODE_USAGE),
+        RUNNING,
+        fallback=_fallback_method,
+    ),
+    Check((COOLDOWN,), _check_cooldown, (RECORD, KERF), RUNNING),
     Check(
         ("SingleReplicaUnsafe",),
         _check_single_replica,
+        (WORKLOAD, KERF),
         RUNNING,
         fallback=_fallback_single_replica,
     ),
-    Check(("InsufficientNodeCapacity",), _filter_node_capacity, RUNNING),
-    Check(("MaintenanceWindow",), _check_maintenance, RUNNING),
+    Check(("InsufficientNodeCapacity",), _filter_node_capacity, (KERF, NODES, NODE_USAGE), RUNNING),
+    Check(("MaintenanceWindow",), _check_maintenance, (KERF,), RUNNING),
 )
 #: The checks `pod_gate` reads, by reason; those of the fallback of a failed resize; those
 #: of each decision path.
@@ -289,15 +324,25 @@ FALLBACK_CHECKS: tuple[FallbackCheck, ...] = tuple(
 )
 
 
-_BY_PATH: dict[Path, tuple[Callable[[_Context], None], ...]] = {
-    path: tuple(c.decide for c in CHECKS if path in c.paths) for path in BOTH
+_BY_PATH: dict[Path, tuple[Check, ...]] = {
+    path: tuple(c for c in CHECKS if path in c.paths) for path in BOTH
 }
 
 
 def _run_checks(ctx: _Context) -> str:
-    """The checks of the decision's path in the order of `CHECKS`; returns the method."""
-    for check in _BY_PATH[ctx.path]:
-        check(ctx)
+    """The checks of the decision's path in the order of `CHECKS`; returns the method.
+    With the view's `check_reads` on, each check may read only the inputs it declares."""
+    view = ctx.view
+    if not view.check_reads:
+        for check in _BY_PATH[ctx.path]:
+            check.decide(ctx)
+        return ctx.method
+    try:
+        for check in _BY_PATH[ctx.path]:
+            view.reading = (check.reasons[0], check.reads)
+            check.decide(ctx)
+    finally:
+        view.reading = None
     return ctx.method
 
 

@@ -65,7 +65,33 @@ def _apply_value_rules(ctx: _Context) -> None:
         if refusals:
             reason = refusals[0]
             raise _Stop("blocked", reason, _refusal_message(reason, ctx.dropped))
+        coupled = _coupled_change(ctx)
+        if coupled is not None:
+            # Only values the pod already has are left: what stopped the change is the
+            # guardrail that dropped the real one, not the tolerance.
+            raise _Stop(
+                "blocked",
+                coupled,
+                _refusal_message(coupled, ctx.dropped) + "; every other value is unchanged",
+            )
         raise _Stop("skipped", NO_SIGNIFICANT_CHANGE, "every change is within the tolerance")
+
+
+#: The guardrails before the value rules that drop single values and let the rest go on.
+DROPPING_GUARDRAILS = frozenset({"HPACoupled", "VPACoupled"})
+
+
+def _coupled_change(ctx: _Context) -> str | None:
+    """The first guardrail of `DROPPING_GUARDRAILS` that dropped a value the pod does not
+    already have, or None."""
+    wanted = {item.target: item.candidate.amount for item in ctx.facts.items}
+    for target, reason in ctx.dropped:
+        if reason not in DROPPING_GUARDRAILS:
+            continue
+        own = ctx.current[target.container][target.field].get(target.resource)
+        if wanted.get(target, own) != own:
+            return reason
+    return None
 
 
 def _pair_value_rules(
