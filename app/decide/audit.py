@@ -5,19 +5,19 @@ from __future__ import annotations
 import hashlib
 
 from app.annotations import APPROVE, dumps
-from app.decide.context import _Action, _block_regular, _Context, _final_resources, _Stop
+from app.decide.context import Action, Context, Stop, block_regular, final_resources
 from app.decide.results import AuditProposal, describe_resources, format_resources
-from app.decide.value_rules import _apply_value_rules
+from app.decide.value_rules import check_value_rules
 
 
-def _audit_proposal(ctx: _Context) -> AuditProposal | None:
+def _audit_proposal(ctx: Context) -> AuditProposal | None:
     """The proposal of an audited pod: the regular actions through the per-value rules
     (the decrease step of maxChangePercent, the minimums, the refusals, the tolerance) on
     copies, since guardrails apply to an approved change as to any other. None when those
     rules leave nothing to change."""
     regular = ctx.regular()
-    target = _final_resources(ctx.current, regular)
-    trial = _Context(
+    target = final_resources(ctx.current, regular)
+    trial = Context(
         ctx.view,
         ctx.pod,
         ctx.workload,
@@ -30,10 +30,10 @@ def _audit_proposal(ctx: _Context) -> AuditProposal | None:
     )
     trial.actions = _copied(regular)
     try:
-        _apply_value_rules(trial)
-    except _Stop:
+        check_value_rules(trial)
+    except Stop:
         return None
-    step = _final_resources(ctx.current, trial.actions)
+    step = final_resources(ctx.current, trial.actions)
     changed = sorted({a.target.container for a in trial.actions})
     body = sorted(
         (a.target.container, a.target.field, a.target.resource, a.desired) for a in trial.actions
@@ -48,9 +48,9 @@ def _audit_proposal(ctx: _Context) -> AuditProposal | None:
     )
 
 
-def _copied(actions: list[_Action]) -> list[_Action]:
+def _copied(actions: list[Action]) -> list[Action]:
     """Copies of actions (the value rules change them), Guaranteed pairs kept paired."""
-    copies = {id(a): _Action(a.item, a.current, a.desired) for a in actions}
+    copies = {id(a): Action(a.item, a.current, a.desired) for a in actions}
     for action in actions:
         if action.partner is not None and id(action.partner) in copies:
             copies[id(action)].partner = copies[id(action.partner)]
@@ -68,7 +68,7 @@ def _audit_message(proposal: AuditProposal | None) -> str:
     return text + f"; approve it with {APPROVE}={proposal.id}, nothing changes until then"
 
 
-def _approved(ctx: _Context, proposal: str) -> bool:
+def _approved(ctx: Context, proposal: str) -> bool:
     """`approve=<proposal id>` on the RightsizingRecommendation applies that proposal once."""
     record = ctx.record
     if record is None:
@@ -78,7 +78,7 @@ def _approved(ctx: _Context, proposal: str) -> bool:
     return approved is not None and approved == proposal and approved != done
 
 
-def _check_audit(ctx: _Context) -> None:
+def check_audit(ctx: Context) -> None:
     """Audit (mode): the change waits for an approval of its proposal; the approved
     proposal goes on, through the checks that follow like any change."""
     if not (ctx.regular() and ctx.audit()):
@@ -87,4 +87,4 @@ def _check_audit(ctx: _Context) -> None:
     if ctx.proposal is not None and _approved(ctx, ctx.proposal.id):
         ctx.approved_id = ctx.proposal.id
     else:
-        _block_regular(ctx, "Audit", _audit_message(ctx.proposal), None, "skipped")
+        block_regular(ctx, "Audit", _audit_message(ctx.proposal), None, "skipped")

@@ -8,7 +8,7 @@ from typing import Any
 
 from app.decide.checks import FALLBACK_CHECKS
 from app.decide.context import FallbackCase
-from app.decide.plan_facts import _plan_facts
+from app.decide.plan_facts import facts_for
 from app.decide.pod_facts import workload_for
 from app.decide.results import PodDecision
 from app.view import ClusterView
@@ -32,7 +32,7 @@ def decide_fallback(
     if workload is None:
         return PodDecision(namespace, name, owner, "skipped", "Unmanaged", "no owner")
     plan = view.plan_for(workload)
-    facts = _plan_facts(view, workload, plan, tuple(containers))
+    facts = facts_for(view, workload, plan, tuple(containers))
 
     def stop(reason: str, message: str) -> PodDecision:
         return PodDecision(

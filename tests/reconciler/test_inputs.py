@@ -17,7 +17,7 @@ from app.admission import admit_pod
 from app.annotations import PAUSE_UNTIL
 from app.decide import decide_pod
 from app.decide.checks import CHECKS, Check
-from app.decide.context import _Context
+from app.decide.context import Context
 from app.inputs import INPUTS, OWNER_READS, PLAN_READS, Input, UndeclaredInput
 from app.owners import WorkloadRef
 from app.view import ClusterView
@@ -180,7 +180,7 @@ def test_every_input_is_read_by_a_stage() -> None:
     assert declared == set(INPUTS)
 
 
-def _reads_hpas_undeclared(ctx: _Context) -> None:
+def _reads_hpas_undeclared(ctx: Context) -> None:
     ctx.view.hpas_for(ctx.workload)
 
 
