@@ -107,7 +107,7 @@ class DecisionCaches(Generic[P]):
     _settings: dict[tuple[Any, ...], Any] = field(default_factory=dict)
     _parsed: OrderedDict[PodKey, Any] = field(default_factory=OrderedDict)
     _sightings: OrderedDict[Any, None] = field(default_factory=OrderedDict)
-    #: admission decisions answered from the memo, and those decided afresh
+    #: admission decisions answered from the memo, and those decided afresh (`count`)
     memo_hits: int = 0
     memo_misses: int = 0
 
@@ -175,6 +175,13 @@ class DecisionCaches(Generic[P]):
         while len(order) > MEMO_TOTAL:
             old_memo, old_key = order.popleft()
             old_memo.pop(old_key, None)
+
+    def count(self, *, hit: bool) -> None:
+        """An admission decision was answered from the memo (`hit`) or decided afresh."""
+        if hit:
+            self.memo_hits += 1
+        else:
+            self.memo_misses += 1
 
     def first_sighting(self, key: Any) -> bool:
         """Whether a template is seen for the first time since the bound last dropped

@@ -3,23 +3,22 @@
 Fed from a state directory (`app/statedir.py`) or from watches (webhook, reconciler).
 Policies are indexed by namespace (namespaced kinds) and by the namespaces a cluster
 policy's selector admits (computed once per namespace), so deciding for a pod never scans
-every policy. What decisions keep between pods (plans, the admission memo, input
-versions, parsed pods) is owned by `app.decision_cache.DecisionCaches`: the view tells it
-what changed.
+every policy. Planning a workload's policies is `app/plans.py`, over this view. What
+decisions keep between pods (plans, the admission memo, input versions, parsed pods) is
+owned by `app.decision_cache.DecisionCaches`: the view tells it what changed, and which
+input versions a change ended (`app.inputs.reach`).
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from app.annotations import ROLLBACK_STATE, recommendation_fingerprint
+from app.annotations import ROLLBACK_STATE
 from app.decision_cache import DecisionCaches
-from app.guardrails import GuardrailSettings, resolve_guardrails
 from app.inputs import (
     AUTOSCALERS,
     BOUNDS,
@@ -28,7 +27,6 @@ from app.inputs import (
     NODE_USAGE,
     NODES,
     OOM_EVIDENCE,
-    PLAN_READS,
     PODS,
     RECORD,
     SOURCES,
@@ -36,7 +34,6 @@ from app.inputs import (
     Reach,
     StampKey,
     UndeclaredInput,
-    admission_versions,
     reach,
     workload_stamp_keys,
 )
@@ -49,7 +46,6 @@ from app.models import (
     GlobalConfiguration,
     GlobalConfigurationSpec,
     KerfResource,
-    PolicyEvaluation,
     RightsizingRecommendation,
 )
 from app.namespace_bounds import (
@@ -60,23 +56,17 @@ from app.namespace_bounds import (
     pod_totals,
 )
 from app.owners import WorkloadRef, controller_ref, resolve_owner
+
+# WorkloadPlan: the reconciler imports it from here
+from app.plans import WorkloadPlan as WorkloadPlan
+from app.plans import plan_for
 from app.quantities import QuantityError, parse_resource
 from app.recommendations import RecommendationRow, is_recommendation_configmap
 from app.records import record_name, record_targets, stored
 from app.rollback import RollbackState, RollbackStateError, decode_state
-from app.scope import match_namespace, matches_any_pattern
-from app.selection import (
-    ArgsSelection,
-    Candidate,
-    Target,
-    extract_candidates,
-    priorities,
-    select,
-    select_args,
-)
+from app.scope import match_namespace
 from app.slim import project, reference, share_field_sets
-from app.sources import NO_NEWS, RecommendationSources, SourceKey, SourceState, WorkloadSources
-from app.sync import PROACTIVE_KINDS, SyncResult, policy_matches, sync_workload
+from app.sources import RecommendationSources, SourceKey, SourceState, WorkloadSources
 from app.workloads import (
     WORKLOAD_KINDS,
     Resources,
@@ -102,41 +92,6 @@ CORE_KINDS = frozenset(
         *BOUND_KINDS,
     }
 )
-
-
-@dataclass(frozen=True, slots=True)
-class WorkloadPlan:
-    """What the policy sync yields for one workload, ready for selection."""
-
-    sync: SyncResult
-    candidates: list[Candidate]
-    args: ArgsSelection | None
-    fingerprint: str = ""
-    warnings: list[str] = field(default_factory=list)
-    #: failed recommendation ConfigMaps that feed the workload, its skipped rows and the
-    #: containers Kubex holds (only while a proactive policy matches it: other workloads
-    #: take no values from them)
-    sources: WorkloadSources = NO_NEWS
-    #: selections by the tuple of container names (pods of a workload share them)
-    selections: dict[tuple[str, ...], dict[Target, Candidate]] = field(default_factory=dict)
-    #: what decisions derive from this plan alone (valid as long as the plan is)
-    memo: dict[Any, Any] = field(default_factory=dict)
-
-    def select_for(self, containers: tuple[str, ...]) -> dict[Target, Candidate]:
-        """The selection for these containers, computed once per workload and names (for
-        the first `MAX_NAME_SETS` sets of names: the names come from the pod, and a pod
-        sent to the webhook can name its containers anything)."""
-        found = self.selections.get(containers)
-        if found is None:
-            found = select(self.candidates, containers)
-            if len(self.selections) < MAX_NAME_SETS:
-                self.selections[containers] = found
-        return found
-
-
-#: container-name sets a plan keeps selections and facts for; pods of one workload share
-#: one or two (a skip-containers annotation makes another)
-MAX_NAME_SETS = 8
 
 
 def object_key(obj: Mapping[str, Any]) -> ObjectKey:
@@ -527,50 +482,6 @@ class ClusterView:
         obj = self._kerf.get(("GlobalConfiguration", "", "global-config"))
         return obj.spec if isinstance(obj, GlobalConfiguration) else DEFAULT_CONFIG
 
-    @property
-    def priorities(self) -> dict[str, int]:
-        """Policy-type priorities from PolicyEvaluation (defaults when absent)."""
-        if self.check_reads:
-            self._read(KERF)
-        found: dict[str, int] | None = self.caches.setting(("priorities",))
-        if found is None:
-            obj = self._kerf.get(("PolicyEvaluation", "", "policy-evaluation"))
-            found = priorities(obj if isinstance(obj, PolicyEvaluation) else None)
-            self.caches.keep_setting(("priorities",), found)
-        return found
-
-    def guardrails(self, policy: KerfResource | None) -> GuardrailSettings:
-        """A policy's guardrails with every layer merged (cached until kerf objects change)."""
-        if self.check_reads:
-            self._read(KERF)
-        key = (
-            (policy.kind, policy.metadata.namespace or "", policy.metadata.name) if policy else None
-        )
-        settings: GuardrailSettings | None = self.caches.setting(("guardrails", key))
-        if settings is None:
-            own = getattr(getattr(policy, "spec", None), "guardrails", None)
-            settings = resolve_guardrails(self.global_config.guardrail_defaults, own)
-            self.caches.keep_setting(("guardrails", key), settings)
-        return settings
-
-    def _known_namespace(self, namespace: str) -> bool:
-        """Whether the view holds this Namespace. Only such names key the per-namespace
-        caches: an admission request names any namespace it likes, and must not grow them."""
-        return ("Namespace", "", namespace) in self._objects
-
-    def protected_by_pattern(self, namespace: str) -> bool:
-        """Whether GlobalConfiguration.protectedNamespacePatterns names a namespace (kept
-        per known namespace until a kerf object changes)."""
-        if self.check_reads:
-            self._read(KERF)
-        found: bool | None = self.caches.setting(("protected", namespace))
-        if found is None:
-            patterns = self.global_config.protected_namespace_patterns
-            found = matches_any_pattern(patterns, namespace)
-            if self._known_namespace(namespace):
-                self.caches.keep_setting(("protected", namespace), found)
-        return found
-
     def strategy_for(self, policy: KerfResource) -> AutomationStrategy | None:
         """The strategy a policy refers to (cluster policies: a cluster strategy)."""
         if self.check_reads:
@@ -593,7 +504,7 @@ class ClusterView:
             cluster = [
                 p for p in self._cluster_policies.values() if _namespace_admits(p, namespace)
             ]
-            if self._known_namespace(namespace):
+            if self.known_namespace(namespace):
                 self._cluster_for_ns[namespace] = cluster
         return [*self._ns_policies.get(namespace, {}).values(), *cluster]
 
@@ -637,33 +548,9 @@ class ClusterView:
             self.caches.keep_parsed(key, parsed)
         return parsed
 
-    def admission_inputs(self, workload: Workload) -> tuple[object, ...]:
-        """Versions of what an admission decision for a workload's pod reads beyond its
-        plan (`app.inputs.admission_versions`). Equal versions mean equal inputs."""
-        return admission_versions(self, workload.ref)
-
     def stamp(self, key: StampKey) -> object:
         """The version of an input (`app.inputs`)."""
         return self.caches.stamp(key)
-
-    def recall(self, plan: WorkloadPlan, key: Any) -> Any:
-        """What `remember` kept for a plan under a key, or None."""
-        return self.caches.recall(plan, key)
-
-    def remember(self, workload: Workload, plan: WorkloadPlan, key: Any, value: Any) -> None:
-        """Keep an admission decision for a plan (`DecisionCaches.remember`: bounded,
-        dropped with the plan, nothing kept for a stand-in workload's plan)."""
-        self.caches.remember(workload.ref.key, plan, key, value)
-
-    @property
-    def memo_hits(self) -> int:
-        """Admission decisions answered from the memo."""
-        return self.caches.memo_hits
-
-    @property
-    def memo_misses(self) -> int:
-        """Admission decisions made afresh (memo looked up, nothing valid found)."""
-        return self.caches.memo_misses
 
     def pods_of(self, ref: WorkloadRef) -> list[Mapping[str, Any]]:
         """The known pods of a workload."""
@@ -792,53 +679,22 @@ class ClusterView:
             return None
 
     def plan_for(self, workload: Workload) -> WorkloadPlan:
-        """The policy sync result and candidates of a workload (cached until inputs change)."""
-        if not self.check_reads:
-            return self._plan_for(workload)
-        reading, self.reading = self.reading, ("plan", PLAN_READS)
-        try:
-            return self._plan_for(workload)
-        finally:
-            self.reading = reading
+        """The workload's plan (`app.plans.plan_for`; kept here for the reconciler's
+        callers until they call it there)."""
+        return plan_for(self, workload)
 
-    def _plan_for(self, workload: Workload) -> WorkloadPlan:
-        key = workload.ref.key
-        cached = self.caches.plan(key)
-        if cached is not None and self._workloads.get(key, workload) is workload:
-            self.caches.use_plan(key, cached)
-            return cached
-        sync = sync_workload(
-            workload,
-            self.policies_for_namespace(workload.namespace),
-            self.rows_for(workload.ref),
-            self.rollback_state(workload),
-            multi_policy=self.global_config.multi_policy_container_rightsizing_enabled,
-        )
-        candidates, warnings = extract_candidates(sync.annotations, sync.sources, self.priorities)
-        args, args_warnings = select_args(sync.annotations, sync.sources)
-        plan = WorkloadPlan(
-            sync,
-            candidates,
-            args,
-            recommendation_fingerprint(sync.annotations),
-            [*warnings, *args_warnings],
-            self._sources_about(workload),
-        )
-        if key in self._workloads:
-            self.caches.keep_plan(key, plan)
-        return plan
-
-    def _sources_about(self, workload: Workload) -> WorkloadSources:
-        """What the recommendation ConfigMaps say about a workload that a proactive policy
-        matches (the others take no values from them)."""
+    def recommendation_news(self, ref: WorkloadRef) -> WorkloadSources:
+        """What the recommendation ConfigMaps say about a workload beyond its rows: those
+        that failed, its skipped rows, the containers Kubex holds."""
+        if self.check_reads:
+            self._read(SOURCES)
         respect = self.global_config.respect_kubex_automation
-        news = self._sources.about(workload.ref.key, respect_kubex=respect)
-        if news is NO_NEWS:
-            return news
-        for policy in self.policies_for_namespace(workload.namespace):
-            if policy.kind in PROACTIVE_KINDS and policy_matches(policy, workload):
-                return news
-        return NO_NEWS
+        return self._sources.about(ref.key, respect_kubex=respect)
+
+    def known_namespace(self, namespace: str) -> bool:
+        """Whether the view holds this Namespace. Only such names key the per-namespace
+        caches: an admission request names any namespace it likes, and must not grow them."""
+        return ("Namespace", "", namespace) in self._objects
 
 
 def _namespace_admits(policy: KerfResource, namespace: str) -> bool:

@@ -39,7 +39,8 @@ from app.decide.results import (
     format_resources,
 )
 from app.horizon import Horizon
-from app.view import ClusterView, WorkloadPlan
+from app.plans import WorkloadPlan, plan_for
+from app.view import ClusterView
 from app.workloads import Workload
 
 __all__ = [
@@ -121,7 +122,7 @@ def _decide_pod(
             "the pod has no controller owner",
             final=current,
         )
-    plan = view.plan_for(workload)
+    plan = plan_for(view, workload)
     if not plan.candidates:
         outcome, reason, message = _why_no_values(plan)
         return PodDecision(

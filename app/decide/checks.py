@@ -44,6 +44,7 @@ from app.inputs import (
     WORKLOAD,
     Input,
 )
+from app.plans import guardrails
 from app.view import ClusterView
 from app.windows import freeze_verdict, maintenance_verdict, next_change
 from app.workloads import Workload
@@ -254,7 +255,7 @@ def _check_single_replica(ctx: Context) -> None:
 def _fallback_single_replica(case: FallbackCase) -> tuple[str, str] | None:
     view = case.view
     if case.workload.replicas == 1 and not all(
-        view.guardrails(p).allow_single_replica_disruption for p in case.facts.policies
+        guardrails(view, p).allow_single_replica_disruption for p in case.facts.policies
     ):
         return (
             "SingleReplicaUnsafe",

@@ -20,8 +20,9 @@ from app.decide.results import AuditProposal, Filtered
 from app.guardrails import GuardrailSettings
 from app.horizon import Horizon
 from app.models import AutomationStrategySpec, KerfResource
+from app.plans import WorkloadPlan, guardrails
 from app.selection import Target
-from app.view import ClusterView, WorkloadPlan
+from app.view import ClusterView
 from app.workloads import Resources, Workload
 
 Path = Literal["admission", "running"]
@@ -136,7 +137,7 @@ class Context:
         self._final: tuple[list[Action], int, dict[str, Resources]] | None = None
 
     def settings(self, policy: KerfResource | None) -> GuardrailSettings:
-        return self.view.guardrails(policy)
+        return guardrails(self.view, policy)
 
     def final(self) -> dict[str, Resources]:
         """Every container's resources with the standing actions set (`final_resources`),

@@ -17,11 +17,12 @@ from app.models import (
     RightsizingRecommendation,
     Window,
 )
+from app.plans import WorkloadPlan, guardrails
 from app.quantities import QuantityError, parse_resource
 from app.recommendations import RecommendationRow
 from app.selection import Candidate, Target
 from app.sync import PROACTIVE_KINDS, ROLLBACK_KINDS
-from app.view import ClusterView, WorkloadPlan
+from app.view import ClusterView
 from app.workloads import Workload
 
 #: The resources whose requests and limits make a pod's QoS class (Guaranteed when equal).
@@ -224,7 +225,7 @@ def _prepare(
 ) -> Prepared:
     """Resolve what one selected target needs from its policy and its row: strategy,
     switches, guardrail settings, audit mode, the row's facts for the quality checks."""
-    settings = view.guardrails(candidate.policy)
+    settings = guardrails(view, candidate.policy)
     if candidate.kind in ROLLBACK_KINDS:
         return Prepared(target, candidate, True, None, None, settings)
     spec = getattr(candidate.policy, "spec", None)

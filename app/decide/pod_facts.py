@@ -12,6 +12,7 @@ from typing import Any
 from app.annotations import PAUSE_REASON, PAUSE_UNTIL, SKIP_CONTAINERS
 from app.horizon import Horizon
 from app.owners import WorkloadRef
+from app.plans import protected_by_pattern
 from app.view import ClusterView
 from app.workloads import JAVA_OPTION_VARS, Resources, Workload, oom_terminations, parse_time
 
@@ -222,4 +223,4 @@ def _pause(source: str, annotations: Mapping[str, str] | None) -> Pause:
 
 def is_protected(namespace: str, view: ClusterView) -> bool:
     """kerf's own namespace and GlobalConfiguration.protectedNamespacePatterns."""
-    return namespace == view.own_namespace or view.protected_by_pattern(namespace)
+    return namespace == view.own_namespace or protected_by_pattern(view, namespace)

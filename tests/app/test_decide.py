@@ -10,6 +10,7 @@ import pytest
 
 from app.annotations import PAUSE_UNTIL, ROLLBACK_STATE
 from app.horizon import Horizon
+from app.plans import plan_for
 from app.rollback import RollbackState, encode_state
 from tests.app import builders as b
 
@@ -740,7 +741,7 @@ def test_restore_keys_win_at_priority_130_over_heavier_policies() -> None:
     )
     cands = [
         c
-        for c in v.plan_for(v.workload(b.view(*restoring_objects()).owner_of(p))).candidates
+        for c in plan_for(v, v.workload(b.view(*restoring_objects()).owner_of(p))).candidates
         if c.field == "requests" and c.resource == "cpu"
     ]
     assert {c.kind: c.priority for c in cands}["RollbackPolicy"] == 130
