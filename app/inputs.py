@@ -172,9 +172,6 @@ class Reach:
             self.stamps | other.stamps,
         )
 
-    def __bool__(self) -> bool:
-        return bool(self.every or self.namespaces or self.workloads)
-
 
 NO_REACH = Reach()
 
