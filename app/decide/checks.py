@@ -25,7 +25,13 @@ from app.decide.context import Action, Context, FallbackCase, Path, Stop, block_
 from app.decide.method import choose_method, fallback_method, resize_restarts
 from app.decide.plan_facts import strategy_facts_of
 from app.decide.pod_facts import is_protected, paused_by
-from app.decide.quality import check_recommendation_quality
+from app.decide.quality import (
+    check_hpa,
+    check_learning_period,
+    check_low_confidence,
+    check_stale,
+    check_vpa,
+)
 from app.decide.value_rules import check_value_rules, validate_plan
 from app.durations import format_duration
 from app.guardrails import COOLDOWN, JVM_FIXED_HEAP, NO_SIGNIFICANT_CHANGE, OOM_KILLED, THROTTLED
@@ -282,11 +288,11 @@ CHECKS: tuple[Check, ...] = (
         fallback=_fallback_paused,
     ),
     Check(("ProtectedNamespace",), _check_protected, (KERF,), gate=_protected),
-    Check(
-        ("StaleRecommendation", "HPACoupled", "VPACoupled", "LearningPeriod", "LowConfidence"),
-        check_recommendation_quality,
-        (SOURCES, AUTOSCALERS, KERF),
-    ),
+    Check(("StaleRecommendation",), check_stale, (SOURCES,)),
+    Check(("HPACoupled",), check_hpa, (AUTOSCALERS, KERF)),
+    Check(("VPACoupled",), check_vpa, (AUTOSCALERS, KERF)),
+    Check(("LearningPeriod",), check_learning_period, (SOURCES, KERF)),
+    Check(("LowConfidence",), check_low_confidence, (SOURCES, KERF)),
     Check(("FreezeWindow",), _check_freeze, (KERF,), RUNNING),
     # A decrease within a rollback's cooldown is refused here too, as Cooldown.
     Check(

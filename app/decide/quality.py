@@ -1,5 +1,6 @@
 """The quality of proactive values and the autoscalers that own values: StaleRecommendation,
-HPACoupled, VPACoupled, LearningPeriod and LowConfidence, checked in that order (SPEC §6)."""
+HPACoupled, VPACoupled, LearningPeriod and LowConfidence, one check each (their order is
+`CHECKS`'s, SPEC §6)."""
 
 from __future__ import annotations
 
@@ -17,8 +18,8 @@ def _proactive(ctx: Context) -> list[Action]:
     return [a for a in ctx.regular() if a.item.proactive]
 
 
-def check_recommendation_quality(ctx: Context) -> None:
-    """StaleRecommendation, HPACoupled, VPACoupled, LearningPeriod, LowConfidence."""
+def check_stale(ctx: Context) -> None:
+    """StaleRecommendation: a row's analysis is older than its policy's maxAnalysisAgeDays."""
     for action in _proactive(ctx):
         item = action.item
         row = item.row
@@ -33,6 +34,11 @@ def check_recommendation_quality(ctx: Context) -> None:
                 f"container {row.container}: analysis of {row.analyzed_at.isoformat()} is older than {max_age} days",
             )
             return
+
+
+def check_hpa(ctx: Context) -> None:
+    """HPACoupled: the resources an HPA scales on by utilization are dropped, and the
+    change is blocked when nothing is left."""
     coupled = hpa_coupled_resources(ctx.view.hpas_for(ctx.workload))
     if coupled and ctx.check_on("enable_hpa_filter"):
         kept = [a for a in ctx.actions if a.item.restore or a.target.resource not in coupled]
@@ -44,9 +50,11 @@ def check_recommendation_quality(ctx: Context) -> None:
                 "HPACoupled",
                 f"an HPA scales on {', '.join(sorted(coupled))} utilization",
             )
-    _check_vpa(ctx)
-    proactive = _proactive(ctx)
-    for action in proactive:
+
+
+def check_learning_period(ctx: Context) -> None:
+    """LearningPeriod: a row covers less time than its policy's learning period."""
+    for action in _proactive(ctx):
         settings = action.item.settings
         row = action.item.row
         if row is None or row.coverage_hours is None:
@@ -61,6 +69,11 @@ def check_recommendation_quality(ctx: Context) -> None:
                 f"container {row.container}: {row.coverage_hours:g}h of data, {format_duration(settings.learning_period)} needed",
             )
             return
+
+
+def check_low_confidence(ctx: Context) -> None:
+    """LowConfidence: the lowest confidence of the rows is below the policies' minimum."""
+    proactive = _proactive(ctx)
     score = ctx.facts.lowest_confidence
     if proactive and score is not None:
         threshold = max(a.item.settings.min_confidence for a in proactive)
@@ -72,7 +85,7 @@ def _key(action: Action) -> tuple[str, str, str]:
     return (action.target.container, action.target.field, action.target.resource)
 
 
-def _check_vpa(ctx: Context) -> None:
+def check_vpa(ctx: Context) -> None:
     """VPACoupled: the values a VerticalPodAutoscaler of the workload holds are dropped,
     and the change is blocked when nothing is left (two controllers setting the same
     requests undo each other). `enableVpaFilter` is off only when every strategy behind
