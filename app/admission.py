@@ -190,7 +190,7 @@ def _memoised(view: ClusterView, pod: Mapping[str, Any], now: datetime) -> Admis
         return _admit(view, pod, Horizon(now))
     caches = view.caches
     plan: WorkloadPlan = plan_for(view, workload)
-    inputs = admission_versions(view, workload.ref)
+    inputs = admission_versions(caches, workload.ref)
     found = caches.recall(plan, key)
     if isinstance(found, _Memo) and found.holds(inputs, now):
         caches.count(hit=True)

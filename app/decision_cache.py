@@ -202,6 +202,11 @@ class DecisionCaches(Generic[P]):
         compare by identity: one kept by a memo is never made again."""
         return self._stamps.get(key, NEVER)
 
+    def stamps(self, keys: tuple[StampKey, ...]) -> tuple[object, ...]:
+        """The versions of several inputs, in order."""
+        get = self._stamps.get
+        return tuple([get(key, NEVER) for key in keys])
+
     def touch(self, key: StampKey) -> None:
         """An input outside the plans changed: give it a new version."""
         self._stamps[key] = object()

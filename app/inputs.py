@@ -209,17 +209,26 @@ def reach(
     new: Obj | None,
     *,
     of: Obj | None,
+    before: bool = False,
 ) -> Reach:
     """What a change of one object may touch, from the watched inputs of its kind: `old`
     and `new` are the object before and after (None when absent) and tell whether the
     change matters; the workloads are found from `of`, one of them, against the view as
-    it is (the view asks before the change for the old object, after it for the new)."""
+    it is. The view asks after the change for the new object, and (`before`) before it
+    for the old one: then only the inputs whose workloads depend on the object."""
     found = NO_REACH
     for declared in _WATCHED_BY_KIND.get(kind, ()):
+        if before and declared.which not in _OF_THE_OBJECT:
+            continue
         if declared.matters is not None and not declared.matters(old, new):
             continue
         found = found | _reach_of(declared, lookup, kind, namespace, name, of)
     return found
+
+
+#: the inputs whose workloads a change reaches depend on the object's own content (or on
+#: whether the view reads it at all), not on its key alone
+_OF_THE_OBJECT = frozenset({Which.TARGETING, Which.PODS, Which.SOURCES})
 
 
 def _reach_of(
@@ -260,21 +269,23 @@ def _stamps(declared: Input, scope: Any) -> frozenset[StampKey]:
     return frozenset({(declared.name, scope)}) if _versioned(declared) else frozenset()
 
 
-def _stamp_key(declared: Input, workload: WorkloadRef) -> StampKey:
-    """The key of an input's version for a workload."""
-    which = declared.which
+def _scope(which: Which) -> str:
+    """What an input's version is kept per: the cluster, the namespace or the workload."""
     if which is Which.EVERY:
-        return (declared.name, ())
+        return "cluster"
     if which in (Which.NAMESPACE, Which.NAMESPACED):
-        return (declared.name, workload.namespace)
-    return (declared.name, workload.key)  # TARGETING, PODS
+        return "namespace"
+    return "workload"  # TARGETING, PODS
 
 
 def _stamp_keys(path: Path) -> Callable[[WorkloadRef], tuple[StampKey, ...]]:
-    declared = [i for i in INPUTS if path in i.paths and _versioned(i)]
+    """The keys of the versions a path reads for a workload (built on the admission path
+    for every pod: one comprehension over the declared inputs)."""
+    declared = [(i.name, _scope(i.which)) for i in INPUTS if path in i.paths and _versioned(i)]
 
     def keys(workload: WorkloadRef) -> tuple[StampKey, ...]:
-        return tuple(_stamp_key(i, workload) for i in declared)
+        scopes = {"cluster": (), "namespace": workload.namespace, "workload": workload.key}
+        return tuple([(name, scopes[scope]) for name, scope in declared])
 
     return keys
 
@@ -291,7 +302,7 @@ def workload_stamp_keys(workload: WorkloadKey) -> list[StampKey]:
 class Versions(Protocol):
     """What the derived versions read of the view."""
 
-    def stamp(self, key: StampKey) -> object: ...
+    def stamps(self, keys: tuple[StampKey, ...]) -> tuple[object, ...]: ...
 
 
 class RunningView(Versions, Protocol):
@@ -306,11 +317,11 @@ _ADMISSION_KEYS = _stamp_keys("admission")
 _RUNNING_KEYS = _stamp_keys("running")
 
 
-def admission_versions(view: Versions, workload: WorkloadRef) -> tuple[object, ...]:
+def admission_versions(versions: Versions, workload: WorkloadRef) -> tuple[object, ...]:
     """The versions of what an admission decision for a workload's pod reads beyond its
-    plan and the pod (a memoised answer lives in its plan, keyed by the pod template).
-    Equal (identical) versions mean equal inputs."""
-    return tuple(view.stamp(k) for k in _ADMISSION_KEYS(workload))
+    plan and the pod (a memoised answer lives in its plan, keyed by the pod template),
+    from the view's decision caches. Equal (identical) versions mean equal inputs."""
+    return versions.stamps(_ADMISSION_KEYS(workload))
 
 
 def running_inputs(view: RunningView, workload: WorkloadRef, plan: object) -> tuple[object, ...]:
@@ -320,7 +331,7 @@ def running_inputs(view: RunningView, workload: WorkloadRef, plan: object) -> tu
     decides the same."""
     obj = view.get(*workload.key)
     pods: Iterable[Obj] = view.pods_of(workload) if "running" in PODS.paths else ()
-    return (obj, plan, *(view.stamp(k) for k in _RUNNING_KEYS(workload)), *pods)
+    return (obj, plan, *view.stamps(_RUNNING_KEYS(workload)), *pods)
 
 
 def same_inputs(before: tuple[object, ...], now: tuple[object, ...]) -> bool:

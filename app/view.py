@@ -24,6 +24,7 @@ from app.inputs import (
     BOUNDS,
     KERF,
     NAMESPACE,
+    NO_REACH,
     NODE_USAGE,
     NODES,
     OOM_EVIDENCE,
@@ -219,7 +220,7 @@ class ClusterView:
             key = object_key(obj)
         with self.lock:
             old = self._stored(*key)
-            before = reach(self, *key, old, obj, of=old)
+            before = NO_REACH if old is None else reach(self, *key, old, obj, of=old, before=True)
             self._apply(obj)
             new = self._stored(*key)
             return self._ended(before | reach(self, *key, old, new, of=new))
@@ -231,9 +232,9 @@ class ClusterView:
             old = self._stored(kind, namespace, name)
             if old is None:
                 return reach(self, kind, namespace, name, None, None, of=None)
-            before = reach(self, kind, namespace, name, old, None, of=old)
+            before = reach(self, kind, namespace, name, old, None, of=old, before=True)
             self._delete(kind, namespace, name)
-            return self._ended(before)
+            return self._ended(before | reach(self, kind, namespace, name, old, None, of=None))
 
     def _stored(self, kind: str, namespace: str, name: str) -> Any:
         """The object the view keeps under a key (a recommendation ConfigMap: its key
@@ -437,7 +438,7 @@ class ClusterView:
         hash label)."""
         for pod_key in self._pods_by_controller.get(controller, ()):
             pod = self._pods[pod_key]
-            before = reach(self, "Pod", *pod_key, pod, pod, of=pod)
+            before = reach(self, "Pod", *pod_key, pod, pod, of=pod, before=True)
             self._unindex_owner(pod_key)
             self._index_owner(pod_key, pod)
             self._ended(before | reach(self, "Pod", *pod_key, pod, pod, of=pod))
@@ -548,9 +549,9 @@ class ClusterView:
             self.caches.keep_parsed(key, parsed)
         return parsed
 
-    def stamp(self, key: StampKey) -> object:
-        """The version of an input (`app.inputs`)."""
-        return self.caches.stamp(key)
+    def stamps(self, keys: tuple[StampKey, ...]) -> tuple[object, ...]:
+        """The versions of some inputs (`app.inputs`)."""
+        return self.caches.stamps(keys)
 
     def pods_of(self, ref: WorkloadRef) -> list[Mapping[str, Any]]:
         """The known pods of a workload."""
