@@ -30,9 +30,11 @@ from app.decide import (
     workload_for,
 )
 from app.horizon import Horizon
+from app.inputs import admission_versions
 from app.owners import WorkloadRef
+from app.plans import WorkloadPlan, plan_for
 from app.slim import kept_annotation
-from app.view import ClusterView, WorkloadPlan
+from app.view import ClusterView
 from app.workloads import Workload, target_containers
 
 
@@ -128,16 +130,16 @@ def admit_pod(
 @dataclass(slots=True)
 class _Memo:
     """A remembered decision and what it is valid for: the same pod template (its key),
-    the same plan (where it is kept), the same `ClusterView.admission_inputs` and a time
+    the same plan (where it is kept), the same `app.inputs.admission_versions` and a time
     inside the span over which its comparisons with the clock keep their answers. Never
     changed once built (not frozen, for the same reason as `AdmissionResult`)."""
 
     result: AdmissionResult
-    inputs: tuple[int, int, tuple[int, int] | None]
+    inputs: tuple[object, ...]
     start: datetime | None
     end: datetime | None
 
-    def holds(self, inputs: tuple[int, int, tuple[int, int] | None], now: datetime) -> bool:
+    def holds(self, inputs: tuple[object, ...], now: datetime) -> bool:
         return (
             self.inputs == inputs
             and (self.start is None or now >= self.start)
@@ -186,19 +188,26 @@ def _memoised(view: ClusterView, pod: Mapping[str, Any], now: datetime) -> Admis
     key = _template_key(pod) if workload is not None else None
     if workload is None or key is None:
         return _admit(view, pod, Horizon(now))
-    plan: WorkloadPlan = view.plan_for(workload)
-    inputs = view.admission_inputs(workload)
-    found = view.recall(plan, key)
+    caches = view.caches
+    plan: WorkloadPlan = plan_for(view, workload)
+    inputs = admission_versions(caches, workload.ref)
+    found = caches.recall(plan, key)
     if isinstance(found, _Memo) and found.holds(inputs, now):
-        view.caches.memo_hits += 1
+        caches.count(hit=True)
         return found.result
-    view.caches.memo_misses += 1
+    caches.count(hit=False)
     clock = Horizon(now)
-    if found is None and view.caches.first_sighting(key):
+    if found is None and caches.first_sighting(key):
         return _admit(view, pod, clock, workload=workload)
     result = _admit(view, pod, clock, template=key, workload=workload)
-    view.remember(workload, plan, key, _Memo(result, inputs, clock.start, clock.end))
+    # Kept only while the plan is the workload's (`DecisionCaches.remember`).
+    caches.remember(workload.ref.key, plan, key, _Memo(result, inputs, clock.start, clock.end))
     return result
+
+
+def memo_counts(view: ClusterView) -> tuple[int, int]:
+    """(admission decisions answered from the memo, decided afresh) over the view."""
+    return view.caches.memo_hits, view.caches.memo_misses
 
 
 def _admit(

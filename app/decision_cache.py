@@ -10,9 +10,7 @@ what each cache keys on and what drops each entry.
 
 from __future__ import annotations
 
-import itertools
 from collections import OrderedDict, deque
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -39,8 +37,10 @@ MAX_SIGHTINGS = MEMO_TOTAL
 #: the plan memo's key of its admission decisions
 ADMISSIONS = "admissions"
 
-#: ("ns", namespace) or ("oom", workload key)
+#: (input name, its scope): `app.inputs`
 StampKey = tuple[str, Any]
+#: the version of an input never touched (or forgotten)
+NEVER = object()
 WorkloadKey = tuple[str, str, str]
 PodKey = tuple[str, str]
 
@@ -82,11 +82,12 @@ class DecisionCaches(Generic[P]):
       CronJob's run, more templates cycling than the memo keeps) builds no answer that
       is dropped before any reuse. Dropped when the template is seen again, or oldest
       first past the bound.
-    - **input stamps**: by ("ns", namespace) and ("oom", workload key), the version of
-      an admission input no plan covers: the Namespace and its HPAs, the OOM evidence
-      among a workload's pods. `touch` gives a new version from one counter, so a key
-      dropped (`forget_stamp`: the workload has no pod left) and set again never
-      repeats an earlier version. An absent stamp reads 0.
+    - **input stamps**: by (input name, scope), the version of an input no plan covers
+      (`app.inputs` derives the keys from the declared inputs: the Namespace, its
+      LimitRanges and quotas, a workload's autoscalers, the OOM evidence among its pods,
+      the nodes' allocatable). `touch` gives a new object, so a key dropped
+      (`forget_stamp`: the workload or its last pod went) and set again never repeats
+      an earlier version. An absent stamp reads `NEVER`.
     - **kerf settings**: by ("priorities",), ("guardrails", policy key or None) and
       ("protected", namespace), what the kerf objects alone decide: the policy-type
       priorities, a policy's merged guardrails, whether a protected namespace pattern
@@ -102,12 +103,11 @@ class DecisionCaches(Generic[P]):
     _cached: OrderedDict[WorkloadKey, P] = field(default_factory=OrderedDict)
     #: (plan memo, key) of every remembered admission decision, oldest first
     _memo_order: deque[tuple[dict[Any, Any], Any]] = field(default_factory=deque)
-    _stamps: dict[StampKey, int] = field(default_factory=dict)
-    _counter: Iterator[int] = field(default_factory=lambda: itertools.count(1))
+    _stamps: dict[StampKey, object] = field(default_factory=dict)
     _settings: dict[tuple[Any, ...], Any] = field(default_factory=dict)
     _parsed: OrderedDict[PodKey, Any] = field(default_factory=OrderedDict)
     _sightings: OrderedDict[Any, None] = field(default_factory=OrderedDict)
-    #: admission decisions answered from the memo, and those decided afresh
+    #: admission decisions answered from the memo, and those decided afresh (`count`)
     memo_hits: int = 0
     memo_misses: int = 0
 
@@ -176,6 +176,13 @@ class DecisionCaches(Generic[P]):
             old_memo, old_key = order.popleft()
             old_memo.pop(old_key, None)
 
+    def count(self, *, hit: bool) -> None:
+        """An admission decision was answered from the memo (`hit`) or decided afresh."""
+        if hit:
+            self.memo_hits += 1
+        else:
+            self.memo_misses += 1
+
     def first_sighting(self, key: Any) -> bool:
         """Whether a template is seen for the first time since the bound last dropped
         it: True records it, False forgets it (its answer is memoised from now on)."""
@@ -190,13 +197,19 @@ class DecisionCaches(Generic[P]):
 
     # ------------------------------------------------------------------ input stamps
 
-    def stamp(self, key: StampKey) -> int:
-        """The version of an input (0 while never touched or forgotten)."""
-        return self._stamps.get(key, 0)
+    def stamp(self, key: StampKey) -> object:
+        """The version of an input (`NEVER` while never touched or forgotten). Versions
+        compare by identity: one kept by a memo is never made again."""
+        return self._stamps.get(key, NEVER)
+
+    def stamps(self, keys: tuple[StampKey, ...]) -> tuple[object, ...]:
+        """The versions of several inputs, in order."""
+        get = self._stamps.get
+        return tuple([get(key, NEVER) for key in keys])
 
     def touch(self, key: StampKey) -> None:
         """An input outside the plans changed: give it a new version."""
-        self._stamps[key] = next(self._counter)
+        self._stamps[key] = object()
 
     def forget_stamp(self, key: StampKey) -> None:
         """Drop an input's version (its absence then says what 0 says)."""

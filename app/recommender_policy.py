@@ -12,6 +12,7 @@ from dataclasses import replace
 
 from app.durations import parse_duration
 from app.models import KerfResource, ProactivePolicy, RecommenderSettings
+from app.plans import policy_priorities
 from app.recommender_rules import RuleSettings
 from app.sync import policy_matches, policy_rank
 from app.view import ClusterView
@@ -29,7 +30,7 @@ def settings_policy(view: ClusterView, workload: Workload) -> ProactivePolicy | 
     ]
     if not candidates:
         return None
-    priority = view.priorities
+    priority = policy_priorities(view)
 
     def rank(policy: KerfResource) -> tuple[object, ...]:
         return (-priority.get(policy.kind, 0), *policy_rank(policy))

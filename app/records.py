@@ -26,9 +26,9 @@ from app.workloads import WORKLOAD_KINDS
 #: How many parsed statuses are kept: a pass reads its record's status between API calls,
 #: and the reconciler's workers (8 at most in practice) interleave their passes there.
 RECENT = 16
-#: id(record) -> (the record, its parsed status), oldest first; the record is held so its
-#: id is not reused while its entry lives
-_recent: dict[int, tuple[StoredRecommendation, RecommendationStatus | None]] = {}
+#: (namespace, name) -> (the record, its parsed status), oldest first; an entry serves only
+#: that very record (a new version of it parses its own)
+_recent: dict[tuple[str, str], tuple[StoredRecommendation, RecommendationStatus | None]] = {}
 _recent_lock = threading.Lock()  # the webhook decides on several threads
 
 
@@ -100,7 +100,7 @@ def stored(record: RightsizingRecommendation) -> StoredRecommendation:
 
 def _status_of(record: StoredRecommendation) -> RecommendationStatus | None:
     """The record's status: parsed again unless among the `RECENT` last parsed."""
-    key = id(record)
+    key = (record.metadata.namespace or "", record.metadata.name)
     with _recent_lock:
         found = _recent.get(key)
     if found is not None and found[0] is record:

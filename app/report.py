@@ -31,6 +31,7 @@ from typing import Any
 from app.decide import PodDecision, decide_pod
 from app.explain import path_for
 from app.owners import WorkloadRef
+from app.plans import guardrails
 from app.quantities import parse_resource
 from app.view import TERMINAL_PHASES, ClusterView
 from app.workloads import Workload, oom_terminations
@@ -257,7 +258,7 @@ def upsize_reason(
     if resource == "cpu":
         row = view.rows_for(ref).get(container)
         ratio = row.cpu_throttling_ratio if row is not None else None
-        if ratio is not None and ratio >= view.guardrails(policy).throttling_ratio:
+        if ratio is not None and ratio >= guardrails(view, policy).throttling_ratio:
             return THROTTLED
     elif any(name == container for name, _ in oom_terminations(pod)):
         return OOM_KILLED

@@ -34,6 +34,7 @@ from app.annotations import parse_key, recommendation_fingerprint
 from app.apitime import rfc3339, rfc3339_as_kept
 from app.durations import parse_duration
 from app.models import Condition, LastApplied, LastRollback, RollbackPolicy
+from app.plans import guardrails, plan_for
 from app.rollback import (
     RESTORING_MODES,
     AnyRollbackPolicy,
@@ -679,7 +680,7 @@ def monitor_inputs(view: ClusterView, workload: Workload) -> MonitorInputs:
     rollback policy, the monitored fingerprint of its current recommendation, its pods,
     replicas and template values, the strictest health thresholds of the policies that
     contributed, and what the reconciler last applied (its RightsizingRecommendation)."""
-    plan = view.plan_for(workload)
+    plan = plan_for(view, workload)
     record = view.recommendation_for(workload.ref)
     contributing = {
         (p.kind, p.metadata.namespace, p.metadata.name): p
@@ -692,7 +693,7 @@ def monitor_inputs(view: ClusterView, workload: Workload) -> MonitorInputs:
         pods=view.pods_of(workload.ref),
         replicas=workload.replicas,
         manifest=dict(workload.containers),
-        thresholds=thresholds_for(view.guardrails(p) for p in contributing.values()),
+        thresholds=thresholds_for(guardrails(view, p) for p in contributing.values()),
         applied=applied_from_status(
             record.status.last_applied if record and record.status else None
         ),

@@ -148,6 +148,10 @@ class RecommendationSources:
         self._reindex()
         return True
 
+    def knows(self, namespace: str, name: str) -> bool:
+        """Whether a ConfigMap is one of the sources."""
+        return (namespace, name) in self._states
+
     def states(self) -> Iterable[SourceState]:
         """The state of every ConfigMap."""
         return self._states.values()

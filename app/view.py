@@ -3,23 +3,41 @@
 Fed from a state directory (`app/statedir.py`) or from watches (webhook, reconciler).
 Policies are indexed by namespace (namespaced kinds) and by the namespaces a cluster
 policy's selector admits (computed once per namespace), so deciding for a pod never scans
-every policy. What decisions keep between pods (plans, the admission memo, input
-versions, parsed pods) is owned by `app.decision_cache.DecisionCaches`: the view tells it
-what changed.
+every policy. Planning a workload's policies is `app/plans.py`, over this view. What
+decisions keep between pods (plans, the admission memo, input versions, parsed pods) is
+owned by `app.decision_cache.DecisionCaches`: the view tells it what changed, and which
+input versions a change ended (`app.inputs.reach`).
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from app.annotations import ROLLBACK_STATE, recommendation_fingerprint
+from app.annotations import ROLLBACK_STATE
 from app.decision_cache import DecisionCaches
-from app.guardrails import GuardrailSettings, resolve_guardrails
+from app.inputs import (
+    AUTOSCALERS,
+    BOUNDS,
+    KERF,
+    NAMESPACE,
+    NO_REACH,
+    NODE_USAGE,
+    NODES,
+    OOM_EVIDENCE,
+    PODS,
+    RECORD,
+    SOURCES,
+    Input,
+    Reach,
+    StampKey,
+    UndeclaredInput,
+    reach,
+    workload_stamp_keys,
+)
 from app.kube_types import ContainerDict
 from app.kubex_rows import DEFAULT_CONFIGMAP as KUBEX_CONFIGMAP
 from app.models import (
@@ -29,7 +47,6 @@ from app.models import (
     GlobalConfiguration,
     GlobalConfigurationSpec,
     KerfResource,
-    PolicyEvaluation,
     RightsizingRecommendation,
 )
 from app.namespace_bounds import (
@@ -40,28 +57,21 @@ from app.namespace_bounds import (
     pod_totals,
 )
 from app.owners import WorkloadRef, controller_ref, resolve_owner
+
+# WorkloadPlan: the reconciler imports it from here
+from app.plans import WorkloadPlan as WorkloadPlan
+from app.plans import plan_for
 from app.quantities import QuantityError, parse_resource
 from app.recommendations import RecommendationRow, is_recommendation_configmap
 from app.records import record_name, record_targets, stored
 from app.rollback import RollbackState, RollbackStateError, decode_state
-from app.scope import match_namespace, matches_any_pattern
-from app.selection import (
-    ArgsSelection,
-    Candidate,
-    Target,
-    extract_candidates,
-    priorities,
-    select,
-    select_args,
-)
+from app.scope import match_namespace
 from app.slim import project, reference, share_field_sets
-from app.sources import NO_NEWS, RecommendationSources, SourceKey, SourceState, WorkloadSources
-from app.sync import PROACTIVE_KINDS, SyncResult, policy_matches, sync_workload
+from app.sources import RecommendationSources, SourceKey, SourceState, WorkloadSources
 from app.workloads import (
     WORKLOAD_KINDS,
     Resources,
     Workload,
-    oom_terminations,
     resources_by_container,
     target_containers,
 )
@@ -83,41 +93,6 @@ CORE_KINDS = frozenset(
         *BOUND_KINDS,
     }
 )
-
-
-@dataclass(frozen=True, slots=True)
-class WorkloadPlan:
-    """What the policy sync yields for one workload, ready for selection."""
-
-    sync: SyncResult
-    candidates: list[Candidate]
-    args: ArgsSelection | None
-    fingerprint: str = ""
-    warnings: list[str] = field(default_factory=list)
-    #: failed recommendation ConfigMaps that feed the workload, its skipped rows and the
-    #: containers Kubex holds (only while a proactive policy matches it: other workloads
-    #: take no values from them)
-    sources: WorkloadSources = NO_NEWS
-    #: selections by the tuple of container names (pods of a workload share them)
-    selections: dict[tuple[str, ...], dict[Target, Candidate]] = field(default_factory=dict)
-    #: what decisions derive from this plan alone (valid as long as the plan is)
-    memo: dict[Any, Any] = field(default_factory=dict)
-
-    def select_for(self, containers: tuple[str, ...]) -> dict[Target, Candidate]:
-        """The selection for these containers, computed once per workload and names (for
-        the first `MAX_NAME_SETS` sets of names: the names come from the pod, and a pod
-        sent to the webhook can name its containers anything)."""
-        found = self.selections.get(containers)
-        if found is None:
-            found = select(self.candidates, containers)
-            if len(self.selections) < MAX_NAME_SETS:
-                self.selections[containers] = found
-        return found
-
-
-#: container-name sets a plan keeps selections and facts for; pods of one workload share
-#: one or two (a skip-containers annotation makes another)
-MAX_NAME_SETS = 8
 
 
 def object_key(obj: Mapping[str, Any]) -> ObjectKey:
@@ -144,12 +119,6 @@ def _intermediate_owner(pod: Mapping[str, Any]) -> ObjectKey | None:
         return None
     namespace = (pod.get("metadata") or {}).get("namespace") or "default"
     return (str(ref.get("kind")), namespace, str(ref.get("name", "")))
-
-
-def _has_oom_evidence(pod: Mapping[str, Any]) -> bool:
-    """Whether any container status of a pod records an OOM kill: the only pods whose
-    presence changes what `app.decide.oom_killed_since` finds among a workload's pods."""
-    return next(oom_terminations(pod), None) is not None
 
 
 def _requests_of(pod: Mapping[str, Any]) -> tuple[int, int]:
@@ -216,6 +185,11 @@ class ClusterView:
         #: one of the namespace's changes)
         self._bound_objects: dict[str, dict[tuple[str, str], Mapping[str, Any]]] = {}
         self._bounds: dict[str, NamespaceBounds] = {}
+        #: while on (tests turn it on), a read of an input by a stage that does not
+        #: declare it raises `UndeclaredInput` (`app.inputs`)
+        self.check_reads = False
+        #: (name, declared inputs) of the stage being decided, while `check_reads` is on
+        self.reading: tuple[str, tuple[Input, ...]] | None = None
 
     @classmethod
     def from_state_dir(
@@ -237,15 +211,55 @@ class ClusterView:
         self.synced = True
         self.synced_at = at
 
-    def apply(self, obj: Mapping[str, Any]) -> None:
-        """Insert or replace one object (a kerf CR must already be a model)."""
+    def apply(self, obj: Mapping[str, Any]) -> Reach:
+        """Insert or replace one object (a kerf CR must already be a model); returns what
+        the change may touch (`app.inputs.reach`), whose input versions it has ended."""
+        if isinstance(obj, KerfResource):
+            key = (obj.kind, obj.metadata.namespace or "", obj.metadata.name)
+        else:
+            key = object_key(obj)
         with self.lock:
+            old = self._stored(*key)
+            before = NO_REACH if old is None else reach(self, *key, old, obj, of=old, before=True)
             self._apply(obj)
+            new = self._stored(*key)
+            return self._ended(before | reach(self, *key, old, new, of=new))
 
-    def delete(self, kind: str, namespace: str, name: str) -> None:
-        """Forget one object; unknown objects are ignored."""
+    def delete(self, kind: str, namespace: str, name: str) -> Reach:
+        """Forget one object (unknown objects are ignored); returns what the change may
+        touch, as `apply` does."""
         with self.lock:
+            old = self._stored(kind, namespace, name)
+            if old is None:
+                return reach(self, kind, namespace, name, None, None, of=None)
+            before = reach(self, kind, namespace, name, old, None, of=old, before=True)
             self._delete(kind, namespace, name)
+            return self._ended(before | reach(self, kind, namespace, name, old, None, of=None))
+
+    def _stored(self, kind: str, namespace: str, name: str) -> Any:
+        """The object the view keeps under a key (a recommendation ConfigMap: its key
+        while it is a source), or None."""
+        if kind == "Pod":
+            return self._pods.get((namespace, name))
+        if kind in AUTOSCALERS.kinds:
+            table = self._hpas if kind == "HorizontalPodAutoscaler" else self._vpas
+            return table.get(namespace, {}).get(name)
+        if kind in BOUND_KINDS:
+            return self._bound_objects.get(namespace, {}).get((kind, name))
+        if kind == "ConfigMap":
+            return (namespace, name) if self.is_recommendation_source(namespace, name) else None
+        found = self._kerf.get((kind, namespace, name))
+        return found if found is not None else self._objects.get((kind, namespace, name))
+
+    def _ended(self, found: Reach) -> Reach:
+        """Give every input version the change ended a new one."""
+        for key in found.stamps:
+            self.caches.touch(key)
+        return found
+
+    def is_recommendation_source(self, namespace: str, name: str) -> bool:
+        """Whether the view reads a ConfigMap as a recommendation source."""
+        return (namespace, name) == self.kubex_source or self._sources.knows(namespace, name)
 
     def _apply(self, obj: Mapping[str, Any]) -> None:
         if isinstance(obj, KerfResource):
@@ -280,13 +294,11 @@ class ClusterView:
                 totals[1] += memory
         elif kind == "HorizontalPodAutoscaler":
             self._hpas.setdefault(namespace, {})[name] = obj
-            self._touch(("ns", namespace))
         elif kind == "VerticalPodAutoscaler":
             self._vpas.setdefault(namespace, {})[name] = obj
-            self._touch(("ns", namespace))
         elif kind in BOUND_KINDS:
             self._bound_objects.setdefault(namespace, {})[(kind, name)] = obj
-            self._bounds_changed(namespace)
+            self._bounds.pop(namespace, None)
         elif kind == "ConfigMap":
             if not (is_recommendation_configmap(obj) or (namespace, name) == self.kubex_source):
                 return  # not a recommendation source
@@ -302,7 +314,6 @@ class ClusterView:
                 self._largest = None
             if kind == "Namespace":
                 self._cluster_for_ns.pop(name, None)
-                self._touch(("ns", name))
             elif kind in INTERMEDIATE_OWNER_KINDS:
                 self._reresolve_owners(key)
 
@@ -314,13 +325,11 @@ class ClusterView:
             self._remove_pod(namespace, name)
         elif kind == "HorizontalPodAutoscaler":
             self._hpas.get(namespace, {}).pop(name, None)
-            self._touch(("ns", namespace))
         elif kind == "VerticalPodAutoscaler":
             self._vpas.get(namespace, {}).pop(name, None)
-            self._touch(("ns", namespace))
         elif kind in BOUND_KINDS:
             if self._bound_objects.get(namespace, {}).pop((kind, name), None) is not None:
-                self._bounds_changed(namespace)
+                self._bounds.pop(namespace, None)
         elif kind == "ConfigMap":
             if self._sources.delete(namespace, name):
                 self._drop_plans()
@@ -329,18 +338,10 @@ class ClusterView:
             if self._objects.pop(key, None) is not None and kind == "Node":
                 self._largest = None
             self._drop_plan(key)
-            if kind == "Namespace":
-                self._touch(("ns", name))
-            elif kind in INTERMEDIATE_OWNER_KINDS:
+            for stamp in workload_stamp_keys(key):
+                self.caches.forget_stamp(stamp)
+            if kind in INTERMEDIATE_OWNER_KINDS:
                 self._reresolve_owners(key)
-
-    def _bounds_changed(self, namespace: str) -> None:
-        self._bounds.pop(namespace, None)
-        self._touch(("ns", namespace))
-
-    def _touch(self, key: tuple[str, Any]) -> None:
-        """A view input outside the plans changed: give it a new version."""
-        self.caches.touch(key)
 
     def _apply_kerf(self, obj: KerfResource) -> None:
         if isinstance(obj, RightsizingRecommendation):
@@ -420,30 +421,36 @@ class ClusterView:
                 owner = known.ref  # one shared identity per workload, not one per pod
             self._pods_by_owner.setdefault(owner.key, {})[pod_key] = pod
             self._pod_owner[pod_key] = owner
-            if _has_oom_evidence(pod):
-                self._touch(("oom", owner.key))
 
     def _unindex_owner(self, pod_key: tuple[str, str]) -> None:
         owner = self._pod_owner.pop(pod_key, None)
         if owner is not None:
             pods = self._pods_by_owner.get(owner.key, {})
-            pod = pods.pop(pod_key, None)
-            if pod is not None and _has_oom_evidence(pod):
-                self._touch(("oom", owner.key))
+            pods.pop(pod_key, None)
             if not pods:
-                # No pod left, so no evidence: the absent stamp says just that, and a later
-                # one comes from the counter, never an earlier version.
-                self.caches.forget_stamp(("oom", owner.key))
+                # No pod left, so no evidence: the absent version says just that, and a
+                # later one is a new version, never an earlier one.
+                self.caches.forget_stamp((OOM_EVIDENCE.name, owner.key))
 
     def _reresolve_owners(self, controller: ObjectKey) -> None:
         """A ReplicaSet or Job arrived, changed or went: the pods it controls may now
         belong to another workload (a pod seen before its ReplicaSet was named from its
         hash label)."""
         for pod_key in self._pods_by_controller.get(controller, ()):
+            pod = self._pods[pod_key]
+            before = reach(self, "Pod", *pod_key, pod, pod, of=pod, before=True)
             self._unindex_owner(pod_key)
-            self._index_owner(pod_key, self._pods[pod_key])
+            self._index_owner(pod_key, pod)
+            self._ended(before | reach(self, "Pod", *pod_key, pod, pod, of=pod))
 
     # ------------------------------------------------------------------ queries
+
+    def _read(self, *declared: Input) -> None:
+        """A stage reads an input (any of `declared`): it must declare it."""
+        stage = self.reading
+        if stage is not None and not any(d in stage[1] for d in declared):
+            names = " or ".join(d.name for d in declared)
+            raise UndeclaredInput(f"stage {stage[0]} reads {names} and does not declare it")
 
     def get(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
         """A plain object (ReplicaSet, Job, workload, Node, Namespace …) by key."""
@@ -460,6 +467,8 @@ class ClusterView:
     @property
     def recommendations_reachable(self) -> bool:
         """Every recommendation ConfigMap's last version loaded."""
+        if self.check_reads:
+            self._read(SOURCES)
         return self._sources.all_loaded
 
     def recommendation_sources(self) -> list[SourceState]:
@@ -469,49 +478,15 @@ class ClusterView:
     @property
     def global_config(self) -> GlobalConfigurationSpec:
         """GlobalConfiguration spec (defaults when the singleton is absent)."""
+        if self.check_reads:
+            self._read(KERF)
         obj = self._kerf.get(("GlobalConfiguration", "", "global-config"))
         return obj.spec if isinstance(obj, GlobalConfiguration) else DEFAULT_CONFIG
 
-    @property
-    def priorities(self) -> dict[str, int]:
-        """Policy-type priorities from PolicyEvaluation (defaults when absent)."""
-        found: dict[str, int] | None = self.caches.setting(("priorities",))
-        if found is None:
-            obj = self._kerf.get(("PolicyEvaluation", "", "policy-evaluation"))
-            found = priorities(obj if isinstance(obj, PolicyEvaluation) else None)
-            self.caches.keep_setting(("priorities",), found)
-        return found
-
-    def guardrails(self, policy: KerfResource | None) -> GuardrailSettings:
-        """A policy's guardrails with every layer merged (cached until kerf objects change)."""
-        key = (
-            (policy.kind, policy.metadata.namespace or "", policy.metadata.name) if policy else None
-        )
-        settings: GuardrailSettings | None = self.caches.setting(("guardrails", key))
-        if settings is None:
-            own = getattr(getattr(policy, "spec", None), "guardrails", None)
-            settings = resolve_guardrails(self.global_config.guardrail_defaults, own)
-            self.caches.keep_setting(("guardrails", key), settings)
-        return settings
-
-    def _known_namespace(self, namespace: str) -> bool:
-        """Whether the view holds this Namespace. Only such names key the per-namespace
-        caches: an admission request names any namespace it likes, and must not grow them."""
-        return ("Namespace", "", namespace) in self._objects
-
-    def protected_by_pattern(self, namespace: str) -> bool:
-        """Whether GlobalConfiguration.protectedNamespacePatterns names a namespace (kept
-        per known namespace until a kerf object changes)."""
-        found: bool | None = self.caches.setting(("protected", namespace))
-        if found is None:
-            patterns = self.global_config.protected_namespace_patterns
-            found = matches_any_pattern(patterns, namespace)
-            if self._known_namespace(namespace):
-                self.caches.keep_setting(("protected", namespace), found)
-        return found
-
     def strategy_for(self, policy: KerfResource) -> AutomationStrategy | None:
         """The strategy a policy refers to (cluster policies: a cluster strategy)."""
+        if self.check_reads:
+            self._read(KERF)
         ref = getattr(policy.spec, "automation_strategy_ref", None)  # type: ignore[attr-defined]
         if ref is None:
             return None
@@ -523,12 +498,14 @@ class ClusterView:
 
     def policies_for_namespace(self, namespace: str) -> list[KerfResource]:
         """Policies that may match a workload in a namespace (scope not yet checked)."""
+        if self.check_reads:
+            self._read(KERF)
         cluster = self._cluster_for_ns.get(namespace)
         if cluster is None:
             cluster = [
                 p for p in self._cluster_policies.values() if _namespace_admits(p, namespace)
             ]
-            if self._known_namespace(namespace):
+            if self.known_namespace(namespace):
                 self._cluster_for_ns[namespace] = cluster
         return [*self._ns_policies.get(namespace, {}).values(), *cluster]
 
@@ -572,45 +549,20 @@ class ClusterView:
             self.caches.keep_parsed(key, parsed)
         return parsed
 
-    def admission_inputs(self, workload: Workload) -> tuple[int, int, tuple[int, int] | None]:
-        """Versions of what an admission decision for a workload's pod reads beyond its
-        plan (which the view drops whenever the workload, a kerf object or a
-        recommendation ConfigMap changes): the Namespace object and the namespace's HPAs and
-        VPAs,
-        the OOM evidence among the workload's pods, and the largest node (`Infeasible`).
-        Equal versions mean equal inputs."""
-        caches = self.caches
-        return (
-            caches.stamp(("ns", workload.namespace)),
-            caches.stamp(("oom", workload.ref.key)),
-            self.largest_allocatable(),
-        )
-
-    def recall(self, plan: WorkloadPlan, key: Any) -> Any:
-        """What `remember` kept for a plan under a key, or None."""
-        return self.caches.recall(plan, key)
-
-    def remember(self, workload: Workload, plan: WorkloadPlan, key: Any, value: Any) -> None:
-        """Keep an admission decision for a plan (`DecisionCaches.remember`: bounded,
-        dropped with the plan, nothing kept for a stand-in workload's plan)."""
-        self.caches.remember(workload.ref.key, plan, key, value)
-
-    @property
-    def memo_hits(self) -> int:
-        """Admission decisions answered from the memo."""
-        return self.caches.memo_hits
-
-    @property
-    def memo_misses(self) -> int:
-        """Admission decisions made afresh (memo looked up, nothing valid found)."""
-        return self.caches.memo_misses
+    def stamps(self, keys: tuple[StampKey, ...]) -> tuple[object, ...]:
+        """The versions of some inputs (`app.inputs`)."""
+        return self.caches.stamps(keys)
 
     def pods_of(self, ref: WorkloadRef) -> list[Mapping[str, Any]]:
         """The known pods of a workload."""
+        if self.check_reads:
+            self._read(OOM_EVIDENCE, PODS)
         return list(self._pods_by_owner.get(ref.key, {}).values())
 
     def namespace_object(self, name: str) -> Mapping[str, Any] | None:
         """A Namespace object."""
+        if self.check_reads:
+            self._read(NAMESPACE)
         return self._objects.get(("Namespace", "", name))
 
     def node(self, name: str) -> Mapping[str, Any] | None:
@@ -619,6 +571,8 @@ class ClusterView:
 
     def node_allocatable(self, name: str) -> tuple[int, int] | None:
         """(cpu millicores, memory bytes) a node offers, parsed once per Node object."""
+        if self.check_reads:
+            self._read(NODES)
         node = self._objects.get(("Node", "", name))
         if node is None:
             return None
@@ -639,6 +593,8 @@ class ClusterView:
     def largest_allocatable(self) -> tuple[int, int] | None:
         """The largest (cpu millicores, memory bytes) any node offers (each the largest
         over the nodes), or None when the view holds no node."""
+        if self.check_reads:
+            self._read(NODES)
         if self._largest is None:
             nodes = [n for (k, _, n) in self._objects if k == "Node"]
             amounts = [a for a in map(self.node_allocatable, nodes) if a is not None]
@@ -649,6 +605,8 @@ class ClusterView:
 
     def namespace_bounds(self, namespace: str) -> NamespaceBounds:
         """The namespace's LimitRanges and ResourceQuotas, parsed once per change of any."""
+        if self.check_reads:
+            self._read(BOUNDS)
         found = self._bounds.get(namespace)
         if found is None:
             found, warnings = parse_bounds(self._bound_objects.get(namespace, {}).values())
@@ -658,11 +616,15 @@ class ClusterView:
 
     def node_requests(self, node: str) -> tuple[int, int]:
         """Sum of (cpu millicores, memory bytes) requested by non-terminal pods on a node."""
+        if self.check_reads:
+            self._read(NODE_USAGE)
         cpu, memory = self._node_totals.get(node, (0, 0))
         return cpu, memory
 
     def hpas_for(self, workload: Workload) -> list[Mapping[str, Any]]:
         """HPAs whose scaleTargetRef is the workload."""
+        if self.check_reads:
+            self._read(AUTOSCALERS)
         return [
             hpa
             for hpa in self._hpas.get(workload.namespace, {}).values()
@@ -672,6 +634,8 @@ class ClusterView:
 
     def vpas_for(self, workload: Workload) -> list[Mapping[str, Any]]:
         """VerticalPodAutoscalers whose targetRef is the workload."""
+        if self.check_reads:
+            self._read(AUTOSCALERS)
         return [
             vpa
             for vpa in self._vpas.get(workload.namespace, {}).values()
@@ -682,11 +646,15 @@ class ClusterView:
     def rows_for(self, ref: WorkloadRef) -> Mapping[str, RecommendationRow]:
         """The recommendation rows of a workload, by container: without those Kubex holds
         while GlobalConfiguration's `respectKubexAutomation` is on."""
+        if self.check_reads:
+            self._read(SOURCES)
         respect = self.global_config.respect_kubex_automation
         return self._sources.rows_for(ref.key, respect_kubex=respect)
 
     def recommendation_for(self, ref: WorkloadRef) -> RightsizingRecommendation | None:
         """The RightsizingRecommendation kerf keeps for a workload."""
+        if self.check_reads:
+            self._read(RECORD)
         found = self._kerf.get(
             ("RightsizingRecommendation", ref.namespace, record_name(ref.kind, ref.name))
         )
@@ -712,44 +680,22 @@ class ClusterView:
             return None
 
     def plan_for(self, workload: Workload) -> WorkloadPlan:
-        """The policy sync result and candidates of a workload (cached until inputs change)."""
-        key = workload.ref.key
-        cached = self.caches.plan(key)
-        if cached is not None and self._workloads.get(key, workload) is workload:
-            self.caches.use_plan(key, cached)
-            return cached
-        sync = sync_workload(
-            workload,
-            self.policies_for_namespace(workload.namespace),
-            self.rows_for(workload.ref),
-            self.rollback_state(workload),
-            multi_policy=self.global_config.multi_policy_container_rightsizing_enabled,
-        )
-        candidates, warnings = extract_candidates(sync.annotations, sync.sources, self.priorities)
-        args, args_warnings = select_args(sync.annotations, sync.sources)
-        plan = WorkloadPlan(
-            sync,
-            candidates,
-            args,
-            recommendation_fingerprint(sync.annotations),
-            [*warnings, *args_warnings],
-            self._sources_about(workload),
-        )
-        if key in self._workloads:
-            self.caches.keep_plan(key, plan)
-        return plan
+        """The workload's plan (`app.plans.plan_for`; kept here for the reconciler's
+        callers until they call it there)."""
+        return plan_for(self, workload)
 
-    def _sources_about(self, workload: Workload) -> WorkloadSources:
-        """What the recommendation ConfigMaps say about a workload that a proactive policy
-        matches (the others take no values from them)."""
+    def recommendation_news(self, ref: WorkloadRef) -> WorkloadSources:
+        """What the recommendation ConfigMaps say about a workload beyond its rows: those
+        that failed, its skipped rows, the containers Kubex holds."""
+        if self.check_reads:
+            self._read(SOURCES)
         respect = self.global_config.respect_kubex_automation
-        news = self._sources.about(workload.ref.key, respect_kubex=respect)
-        if news is NO_NEWS:
-            return news
-        for policy in self.policies_for_namespace(workload.namespace):
-            if policy.kind in PROACTIVE_KINDS and policy_matches(policy, workload):
-                return news
-        return NO_NEWS
+        return self._sources.about(ref.key, respect_kubex=respect)
+
+    def known_namespace(self, namespace: str) -> bool:
+        """Whether the view holds this Namespace. Only such names key the per-namespace
+        caches: an admission request names any namespace it likes, and must not grow them."""
+        return ("Namespace", "", namespace) in self._objects
 
 
 def _namespace_admits(policy: KerfResource, namespace: str) -> bool:

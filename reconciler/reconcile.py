@@ -47,6 +47,7 @@ from app.decide import (
 from app.durations import format_duration, parse_duration
 from app.horizon import Horizon
 from app.informer import ApiStatusError
+from app.inputs import running_inputs
 from app.jsonlog import log_fields
 from app.leader import NotLeading
 from app.models import PendingEviction, RightsizingRecommendation
@@ -276,10 +277,8 @@ class WorkloadReconciler:
         now = self._clock()
         plan = view.plan_for(workload)
         pods = sorted(view.pods_of(ref), key=_pod_name)
-        # The autoscalers that hold values (HPACoupled, VPACoupled) are inputs too: a VPA
-        # switched Off or deleted frees the workload at once, not at the steady horizon.
-        autoscalers = (*view.hpas_for(workload), *view.vpas_for(workload))
-        inputs = (obj, record, plan, view.namespace_object(ref.namespace), *autoscalers, *pods)
+        # What the pass's decisions read, as the stages declare it (app/inputs.py).
+        inputs = running_inputs(view, ref, plan)
         steady = self._steady.get(ref.key)
         if steady is not None and now < steady[0] and _same_objects(steady[1], inputs):
             # Nothing this workload's decision reads has changed, and no time it depends on

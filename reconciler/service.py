@@ -4,9 +4,11 @@ resync, leader election, health and metrics, and a graceful stop (SPEC §7).
 Every replica keeps its view warm; only the leader works the queue (and so writes). A
 replica that stops leading drops its queue, and its passes under way send no more writes
 (`app.leader.write_fence`): the next leader decides again from fresh state.
-A change of any input of a workload queues it: its pods, itself, its
-RightsizingRecommendation; kerf objects, recommendation ConfigMaps and namespaces queue
-every workload they may touch. The periodic resync queues all.
+A change of any input of a workload queues the workloads it may touch, as
+`app.inputs` derives them from what the decisions declare they read (its pods, itself,
+its RightsizingRecommendation, its autoscalers, its namespace and the bounds there; kerf
+objects, recommendation ConfigMaps and a node's allocatable queue every workload). The
+periodic resync queues all.
 """
 
 from __future__ import annotations
@@ -21,13 +23,12 @@ from typing import Any
 from app.firstsync import first_sync
 from app.heap import freeze_loaded_state
 from app.informer import KERF_CRDS, WEBHOOK_RESOURCES, ClusterFeed, Resource, kerf_resources
+from app.inputs import Reach
 from app.leader import LeaderElector, NotLeading
-from app.models import STORED_KINDS, KerfResource, RightsizingRecommendation
-from app.namespace_bounds import BOUND_KINDS
+from app.models import STORED_KINDS, KerfResource
 from app.owners import WorkloadRef
 from app.uninstall import stand_down
-from app.view import ClusterView, object_key
-from app.workloads import WORKLOAD_KINDS
+from app.view import ClusterView
 from reconciler.defaults import DEFAULT_RESYNC_S, DEFAULT_WORKERS
 from reconciler.globalstatus import GlobalStatusReporter
 from reconciler.metrics import ReconcilerMetrics
@@ -48,13 +49,12 @@ RECONCILER_RESOURCES: tuple[Resource, ...] = (
     *(replace(r, optional=True) for r in kerf_resources(STORED_KINDS)),
     KERF_CRDS,
 )
-#: Kinds whose change can touch any workload (policies, strategies, configuration, rows).
-_NO_WORKLOAD = frozenset({"ReplicaSet", "Job", "Node"})
 
 
 class WatchedView(ClusterView):
-    """A ClusterView that tells which workloads a change may touch, and (`on_input`) when
-    a Kubex kind kerf only stores changed: no workload is touched, only the reports are due."""
+    """A ClusterView that tells which workloads a change may touch (`app.inputs.reach`,
+    derived from what the decisions declare they read), and (`on_input`) when a Kubex
+    kind kerf only stores changed: no workload is touched, only the reports are due."""
 
     def __init__(
         self,
@@ -66,61 +66,27 @@ class WatchedView(ClusterView):
         self._on_change = on_change
         self._on_input = on_input or (lambda: on_change(None))
 
-    def apply(self, obj: Mapping[str, Any]) -> None:
-        super().apply(obj)
-        self._notify(obj)
+    def apply(self, obj: Mapping[str, Any]) -> Reach:
+        found = super().apply(obj)
+        self._route(obj.kind if isinstance(obj, KerfResource) else str(obj.get("kind")), found)
+        return found
 
-    def delete(self, kind: str, namespace: str, name: str) -> None:
-        touched: WorkloadRef | None = None
-        if kind == "Pod":
-            pod = self.pod(namespace, name)
-            touched = self.owner_of(pod) if pod is not None else None
-        elif kind == "RightsizingRecommendation":
-            record = self.kerf_object(kind, namespace, name)
-            if isinstance(record, RightsizingRecommendation):
-                target = record.spec.target_ref
-                touched = WorkloadRef(target.kind, namespace, target.name)
-        super().delete(kind, namespace, name)
+    def delete(self, kind: str, namespace: str, name: str) -> Reach:
+        found = super().delete(kind, namespace, name)
+        self._route(kind, found)
+        return found
+
+    def _route(self, kind: str, found: Reach) -> None:
         if kind in STORED_KINDS:
             self._on_input()
-        elif kind in ("Pod", "RightsizingRecommendation"):
-            if touched is not None:
-                self._on_change(touched)
-        elif kind in WORKLOAD_KINDS:
-            self._on_change(WorkloadRef(kind, namespace, name))
-        elif kind in BOUND_KINDS:
-            self._namespace_changed(namespace)
-        elif kind not in _NO_WORKLOAD:
+        elif found.every:
             self._on_change(None)
-
-    def _notify(self, obj: Mapping[str, Any] | KerfResource) -> None:
-        if isinstance(obj, RightsizingRecommendation):
-            target = obj.spec.target_ref
-            self._on_change(WorkloadRef(target.kind, obj.metadata.namespace or "", target.name))
-            return
-        if isinstance(obj, KerfResource):
-            if type(obj).acted_on:
-                self._on_change(None)
-            else:
-                self._on_input()
-            return
-        kind, namespace, name = object_key(obj)
-        if kind == "Pod":
-            # The view keeps its own projection of the pod, and its owner with it.
-            owner = self.owner_of(self.pod(namespace, name) or obj)
-            if owner is not None:
-                self._on_change(owner)
-        elif kind in WORKLOAD_KINDS:
-            self._on_change(WorkloadRef(kind, namespace, name))
-        elif kind in BOUND_KINDS:
-            self._namespace_changed(namespace)
-        elif kind not in _NO_WORKLOAD:
-            self._on_change(None)
-
-    def _namespace_changed(self, namespace: str) -> None:
-        """A LimitRange or ResourceQuota bounds the pods of its namespace only."""
-        for workload in [w for w in self.workloads() if w.namespace == namespace]:
-            self._on_change(workload.ref)
+        else:
+            for key in sorted(found.workloads):
+                self._on_change(WorkloadRef(*key))
+            if found.namespaces:
+                for workload in [w for w in self.workloads() if w.namespace in found.namespaces]:
+                    self._on_change(workload.ref)
 
 
 @dataclass(frozen=True, slots=True)

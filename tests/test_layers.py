@@ -150,3 +150,40 @@ def test_relative_imports_resolve_against_the_module() -> None:
     )
     names = set(imported_names(tree, "pkg.sub.mod", is_package=False))
     assert names == {"pkg.sub", "pkg.b", "importlib", "webhook.metrics"}
+
+
+def private_imports_of(path: Path, module: str) -> list[str]:
+    """`from module import _name` of a first-party module other than `module` itself: a
+    name with a leading underscore is its module's business."""
+    ours = first_party()
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if not isinstance(node, ast.ImportFrom) or node.level or not node.module:
+            continue
+        if node.module.split(".")[0] not in ours or node.module == module:
+            continue
+        found += [
+            f"{module} imports {node.module}.{alias.name}"
+            for alias in node.names
+            if alias.name.startswith("_") and not alias.name.startswith("__")
+        ]
+    return found
+
+
+def test_no_module_imports_another_modules_private_names() -> None:
+    found = [
+        line
+        for package in sorted(PRODUCT)
+        for path in sorted((ROOT / package).rglob("*.py"))
+        for line in private_imports_of(path, module_name(path))
+    ]
+    assert found == []
+
+
+def test_the_private_import_reader_sees_one(tmp_path: Path) -> None:
+    """A reader that found none would pass the rule above without checking anything."""
+    path = tmp_path / "stage.py"
+    path.write_text("from app.decide.context import Context, _Hidden\nfrom os import _exit\n")
+    assert private_imports_of(path, "app.decide.stage") == [
+        "app.decide.stage imports app.decide.context._Hidden"
+    ]

@@ -24,6 +24,7 @@ from typing import Any
 
 from app.admission import AdmissionResult
 from app.decision_cache import MAX_CACHED_PLANS, MEMO_TOTAL
+from app.owners import WorkloadRef
 from app.slim import kept_annotation
 from webhook.logs import render_decided, render_selected
 from webhook.patch import plan_patch
@@ -93,8 +94,9 @@ class FinishedAnswers:
     `selections`.
 
     An entry holds its result and serves only that very result: a new decision for the
-    template (the memo's inputs changed) is finished again. A rendered selection holds
-    its `selected`, so that no other tuple can take its identity while it is kept.
+    template (the memo's inputs changed) is finished again. A rendered selection is kept
+    by workload with its `selected`, and serves only that very tuple (a new plan of the
+    workload renders its own).
     """
 
     def __init__(self, limit: int = MAX_FINISHED, selections: int = MAX_SELECTIONS):
@@ -102,10 +104,13 @@ class FinishedAnswers:
         self._selections = selections
         # Not a dict: taking a dict's first key after many deletions scans the deleted slots.
         self._kept: OrderedDict[tuple[bytes, tuple[bool, bool]], _Kept] = OrderedDict()
-        self._rendered: OrderedDict[int, tuple[tuple[dict[str, str], ...], bytes]] = OrderedDict()
+        #: by workload: its plan's selection (valid while it is that very tuple), rendered
+        self._rendered: OrderedDict[
+            WorkloadRef | None, tuple[tuple[dict[str, str], ...], bytes]
+        ] = OrderedDict()
 
-    def _rendered_selected(self, selected: tuple[dict[str, str], ...]) -> bytes:
-        key = id(selected)
+    def _rendered_selected(self, result: AdmissionResult) -> bytes:
+        selected, key = result.selected, result.owner
         kept = self._rendered.get(key)
         if kept is not None and kept[0] is selected:
             self._rendered.move_to_end(key)
@@ -121,12 +126,12 @@ class FinishedAnswers:
         """The finished answer of `result` for `pod`, kept when the result is memoised."""
         template = result.template
         if template is None:
-            return finish(pod, result, self._rendered_selected(result.selected))
+            return finish(pod, result, self._rendered_selected(result))
         key = (template, _shape(pod))
         kept = self._kept.get(key)
         if kept is not None and kept.result is result:
             return kept.answer
-        answer = finish(pod, result, self._rendered_selected(result.selected))
+        answer = finish(pod, result, self._rendered_selected(result))
         # An annotation the template digest does not cover would make the patch depend on
         # the pod; kerf writes only its own, which the digest covers.
         if all(map(kept_annotation, result.annotations)):

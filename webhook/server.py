@@ -30,6 +30,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.responses import Response
 from starlette.routing import Route
 
+from app.admission import memo_counts
 from app.clock import Clock, utc_now
 from app.quantities import QuantityError
 from webhook.bounds import DEFAULT_BOUNDS, RequestBounds, over_bounds
@@ -153,11 +154,7 @@ def create_app(
             return math.nan
         return max(0.0, (clock() - synced_at).total_seconds())
 
-    def memo_counts() -> tuple[int, int]:
-        # Stand-in views of tests may not count.
-        return (getattr(view, "memo_hits", 0), getattr(view, "memo_misses", 0))
-
-    metrics: WebhookMetrics = create_metrics(sync_age, memo_counts)
+    metrics: WebhookMetrics = create_metrics(sync_age, lambda: memo_counts(view))
 
     # No OpenAPI schema and no docs pages: the API server needs neither, and they tell
     # anyone who can reach the port more than they need to know.

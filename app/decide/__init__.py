@@ -11,15 +11,15 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, Literal
 
-from app.decide.actions import _build_actions
+from app.decide.actions import build_actions
 from app.decide.bounds import breaches_bounds
-from app.decide.checks import HUB_UNREACHABLE, _run_checks, pod_gate
-from app.decide.context import Path, _Context, _Stop
+from app.decide.checks import HUB_UNREACHABLE, pod_gate, run_checks
+from app.decide.context import Context, Path, Stop
 from app.decide.fallback import decide_fallback, fallback_after
-from app.decide.method import _restarts_container
-from app.decide.plan_facts import _plan_facts
+from app.decide.method import resize_restarts
+from app.decide.plan_facts import facts_for
 from app.decide.pod_facts import (
-    _horizon,
+    as_horizon,
     hpa_coupled_resources,
     is_guaranteed,
     is_paused,
@@ -39,7 +39,8 @@ from app.decide.results import (
     format_resources,
 )
 from app.horizon import Horizon
-from app.view import ClusterView, WorkloadPlan
+from app.plans import WorkloadPlan, plan_for
+from app.view import ClusterView
 from app.workloads import Workload
 
 __all__ = [
@@ -91,7 +92,7 @@ def decide_pod(
     decision stays the same (`app/horizon.py`). A caller that has already resolved the
     pod's workload in the view passes it as `workload` (it is not looked up again)."""
     with view.lock:
-        return _decide_pod(view, pod, clock=_horizon(now), path=path, known=workload)
+        return _decide_pod(view, pod, clock=as_horizon(now), path=path, known=workload)
 
 
 def _decide_pod(
@@ -121,7 +122,7 @@ def _decide_pod(
             "the pod has no controller owner",
             final=current,
         )
-    plan = view.plan_for(workload)
+    plan = plan_for(view, workload)
     if not plan.candidates:
         outcome, reason, message = _why_no_values(plan)
         return PodDecision(
@@ -130,7 +131,7 @@ def _decide_pod(
 
     skip = skipped_containers(pod, workload)
     names = tuple(c for c in containers if c not in skip)
-    facts = _plan_facts(view, workload, plan, names)
+    facts = facts_for(view, workload, plan, names)
     selected = facts.selected
     if not selected:
         absent = _absent_containers(plan, containers)
@@ -146,12 +147,12 @@ def _decide_pod(
                 final=current,
                 plan=plan,
             )
-    ctx = _Context(view, pod, workload, plan, facts, clock, path, containers, current)
+    ctx = Context(view, pod, workload, plan, facts, clock, path, containers, current)
     fp = plan.fingerprint
     try:
-        _build_actions(ctx)
-        method = _run_checks(ctx)
-    except _Stop as stop:
+        build_actions(ctx)
+        method = run_checks(ctx)
+    except Stop as stop:
         # At admission "current" is the baseline: a new pod of a workload whose change is
         # blocked or skipped gets the live (last applied) values, not its manifest's —
         # unless the pod is not to be touched at all.
@@ -201,7 +202,7 @@ def _decide_pod(
         f"{len(ctx.actions)} value(s) to set" + (f" (left: {notes})" if notes else ""),
         final=final,
         method=method,
-        restarts=ctx.running and _restarts_container(ctx),
+        restarts=ctx.running and resize_restarts(ctx),
         changed=tuple(sorted(changed)),
         selection=selected,
         selected=facts.winners,

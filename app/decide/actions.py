@@ -2,23 +2,23 @@
 
 from __future__ import annotations
 
-from app.decide.context import _Action, _Context, _Stop
-from app.decide.qos_pairs import GUARANTEED_QOS, _add_pair, _may_pin, _pinned_items
+from app.decide.context import Action, Context, Stop
+from app.decide.qos_pairs import GUARANTEED_QOS, add_pair, may_pin, pinned_items
 from app.enablement import apply_switches
 
 
-def _build_actions(ctx: _Context) -> None:
+def build_actions(ctx: Context) -> None:
     """Selected values through their strategy's enablement (restores are exempt); the
     values of a Guaranteed container's request/limit pair go through it together."""
     missing: list[str] = []
     baseline = ctx.baseline
     actions = ctx.actions
-    pairs = _pinned_items(ctx) if _may_pin(ctx) else None
+    pairs = pinned_items(ctx) if may_pin(ctx) else None
     for item in ctx.facts.items:
         target, candidate = item.target, item.candidate
         current = baseline[target.container][target.field].get(target.resource)
         if item.restore:
-            actions.append(_Action(item, current, candidate.amount))
+            actions.append(Action(item, current, candidate.amount))
             ctx.has_restores = True
             continue
         if item.strategy is None:
@@ -30,18 +30,18 @@ def _build_actions(ctx: _Context) -> None:
         if enabled.value is None:
             ctx.dropped.append((target, enabled.reason or "NotEnabled"))
         else:
-            actions.append(_Action(item, current, enabled.value))
+            actions.append(Action(item, current, enabled.value))
     if pairs:
         for by_field in pairs.values():
-            _add_pair(ctx, by_field)
+            add_pair(ctx, by_field)
     if missing and not actions:
-        raise _Stop(
+        raise Stop(
             "blocked",
             "StrategyNotFound",
             f"automationStrategyRef of {', '.join(sorted(set(missing)))} names no strategy",
         )
     if not actions and any(reason == GUARANTEED_QOS for _, reason in ctx.dropped):
-        raise _Stop(
+        raise Stop(
             "skipped",
             GUARANTEED_QOS,
             "retainGuaranteedQoS: no change keeps requests equal to limits ("
@@ -49,4 +49,4 @@ def _build_actions(ctx: _Context) -> None:
             + ")",
         )
     if not actions:
-        raise _Stop("skipped", "NotEnabled", "the strategies enable none of the selected values")
+        raise Stop("skipped", "NotEnabled", "the strategies enable none of the selected values")

@@ -6,21 +6,21 @@ import hashlib
 from datetime import timedelta
 
 from app.annotations import APPROVE, APPROVE_TARGET, dumps
-from app.decide.context import _Action, _block_regular, _Context, _final_resources, _Stop
+from app.decide.context import Action, Context, Stop, block_regular, final_resources
 from app.decide.results import AuditProposal, describe_resources, format_resources
-from app.decide.value_rules import _apply_value_rules, _tolerance
+from app.decide.value_rules import change_tolerance, check_value_rules
 from app.schedule import Schedule, ValueGoal, schedule
 from app.workloads import Resources
 
 
-def _audit_proposal(ctx: _Context) -> AuditProposal | None:
+def _audit_proposal(ctx: Context) -> AuditProposal | None:
     """The proposal of an audited pod: the regular actions through the per-value rules
     (the decrease step of maxChangePercent, the minimums, the refusals, the tolerance) on
     copies, since guardrails apply to an approved change as to any other. None when those
     rules leave nothing to change."""
     regular = ctx.regular()
-    target = _final_resources(ctx.current, regular)
-    trial = _Context(
+    target = final_resources(ctx.current, regular)
+    trial = Context(
         ctx.view,
         ctx.pod,
         ctx.workload,
@@ -33,10 +33,10 @@ def _audit_proposal(ctx: _Context) -> AuditProposal | None:
     )
     trial.actions = _copied(regular)
     try:
-        _apply_value_rules(trial)
-    except _Stop:
+        check_value_rules(trial)
+    except Stop:
         return None
-    step = _final_resources(ctx.current, trial.actions)
+    step = final_resources(ctx.current, trial.actions)
     changed = sorted({a.target.container for a in trial.actions})
     body = sorted(
         (a.target.container, a.target.field, a.target.resource, a.desired) for a in trial.actions
@@ -53,7 +53,7 @@ def _audit_proposal(ctx: _Context) -> AuditProposal | None:
     )
 
 
-def _target_id(ctx: _Context, target: dict[str, Resources]) -> str:
+def _target_id(ctx: Context, target: dict[str, Resources]) -> str:
     """The same for every step toward one target (every container's values once all the
     steps are made), and new after a rollback: an approval of the whole way ends there."""
     rollback = ctx.facts.last_rollback
@@ -61,7 +61,7 @@ def _target_id(ctx: _Context, target: dict[str, Resources]) -> str:
     return hashlib.sha256(dumps([sorted(target.items()), since]).encode()).hexdigest()[:12]
 
 
-def _schedule(ctx: _Context, regular: list[_Action], step: list[_Action]) -> Schedule:
+def _schedule(ctx: Context, regular: list[Action], step: list[Action]) -> Schedule:
     """The steps left from the pod's values to the policies' (the values this step
     changes), the first a cooldown after the workload's last change."""
     tolerance = ctx.view.global_config.tolerance_percent
@@ -75,7 +75,7 @@ def _schedule(ctx: _Context, regular: list[_Action], step: list[_Action]) -> Sch
                 a.current,
                 goals[a.target],
                 a.item.settings,
-                _tolerance(tolerance, a),
+                change_tolerance(tolerance, a),
             )
             for a in step
         ),
@@ -84,16 +84,16 @@ def _schedule(ctx: _Context, regular: list[_Action], step: list[_Action]) -> Sch
     )
 
 
-def _copied(actions: list[_Action]) -> list[_Action]:
+def _copied(actions: list[Action]) -> list[Action]:
     """Copies of actions (the value rules change them), Guaranteed pairs kept paired."""
-    copies = {id(a): _Action(a.item, a.current, a.desired) for a in actions}
+    copies = {id(a): Action(a.item, a.current, a.desired) for a in actions}
     for action in actions:
         if action.partner is not None and id(action.partner) in copies:
             copies[id(action)].partner = copies[id(action.partner)]
     return list(copies.values())
 
 
-def _audit_message(ctx: _Context, proposal: AuditProposal | None) -> str:
+def _audit_message(ctx: Context, proposal: AuditProposal | None) -> str:
     if proposal is None:
         return "audit mode: the guardrails leave nothing to propose, nothing changes"
     step = {c: format_resources(r) for c, r in proposal.step.items()}
@@ -109,7 +109,7 @@ def _audit_message(ctx: _Context, proposal: AuditProposal | None) -> str:
     )
 
 
-def _approved(ctx: _Context, proposal: AuditProposal) -> bool:
+def _approved(ctx: Context, proposal: AuditProposal) -> bool:
     """`approve=<proposal id>` on the RightsizingRecommendation applies that proposal once;
     `approve-target=<target id>` every step toward that target (the cooldown still keeps
     them apart)."""
@@ -124,7 +124,7 @@ def _approved(ctx: _Context, proposal: AuditProposal) -> bool:
     return approved is not None and approved == proposal.id and approved != done
 
 
-def _check_audit(ctx: _Context) -> None:
+def check_audit(ctx: Context) -> None:
     """Audit (mode): the change waits for an approval of its proposal; the approved
     proposal goes on, through the checks that follow like any change."""
     if not (ctx.regular() and ctx.audit()):
@@ -133,4 +133,4 @@ def _check_audit(ctx: _Context) -> None:
     if ctx.proposal is not None and _approved(ctx, ctx.proposal):
         ctx.approved_id = ctx.proposal.id
     else:
-        _block_regular(ctx, "Audit", _audit_message(ctx, ctx.proposal), None, "skipped")
+        block_regular(ctx, "Audit", _audit_message(ctx, ctx.proposal), None, "skipped")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from app.decide.context import _Action, _Context, _Stop
+from app.decide.context import Action, Context, Stop
 from app.decide.results import Filtered
 from app.namespace_bounds import (
     Breach,
@@ -25,7 +25,7 @@ RESOURCE_QUOTA_EXCEEDED = "ResourceQuotaExceeded"
 Judge = Callable[[Mapping[str, Resources]], list[Breach]]
 
 
-def _filter_limit_ranges(ctx: _Context) -> None:
+def filter_limit_ranges(ctx: Context) -> None:
     """LimitRangeViolation: drop the changes that take a container or the pod past a
     LimitRange's min, max or limit-to-request ratio."""
     containers = ctx.check_on("enable_limit_range_filter")
@@ -41,7 +41,7 @@ def _filter_limit_ranges(ctx: _Context) -> None:
     _drop_breaches(ctx, LIMIT_RANGE_VIOLATION, judge)
 
 
-def _filter_quotas(ctx: _Context) -> None:
+def filter_quotas(ctx: Context) -> None:
     """ResourceQuotaExceeded: drop the increases that take the namespace past a quota
     that applies to the pod (its scopes hold), counting what is already used."""
     quotas = _bounds(ctx).quotas
@@ -56,11 +56,11 @@ def _filter_quotas(ctx: _Context) -> None:
     _drop_breaches(ctx, RESOURCE_QUOTA_EXCEEDED, judge)
 
 
-def _bounds(ctx: _Context) -> NamespaceBounds:
+def _bounds(ctx: Context) -> NamespaceBounds:
     return ctx.view.namespace_bounds(ctx.workload.namespace)
 
 
-def _drop_breaches(ctx: _Context, reason: str, judge: Judge) -> None:
+def _drop_breaches(ctx: Context, reason: str, judge: Judge) -> None:
     """Drop the changes behind each breach the pod's own values do not have, until none
     is left; a bound the pod already goes past is not kerf's to mend."""
     known = {b.key for b in judge(ctx.current)}
@@ -75,10 +75,10 @@ def _drop_breaches(ctx: _Context, reason: str, judge: Judge) -> None:
         ctx.replace_actions([a for a in ctx.actions if a not in behind])
         told.extend(b.message for b in breaches if b.message not in told)
     if told and not ctx.actions:
-        raise _Stop("blocked", reason, "; ".join(told))
+        raise Stop("blocked", reason, "; ".join(told))
 
 
-def _why(action: _Action, breaches: list[Breach]) -> str:
+def _why(action: Action, breaches: list[Breach]) -> str:
     """The bound an action was dropped for: one that counts its field, its container's
     own before the pod's."""
     t = action.target
@@ -88,7 +88,7 @@ def _why(action: _Action, breaches: list[Breach]) -> str:
     return mine[0].message
 
 
-def _actions_behind(ctx: _Context, breaches: list[Breach]) -> list[_Action]:
+def _actions_behind(ctx: Context, breaches: list[Breach]) -> list[Action]:
     """The actions that make the breaches: every change of a container's resource the
     bound names (its request and limit go together, so neither outgrows the other),
     for the pod's totals those that move the way the bound forbids. When none can be
@@ -116,7 +116,7 @@ def _fields_of(bound: str) -> tuple[str, ...]:
     return ("limits",) if bound.startswith("limits.") else ("requests",)
 
 
-def _moves(ctx: _Context, action: _Action, direction: str) -> bool:
+def _moves(ctx: Context, action: Action, direction: str) -> bool:
     t = action.target
     own = ctx.current[t.container][t.field].get(t.resource)
     if direction == "up":

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from app.decide.context import IN_PLACE_RESOURCES, _Action, _block_regular, _Context, _Stop
+from app.decide.context import IN_PLACE_RESOURCES, Action, Context, Stop, block_regular
 from app.decide.qos_pairs import GUARANTEED_QOS
 from app.feasibility import describe_largest, too_large
 from app.quantities import format_resource, parse_resource
@@ -18,7 +18,7 @@ CPU_HEADROOM = "10%"
 MEMORY_HEADROOM = "200Mi"
 
 
-def _check_feasible(ctx: _Context) -> None:
+def check_feasible(ctx: Context) -> None:
     """Block the plan when a value to set is more CPU or memory than any node's allocatable
     (a pod with it could never be scheduled or resized: Infeasible by definition). Not
     judged while the view holds no node."""
@@ -32,7 +32,7 @@ def _check_feasible(ctx: _Context) -> None:
         if too_large(a.target.resource, a.desired, largest)
     ]
     if over:
-        _block_regular(
+        block_regular(
             ctx,
             INFEASIBLE,
             f"{', '.join(over)} is more than any node's allocatable (the largest: "
@@ -40,9 +40,9 @@ def _check_feasible(ctx: _Context) -> None:
         )
 
 
-def _request_increases(ctx: _Context, actions: Iterable[_Action]) -> dict[str, list[_Action]]:
+def _request_increases(ctx: Context, actions: Iterable[Action]) -> dict[str, list[Action]]:
     """The actions that raise a CPU or memory request, by resource."""
-    increases: dict[str, list[_Action]] = {}
+    increases: dict[str, list[Action]] = {}
     for a in actions:
         t = a.target
         if (
@@ -54,7 +54,7 @@ def _request_increases(ctx: _Context, actions: Iterable[_Action]) -> dict[str, l
     return increases
 
 
-def _node_room(ctx: _Context) -> dict[str, int] | None:
+def _node_room(ctx: Context) -> dict[str, int] | None:
     """What the pod's node has left for increases (allocatable minus headroom minus the
     requests of its non-terminal pods); None when the node is unknown."""
     node_name = (ctx.pod.get("spec") or {}).get("nodeName")
@@ -71,7 +71,7 @@ def _node_room(ctx: _Context) -> dict[str, int] | None:
     }
 
 
-def _headroom(ctx: _Context, allocatable_cpu: int) -> tuple[int, int]:
+def _headroom(ctx: Context, allocatable_cpu: int) -> tuple[int, int]:
     """The CPU (millicores) and memory (bytes) kept free on the node: the largest the
     strategies behind the change ask (`safetyChecks.nodeCpuHeadroom`, a percent of the
     node's allocatable or an amount, and `nodeMemoryHeadroom`)."""
@@ -90,14 +90,14 @@ def _cpu_amount(text: str, allocatable_cpu: int) -> int:
     return parse_resource("cpu", text)
 
 
-def _increase_delta(ctx: _Context, resource: str, actions: Iterable[_Action]) -> int:
+def _increase_delta(ctx: Context, resource: str, actions: Iterable[Action]) -> int:
     return sum(
         a.desired - (ctx.current[a.target.container]["requests"].get(resource) or 0)
         for a in actions
     )
 
 
-def _restore_outgrows(ctx: _Context) -> bool:
+def restore_outgrows(ctx: Context) -> bool:
     """A rollback restore raises a request beyond what the pod's node has left. Node
     capacity is physics, not a guardrail: the restore is not filtered like an increase of a
     recommendation, and an in-place resize would only be deferred by the kubelet, so the
@@ -110,7 +110,7 @@ def _restore_outgrows(ctx: _Context) -> bool:
     return any(_increase_delta(ctx, r, acts) > room[r] for r, acts in increases.items())
 
 
-def _filter_node_capacity(ctx: _Context) -> None:
+def filter_node_capacity(ctx: Context) -> None:
     """Increases that do not fit the node are filtered (never an eviction), unless every
     strategy behind them says `safetyChecks.requireNodeAllocatable: false`."""
     if not ctx.check_on("require_node_allocatable"):
@@ -129,6 +129,6 @@ def _filter_node_capacity(ctx: _Context) -> None:
             ctx.dropped.extend((p.target, GUARANTEED_QOS) for p in partners)
             ctx.replace_actions([a for a in ctx.actions if a not in actions and a not in partners])
     if not ctx.actions:
-        raise _Stop(
+        raise Stop(
             "blocked", "InsufficientNodeCapacity", f"node {node_name} has no room for the increase"
         )

@@ -13,23 +13,44 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from app.annotations import PAUSE_UNTIL
-from app.decide.audit import _check_audit
+from app.decide.audit import check_audit
 from app.decide.bounds import (
     LIMIT_RANGE_VIOLATION,
     RESOURCE_QUOTA_EXCEEDED,
-    _filter_limit_ranges,
-    _filter_quotas,
+    filter_limit_ranges,
+    filter_quotas,
 )
-from app.decide.capacity import INFEASIBLE, _check_feasible, _filter_node_capacity
-from app.decide.context import FallbackCase, Path, _Action, _block_regular, _Context, _Stop
-from app.decide.method import _choose_method, _fallback_method, _restarts_container
-from app.decide.plan_facts import _strategy_facts
+from app.decide.capacity import INFEASIBLE, check_feasible, filter_node_capacity
+from app.decide.context import Action, Context, FallbackCase, Path, Stop, block_regular
+from app.decide.method import choose_method, fallback_method, resize_restarts
+from app.decide.plan_facts import strategy_facts_of
 from app.decide.pod_facts import is_protected, paused_by
-from app.decide.quality import _check_recommendation_quality
-from app.decide.value_rules import _apply_value_rules, _validate_plan
+from app.decide.quality import (
+    check_hpa,
+    check_learning_period,
+    check_low_confidence,
+    check_stale,
+    check_vpa,
+)
+from app.decide.value_rules import check_value_rules, validate_plan
 from app.durations import format_duration
 from app.guardrails import COOLDOWN, JVM_FIXED_HEAP, NO_SIGNIFICANT_CHANGE, OOM_KILLED, THROTTLED
 from app.horizon import Horizon
+from app.inputs import (
+    AUTOSCALERS,
+    BOUNDS,
+    KERF,
+    NAMESPACE,
+    NODE_USAGE,
+    NODES,
+    OOM_EVIDENCE,
+    PODS,
+    RECORD,
+    SOURCES,
+    WORKLOAD,
+    Input,
+)
+from app.plans import guardrails
 from app.view import ClusterView
 from app.windows import freeze_verdict, maintenance_verdict, next_change
 from app.workloads import Workload
@@ -51,8 +72,11 @@ class Check:
 
     #: the reasons it can give, in the order it tries them
     reasons: tuple[str, ...]
-    #: stops the plan (`_Stop`), or drops actions and lets the rest go on
-    decide: Callable[[_Context], None]
+    #: stops the plan (`Stop`), or drops actions and lets the rest go on
+    decide: Callable[[Context], None]
+    #: the inputs it reads beyond the pod and the plan facts (`app.inputs`): what ends the
+    #: admission memo, the reconciler's quiet pass and queues a workload derive from these
+    reads: tuple[Input, ...]
     paths: frozenset[Path] = BOTH
     gate: Gate | None = None
     fallback: FallbackCheck | None = None
@@ -91,19 +115,19 @@ def _protected(
 # leave the pod alone and nothing intervened, so they are skipped, not blocked.
 
 
-def _check_automation(ctx: _Context) -> None:
+def _check_automation(ctx: Context) -> None:
     if ctx.regular() and (
         message := _automation_disabled(ctx.view, ctx.pod, ctx.workload, ctx.clock)
     ):
-        _block_regular(ctx, "AutomationDisabled", message, None, "skipped")
+        block_regular(ctx, "AutomationDisabled", message, None, "skipped")
 
 
-def _check_protected(ctx: _Context) -> None:
+def _check_protected(ctx: Context) -> None:
     if ctx.regular() and (message := _protected(ctx.view, ctx.pod, ctx.workload, ctx.clock)):
-        _block_regular(ctx, "ProtectedNamespace", message, None, "skipped")
+        block_regular(ctx, "ProtectedNamespace", message, None, "skipped")
 
 
-def _check_paused(ctx: _Context) -> None:
+def _check_paused(ctx: Context) -> None:
     """Paused holds rollback restores too: it is the one check they are not exempt from.
     A strategy's `safetyChecks.enablePauseUntilAnnotationCheck: false` lets its changes
     through."""
@@ -111,7 +135,7 @@ def _check_paused(ctx: _Context) -> None:
         return
     message = _paused(ctx.view, ctx.pod, ctx.workload, ctx.clock)
     if message:
-        raise _Stop("blocked", "Paused", message)
+        raise Stop("blocked", "Paused", message)
 
 
 def _fallback_paused(case: FallbackCase) -> tuple[str, str] | None:
@@ -119,19 +143,19 @@ def _fallback_paused(case: FallbackCase) -> tuple[str, str] | None:
     return ("Paused", message) if message else None
 
 
-def _check_hub(ctx: _Context) -> None:
+def _check_hub(ctx: Context) -> None:
     """HubUnreachable (proactive values only): a ConfigMap that feeds the workload did
     not load."""
     unreachable = ctx.plan.sources.unreachable
     if unreachable and any(a.item.proactive for a in ctx.regular()):
-        _block_regular(ctx, HUB_UNREACHABLE, "; ".join(unreachable))
+        block_regular(ctx, HUB_UNREACHABLE, "; ".join(unreachable))
 
 
-def _check_freeze(ctx: _Context) -> None:
+def _check_freeze(ctx: Context) -> None:
     """FreezeWindow: an exclusion window is open. It also fixes the strategies the method
     and the maintenance window follow: those of the actions standing before the value
     rules."""
-    strategies = ctx.strategy_facts = _strategy_facts(ctx.plan, ctx.strategies())
+    strategies = ctx.strategy_facts = strategy_facts_of(ctx.facts, ctx.strategies())
     exclusion = strategies.exclusion
     if not (exclusion and ctx.regular()):
         return
@@ -141,7 +165,7 @@ def _check_freeze(ctx: _Context) -> None:
     # The next allowed time also waits for an inclusion window, if there are any.
     verdict = freeze_verdict(exclusion, clock.now, inclusion_windows=strategies.inclusion)
     if not verdict.allowed:
-        _block_regular(
+        block_regular(
             ctx,
             "FreezeWindow",
             f"exclusion window {verdict.window} is open",
@@ -149,7 +173,7 @@ def _check_freeze(ctx: _Context) -> None:
         )
 
 
-def _check_maintenance(ctx: _Context) -> None:
+def _check_maintenance(ctx: Context) -> None:
     """MaintenanceWindow: inclusion windows exist and none is open; the whole plan waits
     for the earliest next allowed time."""
     strategies = ctx.strategy_facts
@@ -160,12 +184,12 @@ def _check_maintenance(ctx: _Context) -> None:
     clock.until(next_change([*strategies.inclusion, *strategies.exclusion], clock.now))
     verdict = maintenance_verdict(strategies.inclusion, strategies.exclusion, clock.now)
     if not verdict.allowed:
-        _block_regular(
+        block_regular(
             ctx, "MaintenanceWindow", "no inclusion window is open", verdict.next_allowed_at
         )
 
 
-def _check_cooldown(ctx: _Context) -> None:
+def _check_cooldown(ctx: Context) -> None:
     """Cooldown since the workload's last change stops a new proposal; the rollout of the
     proposal last applied goes on, one pod after another (SPEC §6). A pod's plan that
     holds both goes on with the change already made and drops the rest: a workload whose
@@ -188,7 +212,7 @@ def _check_cooldown(ctx: _Context) -> None:
         return
     approved = ctx.facts.last_proposal
     change = f"the change approved as proposal {approved}" if approved else "the last change"
-    _block_regular(
+    block_regular(
         ctx,
         COOLDOWN,
         f"cooldown {format_duration(cooldown)} of {change}, made at {last_at.isoformat()}",
@@ -196,7 +220,7 @@ def _check_cooldown(ctx: _Context) -> None:
     )
 
 
-def _continues_rollout(ctx: _Context, action: _Action) -> bool:
+def _continues_rollout(ctx: Context, action: Action) -> bool:
     """The action sets the value `lastApplied.containers` records: it is one more step of
     the change already made, not a new proposal."""
     target = action.target
@@ -205,7 +229,7 @@ def _continues_rollout(ctx: _Context, action: _Action) -> bool:
     )
 
 
-def _keeps_requests_within_limits(ctx: _Context, continuing: list[_Action]) -> bool:
+def _keeps_requests_within_limits(ctx: Context, continuing: list[Action]) -> bool:
     """Replaces the regular actions with `continuing` when no request of the result is
     above its limit; leaves them otherwise."""
     before = ctx.actions
@@ -219,17 +243,17 @@ def _keeps_requests_within_limits(ctx: _Context, continuing: list[_Action]) -> b
     return True
 
 
-def _check_single_replica(ctx: _Context) -> None:
+def _check_single_replica(ctx: Context) -> None:
     """SingleReplicaUnsafe: the method would restart or evict a lone replica, and not
     every policy allows that."""
     if ctx.workload.replicas != 1 or not ctx.regular():
         return
     method = ctx.method
-    restarts = method == "evict" or (method == "inPlace" and _restarts_container(ctx))
+    restarts = method == "evict" or (method == "inPlace" and resize_restarts(ctx))
     if restarts and not all(
         ctx.settings(p).allow_single_replica_disruption for p in ctx.policies()
     ):
-        _block_regular(
+        block_regular(
             ctx, "SingleReplicaUnsafe", f"one replica and method {method} would disrupt it"
         )
 
@@ -237,7 +261,7 @@ def _check_single_replica(ctx: _Context) -> None:
 def _fallback_single_replica(case: FallbackCase) -> tuple[str, str] | None:
     view = case.view
     if case.workload.replicas == 1 and not all(
-        view.guardrails(p).allow_single_replica_disruption for p in case.facts.policies
+        guardrails(view, p).allow_single_replica_disruption for p in case.facts.policies
     ):
         return (
             "SingleReplicaUnsafe",
@@ -252,32 +276,50 @@ def _fallback_single_replica(case: FallbackCase) -> tuple[str, str] | None:
 #: final, on both paths: the API server judges both. The admission path never evaluates windows, the method, cooldown,
 #: single-replica safety or node capacity.
 CHECKS: tuple[Check, ...] = (
-    Check((INFEASIBLE,), _check_feasible),
-    Check(("Audit",), _check_audit),
-    Check(("AutomationDisabled",), _check_automation, gate=_automation_disabled),
-    Check((HUB_UNREACHABLE,), _check_hub),
-    Check(("Paused",), _check_paused, gate=_paused, fallback=_fallback_paused),
-    Check(("ProtectedNamespace",), _check_protected, gate=_protected),
+    Check((INFEASIBLE,), check_feasible, (NODES,)),
+    Check(("Audit",), check_audit, (RECORD, KERF)),
+    Check(("AutomationDisabled",), _check_automation, (KERF,), gate=_automation_disabled),
+    Check((HUB_UNREACHABLE,), _check_hub, (SOURCES,)),
     Check(
-        ("StaleRecommendation", "HPACoupled", "VPACoupled", "LearningPeriod", "LowConfidence"),
-        _check_recommendation_quality,
+        ("Paused",),
+        _check_paused,
+        (WORKLOAD, NAMESPACE, KERF),
+        gate=_paused,
+        fallback=_fallback_paused,
     ),
-    Check(("FreezeWindow",), _check_freeze, RUNNING),
+    Check(("ProtectedNamespace",), _check_protected, (KERF,), gate=_protected),
+    Check(("StaleRecommendation",), check_stale, (SOURCES,)),
+    Check(("HPACoupled",), check_hpa, (AUTOSCALERS, KERF)),
+    Check(("VPACoupled",), check_vpa, (AUTOSCALERS, KERF)),
+    Check(("LearningPeriod",), check_learning_period, (SOURCES, KERF)),
+    Check(("LowConfidence",), check_low_confidence, (SOURCES, KERF)),
+    Check(("FreezeWindow",), _check_freeze, (KERF,), RUNNING),
     # A decrease within a rollback's cooldown is refused here too, as Cooldown.
-    Check((THROTTLED, OOM_KILLED, JVM_FIXED_HEAP, NO_SIGNIFICANT_CHANGE), _apply_value_rules),
-    Check(("RequestsExceedLimits", "GpuActionConflict"), _validate_plan),
-    Check((LIMIT_RANGE_VIOLATION,), _filter_limit_ranges),
-    Check((RESOURCE_QUOTA_EXCEEDED,), _filter_quotas),
-    Check(("NoCommonMethod",), _choose_method, RUNNING, fallback=_fallback_method),
-    Check((COOLDOWN,), _check_cooldown, RUNNING),
+    Check(
+        (THROTTLED, OOM_KILLED, JVM_FIXED_HEAP, NO_SIGNIFICANT_CHANGE),
+        check_value_rules,
+        (KERF, RECORD, SOURCES, OOM_EVIDENCE, PODS),
+    ),
+    Check(("RequestsExceedLimits", "GpuActionConflict"), validate_plan, ()),
+    Check((LIMIT_RANGE_VIOLATION,), filter_limit_ranges, (BOUNDS,)),
+    Check((RESOURCE_QUOTA_EXCEEDED,), filter_quotas, (BOUNDS,)),
+    Check(
+        ("NoCommonMethod",),
+        choose_method,
+        (KERF, PODS, NODES, NODE_USAGE),
+        RUNNING,
+        fallback=fallback_method,
+    ),
+    Check((COOLDOWN,), _check_cooldown, (RECORD, KERF), RUNNING),
     Check(
         ("SingleReplicaUnsafe",),
         _check_single_replica,
+        (WORKLOAD, KERF),
         RUNNING,
         fallback=_fallback_single_replica,
     ),
-    Check(("InsufficientNodeCapacity",), _filter_node_capacity, RUNNING),
-    Check(("MaintenanceWindow",), _check_maintenance, RUNNING),
+    Check(("InsufficientNodeCapacity",), filter_node_capacity, (KERF, NODES, NODE_USAGE), RUNNING),
+    Check(("MaintenanceWindow",), _check_maintenance, (KERF,), RUNNING),
 )
 #: The checks `pod_gate` reads, by reason; those of the fallback of a failed resize; those
 #: of each decision path.
@@ -289,15 +331,25 @@ FALLBACK_CHECKS: tuple[FallbackCheck, ...] = tuple(
 )
 
 
-_BY_PATH: dict[Path, tuple[Callable[[_Context], None], ...]] = {
-    path: tuple(c.decide for c in CHECKS if path in c.paths) for path in BOTH
+_BY_PATH: dict[Path, tuple[Check, ...]] = {
+    path: tuple(c for c in CHECKS if path in c.paths) for path in BOTH
 }
 
 
-def _run_checks(ctx: _Context) -> str:
-    """The checks of the decision's path in the order of `CHECKS`; returns the method."""
-    for check in _BY_PATH[ctx.path]:
-        check(ctx)
+def run_checks(ctx: Context) -> str:
+    """The checks of the decision's path in the order of `CHECKS`; returns the method.
+    With the view's `check_reads` on, each check may read only the inputs it declares."""
+    view = ctx.view
+    if not view.check_reads:
+        for check in _BY_PATH[ctx.path]:
+            check.decide(ctx)
+        return ctx.method
+    try:
+        for check in _BY_PATH[ctx.path]:
+            view.reading = (check.reasons[0], check.reads)
+            check.decide(ctx)
+    finally:
+        view.reading = None
     return ctx.method
 
 

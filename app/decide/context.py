@@ -10,18 +10,19 @@ from typing import Any, Literal
 
 from app.decide.plan_facts import (
     QOS_RESOURCES,
-    _PlanFacts,
-    _policies_of,
-    _Prepared,
-    _StrategyFacts,
+    PlanFacts,
+    Prepared,
+    StrategyFacts,
+    policies_of,
 )
 from app.decide.pod_facts import is_guaranteed
 from app.decide.results import AuditProposal, Filtered
 from app.guardrails import GuardrailSettings
 from app.horizon import Horizon
 from app.models import AutomationStrategySpec, KerfResource
+from app.plans import WorkloadPlan, guardrails
 from app.selection import Target
-from app.view import ClusterView, WorkloadPlan
+from app.view import ClusterView
 from app.workloads import Resources, Workload
 
 Path = Literal["admission", "running"]
@@ -36,27 +37,27 @@ class FallbackCase:
     view: ClusterView
     pod: Mapping[str, Any]
     workload: Workload
-    facts: _PlanFacts
+    facts: PlanFacts
     now: datetime
     #: Deferred, Infeasible, Error or ResizeRejected
     cause: str
 
 
-class _Action:
+class Action:
     """A prepared target with the amount the pod has and the amount to set."""
 
     __slots__ = ("item", "target", "current", "desired", "partner")
 
-    def __init__(self, item: _Prepared, current: int | None, desired: int) -> None:
+    def __init__(self, item: Prepared, current: int | None, desired: int) -> None:
         self.item = item
         self.target = item.target
         self.current = current
         self.desired = desired
         #: the other field of a Guaranteed container's pair: both change together
-        self.partner: _Action | None = None
+        self.partner: Action | None = None
 
 
-class _Context:
+class Context:
     """One decision in progress: the pod, the plan facts and the actions still standing."""
 
     __slots__ = (
@@ -94,7 +95,7 @@ class _Context:
         pod: Mapping[str, Any],
         workload: Workload,
         plan: WorkloadPlan,
-        facts: _PlanFacts,
+        facts: PlanFacts,
         clock: Horizon,
         path: Path,
         containers: Mapping[str, Mapping[str, Any]],
@@ -113,12 +114,12 @@ class _Context:
         self.containers = containers
         self.current = current
         self.baseline = _baseline(facts, current, path)
-        self.actions: list[_Action] = []
+        self.actions: list[Action] = []
         self.has_restores = False
         self.dropped: list[tuple[Target, str]] = []
         #: values dropped for a bound outside kerf (a LimitRange, a quota), and the bound
         self.filtered: list[Filtered] = []
-        self._memo_actions: list[_Action] | None = None
+        self._memo_actions: list[Action] | None = None
         self._memo_len = -1
         self._policies: list[KerfResource] = []
         self._strategies: list[AutomationStrategySpec] = []
@@ -129,32 +130,32 @@ class _Context:
         self.proposal: AuditProposal | None = None
         #: the windows and methods of the strategies behind the change, fixed by the
         #: FreezeWindow check (before the value rules drop any action)
-        self.strategy_facts: _StrategyFacts | None = None
+        self.strategy_facts: StrategyFacts | None = None
         #: how the change is carried out; chosen on the running path only
         self.method = "admission"
         #: (actions, their count, the resources they give): `final`'s last answer
-        self._final: tuple[list[_Action], int, dict[str, Resources]] | None = None
+        self._final: tuple[list[Action], int, dict[str, Resources]] | None = None
 
     def settings(self, policy: KerfResource | None) -> GuardrailSettings:
-        return self.view.guardrails(policy)
+        return guardrails(self.view, policy)
 
     def final(self) -> dict[str, Resources]:
-        """Every container's resources with the standing actions set (`_final_resources`),
+        """Every container's resources with the standing actions set (`final_resources`),
         worked out again only when the action list was replaced or grew: the checks
         never change an action's value once the plan is validated."""
         kept = self._final
         if kept is not None and kept[0] is self.actions and kept[1] == len(self.actions):
             return kept[2]
-        final = _final_resources(self.current, self.actions)
+        final = final_resources(self.current, self.actions)
         self._final = (self.actions, len(self.actions), final)
         return final
 
-    def regular(self) -> list[_Action]:
+    def regular(self) -> list[Action]:
         if not self.has_restores:
             return self.actions
         return [a for a in self.actions if not a.item.restore]
 
-    def replace_actions(self, actions: list[_Action]) -> None:
+    def replace_actions(self, actions: list[Action]) -> None:
         self.actions = actions
 
     def _derive(self) -> None:
@@ -170,7 +171,7 @@ class _Context:
             self._policies, self._strategies = facts.policies, facts.strategies
             self._audit = facts.audit
             return
-        self._policies, self._strategies, self._audit = _policies_of([a.item for a in regular])
+        self._policies, self._strategies, self._audit = policies_of([a.item for a in regular])
 
     def check_on(self, name: str) -> bool:
         """A strategy's safety check (`safetyChecks.<name>`, a switch) holds for the change:
@@ -194,7 +195,7 @@ class _Context:
         return self._audit
 
 
-class _Stop(Exception):
+class Stop(Exception):
     """A check decided: carries the outcome."""
 
     def __init__(
@@ -211,8 +212,8 @@ class _Stop(Exception):
         self.next_allowed_at = next_allowed_at
 
 
-def _block_regular(
-    ctx: _Context,
+def block_regular(
+    ctx: Context,
     reason: str,
     message: str,
     when: datetime | None = None,
@@ -222,12 +223,12 @@ def _block_regular(
     otherwise the whole plan stops here."""
     restores = [a for a in ctx.actions if a.item.restore]
     if not restores:
-        raise _Stop(outcome, reason, message, when)
+        raise Stop(outcome, reason, message, when)
     ctx.dropped.extend((a.target, reason) for a in ctx.regular())
     ctx.replace_actions(restores)
 
 
-def _baseline(facts: _PlanFacts, current: dict[str, Resources], path: Path) -> dict[str, Resources]:
+def _baseline(facts: PlanFacts, current: dict[str, Resources], path: Path) -> dict[str, Resources]:
     """ "Current" for the guardrails: a running pod's spec; for a new pod the workload's
     last applied values, else the pod's manifest — so a rollout never undoes a step."""
     applied = facts.applied
@@ -264,7 +265,7 @@ def _keep_pairs(
         baseline["requests"][resource] = baseline["limits"][resource] = value
 
 
-def _final_resources(current: dict[str, Resources], actions: list[_Action]) -> dict[str, Resources]:
+def final_resources(current: dict[str, Resources], actions: list[Action]) -> dict[str, Resources]:
     """Every container's resources with the actions set; a container no action touches
     keeps the pod's own (shared, never changed) resources, the others are copies."""
     final = dict(current)

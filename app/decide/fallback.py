@@ -8,9 +8,10 @@ from typing import Any
 
 from app.decide.checks import FALLBACK_CHECKS
 from app.decide.context import FallbackCase
-from app.decide.plan_facts import _plan_facts
+from app.decide.plan_facts import facts_for
 from app.decide.pod_facts import workload_for
 from app.decide.results import PodDecision
+from app.plans import guardrails, plan_for
 from app.view import ClusterView
 from app.workloads import Workload
 
@@ -31,8 +32,8 @@ def decide_fallback(
     workload = workload_for(view, pod, owner)
     if workload is None:
         return PodDecision(namespace, name, owner, "skipped", "Unmanaged", "no owner")
-    plan = view.plan_for(workload)
-    facts = _plan_facts(view, workload, plan, tuple(containers))
+    plan = plan_for(view, workload)
+    facts = facts_for(view, workload, plan, tuple(containers))
 
     def stop(reason: str, message: str) -> PodDecision:
         return PodDecision(
@@ -62,7 +63,7 @@ def fallback_after(view: ClusterView, workload: Workload) -> timedelta:
     """How long a resize the node defers may wait before it falls back: the longest
     `apply.fallbackAfter` of the policies behind the workload's plan (a resize is given
     up only once every policy would)."""
-    plan = view.plan_for(workload)
+    plan = plan_for(view, workload)
     policies = {id(p): p for p in plan.sync.sources.values()}.values()
-    spans = [view.guardrails(p).fallback_after for p in policies]
-    return max(spans, default=view.guardrails(None).fallback_after)
+    spans = [guardrails(view, p).fallback_after for p in policies]
+    return max(spans, default=guardrails(view, None).fallback_after)

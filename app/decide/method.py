@@ -6,13 +6,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from app.decide.capacity import _restore_outgrows
-from app.decide.context import IN_PLACE_RESOURCES, FallbackCase, _block_regular, _Context
-from app.decide.plan_facts import _common_methods
+from app.decide.capacity import restore_outgrows
+from app.decide.context import IN_PLACE_RESOURCES, Context, FallbackCase, block_regular
+from app.decide.plan_facts import common_methods
 from app.workloads import oom_looping
 
 
-def _choose_method(ctx: _Context) -> None:
+def choose_method(ctx: Context) -> None:
     """The method of a running pod's change (SPEC §7): inPlace when every contributing
     strategy allows it and the change can be made in place; else evict when all allow
     eviction; else NoCommonMethod."""
@@ -21,30 +21,30 @@ def _choose_method(ctx: _Context) -> None:
     ctx.method = "inPlace"
     allowed = strategies.methods
     if not allowed:
-        _block_regular(ctx, "NoCommonMethod", "the contributing strategies share no method")
+        block_regular(ctx, "NoCommonMethod", "the contributing strategies share no method")
         return
     restart_ok = strategies.restart_ok
-    in_place = _resizable(ctx) and (restart_ok or not _restarts_container(ctx))
-    rather_evict = _restore_outgrows(ctx) or _resizes_an_oom_loop(ctx)
+    in_place = _resizable(ctx) and (restart_ok or not resize_restarts(ctx))
+    rather_evict = restore_outgrows(ctx) or _resizes_an_oom_loop(ctx)
     if "inPlace" in allowed and in_place and not ("evict" in allowed and rather_evict):
         return
     if "evict" in allowed:
         ctx.method = "evict"
         return
-    _block_regular(
+    block_regular(
         ctx, "NoCommonMethod", "the change cannot be made in place and eviction is not allowed"
     )
 
 
-def _fallback_method(case: FallbackCase) -> tuple[str, str] | None:
+def fallback_method(case: FallbackCase) -> tuple[str, str] | None:
     """A resize that cannot finish falls back to eviction only where every contributing
     strategy allows it; otherwise it is blocked with its cause."""
-    if "evict" in _common_methods(case.facts.strategies):
+    if "evict" in common_methods(case.facts.strategies):
         return None
     return case.cause, f"in-place resize failed ({case.cause}) and eviction is not allowed"
 
 
-def _resizes_an_oom_loop(ctx: _Context) -> bool:
+def _resizes_an_oom_loop(ctx: Context) -> bool:
     """A memory change of a container in an OOM loop: kubelet 1.35.4 resizes the container's
     cgroup in place but leaves the pod's at the old limit, so the kills go on
     (kubernetes/kubernetes#138760); a replacement pod starts with the new values."""
@@ -54,12 +54,12 @@ def _resizes_an_oom_loop(ctx: _Context) -> bool:
     )
 
 
-def _resizable(ctx: _Context) -> bool:
+def _resizable(ctx: Context) -> bool:
     """Every changed resource can be resized in place (CPU and memory only)."""
     return all(a.target.resource in IN_PLACE_RESOURCES for a in ctx.actions)
 
 
-def _restarts_container(ctx: _Context) -> bool:
+def resize_restarts(ctx: Context) -> bool:
     """An in-place resize of the actions standing would restart a container."""
     return restarts_container(
         ctx.containers, ((a.target.container, a.target.resource) for a in ctx.actions)

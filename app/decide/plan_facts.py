@@ -17,11 +17,12 @@ from app.models import (
     RightsizingRecommendation,
     Window,
 )
+from app.plans import WorkloadPlan, guardrails
 from app.quantities import QuantityError, parse_resource
 from app.recommendations import RecommendationRow
 from app.selection import Candidate, Target
 from app.sync import PROACTIVE_KINDS, ROLLBACK_KINDS
-from app.view import ClusterView, WorkloadPlan
+from app.view import ClusterView
 from app.workloads import Workload
 
 #: The resources whose requests and limits make a pod's QoS class (Guaranteed when equal).
@@ -31,7 +32,7 @@ PARTNER_FIELD = {"requests": "limits", "limits": "requests"}
 
 
 @dataclass(frozen=True, slots=True)
-class _Prepared:
+class Prepared:
     """What one selected target needs that depends only on the workload plan."""
 
     target: Target
@@ -59,7 +60,7 @@ class _Prepared:
 
 
 @dataclass(frozen=True, slots=True)
-class _PlanFacts:
+class PlanFacts:
     """What a decision needs that depends only on the workload plan and the containers
     selected for: resolved once per plan and container set, kept in the plan's memo.
 
@@ -75,7 +76,7 @@ class _PlanFacts:
     #: `winners` in their JSON form (`SelectedValue.as_dict`), shared: readers never
     #: change them
     winners_json: tuple[dict[str, str], ...]
-    items: list[_Prepared]
+    items: list[Prepared]
     record: RightsizingRecommendation | None
     rows: Mapping[str, RecommendationRow]
     #: the lowest confidence among the rows (None when no row reports one)
@@ -99,10 +100,12 @@ class _PlanFacts:
     policies: list[KerfResource]
     strategies: list[AutomationStrategySpec]
     audit: bool
+    #: the windows and methods of `strategies`
+    strategy_facts: StrategyFacts
 
 
-def _policies_of(
-    items: Iterable[_Prepared],
+def policies_of(
+    items: Iterable[Prepared],
 ) -> tuple[list[KerfResource], list[AutomationStrategySpec], bool]:
     """The distinct policies and strategies of some regular items (in order of first
     appearance) and whether any of them is in audit mode."""
@@ -154,9 +157,9 @@ def _applied_amounts(last: LastApplied | None) -> dict[tuple[str, str, str], int
     return amounts
 
 
-def _plan_facts(
+def facts_for(
     view: ClusterView, workload: Workload, plan: WorkloadPlan, names: tuple[str, ...]
-) -> _PlanFacts:
+) -> PlanFacts:
     """The plan facts for these containers, built once per plan and container set."""
     key = ("facts", names)
     found = plan.memo.get(key)
@@ -171,7 +174,7 @@ def _plan_facts(
 
 def _build_plan_facts(
     view: ClusterView, workload: Workload, plan: WorkloadPlan, names: tuple[str, ...]
-) -> _PlanFacts:
+) -> PlanFacts:
     selected = plan.select_for(names)
     rows = view.rows_for(workload.ref)
     ordered = sorted(selected.items(), key=_target_order)
@@ -180,12 +183,12 @@ def _build_plan_facts(
         for target, candidate in ordered
     ]
     regular = [i for i in items if not i.restore and i.strategy is not None]
-    policies, strategies, audit = _policies_of(regular)
+    policies, strategies, audit = policies_of(regular)
     record = view.recommendation_for(workload.ref)
     status = record.status if record else None
     last_applied = status.last_applied if status else None
     winners = tuple(_selected_value(target, candidate) for target, candidate in ordered)
-    return _PlanFacts(
+    return PlanFacts(
         selected=selected,
         winners=winners,
         winners_json=tuple(w.as_dict() for w in winners),
@@ -213,17 +216,18 @@ def _build_plan_facts(
         policies=policies,
         strategies=strategies,
         audit=audit,
+        strategy_facts=_strategy_facts(strategies),
     )
 
 
 def _prepare(
     view: ClusterView, target: Target, candidate: Candidate, row: RecommendationRow | None
-) -> _Prepared:
+) -> Prepared:
     """Resolve what one selected target needs from its policy and its row: strategy,
     switches, guardrail settings, audit mode, the row's facts for the quality checks."""
-    settings = view.guardrails(candidate.policy)
+    settings = guardrails(view, candidate.policy)
     if candidate.kind in ROLLBACK_KINDS:
-        return _Prepared(target, candidate, True, None, None, settings)
+        return Prepared(target, candidate, True, None, None, settings)
     spec = getattr(candidate.policy, "spec", None)
     max_age_days = getattr(getattr(spec, "safety_checks", None), "max_analysis_age_days", 5)
     strategy = view.strategy_for(candidate.policy) if candidate.policy else None
@@ -237,7 +241,7 @@ def _prepare(
         if strategy is not None
         else None
     )
-    return _Prepared(
+    return Prepared(
         target,
         candidate,
         False,
@@ -290,7 +294,7 @@ def _span(**amount: float) -> timedelta | None:
 
 
 @dataclass(frozen=True, slots=True)
-class _StrategyFacts:
+class StrategyFacts:
     """What a set of contributing strategies decides together."""
 
     exclusion: list[Window]
@@ -301,23 +305,24 @@ class _StrategyFacts:
     restart_ok: bool
 
 
-def _strategy_facts(plan: WorkloadPlan, strategies: list[AutomationStrategySpec]) -> _StrategyFacts:
-    """The windows and methods of these strategies, derived once per plan and strategy set
-    (strategies are kerf objects, as fixed as the plan; keyed by identity, which is safe
-    because the plan's facts hold every strategy they can name)."""
-    key = ("strategies", *map(id, strategies))
-    found = plan.memo.get(key)
-    if found is None:
-        found = plan.memo[key] = _StrategyFacts(
-            exclusion=[w for s in strategies for w in s.scheduling.exclusion_windows],
-            inclusion=[w for s in strategies for w in s.scheduling.inclusion_windows],
-            methods=_common_methods(strategies),
-            restart_ok=all(s.in_place_resize.container_restart for s in strategies),
-        )
-    return found
+def strategy_facts_of(facts: PlanFacts, strategies: list[AutomationStrategySpec]) -> StrategyFacts:
+    """The windows and methods of these strategies: the plan facts' own when they are the
+    strategies of every regular item (the common case), else worked out afresh."""
+    if strategies is facts.strategies:
+        return facts.strategy_facts
+    return _strategy_facts(strategies)
 
 
-def _common_methods(strategies: list[AutomationStrategySpec]) -> frozenset[str]:
+def _strategy_facts(strategies: list[AutomationStrategySpec]) -> StrategyFacts:
+    return StrategyFacts(
+        exclusion=[w for s in strategies for w in s.scheduling.exclusion_windows],
+        inclusion=[w for s in strategies for w in s.scheduling.inclusion_windows],
+        methods=common_methods(strategies),
+        restart_ok=all(s.in_place_resize.container_restart for s in strategies),
+    )
+
+
+def common_methods(strategies: list[AutomationStrategySpec]) -> frozenset[str]:
     """The methods every one of these strategies allows."""
     allowed = {"inPlace", "evict"}
     for strategy in strategies:

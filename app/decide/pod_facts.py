@@ -12,6 +12,7 @@ from typing import Any
 from app.annotations import PAUSE_REASON, PAUSE_UNTIL, SKIP_CONTAINERS
 from app.horizon import Horizon
 from app.owners import WorkloadRef
+from app.plans import protected_by_pattern
 from app.view import ClusterView
 from app.workloads import JAVA_OPTION_VARS, Resources, Workload, oom_terminations, parse_time
 
@@ -29,7 +30,7 @@ def skipped_containers(pod: Mapping[str, Any], workload: Workload) -> set[str]:
     return {name.strip() for name in value.split(",") if name.strip()}
 
 
-def _horizon(now: datetime | Horizon) -> Horizon:
+def as_horizon(now: datetime | Horizon) -> Horizon:
     return now if isinstance(now, Horizon) else Horizon(now)
 
 
@@ -45,7 +46,7 @@ def is_paused(annotations: Mapping[str, str] | None, now: datetime | Horizon) ->
         until = parse_time(value.strip())
     except ValueError:
         return True  # a typo must not silently resume automation
-    return until is not None and _horizon(now).before(until)
+    return until is not None and as_horizon(now).before(until)
 
 
 def jvm_heap_bytes(container: Mapping[str, Any]) -> int | None:
@@ -203,7 +204,7 @@ def paused_by(
     view: ClusterView, pod: Mapping[str, Any], workload: Workload, now: datetime | Horizon
 ) -> Pause | None:
     """The pause that holds the pod, the pod's own first, or None."""
-    clock = _horizon(now)
+    clock = as_horizon(now)
     pod_annotations = (pod.get("metadata") or {}).get("annotations")
     if is_paused(pod_annotations, clock):
         return _pause("pod", pod_annotations)
@@ -222,4 +223,4 @@ def _pause(source: str, annotations: Mapping[str, str] | None) -> Pause:
 
 def is_protected(namespace: str, view: ClusterView) -> bool:
     """kerf's own namespace and GlobalConfiguration.protectedNamespacePatterns."""
-    return namespace == view.own_namespace or view.protected_by_pattern(namespace)
+    return namespace == view.own_namespace or protected_by_pattern(view, namespace)

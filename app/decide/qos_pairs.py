@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from app.decide.context import _Action, _Context
-from app.decide.plan_facts import QOS_RESOURCES, _Prepared
+from app.decide.context import Action, Context
+from app.decide.plan_facts import QOS_RESOURCES, Prepared
 from app.decide.pod_facts import is_guaranteed
 from app.enablement import Switches, apply_switches
 from app.selection import Target
@@ -14,7 +14,7 @@ from app.selection import Target
 GUARANTEED_QOS = "GuaranteedQoS"
 
 
-def _may_pin(ctx: _Context) -> bool:
+def may_pin(ctx: Context) -> bool:
     """A cheap first look (it runs for every decision, and most pods have no CPU limit):
     could a container whose strategy retains QoS be Guaranteed?"""
     current = ctx.current
@@ -26,7 +26,7 @@ def _may_pin(ctx: _Context) -> bool:
     return False
 
 
-def _pinned_items(ctx: _Context) -> dict[tuple[str, str], dict[str, _Prepared]]:
+def pinned_items(ctx: Context) -> dict[tuple[str, str], dict[str, Prepared]]:
     """The regular items on the CPU/memory pairs of Guaranteed containers whose strategy
     retains the QoS class, by (container, resource) then field. A pair with a rollback
     restore is left to the restore (restores are exempt from every check)."""
@@ -34,7 +34,7 @@ def _pinned_items(ctx: _Context) -> dict[tuple[str, str], dict[str, _Prepared]]:
     guaranteed = [c for c in ctx.facts.qos_containers if is_guaranteed(current[c])]
     if not guaranteed:
         return {}  # the common case: no Guaranteed container to keep
-    pairs: dict[tuple[str, str], dict[str, _Prepared]] = {}
+    pairs: dict[tuple[str, str], dict[str, Prepared]] = {}
     restored: set[tuple[str, str]] = set()
     for item in ctx.facts.items:
         target = item.target
@@ -52,7 +52,7 @@ def _pinned_items(ctx: _Context) -> dict[tuple[str, str], dict[str, _Prepared]]:
     }
 
 
-def _add_pair(ctx: _Context, by_field: dict[str, _Prepared]) -> None:
+def add_pair(ctx: Context, by_field: dict[str, Prepared]) -> None:
     """Both values of a Guaranteed container's pair, set to one value: the selected limit
     when there is one (the bound its policy allows), else the selected request. The value
     is clamped into the bounds of both fields and must be allowed by both fields'
@@ -90,13 +90,13 @@ def _add_pair(ctx: _Context, by_field: dict[str, _Prepared]) -> None:
         )
         return
     request, limit = (
-        _Action(items[fld], baseline[fld].get(resource), value) for fld in ("requests", "limits")
+        Action(items[fld], baseline[fld].get(resource), value) for fld in ("requests", "limits")
     )
     request.partner, limit.partner = limit, request
     ctx.actions.extend((request, limit))
 
 
-def _partner_item(lead: _Prepared, fld: str) -> _Prepared:
+def _partner_item(lead: Prepared, fld: str) -> Prepared:
     """The other field of the lead's pair, under the lead's policy and strategy."""
     target = Target(lead.target.container, fld, lead.target.resource)
     return replace(lead, target=target, switches=lead.partner_switches)

@@ -1,24 +1,25 @@
 """The quality of proactive values and the autoscalers that own values: StaleRecommendation,
-HPACoupled, VPACoupled, LearningPeriod and LowConfidence, checked in that order (SPEC §6)."""
+HPACoupled, VPACoupled, LearningPeriod and LowConfidence, one check each (their order is
+`CHECKS`'s, SPEC §6)."""
 
 from __future__ import annotations
 
 from datetime import timedelta
 
-from app.decide.context import _Action, _block_regular, _Context, _Stop
+from app.decide.context import Action, Context, Stop, block_regular
 from app.decide.pod_facts import hpa_coupled_resources, vpa_held_targets
 from app.durations import format_duration
 
 
-def _proactive(ctx: _Context) -> list[_Action]:
+def _proactive(ctx: Context) -> list[Action]:
     """The regular actions whose values come from a proactive policy."""
     if not ctx.facts.any_proactive:
         return []
     return [a for a in ctx.regular() if a.item.proactive]
 
 
-def _check_recommendation_quality(ctx: _Context) -> None:
-    """StaleRecommendation, HPACoupled, VPACoupled, LearningPeriod, LowConfidence."""
+def check_stale(ctx: Context) -> None:
+    """StaleRecommendation: a row's analysis is older than its policy's maxAnalysisAgeDays."""
     for action in _proactive(ctx):
         item = action.item
         row = item.row
@@ -27,26 +28,33 @@ def _check_recommendation_quality(ctx: _Context) -> None:
         max_age = item.max_age_days
         limit = item.max_age if item.max_age is not None else timedelta(days=max_age)
         if ctx.clock.elapsed_over(row.analyzed_at, limit):
-            _block_regular(
+            block_regular(
                 ctx,
                 "StaleRecommendation",
                 f"container {row.container}: analysis of {row.analyzed_at.isoformat()} is older than {max_age} days",
             )
             return
+
+
+def check_hpa(ctx: Context) -> None:
+    """HPACoupled: the resources an HPA scales on by utilization are dropped, and the
+    change is blocked when nothing is left."""
     coupled = hpa_coupled_resources(ctx.view.hpas_for(ctx.workload))
     if coupled and ctx.check_on("enable_hpa_filter"):
         kept = [a for a in ctx.actions if a.item.restore or a.target.resource not in coupled]
         ctx.dropped.extend((a.target, "HPACoupled") for a in ctx.actions if a not in kept)
         ctx.replace_actions(kept)
         if not ctx.actions:
-            raise _Stop(
+            raise Stop(
                 "blocked",
                 "HPACoupled",
                 f"an HPA scales on {', '.join(sorted(coupled))} utilization",
             )
-    _check_vpa(ctx)
-    proactive = _proactive(ctx)
-    for action in proactive:
+
+
+def check_learning_period(ctx: Context) -> None:
+    """LearningPeriod: a row covers less time than its policy's learning period."""
+    for action in _proactive(ctx):
         settings = action.item.settings
         row = action.item.row
         if row is None or row.coverage_hours is None:
@@ -55,24 +63,29 @@ def _check_recommendation_quality(ctx: _Context) -> None:
         if coverage is None:
             coverage = timedelta(hours=row.coverage_hours)
         if coverage < settings.learning_period:
-            _block_regular(
+            block_regular(
                 ctx,
                 "LearningPeriod",
                 f"container {row.container}: {row.coverage_hours:g}h of data, {format_duration(settings.learning_period)} needed",
             )
             return
+
+
+def check_low_confidence(ctx: Context) -> None:
+    """LowConfidence: the lowest confidence of the rows is below the policies' minimum."""
+    proactive = _proactive(ctx)
     score = ctx.facts.lowest_confidence
     if proactive and score is not None:
         threshold = max(a.item.settings.min_confidence for a in proactive)
         if score < threshold:
-            _block_regular(ctx, "LowConfidence", f"confidence {score:g} is below {threshold:g}")
+            block_regular(ctx, "LowConfidence", f"confidence {score:g} is below {threshold:g}")
 
 
-def _key(action: _Action) -> tuple[str, str, str]:
+def _key(action: Action) -> tuple[str, str, str]:
     return (action.target.container, action.target.field, action.target.resource)
 
 
-def _check_vpa(ctx: _Context) -> None:
+def check_vpa(ctx: Context) -> None:
     """VPACoupled: the values a VerticalPodAutoscaler of the workload holds are dropped,
     and the change is blocked when nothing is left (two controllers setting the same
     requests undo each other). `enableVpaFilter` is off only when every strategy behind
@@ -107,7 +120,7 @@ def _check_vpa(ctx: _Context) -> None:
             by_vpa.setdefault(name, []).append(
                 f"{a.target.container} {a.target.resource} {a.target.field}"
             )
-        raise _Stop(
+        raise Stop(
             "blocked",
             "VPACoupled",
             "; ".join(

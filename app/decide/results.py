@@ -8,10 +8,10 @@ from datetime import datetime
 from typing import Literal
 
 from app.owners import WorkloadRef
+from app.plans import WorkloadPlan
 from app.quantities import format_resource
 from app.schedule import Schedule
 from app.selection import Candidate, Target
-from app.view import WorkloadPlan
 from app.workloads import Resources
 
 

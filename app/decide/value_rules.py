@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from app.decide.context import _Action, _Context, _Stop
-from app.decide.plan_facts import _Prepared
+from app.decide.context import Action, Context, Stop
+from app.decide.plan_facts import Prepared
 from app.decide.pod_facts import jvm_heap_bytes, oom_killed_since
 from app.decide.qos_pairs import GUARANTEED_QOS
 from app.enablement import GPU
@@ -12,11 +12,11 @@ from app.quantities import format_resource
 from app.selection import Target
 
 
-def _apply_value_rules(ctx: _Context) -> None:
+def check_value_rules(ctx: Context) -> None:
     """Per-value rules on every regular action; restores pass unchanged."""
     tolerance = ctx.view.global_config.tolerance_percent
     facts = _ValueFacts(ctx)
-    kept: list[_Action] = []
+    kept: list[Action] = []
     refusals: list[str] = []
     for action in ctx.actions:
         t = action.target
@@ -37,7 +37,7 @@ def _apply_value_rules(ctx: _Context) -> None:
             current=action.current,
             desired=action.desired,
             settings=action.item.settings,
-            tolerance_percent=_tolerance(tolerance, action),
+            tolerance_percent=change_tolerance(tolerance, action),
             context=facts.context(action.item),
         )
         own = ctx.current[t.container][t.field].get(t.resource)
@@ -64,16 +64,42 @@ def _apply_value_rules(ctx: _Context) -> None:
     if not kept:
         if refusals:
             reason = refusals[0]
-            raise _Stop("blocked", reason, _refusal_message(reason, ctx.dropped))
-        raise _Stop("skipped", NO_SIGNIFICANT_CHANGE, "every change is within the tolerance")
+            raise Stop("blocked", reason, _refusal_message(reason, ctx.dropped))
+        coupled = _coupled_change(ctx)
+        if coupled is not None:
+            # Only values the pod already has are left: what stopped the change is the
+            # guardrail that dropped the real one, not the tolerance.
+            raise Stop(
+                "blocked",
+                coupled,
+                _refusal_message(coupled, ctx.dropped) + "; every other value is unchanged",
+            )
+        raise Stop("skipped", NO_SIGNIFICANT_CHANGE, "every change is within the tolerance")
+
+
+#: The guardrails before the value rules that drop single values and let the rest go on.
+DROPPING_GUARDRAILS = frozenset({"HPACoupled", "VPACoupled"})
+
+
+def _coupled_change(ctx: Context) -> str | None:
+    """The first guardrail of `DROPPING_GUARDRAILS` that dropped a value the pod does not
+    already have, or None."""
+    wanted = {item.target: item.candidate.amount for item in ctx.facts.items}
+    for target, reason in ctx.dropped:
+        if reason not in DROPPING_GUARDRAILS:
+            continue
+        own = ctx.current[target.container][target.field].get(target.resource)
+        if wanted.get(target, own) != own:
+            return reason
+    return None
 
 
 def _pair_value_rules(
-    ctx: _Context,
+    ctx: Context,
     facts: _ValueFacts,
-    request: _Action,
-    limit: _Action,
-    kept: list[_Action],
+    request: Action,
+    limit: Action,
+    kept: list[Action],
     refusals: list[str],
 ) -> None:
     """The per-value rules on a Guaranteed pair, which keeps one value for both fields.
@@ -93,7 +119,7 @@ def _pair_value_rules(
             current=a.current,
             desired=a.desired,
             settings=a.item.settings,
-            tolerance_percent=_tolerance(tolerance, a),
+            tolerance_percent=change_tolerance(tolerance, a),
             context=facts.context(a.item),
         )
         for a in pair
@@ -134,7 +160,7 @@ def _pair_value_rules(
 class _ValueFacts:
     """What the refusal rules need to know about a pod's containers, read once."""
 
-    def __init__(self, ctx: _Context) -> None:
+    def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
         self.last_change = ctx.facts.last_applied_at
         self.last_rollback = ctx.facts.last_rollback if ctx.running else None
@@ -153,7 +179,7 @@ class _ValueFacts:
             self._memory[container] = found
         return found
 
-    def context(self, item: _Prepared) -> ValueContext:
+    def context(self, item: Prepared) -> ValueContext:
         """The ValueContext of one target under its policy's guardrails."""
         target = item.target
         rolled_back: frozenset[str] = frozenset()
@@ -173,7 +199,7 @@ class _ValueFacts:
         )
 
 
-def _tolerance(tolerance: int, action: _Action) -> int:
+def change_tolerance(tolerance: int, action: Action) -> int:
     """The change below which a value stays: GlobalConfiguration's tolerancePercent, or the
     strategy's `safetyChecks.minCpuChangePercent` / `minMemoryChangePercent`, the larger."""
     strategy = action.item.strategy
@@ -193,14 +219,14 @@ def _refusal_message(reason: str, dropped: list[tuple[Target, str]]) -> str:
     return f"{reason}: refused {', '.join(parts)}"
 
 
-def _validate_plan(ctx: _Context) -> None:
+def validate_plan(ctx: Context) -> None:
     """RequestsExceedLimits and GpuActionConflict over the whole plan, never clamped."""
     final = ctx.final()
     for container, resources in sorted(final.items()):
         for resource, request in sorted(resources["requests"].items()):
             limit = resources["limits"].get(resource)
             if limit is not None and request > limit:
-                raise _Stop(
+                raise Stop(
                     "blocked",
                     "RequestsExceedLimits",
                     f"container {container}: {resource} request "
@@ -216,7 +242,7 @@ def _validate_plan(ctx: _Context) -> None:
             if final[c]["requests"].get(GPU) != final[c]["limits"].get(GPU)
         ]
         if len(sources) > 1 or unequal:
-            raise _Stop(
+            raise Stop(
                 "blocked",
                 "GpuActionConflict",
                 "selected GPU actions disagree"

@@ -467,6 +467,7 @@ def oom_status(container: str = "app", finished: datetime | None = None) -> dict
 def view(*objects: Any, own_namespace: str = "kerf-system") -> ClusterView:
     """A synced view of the objects (same path as the state dir loader)."""
     v = ClusterView(own_namespace=own_namespace)
+    v.check_reads = True  # a stage that reads an input it does not declare fails
     for obj in objects:
         v.apply(obj)
     v.synced = True

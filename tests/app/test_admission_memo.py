@@ -12,8 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import app.decision_cache
-from app.admission import AdmissionResult, admit_pod
+from app.admission import AdmissionResult, admit_pod, memo_counts
 from app.annotations import PAUSE_UNTIL, SKIP_CONTAINERS
+from app.plans import plan_for
 from app.quantities import QuantityError
 from app.view import ClusterView
 from tests.app import builders as b
@@ -40,9 +41,9 @@ def warm(v: ClusterView, now: datetime = NOW, **kw: Any) -> AdmissionResult:
     then check that the third is a memo hit."""
     first = both(v, new_pod("web-7d4b9-first", **kw), now)
     assert both(v, new_pod("web-7d4b9-second", **kw), now) == first
-    hits = v.memo_hits
+    hits = memo_counts(v)[0]
     assert both(v, new_pod("web-7d4b9-third", **kw), now) == first
-    assert v.memo_hits == hits + 1
+    assert memo_counts(v)[0] == hits + 1
     return first
 
 
@@ -60,9 +61,9 @@ def test_pods_of_one_template_share_one_decision() -> None:
     # Name, uid and labels differ between pods of a template: still the same decision.
     other = new_pod("web-7d4b9-fourth", labels={"statefulset.kubernetes.io/pod-name": "x"})
     other["metadata"]["uid"] = "another-uid"
-    hits = v.memo_hits
+    hits = memo_counts(v)[0]
     assert both(v, other) == first
-    assert v.memo_hits == hits + 1
+    assert memo_counts(v)[0] == hits + 1
 
 
 @pytest.mark.parametrize(
@@ -87,16 +88,16 @@ def test_what_the_decision_reads_of_the_pod_is_in_the_key(change: Any) -> None:
     warm(v)
     p = new_pod("web-7d4b9-changed")
     change(p)
-    hits = v.memo_hits
+    hits = memo_counts(v)[0]
     both(v, p)
-    assert v.memo_hits == hits
+    assert memo_counts(v)[0] == hits
 
 
 def test_a_workload_the_view_does_not_hold_is_never_memoised() -> None:
     v = b.view(b.namespace(), b.strategy(), b.static())  # no Deployment: a stand-in
     both(v, new_pod())
     both(v, new_pod("web-7d4b9-other"))
-    assert v.memo_hits == 0
+    assert memo_counts(v)[0] == 0
 
 
 def test_a_failing_decision_is_not_memoised() -> None:
@@ -106,7 +107,7 @@ def test_a_failing_decision_is_not_memoised() -> None:
     for _ in range(2):
         with pytest.raises(QuantityError):
             admit_pod(v, copy.deepcopy(bad), b.NS, NOW)
-    assert v.memo_hits == 0
+    assert memo_counts(v)[0] == 0
 
 
 # ------------------------------------------------------------------ invalidation
@@ -167,9 +168,9 @@ def test_a_pod_without_oom_evidence_keeps_the_memo() -> None:
     v = static_view()
     warm(v)
     v.apply(b.pod("web-7d4b9-running"))
-    hits = v.memo_hits
+    hits = memo_counts(v)[0]
     both(v, new_pod("web-7d4b9-later"))
-    assert v.memo_hits == hits + 1
+    assert memo_counts(v)[0] == hits + 1
 
 
 def test_an_unreachable_source_ends_the_memo() -> None:
@@ -227,7 +228,7 @@ def test_the_memo_is_bounded_per_plan() -> None:
         p["spec"]["containers"][0]["resources"]["requests"]["cpu"] = f"{cpu}m"
         both(v, p)
         both(v, copy.deepcopy(p))
-    plan = v.plan_for(v.workload(v.owner_of(new_pod())))  # type: ignore[arg-type]
+    plan = plan_for(v, v.workload(v.owner_of(new_pod())))  # type: ignore[arg-type]
     assert len(plan.memo["admissions"]) == app.decision_cache.MEMO_PER_PLAN
 
 
@@ -247,7 +248,7 @@ def test_the_memo_is_bounded_overall(monkeypatch: pytest.MonkeyPatch) -> None:
             both(v, p)
             both(v, copy.deepcopy(p))
     kept = sum(
-        len(v.plan_for(v.workload(v.owner_of(new_pod(workload=n)))).memo.get("admissions", {}))  # type: ignore[arg-type]
+        len(plan_for(v, v.workload(v.owner_of(new_pod(workload=n)))).memo.get("admissions", {}))  # type: ignore[arg-type]
         for n in names
     )
     assert kept == 5
@@ -255,16 +256,16 @@ def test_the_memo_is_bounded_overall(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_a_template_is_memoised_from_its_second_pod_on() -> None:
     v = static_view()
-    plan = v.plan_for(v.workload(v.owner_of(new_pod())))  # type: ignore[arg-type]
+    plan = plan_for(v, v.workload(v.owner_of(new_pod())))  # type: ignore[arg-type]
     first = both(v, new_pod("web-7d4b9-first"))
     assert first.template is None
     assert not plan.memo.get("admissions")
     second = both(v, new_pod("web-7d4b9-second"))
     assert second.template is not None
     assert len(plan.memo["admissions"]) == 1
-    assert (v.memo_hits, v.memo_misses) == (0, 2)
+    assert (memo_counts(v)[0], memo_counts(v)[1]) == (0, 2)
     assert both(v, new_pod("web-7d4b9-third")) is second
-    assert (v.memo_hits, v.memo_misses) == (1, 2)
+    assert (memo_counts(v)[0], memo_counts(v)[1]) == (1, 2)
 
 
 def test_a_sighting_is_forgotten_past_the_bound(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -286,13 +287,13 @@ def test_an_answer_no_longer_valid_is_memoised_again_at_once() -> None:
     v = static_view()
     warm(v)
     v.apply(b.namespace(annotations={"kubex.ai/note": "changed"}))
-    misses = v.memo_misses
+    misses = memo_counts(v)[1]
     again = both(v, new_pod("web-7d4b9-after"))
     assert again.template is not None
-    assert v.memo_misses == misses + 1
-    hits = v.memo_hits
+    assert memo_counts(v)[1] == misses + 1
+    hits = memo_counts(v)[0]
     assert both(v, new_pod("web-7d4b9-next")) is again
-    assert v.memo_hits == hits + 1
+    assert memo_counts(v)[0] == hits + 1
 
 
 # ------------------------------------------------------------------ property

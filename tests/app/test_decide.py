@@ -10,6 +10,7 @@ import pytest
 
 from app.annotations import PAUSE_UNTIL, ROLLBACK_STATE
 from app.horizon import Horizon
+from app.plans import plan_for
 from app.rollback import RollbackState, encode_state
 from tests.app import builders as b
 
@@ -740,7 +741,7 @@ def test_restore_keys_win_at_priority_130_over_heavier_policies() -> None:
     )
     cands = [
         c
-        for c in v.plan_for(v.workload(b.view(*restoring_objects()).owner_of(p))).candidates
+        for c in plan_for(v, v.workload(b.view(*restoring_objects()).owner_of(p))).candidates
         if c.field == "requests" and c.resource == "cpu"
     ]
     assert {c.kind: c.priority for c in cands}["RollbackPolicy"] == 130
@@ -779,3 +780,23 @@ def test_rollback_restore_goes_on_beside_an_audit_mode_policy() -> None:
     assert (d.outcome, d.reason) == ("apply", None)
     assert b.final(d) == b.APP_RES
     assert b.reasons(d) == {"app.limits.memory": "Audit"}
+
+
+def test_a_guardrail_that_drops_the_only_real_change_is_the_reason() -> None:
+    """CPU changes and memory repeats the pod's: HPACoupled drops the CPU, and what is
+    left changes nothing. The reason is the HPA, not the tolerance."""
+    same_memory = {"app": {"requests": {"cpu": "250m", "memory": "512Mi"}}}
+    v = b.view(*static_objects(same_memory), b.hpa(resource="cpu"))
+    for path in ("running", "admission"):
+        d = b.decide(v, b.pod(), path)
+        assert (d.outcome, d.reason) == ("blocked", "HPACoupled"), path
+        assert "app.requests.cpu" in d.message
+    # Without the HPA the CPU change goes on; with a memory HPA, nothing real is dropped.
+    v.delete("HorizontalPodAutoscaler", b.NS, "web-hpa")
+    assert b.decide(v, b.pod()).outcome == "apply"
+    v.apply(b.hpa(resource="memory"))
+    assert b.decide(v, b.pod()).outcome == "apply"
+    only_memory = b.view(*static_objects(same_memory), b.hpa(resource="cpu"))
+    only_memory.apply(b.static(containers={"app": {"requests": {"memory": "512Mi"}}}))
+    d = b.decide(only_memory, b.pod())
+    assert (d.outcome, d.reason) == ("skipped", "NoSignificantChange")

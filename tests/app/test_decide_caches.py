@@ -10,7 +10,7 @@ from typing import Any
 from app import decision_cache
 from app.annotations import PAUSE_UNTIL
 from app.owners import WorkloadRef
-from app.view import MAX_NAME_SETS
+from app.plans import MAX_NAME_SETS, plan_for, protected_by_pattern
 from tests.app import builders as b
 
 NOW = b.NOW
@@ -181,11 +181,11 @@ def test_unknown_namespaces_are_not_kept() -> None:
     per-namespace caches."""
     v = b.view(*static_objects())
     for index in range(100):
-        v.protected_by_pattern(f"made-up-{index}")
+        protected_by_pattern(v, f"made-up-{index}")
         v.policies_for_namespace(f"made-up-{index}")
     assert not any(v.caches.setting(("protected", f"made-up-{i}")) is not None for i in range(100))
     assert not any(ns.startswith("made-up") for ns in v._cluster_for_ns)
-    v.protected_by_pattern(b.NS)
+    protected_by_pattern(v, b.NS)
     v.policies_for_namespace(b.NS)
     assert v.caches.setting(("protected", b.NS)) is not None and b.NS in v._cluster_for_ns
 
@@ -201,16 +201,16 @@ def test_a_record_change_drops_only_its_workloads_plan() -> None:
     web = v.workload(WorkloadRef("Deployment", b.NS, "web"))
     api = v.workload(WorkloadRef("Deployment", b.NS, "api"))
     assert web is not None and api is not None
-    web_plan, api_plan = v.plan_for(web), v.plan_for(api)
+    web_plan, api_plan = plan_for(v, web), plan_for(v, api)
     v.apply(b.recommendation(applied_at=NOW - timedelta(hours=1)))  # deployment-web
-    assert v.plan_for(api) is api_plan
-    assert v.plan_for(web) is not web_plan
+    assert plan_for(v, api) is api_plan
+    assert plan_for(v, web) is not web_plan
     assert outcome(v) == ("blocked", "Cooldown")
-    web_plan = v.plan_for(web)
+    web_plan = plan_for(v, web)
     v.delete("RightsizingRecommendation", b.NS, "deployment-web")
-    assert v.plan_for(api) is api_plan and v.plan_for(web) is not web_plan
+    assert plan_for(v, api) is api_plan and plan_for(v, web) is not web_plan
     v.apply(b.static(containers={"app": {"requests": {"cpu": "300m"}}}))  # a policy: all
-    assert v.plan_for(api) is not api_plan
+    assert plan_for(v, api) is not api_plan
 
 
 def test_only_the_most_recently_used_plans_keep_their_caches(monkeypatch: Any) -> None:

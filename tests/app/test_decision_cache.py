@@ -9,8 +9,10 @@ from typing import Any
 import pytest
 
 from app import decision_cache
-from app.decision_cache import ADMISSIONS, DecisionCaches
+from app.decision_cache import ADMISSIONS, NEVER, DecisionCaches
+from app.inputs import admission_versions
 from app.owners import WorkloadRef
+from app.plans import guardrails, plan_for, protected_by_pattern
 from tests.app import builders as b
 
 WEB = ("Deployment", "shop", "web")
@@ -132,14 +134,14 @@ def test_the_memo_goes_with_its_plan() -> None:
 def test_a_touched_input_never_repeats_a_version() -> None:
     caches: DecisionCaches[FakePlan] = DecisionCaches()
     key = ("oom", WEB)
-    assert caches.stamp(key) == 0
+    assert caches.stamp(key) is NEVER
     caches.touch(key)
     first = caches.stamp(key)
     caches.touch(("ns", "shop"))
     caches.forget_stamp(key)
-    assert caches.stamp(key) == 0
+    assert caches.stamp(key) is NEVER
     caches.touch(key)
-    assert caches.stamp(key) not in (0, first)
+    assert caches.stamp(key) is not NEVER and caches.stamp(key) is not first
 
 
 # ------------------------------------------------------------------ parsed pods
@@ -168,7 +170,7 @@ def web_view() -> Any:
 
 def web_plan(v: Any) -> Any:
     workload = v.workload(WorkloadRef(*WEB))
-    return v.plan_for(workload)
+    return plan_for(v, workload)
 
 
 def test_the_view_drops_a_workloads_plan_when_the_workload_changes() -> None:
@@ -186,15 +188,16 @@ def test_the_view_drops_every_plan_when_a_policy_changes() -> None:
     assert web_plan(v) is not plan
 
 
-def test_the_view_moves_the_namespace_version_when_the_namespace_or_an_hpa_changes() -> None:
+def test_the_view_moves_the_admission_versions_when_the_namespace_or_an_hpa_changes() -> None:
     v = web_view()
     workload = v.workload(WorkloadRef(*WEB))
-    before = v.admission_inputs(workload)
+    before = admission_versions(v, workload.ref)
     v.apply(b.namespace(annotations={"note": "changed"}))
-    after_namespace = v.admission_inputs(workload)
+    after_namespace = admission_versions(v, workload.ref)
     v.apply(b.hpa())
-    after_hpa = v.admission_inputs(workload)
-    assert before[0] != after_namespace[0] != after_hpa[0] != before[0]
+    after_hpa = admission_versions(v, workload.ref)
+    assert before != after_namespace != after_hpa != before
+    assert admission_versions(v, workload.ref) == after_hpa
 
 
 def test_the_view_drops_a_pods_parse_when_the_pod_changes() -> None:
@@ -219,12 +222,12 @@ def test_kerf_settings_are_kept_until_dropped() -> None:
 
 def test_the_view_drops_the_kerf_settings_when_a_kerf_object_changes_not_a_record() -> None:
     v = web_view()
-    v.protected_by_pattern(b.NS)
-    v.guardrails(None)
+    protected_by_pattern(v, b.NS)
+    guardrails(v, None)
     v.apply(b.recommendation())
     assert v.caches.setting(("protected", b.NS)) is not None
     assert v.caches.setting(("guardrails", None)) is not None
     v.apply(b.global_config(protectedNamespacePatterns=["sh*"]))
     assert v.caches.setting(("protected", b.NS)) is None
     assert v.caches.setting(("guardrails", None)) is None
-    assert v.protected_by_pattern(b.NS)
+    assert protected_by_pattern(v, b.NS)

@@ -9,6 +9,7 @@ from datetime import timedelta
 
 from app.models import KerfResource, LastApplied, LastRollback, RecommendationStatus
 from app.owners import WorkloadRef
+from app.plans import plan_for
 from app.records import RECENT, StoredRecommendation
 from app.view import ClusterView
 from tests.app import builders as b
@@ -76,7 +77,7 @@ def test_a_plan_keeps_the_last_change_time_not_the_status_models() -> None:
     b.decide(view, b.pod())
     workload = view.workload(REF)
     assert workload is not None
-    memo = view.plan_for(workload).memo
+    memo = plan_for(view, workload).memo
     facts = [v for k, v in memo.items() if k[0] == "facts"]
     assert facts
     for found in facts:

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from app.admission import admit_pod
 from app.annotations import POD_INFO, encode_fixed, encode_owned, fixed_key, policy_key
 from app.models import KerfResource, LastApplied, parse_object
+from app.plans import plan_for
 from app.rollback import RollbackState, backoff_wait, decode_state, encode_state
 from app.rollback_health import Applied
 from app.rollback_monitor import (
@@ -671,7 +672,7 @@ def test_a_pod_the_webhook_admitted_starts_monitoring_through_the_view() -> None
     v.apply(admitted(v, "web-7d4b9-new"))
     given_inputs = monitor_inputs(v, workload)
     assert given_inputs.policy is not None and given_inputs.policy.metadata.name == "rb"
-    assert given_inputs.fingerprint == v.plan_for(workload).fingerprint
+    assert given_inputs.fingerprint == plan_for(v, workload).fingerprint
     assert given_inputs.thresholds.restarts == 2
     assert given_inputs.replicas == 1 and given_inputs.manifest == {"app": b.APP_RES}
     result = step(None, given_inputs, T0)
@@ -684,7 +685,7 @@ def test_a_pod_the_webhook_admitted_starts_monitoring_through_the_view() -> None
     )
     v.apply(b.deployment(replicas=1, annotations={"rightsizing.kubex.ai/rollback-state": rolling}))
     restoring = next(iter(v.workloads()))
-    assert v.plan_for(restoring).fingerprint != given_inputs.fingerprint
+    assert plan_for(v, restoring).fingerprint != given_inputs.fingerprint
     assert monitor_inputs(v, restoring).fingerprint == given_inputs.fingerprint
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from app.annotations import encode_fixed, encode_owned, fixed_key, policy_key
 from app.models import DEFAULT_PRECEDENCE, KerfResource
+from app.plans import policy_priorities
 from app.selection import Candidate, Target, best_candidate, extract_candidates, priorities, select
 from tests.app import builders as b
 
@@ -70,12 +71,12 @@ def cpu(value: str = "250m") -> dict[str, dict[str, str]]:
 def test_default_precedence_when_policy_evaluation_is_absent() -> None:
     # The table itself is pinned literally in test_models (SPEC §2 defaults).
     assert priorities(None) == dict(DEFAULT_PRECEDENCE)
-    assert b.view().priorities == priorities(None)
+    assert policy_priorities(b.view()) == priorities(None)
 
 
 def test_policy_evaluation_replaces_priorities_and_unlisted_type_is_zero() -> None:
     v = b.view(b.policy_evaluation(ProactivePolicy=200, StaticPolicy=10))
-    assert v.priorities == {"ProactivePolicy": 200, "StaticPolicy": 10}
+    assert policy_priorities(v) == {"ProactivePolicy": 200, "StaticPolicy": 10}
     stat = b.static("s", weight=100)
     pro = b.proactive("p", weight=0)
     rb = b.rollback_policy("rb", weight=100)
@@ -83,7 +84,7 @@ def test_policy_evaluation_replaces_priorities_and_unlisted_type_is_zero() -> No
         (stat, owned(stat, cpu("100m"))),
         (pro, owned(pro, cpu("200m"))),
         (rb, owned(rb, cpu("300m"))),
-        prio=v.priorities,
+        prio=policy_priorities(v),
     )
     assert {c.kind: c.priority for c in found} == {
         "StaticPolicy": 10,

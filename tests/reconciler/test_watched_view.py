@@ -50,3 +50,36 @@ def test_a_stored_kubex_kind_queues_no_workload_and_makes_the_reports_due() -> N
     view.apply(parse_object(patch))
     view.delete("ObjectPatch", "shop", "p")
     assert queued == [] and inputs == [None, None]
+
+
+def test_a_change_queues_only_the_workloads_whose_declared_inputs_it_touches() -> None:
+    """Derived from `app.inputs`: a Namespace queues its own workloads, an HPA the one it
+    targets, a node status update that keeps the allocatable and a ConfigMap that is no
+    recommendation source queue none; a node's new allocatable queues every workload."""
+    queued: list[WorkloadRef | None] = []
+    view = WatchedView(queued.append)
+    for name, namespace in (("web", "shop"), ("api", "shop"), ("db", "other")):
+        view.apply(deployment(name, namespace))
+    view.apply(b.node())
+    changes: list[tuple[dict, list[str] | None]] = [
+        (b.namespace("shop", annotations={"a": "b"}), ["api", "web"]),
+        (b.hpa("web", namespace="shop"), ["web"]),
+        (b.node() | {"metadata": {"name": "node-a", "labels": {"ready": "yes"}}}, []),
+        (
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": "c", "namespace": "shop"},
+            },
+            [],
+        ),
+        (b.node(cpu="2"), None),
+    ]
+    for obj, expected in changes:
+        queued.clear()
+        view.apply(obj)
+        if expected is None:
+            assert queued == [None]
+        else:
+            assert sorted(r.name for r in queued if r is not None) == expected
+            assert None not in queued

@@ -20,17 +20,17 @@ def test_the_committed_reference_is_what_the_code_generates() -> None:
 
 def reason_literals(path: Path) -> set[str]:
     """Reason names the decision code raises: the string argument after the outcome of
-    `_Stop(outcome, reason, …)` and `PodDecision(…, outcome, reason, …)`, the second
-    argument of `_block_regular(ctx, reason, …)`, and module-level NAME = "Reason"."""
+    `Stop(outcome, reason, …)` and `PodDecision(…, outcome, reason, …)`, the second
+    argument of `block_regular(ctx, reason, …)`, and module-level NAME = "Reason"."""
     tree = ast.parse(path.read_text())
     found: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
             args = [a.value if isinstance(a, ast.Constant) else None for a in node.args]
-            if node.func.id == "_block_regular" and len(args) > 1:
+            if node.func.id == "block_regular" and len(args) > 1:
                 found.add(args[1])
             for i, value in enumerate(args[:-1]):
-                if node.func.id in ("_Stop", "PodDecision") and value in ("blocked", "skipped"):
+                if node.func.id in ("Stop", "PodDecision") and value in ("blocked", "skipped"):
                     found.add(args[i + 1])
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant):
             [target] = node.targets

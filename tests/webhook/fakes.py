@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 
 from app.admission import AdmissionResult
+from app.decision_cache import DecisionCaches
 from app.owners import WorkloadRef
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "admission"
@@ -28,10 +29,12 @@ def load_example(name: str) -> dict[str, Any]:
 
 @dataclass
 class FakeView:
-    """The two attributes of `app.view.ClusterView` the server reads."""
+    """The attributes of `app.view.ClusterView` the server reads: whether it is synced,
+    since when, and the decision caches whose admission memo counts the metrics show."""
 
     synced: bool = True
     synced_at: datetime | None = None
+    caches: DecisionCaches[Any] = field(default_factory=DecisionCaches)
 
 
 def result(

@@ -8,6 +8,7 @@ import copy
 from dataclasses import replace
 from typing import Any
 
+from app.owners import WorkloadRef
 from tests.webhook.fakes import load_example, result
 from webhook.finished import FinishedAnswers, finish
 from webhook.patch import build_patch
@@ -118,7 +119,12 @@ def test_an_equal_selection_of_another_plan_is_rendered_for_itself() -> None:
 def test_the_rendered_selections_are_bounded() -> None:
     patches = FinishedAnswers(selections=2)
     results = [
-        replace(_memoised(), selected=({"container": f"c{n}"},), template=bytes([n]))
+        replace(
+            _memoised(),
+            owner=WorkloadRef("Deployment", "shop", f"web-{n}"),
+            selected=({"container": f"c{n}"},),
+            template=bytes([n]),
+        )
         for n in range(3)
     ]
     for decided in results:

@@ -1,0 +1,199 @@
+"""What a decision reads is declared once (`app/inputs.py`): a change to any declared
+input makes both the webhook (its admission memo) and the reconciler (its quiet-pass
+check, its requeue routing) decide again; a stage that reads an input it does not
+declare fails."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+import app.decide.checks as checks
+from app import inputs
+from app.admission import admit_pod, memo_counts
+from app.annotations import PAUSE_UNTIL
+from app.decide import decide_pod
+from app.decide.checks import CHECKS, Check
+from app.decide.context import Context
+from app.inputs import INPUTS, OWNER_READS, PLAN_READS, Input, UndeclaredInput
+from app.owners import WorkloadRef
+from app.plans import plan_for
+from app.view import ClusterView
+from reconciler.service import WatchedView
+from tests.app import builders as b
+
+WEB = WorkloadRef("Deployment", b.NS, "web")
+Change = Callable[[ClusterView], Any]
+
+
+def _bound(kind: str) -> dict[str, Any]:
+    """A LimitRange or ResourceQuota that refuses the policy's memory."""
+    spec: dict[str, Any] = (
+        {"limits": [{"type": "Container", "min": {"memory": "300Mi"}}]}
+        if kind == "LimitRange"
+        else {"hard": {"requests.memory": "1Mi"}}
+    )
+    return {
+        "apiVersion": "v1",
+        "kind": kind,
+        "metadata": {"name": "x", "namespace": b.NS},
+        "spec": spec,
+    }
+
+
+#: (input, label, the change): at least one per watched input, and one per kind of the
+#: inputs whose kinds the view keeps apart
+CHANGES: list[tuple[Input, str, Change]] = [
+    (
+        inputs.WORKLOAD,
+        "Deployment paused",
+        lambda v: v.apply(b.deployment(annotations={PAUSE_UNTIL: "infinite"})),
+    ),
+    (inputs.RECORD, "RightsizingRecommendation written", lambda v: v.apply(b.recommendation())),
+    (
+        inputs.KERF,
+        "GlobalConfiguration turns automation off",
+        lambda v: v.apply(b.global_config(automationEnabled=False)),
+    ),
+    (
+        inputs.SOURCES,
+        "recommendation ConfigMap arrives",
+        lambda v: v.apply(b.configmap(b.row())),
+    ),
+    (
+        inputs.NAMESPACE,
+        "Namespace paused",
+        lambda v: v.apply(b.namespace(annotations={PAUSE_UNTIL: "infinite"})),
+    ),
+    (inputs.BOUNDS, "LimitRange arrives", lambda v: v.apply(_bound("LimitRange"))),
+    (inputs.BOUNDS, "ResourceQuota arrives", lambda v: v.apply(_bound("ResourceQuota"))),
+    (
+        inputs.AUTOSCALERS,
+        "HorizontalPodAutoscaler deleted",
+        lambda v: v.delete("HorizontalPodAutoscaler", b.NS, "web-hpa"),
+    ),
+    (
+        inputs.AUTOSCALERS,
+        "HorizontalPodAutoscaler retargeted",
+        lambda v: v.apply(
+            b.hpa("api", "cpu") | {"metadata": {"name": "web-hpa", "namespace": b.NS}}
+        ),
+    ),
+    (inputs.AUTOSCALERS, "VerticalPodAutoscaler arrives", lambda v: v.apply(b.vpa())),
+    (
+        inputs.OOM_EVIDENCE,
+        "a sibling is OOM-killed",
+        lambda v: v.apply(b.pod("web-7d4b9-old", statuses=[b.oom_status()])),
+    ),
+    (inputs.PODS, "the pod changes", lambda v: v.apply(b.pod(statuses=[b.oom_status()]))),
+    (inputs.NODES, "a node's allocatable changes", lambda v: v.apply(b.node(cpu="100m"))),
+]
+
+
+def _view(queued: list[WorkloadRef | None]) -> WatchedView:
+    v = WatchedView(queued.append)
+    v.check_reads = True
+    for obj in (
+        *b.base_objects(),
+        b.static(),
+        b.hpa(resource="cpu"),
+        b.node(),
+        b.pod(node="node-a"),
+    ):
+        v.apply(obj)
+    v.synced = True
+    return v
+
+
+def _admit(v: ClusterView, name: str) -> Any:
+    pod = b.pod(name, phase="Pending")
+    memoised = admit_pod(v, pod, b.NS, b.NOW)
+    assert memoised == admit_pod(v, copy.deepcopy(pod), b.NS, b.NOW, memo=False)
+    return memoised
+
+
+def _running_inputs(v: ClusterView) -> tuple[object, ...]:
+    workload = v.workload(WEB)
+    assert workload is not None
+    return inputs.running_inputs(v, WEB, plan_for(v, workload))
+
+
+def test_every_watched_input_has_a_change_below() -> None:
+    watched = {i for i in INPUTS if i.unwatched is None}
+    assert {i for i, _, _ in CHANGES} == watched
+    for declared in (inputs.BOUNDS, inputs.AUTOSCALERS):
+        kinds = {label.split()[0] for i, label, _ in CHANGES if i is declared}
+        assert kinds == declared.kinds
+
+
+@pytest.mark.parametrize(
+    ("declared", "change"),
+    [(i, c) for i, _, c in CHANGES],
+    ids=[label for _, label, _ in CHANGES],
+)
+def test_a_change_to_a_declared_input_makes_both_paths_decide_again(
+    declared: Input, change: Change
+) -> None:
+    queued: list[WorkloadRef | None] = []
+    v = _view(queued)
+    for name in ("web-7d4b9-first", "web-7d4b9-second"):
+        _admit(v, name)  # a template is memoised from its second pod on
+    hits = memo_counts(v)[0]
+    _admit(v, "web-7d4b9-third")
+    assert memo_counts(v)[0] == hits + 1
+    quiet = _running_inputs(v)
+    assert inputs.same_inputs(quiet, _running_inputs(v))
+    queued.clear()
+
+    change(v)
+
+    if "admission" in declared.paths:
+        misses = memo_counts(v)[1]
+        _admit(v, "web-7d4b9-later")
+        assert memo_counts(v)[1] == misses + 1, "the webhook answered from its memo"
+    if "running" in declared.paths:
+        assert not inputs.same_inputs(quiet, _running_inputs(v)), "the pass would be quiet"
+        assert WEB in queued or None in queued, "the workload was not queued"
+
+
+def test_an_hpa_deleted_frees_a_blocked_workload_at_once() -> None:
+    """Blocked HPACoupled, then the HPA goes: the webhook and the reconciler both see it."""
+    queued: list[WorkloadRef | None] = []
+    v = _view(queued)
+    v.apply(b.hpa("web", "memory") | {"metadata": {"name": "web-hpa-mem", "namespace": b.NS}})
+    pod = v.pod(b.NS, "web-7d4b9-aaaaa")
+    assert pod is not None
+    assert decide_pod(v, pod, now=b.NOW, path="running").reason == "HPACoupled"
+    quiet = _running_inputs(v)
+    queued.clear()
+    v.delete("HorizontalPodAutoscaler", b.NS, "web-hpa-mem")
+    v.delete("HorizontalPodAutoscaler", b.NS, "web-hpa")
+    assert queued == [WEB, WEB]
+    assert not inputs.same_inputs(quiet, _running_inputs(v))
+    assert decide_pod(v, pod, now=b.NOW, path="running").outcome == "apply"
+
+
+def test_every_input_is_read_by_a_stage() -> None:
+    declared = {i for c in CHECKS for i in c.reads} | set(PLAN_READS) | set(OWNER_READS)
+    assert declared == set(INPUTS)
+
+
+def _reads_hpas_undeclared(ctx: Context) -> None:
+    ctx.view.hpas_for(ctx.workload)
+
+
+def test_a_stage_that_reads_an_undeclared_input_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    v = _view([])
+    pod = v.pod(b.NS, "web-7d4b9-aaaaa")
+    assert pod is not None
+    assert decide_pod(v, pod, now=b.NOW, path="running").outcome == "apply"
+    stage = Check(("NewGuardrail",), _reads_hpas_undeclared, (inputs.NODES,))
+    monkeypatch.setitem(checks._BY_PATH, "running", (*checks._BY_PATH["running"], stage))
+    with pytest.raises(UndeclaredInput, match="NewGuardrail reads autoscalers"):
+        decide_pod(v, pod, now=b.NOW, path="running")
+    declared = Check(("NewGuardrail",), _reads_hpas_undeclared, (inputs.AUTOSCALERS,))
+    monkeypatch.setitem(checks._BY_PATH, "running", (*checks._BY_PATH["running"][:-1], declared))
+    assert decide_pod(v, pod, now=b.NOW, path="running").outcome == "apply"
