@@ -1126,6 +1126,41 @@ class FilteredValue(BaseModel):
     message: str
 
 
+class GpuCandidateStatus(BaseModel):
+    """What one GPU signal proposed in the last evaluation."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow")
+
+    signal: str
+    direction: str
+    #: GPU units, as a decimal ("2.4")
+    total: str
+    pod: str
+
+
+class GpuStatus(BaseModel):
+    """The last GpuReactivePolicy evaluation of the workload (written by the recommender):
+    the baseline it keeps per container, and the recommendation with its driving metric."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow")
+
+    #: `Kind namespace/name` of the policy evaluated
+    policy: str
+    reason: str
+    message: str = ""
+    evaluated_at: datetime | None = None
+    #: each container's GPU allocation before the first upsize (GPU units)
+    baseline: dict[str, str] = Field(default_factory=dict)
+    #: the recommendation in force: GPU units per container, their total and its driver
+    containers: dict[str, str] = Field(default_factory=dict)
+    total: str | None = None
+    driving_metric: str | None = None
+    direction: str | None = None
+    #: what the recommendation sets: nvidia.com/gpu per container, or a KAI gpu-fraction
+    values: dict[str, str] = Field(default_factory=dict)
+    candidates: list[GpuCandidateStatus] = Field(default_factory=list)
+
+
 class RecommendationStatus(BaseModel):
     """Status written by the reconciler; lenient (extra allowed) so older writers load."""
 
@@ -1165,6 +1200,8 @@ class RecommendationStatus(BaseModel):
     pending_events: list[PendingEvent] = Field(default_factory=list)
     #: an eviction recorded before it was asked for, until the status after it is written
     pending_eviction: PendingEviction | None = None
+    #: the last GpuReactivePolicy evaluation (docs/gpu.md)
+    gpu: GpuStatus | None = None
 
 
 class Status(BaseModel):
