@@ -266,3 +266,23 @@ def annotation_patch(
         if workload.annotations.get(key) != text:
             patch[key] = text
     return patch
+
+
+def gpu_summaries(records: Iterable[tuple[str, str, str, GpuStatus]]) -> list[dict[str, Any]]:
+    """The last GPU reactive evaluation of each workload ((kind, namespace, name, the
+    record's `status.gpu`)), for `kerf explain`: its rows, the driving metric and why."""
+    return [
+        {
+            "kind": kind,
+            "namespace": namespace,
+            "name": name,
+            "policy": status.policy,
+            "reason": status.reason,
+            "message": status.message,
+            "drivingMetric": status.driving_metric,
+            "direction": status.direction,
+            "values": dict(status.values),
+            "baseline": dict(status.baseline),
+        }
+        for kind, namespace, name, status in sorted(records, key=lambda r: r[:3])
+    ]

@@ -166,3 +166,37 @@ def test_policies_that_disagree_on_a_gpu_conflict(
     )
     assert pod["reason"] == "GpuActionConflict", pod
     assert pod["message"].startswith("selected GPU actions disagree")
+
+
+def test_explain_shows_the_last_gpu_evaluation_and_its_driving_metric(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    gpu = {
+        "policy": "GpuReactivePolicy ml/gpu",
+        "reason": "GpuUpsize",
+        "message": "compute upsize: pod train-1 uses 2.50 GPU of 1.00 GPU; total 3.00 GPU",
+        "drivingMetric": "compute",
+        "direction": "upsize",
+        "baseline": {"app": "1"},
+        "values": {"app": "3"},
+    }
+    record = {
+        "apiVersion": API,
+        "kind": "RightsizingRecommendation",
+        "metadata": {"name": "deployment-train", "namespace": "ml"},
+        "spec": {"targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "train"}},
+        "status": {"gpu": gpu},
+    }
+    objects = (strategy(), policy(), record, *workload(gpu_row("3")))
+    (tmp_path / "case.yaml").write_text(yaml.safe_dump_all(objects))
+    assert main(["explain", "-f", str(tmp_path), "--now", NOW]) == 0
+    [shown] = orjson.loads(capsys.readouterr().out)["gpu"]
+    assert (shown["name"], shown["drivingMetric"], shown["values"]) == (
+        "train",
+        "compute",
+        {"app": "3"},
+    )
+    assert main(["explain", "-f", str(tmp_path), "--now", NOW, "-o", "text"]) == 0
+    text = capsys.readouterr().out
+    assert "Deployment ml/train  (gpu reactive: GpuReactivePolicy ml/gpu)" in text
+    assert "values: app=3  baseline: app=1  driving metric: compute" in text
