@@ -472,6 +472,7 @@ class KaiSettings(KerfModel):
     #: the queue a converted workload gets (kerf converts none; accepted for Kubex)
     queue: str = "kubex-unlimited-gpu-queue"
     #: whether a new gpu-fraction also overwrites an existing kai.scheduler/queue label
+    #: (kerf sets no queue: named when true, app/strategy_fields.py)
     set_queue_when_specified: bool = False
     vllm: KaiVllm | None = None
 

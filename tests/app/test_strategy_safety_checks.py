@@ -168,7 +168,8 @@ def test_kai_conversion_and_vllm_tuning_are_named() -> None:
     )
     assert [n.split(":")[0] for n in unhonoured_fields(spec)] == [
         "enablement.overrideScheduler",
+        "kai.setQueueWhenSpecified",
         "kai.vllm.gpuMemoryUtilizationBufferPercent",
     ]
-    # honoured by the GPU evaluation (app/gpu_reactive.py), so not named
+    # kerf's own behaviour (an existing queue label is kept): not named
     assert unhonoured_fields(AutomationStrategySpec.model_validate({"kai": {"queue": "q"}})) == []
