@@ -54,6 +54,7 @@ from app.records import record_name
 from app.transport import ApiTransport
 from app.view import ClusterView
 from app.workloads import Workload
+from recommender.metrics import RecommenderMetrics
 from recommender.prometheus import AnswerError, PrometheusApi, Unreachable
 
 logger = logging.getLogger("kerf.recommender.gpu")
@@ -100,8 +101,10 @@ class GpuReactor:
         default_prometheus: str,
         *,
         dry_run: bool = False,
+        metrics: RecommenderMetrics | None = None,
     ) -> None:
         self._view = view
+        self._metrics = metrics
         self._session = session
         self._transport = ApiTransport(api_client)
         self._default = default_prometheus
@@ -134,6 +137,8 @@ class GpuReactor:
                 if outcome.reason in (PROMETHEUS_UNAVAILABLE, QUERY_REFUSED):
                     failure = outcome.message
                 outcomes.append(outcome)
+                if self._metrics is not None:
+                    self._metrics.gpu_evaluations.labels(outcome.reason).inc()
         self._tell_failure(failure)
         return outcomes
 

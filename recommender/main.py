@@ -170,7 +170,9 @@ async def serve_cluster(options: Options, stop: asyncio.Event) -> int:
         feed = ClusterFeed(api_client, view, RECOMMENDER_RESOURCES)
         feed_task = asyncio.create_task(feed.run(), name="feed")
         api = PrometheusApi(session, options.prometheus)
-        reactor = GpuReactor(view, session, api_client, options.prometheus, dry_run=options.dry_run)
+        reactor = GpuReactor(
+            view, session, api_client, options.prometheus, dry_run=options.dry_run, metrics=metrics
+        )
         try:
             if options.once:
                 if not await _synced_or_stopped(feed, stop, options.first_sync_bound):

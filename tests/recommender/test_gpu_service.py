@@ -22,6 +22,7 @@ from app.view import ClusterView
 from kubesim.sim import Simulator
 from kubesim.testing import running_sim
 from recommender.gpu import GpuReactor
+from recommender.metrics import recommender_metrics
 from tests.cluster import GROUP, VERSION, custom, install_crds, running_feed
 from tests.recommender.prometheus import backfill, free_port, needs_prometheus, running_prometheus
 
@@ -186,14 +187,14 @@ async def test_a_hot_pod_asks_for_more_gpus_up_to_max_percent(
         assert status["policy"] == "GpuReactivePolicy ml/gpu"
 
 
-async def test_a_quiet_pod_at_baseline_emits_nothing(sim: Simulator, tmp_path: Path) -> None:
+async def test_a_quiet_pod_at_baseline_scales_back_to_it(sim: Simulator, tmp_path: Path) -> None:
     async with sim.api_client() as api:
         pod = await _train_pod(sim, api, 400)
         end = time.time() - 60
         backfill(history(pod, 20, 10, end), tmp_path / "tsdb")
         with running_prometheus(tmp_path / "tsdb") as url:
             [outcome] = await _evaluate(sim, api, url, time.time() + 1)
-        # Scale-back is floored at the baseline, which the pod has: nothing to publish.
+        # Scale-back is floored at the baseline, which the pod has: its own size again.
         assert outcome.reason == "GpuScaleBack" and dict(outcome.values) == {"app": "1"}
         assert (await _gpu_status(api))["direction"] == "scaleBack"
 
@@ -208,10 +209,15 @@ async def test_prometheus_down_is_a_reason_and_one_line_and_changes_nothing(
         with caplog.at_level(logging.WARNING, logger="kerf.recommender.gpu"):
             view = ClusterView()
             async with running_feed(api, view), aiohttp.ClientSession() as session:
-                reactor = GpuReactor(view, session, api, down)
+                metrics = recommender_metrics()
+                reactor = GpuReactor(view, session, api, down, metrics=metrics)
                 [first] = await reactor.run()
                 [second] = await reactor.run()
         assert first.reason == second.reason == "GpuPrometheusUnavailable"
+        counted = metrics.registry.get_sample_value(
+            "kerf_recommender_gpu_evaluations_total", {"reason": "GpuPrometheusUnavailable"}
+        )
+        assert counted == 2
         said = [r for r in caplog.records if r.name == "kerf.recommender.gpu"]
         assert len(said) == 1, [r.getMessage() for r in said]
         assert await _deployment(api) == before
