@@ -95,7 +95,7 @@ test-compiled: $(STAMP) $(KUBECTL) $(KUBECTL_OLDEST) $(HELM)
 # run (root, make node-tools), see docs/devcluster.md.
 e2e: $(STAMP) $(KUBECTL) $(HELM) cluster-tools
 	bash scripts/build-e2e-resize.sh
-	KUBECTL=$(CURDIR)/$(KUBECTL) HELM=$(CURDIR)/$(HELM) KERF_E2E_BACKEND=real $(BIN)/python -m pytest tests/e2e tests/devcluster tests/conformance tests/compat tests/integration/test_demo_real.py
+	KUBECTL=$(CURDIR)/$(KUBECTL) HELM=$(CURDIR)/$(HELM) KERF_E2E_BACKEND=real $(BIN)/python -m pytest tests/e2e tests/devcluster tests/conformance tests/compat tests/gpu tests/integration/test_demo_real.py
 
 # Kubernetes' own in-place resize specs (test/e2e/common/node/pod_resize.go and
 # test/e2e/node/pod_resize.go) against devcluster with a real kubelet: the e2e test binary

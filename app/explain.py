@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from app.decide import PodDecision, decide_pod, describe_resources, format_resources
+from app.gpu_inputs import gpu_summaries
 from app.owners import WorkloadRef
 from app.rollback_monitor import rollback_policy_for, summary
 from app.view import ClusterView
@@ -164,7 +165,22 @@ def explain(
             for pod in pods
         ],
         "workloads": rollback_json(view, selection),
+        "gpu": gpu_json(view, selection),
     }
+
+
+def gpu_json(view: ClusterView, selection: Selection = Selection()) -> list[dict[str, Any]]:
+    """The last GpuReactivePolicy evaluation of each selected workload that has one (its
+    record's `status.gpu`, written by the recommender)."""
+    found = []
+    for workload in view.workloads():
+        if not selection.admits(workload.ref, workload.namespace):
+            continue
+        record = view.recommendation_for(workload.ref)
+        status = record.status.gpu if record is not None and record.status else None
+        if status is not None:
+            found.append((workload.kind, workload.namespace, workload.name, status))
+    return gpu_summaries(found)
 
 
 def _table(rows: list[tuple[str, ...]]) -> list[str]:
@@ -221,6 +237,7 @@ def render_text(result: Mapping[str, Any]) -> str:
             lines.append(f"  {name}: {'; '.join(parts) or 'no resources'}")
         blocks.append("\n".join(lines))
     blocks.extend(_rollback_text(w) for w in result.get("workloads") or [])
+    blocks.extend(_gpu_text(g) for g in result.get("gpu") or [])
     return "\n\n".join(blocks) + "\n" if blocks else "no pods\n"
 
 
@@ -240,4 +257,15 @@ def _rollback_text(workload: Mapping[str, Any]) -> str:
     if state["nextStepAt"]:
         step += f" at {state['nextStepAt']}"
     lines.append(step)
+    return "\n".join(lines)
+
+
+def _gpu_text(gpu: Mapping[str, Any]) -> str:
+    """A workload's last GPU reactive evaluation: its values, the metric behind them, why."""
+    values = ",".join(f"{c}={v}" for c, v in sorted(gpu["values"].items())) or "none"
+    base = ",".join(f"{c}={v}" for c, v in sorted(gpu["baseline"].items())) or "-"
+    lines = [f"{gpu['kind']} {gpu['namespace']}/{gpu['name']}  (gpu reactive: {gpu['policy']})"]
+    driver = f"  driving metric: {gpu['drivingMetric']}" if gpu["drivingMetric"] else ""
+    lines.append(f"  values: {values}  baseline: {base}{driver}")
+    lines.append(f"  {gpu['reason']}: {gpu['message']}")
     return "\n".join(lines)

@@ -91,6 +91,7 @@ RATIO_PATTERN = r"^(0(\.[0-9]*)?|1(\.0*)?|\.[0-9]+)$"
 TIME_PATTERN = r"^([01][0-9]|2[0-3]):[0-5][0-9]$"
 END_TIME_PATTERN = r"^(([01][0-9]|2[0-3]):[0-5][0-9]|24:00)$"
 ARG_NAME_PATTERN = r"^--?[^\s=]+$"
+INT32_MAX = 2**31 - 1
 # Bounds on free-form strings keep the API server's CEL cost estimate small.
 MAX_QUANTITY_LENGTH = 64
 MAX_DURATION_LENGTH = 64
@@ -426,6 +427,8 @@ class Enablement(KerfModel):
     cpu: CpuEnablement = Field(default_factory=CpuEnablement)
     memory: MemoryEnablement = Field(default_factory=MemoryEnablement)
     gpu: GpuEnablement = Field(default_factory=GpuEnablement)
+    #: Kubex's KAI conversion switch: accepted, named when set (app/strategy_fields.py)
+    override_scheduler: Literal["none", "kai"] = "none"
 
 
 class InPlaceResize(KerfModel):
@@ -484,6 +487,25 @@ Headroom = Annotated[
 ]
 
 
+class GpuKaiContract(KerfModel):
+    gpu_kai_contract: Literal["none", "v1alpha1-2026-07"]
+
+
+class KaiVllm(KerfModel):
+    gpu_memory_utilization_buffer_percent: int | None = Field(default=None, ge=0, le=100)
+
+
+class KaiSettings(KerfModel):
+    """How a KAI-scheduled workload's GPU share is written (docs/gpu.md)."""
+
+    #: the queue a converted workload gets (kerf converts none; accepted for Kubex)
+    queue: str = "kubex-unlimited-gpu-queue"
+    #: whether a new gpu-fraction also overwrites an existing kai.scheduler/queue label
+    #: (kerf sets no queue: named when true, app/strategy_fields.py)
+    set_queue_when_specified: bool = False
+    vllm: KaiVllm | None = None
+
+
 class StrategySafetyChecks(KerfModel):
     """Kubex's safety checks of a strategy, with Kubex's defaults but one
     (`retainGuaranteedQOS`: kerf keeps Guaranteed QoS unless told not to, SPEC §2).
@@ -517,6 +539,8 @@ class AutomationStrategySpec(KerfModel):
     retain_guaranteed_qos: bool = Field(default=True, alias="retainGuaranteedQoS")
     scheduling: Scheduling = Field(default_factory=Scheduling)
     safety_checks: StrategySafetyChecks = Field(default_factory=StrategySafetyChecks)
+    experimental: GpuKaiContract | None = None
+    kai: KaiSettings = Field(default_factory=KaiSettings)
 
 
 # --------------------------------------------------------------------------- policies
@@ -609,52 +633,110 @@ class ProactivePolicySpec(KerfModel):
     recommender: RecommenderSettings | None = None
 
 
-class GpuMetrics(KerfModel):
-    source: Literal["dcgm", "prometheus"] = "dcgm"
-    window: Duration = "10m"
+_WINDOW_AT_LEAST_A_MINUTE = (
+    "!has(self.metricsWindow) || duration(self.metricsWindow) >= duration('1m')",
+    "metricsWindow must be at least 1m",
+)
+# A Prometheus metric name and label names, as Prometheus spells them.
+METRIC_NAME_PATTERN = r"^[A-Za-z_:][A-Za-z0-9_:]*$"
+LABEL_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
+
+
+def _check_window(value: str) -> str:
+    if parse_duration(value) < timedelta(minutes=1):
+        raise ValueError(f"metricsWindow {value} is under 1m")
+    return value
 
 
 class GpuUpsize(KerfModel):
-    utilization_threshold_percent: int = Field(default=80, ge=1, le=100)
-    step: int = Field(default=1, ge=1)
-    max_gpus: int | None = Field(default=None, ge=1)
+    """When one pod's GPU usage asks for more (Kubex's `upsize`, with Kubex's defaults)."""
+
+    model_config = ConfigDict(json_schema_extra=_cel(_WINDOW_AT_LEAST_A_MINUTE))
+
+    #: a pod's usage, in percent of its allocation, above which the metric asks for more
+    threshold_percent: int = Field(default=120, ge=1, le=INT32_MAX)
+    metrics_window: Duration = "10m"
+    #: percent added on top of the usage in the target
+    headroom_percent: int = Field(default=20, ge=0, le=INT32_MAX)
+    #: the cap, in percent of the baseline allocation
+    max_percent: int = Field(default=200, ge=1, le=INT32_MAX)
+
+    @field_validator("metrics_window")
+    @classmethod
+    def _window(cls, value: str) -> str:
+        return _check_window(value)
 
 
 class GpuScaleBack(KerfModel):
-    utilization_threshold_percent: int = Field(default=20, ge=1, le=100)
-    after: Duration = "1h"
+    """When every pod's GPU usage allows less (Kubex's `scaleBack`, with Kubex's defaults)."""
+
+    model_config = ConfigDict(json_schema_extra=_cel(_WINDOW_AT_LEAST_A_MINUTE))
+
+    threshold_percent: int = Field(default=80, ge=1, le=INT32_MAX)
+    metrics_window: Duration = "10m"
+    headroom_percent: int = Field(default=20, ge=0, le=INT32_MAX)
+
+    @field_validator("metrics_window")
+    @classmethod
+    def _window(cls, value: str) -> str:
+        return _check_window(value)
+
+
+class GpuPrometheusMetric(KerfModel):
+    """The Prometheus series of one GPU signal and the labels that name its container."""
+
+    metric: str = Field(min_length=1, max_length=256, pattern=METRIC_NAME_PATTERN)
+    #: fullGPU: percent of one whole GPU; currentAllocation: percent of the container's
+    #: current GPU allocation
+    interpretation: Literal["fullGPU", "currentAllocation"] = "fullGPU"
+    namespace_label: str = Field(min_length=1, max_length=128, pattern=LABEL_NAME_PATTERN)
+    pod_label: str = Field(min_length=1, max_length=128, pattern=LABEL_NAME_PATTERN)
+    container_label: str = Field(min_length=1, max_length=128, pattern=LABEL_NAME_PATTERN)
+
+
+class GpuSignal(KerfModel):
+    upsize: GpuUpsize = Field(default_factory=GpuUpsize)
+    scale_back: GpuScaleBack = Field(default_factory=GpuScaleBack)
+    prometheus: GpuPrometheusMetric
+
+
+class GpuMetrics(KerfModel):
+    """Both signals are required: the higher of their targets wins."""
+
+    compute: GpuSignal
+    memory: GpuSignal
 
 
 class GpuReactivePolicySpec(KerfModel):
+    """Kubex's published GpuReactivePolicy format (docs/gpu.md gives the rules)."""
+
     model_config = ConfigDict(
         json_schema_extra=_cel(
             (
-                "!has(self.scaleBack) || !has(self.upsize) || "
-                "!has(self.scaleBack.utilizationThresholdPercent) || "
-                "!has(self.upsize.utilizationThresholdPercent) || "
-                "self.scaleBack.utilizationThresholdPercent < "
-                "self.upsize.utilizationThresholdPercent",
-                "scaleBack.utilizationThresholdPercent must be below upsize's",
+                "!has(self.minPodMetricsAge) || "
+                "duration(self.minPodMetricsAge) == duration('0s') || "
+                "duration(self.minPodMetricsAge) >= duration('1m')",
+                "minPodMetricsAge must be zero or at least 1m",
             )
         )
     )
 
     automation_strategy_ref: ObjectRef
-    metrics: GpuMetrics = Field(default_factory=GpuMetrics)
-    upsize: GpuUpsize = Field(default_factory=GpuUpsize)
-    scale_back: GpuScaleBack = Field(default_factory=GpuScaleBack)
+    metrics: GpuMetrics
+    #: a pod's metrics count once it is this old
+    min_pod_metrics_age: Duration = "15m"
+    experimental: GpuKaiContract | None = None
     scope: Scope = Field(default_factory=Scope)
     weight: int = Field(default=0, ge=0, le=MAX_WEIGHT)
     mode: Mode = "auto"
 
-    @model_validator(mode="after")
-    def _scale_back_below_upsize(self) -> GpuReactivePolicySpec:
-        if (
-            self.scale_back.utilization_threshold_percent
-            >= self.upsize.utilization_threshold_percent
-        ):
-            raise ValueError("scaleBack.utilizationThresholdPercent must be below upsize's")
-        return self
+    @field_validator("min_pod_metrics_age")
+    @classmethod
+    def _zero_or_a_minute(cls, value: str) -> str:
+        age = parse_duration(value)
+        if timedelta(0) < age < timedelta(minutes=1):
+            raise ValueError(f"minPodMetricsAge {value} must be zero or at least 1m")
+        return value
 
 
 class ArgOperation(KerfModel):
@@ -753,6 +835,14 @@ class WebhookProbe(KerfModel):
     security_context: Opaque = Field(default_factory=Opaque)
 
 
+class GlobalPrometheus(KerfModel):
+    """Where GpuReactivePolicies read their series."""
+
+    #: unset: the recommender's --prometheus URL
+    url: str | None = Field(default=None, max_length=2048, pattern=r"^https?://")
+    request_timeout: Duration = "30s"
+
+
 class GlobalConfigurationSpec(KerfModel):
     model_config = ConfigDict(
         json_schema_extra=_cel(
@@ -770,6 +860,11 @@ class GlobalConfigurationSpec(KerfModel):
                 "!has(self.webhookOwnerResolutionRetryTimeout) || "
                 "duration(self.webhookOwnerResolutionRetryTimeout) > duration('0s')",
                 "webhookOwnerResolutionRetryTimeout must be more than 0s",
+            ),
+            (
+                "!has(self.gpuReactiveCheckInterval) || "
+                "duration(self.gpuReactiveCheckInterval) >= duration('1m')",
+                "gpuReactiveCheckInterval must be at least 1m",
             ),
         )
     )
@@ -798,8 +893,13 @@ class GlobalConfigurationSpec(KerfModel):
     proposal_sync_enabled: bool = False
     proposal_sync_interval: Duration = "5m"
     webhook_owner_resolution_retry_timeout: Duration = "1s"
+    prometheus: GlobalPrometheus = Field(default_factory=GlobalPrometheus)
+    #: how often the recommender evaluates the GpuReactivePolicies
+    gpu_reactive_check_interval: Duration = "1m"
 
-    @field_validator("recommendation_reload_interval", "proposal_sync_interval")
+    @field_validator(
+        "recommendation_reload_interval", "proposal_sync_interval", "gpu_reactive_check_interval"
+    )
     @classmethod
     def _at_least_a_minute(cls, value: str, info: ValidationInfo) -> str:
         if parse_duration(value) < timedelta(minutes=1):
@@ -827,8 +927,6 @@ class RightsizingRecommendationSpec(KerfModel):
 # ------------------------------------------------- Kubex kinds kerf stores and does not act on
 # Kubex's schemas (kubex-crds 1.11.0), so a migrated user's objects apply unchanged; the
 # reconciler tells each object once that kerf does not act on it (reconciler/storedkinds.py).
-
-INT32_MAX = 2**31 - 1
 
 
 class CompactionScope(KerfModel):
@@ -902,10 +1000,6 @@ class ObjectPatchSpec(KerfModel):
     #: a merge patch for the target, kept as written
     patch: Patch
     retry_amount: int = Field(default=3, ge=0, le=INT32_MAX)
-
-
-class GpuKaiContract(KerfModel):
-    gpu_kai_contract: Literal["none", "v1alpha1-2026-07"]
 
 
 class GpuConsolidationPolicySpec(KerfModel):
@@ -1086,6 +1180,41 @@ class FilteredValue(BaseModel):
     message: str
 
 
+class GpuCandidateStatus(BaseModel):
+    """What one GPU signal proposed in the last evaluation."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow")
+
+    signal: str
+    direction: str
+    #: GPU units, as a decimal ("2.4")
+    total: str
+    pod: str
+
+
+class GpuStatus(BaseModel):
+    """The last GpuReactivePolicy evaluation of the workload (written by the recommender):
+    the baseline it keeps per container, and the recommendation with its driving metric."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow")
+
+    #: `Kind namespace/name` of the policy evaluated
+    policy: str
+    reason: str
+    message: str = ""
+    evaluated_at: datetime | None = None
+    #: each container's GPU allocation before the first upsize (GPU units)
+    baseline: dict[str, str] = Field(default_factory=dict)
+    #: the recommendation in force: GPU units per container, their total and its driver
+    containers: dict[str, str] = Field(default_factory=dict)
+    total: str | None = None
+    driving_metric: str | None = None
+    direction: str | None = None
+    #: what the recommendation sets: nvidia.com/gpu per container, or a KAI gpu-fraction
+    values: dict[str, str] = Field(default_factory=dict)
+    candidates: list[GpuCandidateStatus] = Field(default_factory=list)
+
+
 class RecommendationStatus(BaseModel):
     """Status written by the reconciler; lenient (extra allowed) so older writers load."""
 
@@ -1127,6 +1256,8 @@ class RecommendationStatus(BaseModel):
     pending_events: list[PendingEvent] = Field(default_factory=list)
     #: an eviction recorded before it was asked for, until the status after it is written
     pending_eviction: PendingEviction | None = None
+    #: the last GpuReactivePolicy evaluation (docs/gpu.md)
+    gpu: GpuStatus | None = None
 
 
 class Status(BaseModel):

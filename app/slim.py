@@ -30,8 +30,9 @@ _INTERN = sys.intern
 #: Annotation domains kerf reads (its own and the webhook's); other annotations are
 #: dropped, e.g. `kubectl.kubernetes.io/last-applied-configuration`.
 KEPT_ANNOTATION_DOMAIN = "kubex.ai"
-#: Annotations outside those domains that kerf reads.
-KEPT_ANNOTATIONS = frozenset({MIRROR_POD})
+#: Annotations outside those domains that kerf reads: a mirror pod's, and KAI's share of
+#: a GPU (app/gpu_inputs.py).
+KEPT_ANNOTATIONS = frozenset({MIRROR_POD, "gpu-fraction"})
 #: Pod condition types kerf reads: readiness and scheduling (rollback health), resize
 #: progress (`reconciler.podstate`).
 KEPT_CONDITIONS = frozenset({"Ready", "PodScheduled", "PodResizePending", "PodResizeInProgress"})
@@ -159,7 +160,8 @@ def pod(obj: Mapping[str, Any]) -> dict[str, Any]:
     for group in ("containers", "initContainers"):
         if group in spec:
             kept_spec[group] = [container(c) for c in spec[group] or ()]
-    kept_status = _copy(status, ("phase", "reason"))
+    # startTime: a GPU reactive policy counts a pod's metrics by its age (app/gpu_reactive.py)
+    kept_status = _copy(status, ("phase", "reason", "startTime"))
     conditions = [
         _copy(c, _CONDITION_FIELDS)
         for c in status.get("conditions") or ()

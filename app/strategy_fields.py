@@ -1,4 +1,4 @@
-"""The fields of a strategy's Kubex `safetyChecks` and `podEviction` that kerf accepts but
+"""The fields of a strategy's Kubex `safetyChecks`, `podEviction` and KAI settings that kerf accepts but
 does not carry out as set: each is named, once, in a Warning Event on the strategy
 (reconciler/policyevents.py). A field at its default, or one kerf honours, is not named;
 docs/reference.md says what kerf does for each."""
@@ -46,6 +46,25 @@ def unhonoured_fields(spec: AutomationStrategySpec) -> list[str]:
         for path, attr, honoured, instead in _NOT_HONOURED
         if getattr(checks, attr) != honoured
     ]
+    if spec.enablement.override_scheduler == "kai":
+        found.append(
+            "enablement.overrideScheduler: kai (kerf computes a KAI workload's gpu-fraction "
+            "but converts no nvidia.com/gpu workload to KAI)"
+        )
+    if spec.kai.set_queue_when_specified:
+        found.append(
+            "kai.setQueueWhenSpecified: true (kerf sets no KAI queue label; an existing one is "
+            "kept)"
+        )
+    if (
+        spec.kai.vllm is not None
+        and spec.kai.vllm.gpu_memory_utilization_buffer_percent is not None
+    ):
+        found.append(
+            "kai.vllm.gpuMemoryUtilizationBufferPercent: "
+            f"{spec.kai.vllm.gpu_memory_utilization_buffer_percent} "
+            "(kerf does not rewrite vLLM's --gpu-memory-utilization)"
+        )
     if not spec.pod_eviction.retry_pod_disruption_budget:
         found.append(
             "podEviction.retryPodDisruptionBudget: false (kerf retries an eviction a "

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any
 
 from app.leader import Fence, LeaderElector, NotLeading, write_fence
@@ -24,6 +24,8 @@ logger = logging.getLogger("kerf.recommender")
 
 LEASE_NAME = "kerf-recommender"
 Run = Callable[[Fence], Awaitable[object]]
+#: A run of its own, every so many seconds (asked again after each run)
+Periodic = tuple[Run, Callable[[], float]]
 
 
 async def _first(*waits: Coroutine[Any, Any, Any]) -> int:
@@ -38,6 +40,29 @@ async def _first(*waits: Coroutine[Any, Any, Any]) -> int:
     return min(tasks.index(task) for task in done)
 
 
+async def _run_once(run: Run, fence: Fence, identity: str) -> None:
+    try:
+        await run(fence)
+    except NotLeading:
+        logger.warning(
+            "dropped the run: no longer the leader", extra={"fields": {"identity": identity}}
+        )
+
+
+async def _every(
+    run: Run,
+    interval_s: Callable[[], float],
+    fence: Fence,
+    stop: asyncio.Event,
+    lost: asyncio.Event,
+    identity: str,
+) -> None:
+    """`run` at once and then every `interval_s()` while leading (cancelled when not)."""
+    while not stop.is_set() and not lost.is_set():
+        await _run_once(run, fence, identity)
+        await _first(stop.wait(), lost.wait(), asyncio.sleep(interval_s()))
+
+
 async def run_leading(
     requester: Requester,
     run: Run,
@@ -48,9 +73,11 @@ async def run_leading(
     timings: LeaderTimings,
     interval_s: float,
     stop: asyncio.Event,
+    also: Sequence[Periodic] = (),
 ) -> None:
     """Elect a leader on the Lease; while this replica leads, `run` at once and then every
-    `interval_s`, its writes through the fence. On `stop` (between runs) the Lease is
+    `interval_s`, its writes through the fence, and each of `also` beside it on its own
+    interval (the GPU reactive evaluation). On `stop` (between runs of `run`) the Lease is
     released, so another replica takes over without waiting for it to expire."""
     lost = asyncio.Event()
 
@@ -75,14 +102,17 @@ async def run_leading(
             if await _first(stop.wait(), elector.elected.wait()) == 0:
                 break
             lost.clear()
+            beside = [
+                asyncio.create_task(_every(r, every, fence, stop, lost, identity))
+                for r, every in also
+            ]
             try:
-                await run(fence)
-            except NotLeading:
-                logger.warning(
-                    "dropped the run: no longer the leader",
-                    extra={"fields": {"identity": identity}},
-                )
-            await _first(stop.wait(), lost.wait(), asyncio.sleep(interval_s))
+                await _run_once(run, fence, identity)
+                await _first(stop.wait(), lost.wait(), asyncio.sleep(interval_s))
+            finally:
+                for task in beside:
+                    task.cancel()
+                await asyncio.gather(*beside, return_exceptions=True)
     finally:
         election.cancel()
         with contextlib.suppress(asyncio.CancelledError):

@@ -11,6 +11,7 @@ import contextlib
 import logging
 import signal
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
@@ -33,6 +34,7 @@ from app.view import ClusterView
 from recommender.analyze import Analysis, Settings, analyze, record
 from recommender.configmaps import store
 from recommender.defaults import DEFAULT_METRICS_PORT
+from recommender.gpu import GpuOutcome, GpuReactor, check_interval_s
 from recommender.leadership import run_leading
 from recommender.metrics import RecommenderMetrics, recommender_metrics
 from recommender.output import write_json, write_table
@@ -46,7 +48,19 @@ logger = logging.getLogger("kerf.recommender")
 _KINDS = frozenset(
     {"Pod", "ReplicaSet", "Deployment", "StatefulSet", "DaemonSet", "Job", "CronJob", "Rollout"}
 )
-_POLICY_KINDS = frozenset({"ProactivePolicy", "ClusterProactivePolicy", "PolicyEvaluation"})
+_POLICY_KINDS = frozenset(
+    {
+        "ProactivePolicy",
+        "ClusterProactivePolicy",
+        "PolicyEvaluation",
+        # the GPU reactive evaluation (recommender/gpu.py): its policies, settings and the
+        # status where it keeps each workload's baseline
+        "GpuReactivePolicy",
+        "ClusterGpuReactivePolicy",
+        "GlobalConfiguration",
+        "RightsizingRecommendation",
+    }
+)
 RECOMMENDER_RESOURCES: tuple[Resource, ...] = (
     *(r for r in WEBHOOK_RESOURCES if r.kind in _KINDS),
     # Optional: without kerf's CRDs the recommender runs on its flags alone.
@@ -79,9 +93,14 @@ class Options:
         return self.api_timeout_s if self.once or self.dry_run else None
 
 
-def print_analysis(analysis: Analysis, output: str, out: IO[str]) -> int:
+def print_analysis(
+    analysis: Analysis, output: str, out: IO[str], gpu: Sequence[GpuOutcome] = ()
+) -> int:
     """Print one run; 1 when Prometheus gave nothing to analyse (said on stderr too)."""
-    (write_json if output == "json" else write_table)(analysis, out)
+    if output == "json":
+        write_json(analysis, out, gpu)
+    else:
+        write_table(analysis, out, gpu)
     if analysis.failure is not None:
         print(f"kerf recommend: {analysis.failure}: {analysis.failure_message}", file=sys.stderr)
         return 1
@@ -152,12 +171,16 @@ async def serve_cluster(options: Options, stop: asyncio.Event) -> int:
         feed = ClusterFeed(api_client, view, RECOMMENDER_RESOURCES)
         feed_task = asyncio.create_task(feed.run(), name="feed")
         api = PrometheusApi(session, options.prometheus)
+        reactor = GpuReactor(
+            view, session, api_client, options.prometheus, dry_run=options.dry_run, metrics=metrics
+        )
         try:
             if options.once:
                 if not await _synced_or_stopped(feed, stop, options.first_sync_bound):
                     return 0
                 analysis = await run_one(view, api, api_client, options, metrics)
-                return print_analysis(analysis, options.output, sys.stdout)
+                gpu = await reactor.run(now=options.now)
+                return print_analysis(analysis, options.output, sys.stdout, gpu)
             app = health_app(
                 metrics.registry,
                 ready=lambda: view.synced,
@@ -169,6 +192,7 @@ async def serve_cluster(options: Options, stop: asyncio.Event) -> int:
                 if options.dry_run:
                     while not stop.is_set():
                         await run_one(view, api, api_client, options, metrics)
+                        await reactor.run()
                         await _until(stop, options.interval_s)
                     return 0
 
@@ -184,6 +208,7 @@ async def serve_cluster(options: Options, stop: asyncio.Event) -> int:
                     timings=options.leader,
                     interval_s=options.interval_s,
                     stop=stop,
+                    also=[(reactor.run, lambda: check_interval_s(view))],
                 )
             return 0
         finally:

@@ -23,6 +23,7 @@ class RecommenderMetrics:
     writes_withheld: Counter
     leader: Gauge
     last_success: Gauge
+    gpu_evaluations: Counter
 
 
 def recommender_metrics(registry: CollectorRegistry | None = None) -> RecommenderMetrics:
@@ -83,6 +84,13 @@ def recommender_metrics(registry: CollectorRegistry | None = None) -> Recommende
         last_success=Gauge(
             "kerf_recommender_last_success_timestamp_seconds",
             "Unix time of the last run that reached Prometheus.",
+            registry=registry,
+        ),
+        gpu_evaluations=Counter(
+            "kerf_recommender_gpu_evaluations_total",
+            "GpuReactivePolicy evaluations of a workload, by reason (GpuUpsize, "
+            "GpuScaleBack, GpuPrometheusUnavailable, ...: docs/gpu.md).",
+            ["reason"],
             registry=registry,
         ),
     )

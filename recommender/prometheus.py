@@ -23,11 +23,12 @@ class PrometheusApi:
 
     session: aiohttp.ClientSession
     base_url: str
+    timeout: aiohttp.ClientTimeout = QUERY_TIMEOUT
 
     async def _get(self, path: str, params: dict[str, str]) -> bytes:
         url = self.base_url.rstrip("/") + path
         try:
-            async with self.session.get(url, params=params, timeout=QUERY_TIMEOUT) as response:
+            async with self.session.get(url, params=params, timeout=self.timeout) as response:
                 body = await response.read()
                 # 400 and 422 carry Prometheus's own error (a bad query); other codes mean
                 # whatever answered is not a working Prometheus API.

@@ -35,8 +35,17 @@ def _condition(pod: Mapping[str, Any], kind: str) -> PodConditionDict | None:
     return None
 
 
+#: What a kubelet reports in `containerStatuses[].resources`: the resources it resizes in
+#: place. An extended resource (`nvidia.com/gpu`) is not reported, and is not resized.
+REPORTED_RESOURCES = frozenset({"cpu", "memory"})
+
+
+def _reported(values: Mapping[str, Any] | None) -> dict[str, int | None]:
+    return {r: v for r, v in resource_amounts(values).items() if r in REPORTED_RESOURCES}
+
+
 def resources_running(pod: Mapping[str, Any]) -> bool:
-    """Every container runs with the resources its spec asks, as far as the kubelet
+    """Every container runs with the CPU and memory its spec asks, as far as the kubelet
     reports them (`containerStatuses[].resources`, compared as amounts, not spellings)."""
     statuses = {s.get("name"): s for s in target_statuses(pod)}
     for name, container in target_containers(pod).items():
@@ -48,7 +57,7 @@ def resources_running(pod: Mapping[str, Any]) -> bool:
         wanted = container.get("resources") or {}
         have = status.get("resources") or {}
         for fld in RESOURCE_FIELDS:
-            if resource_amounts(wanted.get(fld)) != resource_amounts(have.get(fld)):
+            if _reported(wanted.get(fld)) != _reported(have.get(fld)):
                 return False
     return True
 

@@ -259,6 +259,11 @@ def _applied_reason(last_applied: Mapping[str, Any] | None, summary: Summary) ->
     )
 
 
+#: Status fields another service writes, which the reconciler's patches leave alone: the
+#: GPU reactive evaluation of the recommender (recommender/gpu.py).
+OTHER_WRITERS = ("gpu",)
+
+
 def status_patch(
     record: RightsizingRecommendation | None, status: Mapping[str, Any]
 ) -> dict[str, Any] | None:
@@ -269,6 +274,8 @@ def status_patch(
         if record and record.status
         else {}
     )
+    for key in OTHER_WRITERS:
+        before.pop(key, None)
     if _canonical(before) == _canonical(status):
         return None
     patch: dict[str, Any] = dict(status)

@@ -271,6 +271,27 @@ def kinds_section() -> list[str]:
     return out
 
 
+#: fields that went, with what replaces them: (kinds, removed fields, what to write instead)
+CHANGED: tuple[tuple[str, str, str], ...] = (
+    (
+        "GpuReactivePolicy, ClusterGpuReactivePolicy",
+        "`spec.metrics.source`, `spec.metrics.window`, `spec.upsize` "
+        "(`utilizationThresholdPercent`, `step`, `maxGpus`), `spec.scaleBack` "
+        "(`utilizationThresholdPercent`, `after`)",
+        "Kubex's published format: `spec.metrics.{compute,memory}` (both required), each with "
+        "`upsize`, `scaleBack` and `prometheus`, and `spec.minPodMetricsAge` (docs/gpu.md). "
+        "An object with a removed field is refused as an unknown field.",
+    ),
+)
+
+
+def changed_section() -> list[str]:
+    """Fields removed from kerf's kinds, so an old object's refusal is explained."""
+    out = ["## Changed", "", "| kinds | removed | instead |", "|---|---|---|"]
+    out += [f"| {kinds} | {removed} | {instead} |" for kinds, removed, instead in CHANGED]
+    return out
+
+
 def guardrails_section() -> list[str]:
     """The built-in guardrail layer."""
     values = BUILTIN_GUARDRAILS.model_dump(by_alias=True, exclude_none=True, mode="json")
@@ -499,6 +520,7 @@ def generate() -> str:
     ]
     for section in (
         kinds_section,
+        changed_section,
         guardrails_section,
         selection_section,
         reasons_section,

@@ -235,7 +235,9 @@ def validate_plan(ctx: Context) -> None:
                 )
     gpu_actions = [a for a in ctx.actions if a.target.resource == GPU]
     if gpu_actions:
-        sources = {a.item.candidate.key for a in gpu_actions}
+        # One policy's request and limit come under two keys (…-requests, …-limits): the
+        # source is the key without its field.
+        sources = {a.item.candidate.key.rsplit("-", 1)[0] for a in gpu_actions}
         unequal = [
             c
             for c in {a.target.container for a in gpu_actions}

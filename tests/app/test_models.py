@@ -49,6 +49,14 @@ ROLLBACK = {
     "adoptionThresholdPercent": 80,
     "backoff": {"timePeriod": "1m", "multiplyByTurn": 2, "maxAttempts": 3},
 }
+PROM = {"namespaceLabel": "namespace", "podLabel": "pod", "containerLabel": "container"}
+GPU_METRICS = {
+    "compute": {"prometheus": {**PROM, "metric": "DCGM_FI_PROF_SM_ACTIVE"}},
+    "memory": {
+        "prometheus": {**PROM, "metric": "kai_gpu_memory", "interpretation": "currentAllocation"}
+    },
+}
+GPU = {**REF, "metrics": GPU_METRICS}
 ARGS = {"containers": {"*": {"args": [{"name": "--verbose"}]}}, "scope": CLUSTER_SCOPE}
 
 
@@ -142,12 +150,30 @@ def test_proactive_policy_defaults() -> None:
     assert (obj.spec.weight, obj.spec.mode) == (0, "auto")
 
 
-def test_gpu_reactive_policy_defaults() -> None:
-    obj = parse_object(_obj("GpuReactivePolicy", REF))
+def test_gpu_reactive_policy_defaults_are_kubex_s() -> None:
+    obj = parse_object(_obj("GpuReactivePolicy", GPU))
     assert isinstance(obj, GpuReactivePolicy)
-    assert (obj.spec.metrics.source, obj.spec.metrics.window) == ("dcgm", "10m")
-    assert obj.spec.upsize.utilization_threshold_percent == 80
-    assert obj.spec.scale_back.utilization_threshold_percent == 20
+    assert obj.spec.min_pod_metrics_age == "15m"
+    assert obj.spec.experimental is None
+    compute, memory = obj.spec.metrics.compute, obj.spec.metrics.memory
+    up, back = compute.upsize, compute.scale_back
+    assert (up.threshold_percent, up.metrics_window, up.headroom_percent, up.max_percent) == (
+        120,
+        "10m",
+        20,
+        200,
+    )
+    assert (back.threshold_percent, back.metrics_window, back.headroom_percent) == (80, "10m", 20)
+    assert compute.prometheus.interpretation == "fullGPU"
+    assert memory.prometheus.interpretation == "currentAllocation"
+
+
+def test_global_configuration_prometheus_defaults() -> None:
+    obj = parse_object(_obj("GlobalConfiguration", {}, name="global-config"))
+    assert isinstance(obj, GlobalConfiguration)
+    assert obj.spec.prometheus.url is None
+    assert obj.spec.prometheus.request_timeout == "30s"
+    assert obj.spec.gpu_reactive_check_interval == "1m"
 
 
 def test_rollback_policy_defaults() -> None:
@@ -244,20 +270,61 @@ def test_adoption_threshold_is_1_to_100(value: int) -> None:
     )
 
 
-@pytest.mark.parametrize("value", [0, 101])
-def test_gpu_thresholds_are_1_to_100(value: int) -> None:
-    doc = _obj("GpuReactivePolicy", {**REF, "upsize": {"utilizationThresholdPercent": value}})
+def _gpu_with(signal: str, part: str, values: dict[str, Any]) -> dict[str, Any]:
+    spec = copy.deepcopy(GPU)
+    spec["metrics"][signal][part] = {**spec["metrics"][signal].get(part, {}), **values}
+    return _obj("GpuReactivePolicy", spec)
+
+
+@pytest.mark.parametrize(
+    ("part", "values", "path", "detail"),
+    [
+        ("upsize", {"thresholdPercent": 0}, "upsize.thresholdPercent", "greater than or equal"),
+        ("upsize", {"maxPercent": 0}, "upsize.maxPercent", "greater than or equal"),
+        ("upsize", {"headroomPercent": -1}, "upsize.headroomPercent", "greater than or equal"),
+        ("upsize", {"metricsWindow": "30s"}, "upsize.metricsWindow", "under 1m"),
+        ("scaleBack", {"metricsWindow": "59s"}, "scaleBack.metricsWindow", "under 1m"),
+        ("scaleBack", {"thresholdPercent": 0}, "scaleBack.thresholdPercent", "greater than"),
+        ("prometheus", {"interpretation": "half"}, "prometheus.interpretation", "fullGPU"),
+        ("prometheus", {"metric": "gpu-util"}, "prometheus.metric", "pattern"),
+        ("prometheus", {"podLabel": "pod.name"}, "prometheus.podLabel", "pattern"),
+    ],
+)
+def test_bad_gpu_signals(part: str, values: dict[str, Any], path: str, detail: str) -> None:
     _assert_one_message(
-        _error(doc),
+        _error(_gpu_with("memory", part, values)),
         "GpuReactivePolicy shop/p",
-        "spec.upsize.utilizationThresholdPercent",
-        "than or equal",
+        f"spec.metrics.memory.{path}",
+        detail,
     )
 
 
-def test_gpu_scale_back_below_upsize() -> None:
-    doc = _obj("GpuReactivePolicy", {**REF, "scaleBack": {"utilizationThresholdPercent": 90}})
-    _assert_one_message(_error(doc), "GpuReactivePolicy shop/p", "spec", "must be below upsize's")
+def test_gpu_signals_are_both_required() -> None:
+    spec = {**REF, "metrics": {"compute": GPU_METRICS["compute"]}}
+    _assert_one_message(
+        _error(_obj("GpuReactivePolicy", spec)),
+        "GpuReactivePolicy shop/p",
+        "spec.metrics.memory",
+        "Field required",
+    )
+
+
+@pytest.mark.parametrize(("age", "ok"), [("0s", True), ("1m", True), ("30s", False)])
+def test_min_pod_metrics_age_is_zero_or_a_minute(age: str, ok: bool) -> None:
+    doc = _obj("GpuReactivePolicy", {**GPU, "minPodMetricsAge": age})
+    if ok:
+        parse_object(doc)
+    else:
+        _assert_one_message(
+            _error(doc), "GpuReactivePolicy shop/p", "spec.minPodMetricsAge", "at least 1m"
+        )
+
+
+@pytest.mark.parametrize(
+    "old", [{"upsize": {"utilizationThresholdPercent": 80}}, {"scaleBack": {"after": "1h"}}]
+)
+def test_kerf_s_former_gpu_fields_are_refused(old: dict[str, Any]) -> None:
+    assert "unknown field" in _error(_obj("GpuReactivePolicy", {**GPU, **old}))
 
 
 @pytest.mark.parametrize(
@@ -292,11 +359,8 @@ def test_bad_windows(window: dict[str, str], path: str, detail: str) -> None:
 
 @pytest.mark.parametrize("kind", ["StaticPolicy", "ProactivePolicy", "GpuReactivePolicy"])
 def test_missing_strategy_ref(kind: str) -> None:
-    spec = (
-        {k: v for k, v in STATIC.items() if k != "automationStrategyRef"}
-        if kind == "StaticPolicy"
-        else {}
-    )
+    full = {"StaticPolicy": STATIC, "GpuReactivePolicy": GPU}.get(kind, REF)
+    spec = {k: v for k, v in full.items() if k != "automationStrategyRef"}
     _assert_one_message(
         _error(_obj(kind, spec)), f"{kind} shop/p", "spec.automationStrategyRef", "Field required"
     )
@@ -315,7 +379,7 @@ def test_empty_strategy_ref_name() -> None:
         ("ClusterRollbackPolicy", ROLLBACK),
         ("ClusterStaticPolicy", STATIC),
         ("ClusterProactivePolicy", REF),
-        ("ClusterGpuReactivePolicy", REF),
+        ("ClusterGpuReactivePolicy", GPU),
         ("ContainerArgsPolicy", {**ARGS, "scope": {}}),
     ],
 )

@@ -88,6 +88,20 @@ def deployment(annotations: dict[str, str] | None = None) -> dict[str, Any]:
     }
 
 
+#: the two signals every GpuReactivePolicy names (Kubex's format)
+GPU_METRICS = {
+    signal: {
+        "prometheus": {
+            "metric": metric,
+            "namespaceLabel": "namespace",
+            "podLabel": "pod",
+            "containerLabel": "container",
+        }
+    }
+    for signal, metric in (("compute", "DCGM_FI_PROF_SM_ACTIVE"), ("memory", "gpu_memory"))
+}
+
+
 def policy(
     kind: str, name: str, weight: int, created: str = "2026-11-01T10:00:00Z", **spec: Any
 ) -> dict:
@@ -101,6 +115,8 @@ def policy(
     body = {"scope": scope, "weight": weight, **spec}
     if "Rollback" not in kind:
         body["automationStrategyRef"] = {"name": "default"}
+    if "GpuReactive" in kind:
+        body["metrics"] = GPU_METRICS
     return {"apiVersion": API, "kind": kind, "metadata": meta, "spec": body}
 
 

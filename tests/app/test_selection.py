@@ -16,12 +16,25 @@ CPU = Target("app", "requests", "cpu")
 AT_10 = datetime.fromisoformat("2026-11-01T10:00:00+00:00")
 AT_11 = datetime.fromisoformat("2026-11-01T11:00:00+00:00")
 
+#: the two signals every GpuReactivePolicy names (Kubex's format)
+GPU_METRICS = {
+    signal: {
+        "prometheus": {
+            "metric": metric,
+            "namespaceLabel": "namespace",
+            "podLabel": "pod",
+            "containerLabel": "container",
+        }
+    }
+    for signal, metric in (("compute", "DCGM_FI_PROF_SM_ACTIVE"), ("memory", "gpu_memory"))
+}
+
 
 def gpu_reactive(name: str, weight: int) -> KerfResource:
     return b.kerf(
         "GpuReactivePolicy",
         name,
-        {"automationStrategyRef": {"name": "default"}, "weight": weight},
+        {"automationStrategyRef": {"name": "default"}, "weight": weight, "metrics": GPU_METRICS},
         created=b.T0,
     )
 

@@ -153,3 +153,23 @@ def test_only_values_kerf_does_not_carry_out_are_named() -> None:
         {"podEviction": {"retryPodDisruptionBudget": False}}
     )
     assert unhonoured_fields(off)[0].startswith("podEviction.retryPodDisruptionBudget: false")
+
+
+def test_kai_conversion_and_vllm_tuning_are_named() -> None:
+    spec = AutomationStrategySpec.model_validate(
+        {
+            "experimental": {"gpuKaiContract": "v1alpha1-2026-07"},
+            "enablement": {"overrideScheduler": "kai"},
+            "kai": {
+                "setQueueWhenSpecified": True,
+                "vllm": {"gpuMemoryUtilizationBufferPercent": 10},
+            },
+        }
+    )
+    assert [n.split(":")[0] for n in unhonoured_fields(spec)] == [
+        "enablement.overrideScheduler",
+        "kai.setQueueWhenSpecified",
+        "kai.vllm.gpuMemoryUtilizationBufferPercent",
+    ]
+    # kerf's own behaviour (an existing queue label is kept): not named
+    assert unhonoured_fields(AutomationStrategySpec.model_validate({"kai": {"queue": "q"}})) == []

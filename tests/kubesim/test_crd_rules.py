@@ -58,20 +58,19 @@ CASES: dict[str, tuple[list[Any], list[Any]]] = {
         [{"operation": "Remove"}, {"operation": "Set", "value": "x"}, {}],
         [{"operation": "Remove", "value": "x"}],
     ),
-    "!has(self.scaleBack) || !has(self.upsize) || !has(self.scaleBack.utilizationThresholdPercent) || !has(self.upsize.utilizationThresholdPercent) || self.scaleBack.utilizationThresholdPercent < self.upsize.utilizationThresholdPercent": (
-        [
-            {"scaleBack": {"utilizationThresholdPercent": 20}},
-            {
-                "scaleBack": {"utilizationThresholdPercent": 20},
-                "upsize": {"utilizationThresholdPercent": 80},
-            },
-        ],
-        [
-            {
-                "scaleBack": {"utilizationThresholdPercent": 80},
-                "upsize": {"utilizationThresholdPercent": 80},
-            }
-        ],
+    "!has(self.metricsWindow) || duration(self.metricsWindow) >= duration('1m')": (
+        [{}, {"metricsWindow": "1m"}, {"metricsWindow": "10m"}, {"metricsWindow": "1h"}],
+        [{"metricsWindow": "59s"}, {"metricsWindow": "0s"}],
+    ),
+    "!has(self.minPodMetricsAge) || duration(self.minPodMetricsAge) == duration('0s') || "
+    "duration(self.minPodMetricsAge) >= duration('1m')": (
+        [{}, {"minPodMetricsAge": "0s"}, {"minPodMetricsAge": "1m"}, {"minPodMetricsAge": "15m"}],
+        [{"minPodMetricsAge": "30s"}, {"minPodMetricsAge": "1ms"}],
+    ),
+    "!has(self.gpuReactiveCheckInterval) || "
+    "duration(self.gpuReactiveCheckInterval) >= duration('1m')": (
+        [{}, {"gpuReactiveCheckInterval": "1m"}, {"gpuReactiveCheckInterval": "5m"}],
+        [{"gpuReactiveCheckInterval": "30s"}],
     ),
     "!has(self.learningPeriod) || duration(self.learningPeriod) > duration('0s')": (
         [{}, {"learningPeriod": "1h30m"}, {"learningPeriod": "0.5s"}],

@@ -67,6 +67,13 @@ def test_resources_compare_as_amounts() -> None:
     assert not resources_running(pod(spec="1", running="500m"))
 
 
+def test_a_gpu_the_kubelet_does_not_report_is_not_a_resize_under_way() -> None:
+    gpu_pod = pod()
+    gpu_pod["spec"]["containers"][0]["resources"]["limits"] = {"nvidia.com/gpu": "1"}
+    assert resources_running(gpu_pod)
+    assert resize_progress(gpu_pod).stage == "none"
+
+
 @pytest.mark.parametrize(
     ("conditions", "stage"),
     [
@@ -158,6 +165,19 @@ def test_status_patch_removes_fields_that_go() -> None:
     patch = status_patch(stored, new)
     assert patch is not None and patch["nextAllowedAt"] is None
     assert patch["phase"] == "Skipped"
+
+
+def test_status_patch_leaves_the_recommender_s_gpu_block() -> None:
+    gpu = {"policy": "GpuReactivePolicy ml/gpu", "reason": "GpuUpsize", "baseline": {"app": "1"}}
+    stored = record({"phase": "Blocked", "reason": "Cooldown", "gpu": gpu})
+    summary = Summary("skipped", "NoSignificantChange", "")
+    new = build_status(
+        stored, REF, summary, last_applied=None, last_event=None, approved=None, now=NOW
+    )
+    patch = status_patch(stored, new)
+    assert patch is not None and "gpu" not in patch
+    same = record({**new, "gpu": gpu})
+    assert status_patch(same, new) is None
 
 
 def test_a_status_digest_is_equal_for_equal_statuses_only() -> None:
