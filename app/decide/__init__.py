@@ -14,7 +14,7 @@ from typing import Any, Literal
 from app.decide.actions import build_actions
 from app.decide.bounds import breaches_bounds
 from app.decide.checks import HUB_UNREACHABLE, pod_gate, run_checks
-from app.decide.context import Context, Path, Stop
+from app.decide.context import Context, Path
 from app.decide.fallback import decide_fallback, fallback_after
 from app.decide.method import resize_restarts
 from app.decide.plan_facts import facts_for
@@ -149,10 +149,8 @@ def _decide_pod(
             )
     ctx = Context(view, pod, workload, plan, facts, clock, path, containers, current)
     fp = plan.fingerprint
-    try:
-        build_actions(ctx)
-        method = run_checks(ctx)
-    except Stop as stop:
+    stop = run_checks(ctx, build_actions(ctx))
+    if stop is not None:
         # At admission "current" is the baseline: a new pod of a workload whose change is
         # blocked or skipped gets the live (last applied) values, not its manifest's —
         # unless the pod is not to be touched at all.
@@ -201,7 +199,7 @@ def _decide_pod(
         None,
         f"{len(ctx.actions)} value(s) to set" + (f" (left: {notes})" if notes else ""),
         final=final,
-        method=method,
+        method=ctx.method,
         restarts=ctx.running and resize_restarts(ctx),
         changed=tuple(sorted(changed)),
         selection=selected,
