@@ -3,21 +3,26 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 
 from app.annotations import APPROVE, APPROVE_TARGET, dumps
 from app.decide.context import PASS, Action, Context, Result, apply, final_resources, stop
 from app.decide.results import AuditProposal, describe_resources, format_resources
-from app.decide.value_rules import change_tolerance, check_value_rules
+from app.decide.value_rules import change_tolerance
 from app.schedule import Schedule, ValueGoal, schedule
 from app.workloads import Resources
 
+#: a check of `CHECKS` as a decision runs it
+Step = Callable[[Context], Result]
 
-def _audit_proposal(ctx: Context) -> AuditProposal | None:
-    """The proposal of an audited pod: the regular actions through the per-value rules
-    (the decrease step of maxChangePercent, the minimums, the refusals, the tolerance) on
-    a decision of their own, since guardrails apply to an approved change as to any
-    other. None when those rules leave nothing to change."""
+
+def _audit_proposal(ctx: Context, steps: Sequence[Step]) -> AuditProposal | None:
+    """The proposal of an audited pod: the regular actions through the checks of `CHECKS`
+    that set values (the per-value rules: the decrease step of maxChangePercent, the
+    minimums, the refusals, the tolerance), in its order, on a decision of their own,
+    since guardrails apply to an approved change as to any other. None when those checks
+    leave nothing to change."""
     regular = ctx.regular()
     target = final_resources(ctx.current, regular)
     trial = Context(
@@ -32,8 +37,9 @@ def _audit_proposal(ctx: Context) -> AuditProposal | None:
         ctx.current,
     )
     apply(trial, Result(regular))
-    if apply(trial, check_value_rules(trial)) is not None:
-        return None
+    for check in steps:
+        if apply(trial, check(trial)) is not None:
+            return None
     step = final_resources(ctx.current, trial.actions)
     changed = sorted({a.target.container for a in trial.actions})
     body = sorted(
@@ -113,12 +119,13 @@ def _approved(ctx: Context, proposal: AuditProposal) -> bool:
     return approved is not None and approved == proposal.id and approved != done
 
 
-def check_audit(ctx: Context) -> Result:
-    """Audit (mode): the change waits for an approval of its proposal; the approved
-    proposal goes on, through the checks that follow like any change."""
+def check_audit(ctx: Context, steps: Sequence[Step]) -> Result:
+    """Audit (mode): the change waits for an approval of its proposal (what `steps`, the
+    checks that set values, leave); the approved proposal goes on, through the checks that
+    follow like any change."""
     if not (ctx.regular() and ctx.audit()):
         return PASS
-    proposal = _audit_proposal(ctx)
+    proposal = _audit_proposal(ctx, steps)
     if proposal is not None and _approved(ctx, proposal):
         return Result(proposal=proposal, approved=True)
     held = stop("Audit", _audit_message(ctx, proposal), None, "skipped")

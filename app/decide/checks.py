@@ -1,11 +1,11 @@
 """The checks of SPEC §6 as one table, in their order (`CHECKS`).
 
 A pod's decision runs those of its path and the first that holds decides (a check that
-hits only regular actions lets rollback restores go on); `pod_gate` and the fallback of
-a resize that cannot finish read the same table, so the order is written once. Each
-check is a function from the decision so far (`Context`, which it only reads) to a
-`Result`: pass, block with a reason, or the values that stand. `run_checks` applies the
-results in order; it is the only writer of the decision.
+hits only regular actions lets rollback restores go on); `pod_gate`, audit's proposal and
+the fallback of a resize that cannot finish read the same table, so the order is written
+once. Each check is a function from the decision so far (`Context`, which it only reads)
+to a `Result`: pass, block with a reason, or the values that stand. `run_checks` applies
+the results in order; it is the only writer of the decision.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from app.annotations import PAUSE_UNTIL
-from app.decide.audit import check_audit
+from app.decide.audit import Step, check_audit
 from app.decide.bounds import (
     LIMIT_RANGE_VIOLATION,
     RESOURCE_QUOTA_EXCEEDED,
@@ -87,13 +87,15 @@ class Check:
     #: the reasons it can give, in the order it tries them
     reasons: tuple[str, ...]
     #: what the check decides: pass, a block, or the actions that stand after it
-    decide: Callable[[Context], Result]
+    decide: Step
     #: the inputs it reads beyond the pod and the plan facts (`app.inputs`): what ends the
     #: admission memo, the reconciler's quiet pass and queues a workload derive from these
     reads: tuple[Input, ...]
     paths: frozenset[Path] = BOTH
     gate: Gate | None = None
     fallback: FallbackCheck | None = None
+    #: sets the values of the change (the per-value rules): audit's proposal runs these
+    sets_values: bool = False
     #: reads the windows and methods of the strategies behind the change
     #: (`Context.strategy_facts`): the runner fixes them, from the actions standing, before
     #: the first check that does, so the windows and the method follow the same strategies
@@ -287,9 +289,14 @@ def _fallback_single_replica(case: FallbackCase) -> tuple[str, str] | None:
 #: depends on it. The namespace's LimitRanges and quotas judge the values once they are
 #: final, on both paths: the API server judges both. The admission path never evaluates windows, the method, cooldown,
 #: single-replica safety or node capacity.
+def _check_audit(ctx: Context) -> Result:
+    """Audit: its proposal is what the checks that set values leave (`_SETS_VALUES`)."""
+    return check_audit(ctx, _SETS_VALUES)
+
+
 CHECKS: tuple[Check, ...] = (
     Check((INFEASIBLE,), check_feasible, (NODES,)),
-    Check(("Audit",), check_audit, (RECORD, KERF)),
+    Check(("Audit",), _check_audit, (RECORD, KERF)),
     Check(("AutomationDisabled",), _check_automation, (KERF,), gate=_automation_disabled),
     Check((HUB_UNREACHABLE,), _check_hub, (SOURCES,)),
     Check(
@@ -311,6 +318,7 @@ CHECKS: tuple[Check, ...] = (
         (THROTTLED, OOM_KILLED, JVM_FIXED_HEAP, NO_SIGNIFICANT_CHANGE),
         check_value_rules,
         (KERF, RECORD, SOURCES, OOM_EVIDENCE, PODS),
+        sets_values=True,
     ),
     Check(("RequestsExceedLimits", "GpuActionConflict"), validate_plan, ()),
     Check((LIMIT_RANGE_VIOLATION,), filter_limit_ranges, (BOUNDS,)),
@@ -342,6 +350,8 @@ GATES: tuple[tuple[str, Gate], ...] = tuple(
 FALLBACK_CHECKS: tuple[FallbackCheck, ...] = tuple(
     c.fallback for c in CHECKS if c.fallback is not None
 )
+#: The checks audit's proposal runs: those after Audit that set values, in order.
+_SETS_VALUES: tuple[Step, ...] = tuple(c.decide for c in CHECKS if c.sets_values)
 
 
 _BY_PATH: dict[Path, tuple[Check, ...]] = {
