@@ -25,6 +25,7 @@ from app.firstsync import first_sync
 from app.informer import ClusterFeed
 from app.jsonlog import log_fields
 from app.owners import WorkloadRef
+from app.plans import plan_for
 from app.view import ClusterView
 from reconciler.metrics import ReconcilerMetrics
 from reconciler.podstate import is_running
@@ -158,7 +159,7 @@ def workload_actions(
     if workload is None:
         return []
     label = f"{ref.kind}/{ref.namespace}/{ref.name}"
-    plan = view.plan_for(workload)
+    plan = plan_for(view, workload)
     actions: list[DryAction] = []
     patch = annotation_patch(workload.annotations, plan.sync.annotations)
     if patch:

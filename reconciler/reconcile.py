@@ -43,6 +43,7 @@ from app.decide import (
     describe_resources,
     fallback_after,
     format_resources,
+    pod_facts,
 )
 from app.durations import format_duration, parse_duration
 from app.horizon import Horizon
@@ -52,13 +53,15 @@ from app.jsonlog import log_fields
 from app.leader import NotLeading
 from app.models import PendingEviction, RightsizingRecommendation
 from app.owners import WorkloadRef
+from app.plans import WorkloadPlan, plan_for
 from app.quantities import resource_amounts
 from app.records import record_name
+from app.rollback import rollback_state
 from app.rollback_health import restart_counts
 from app.rollback_monitor import Step, monitor_inputs
 from app.rollback_monitor import step as rollback_step
 from app.sync import ROLLBACK_KINDS
-from app.view import ClusterView, WorkloadPlan
+from app.view import ClusterView
 from app.workloads import Workload
 from reconciler.api import Writer
 from reconciler.events import dedup_key, event_body, is_repeat, merged, pending_event
@@ -275,7 +278,7 @@ class WorkloadReconciler:
             # or record it again).
             return self.config.follow_s
         now = self._clock()
-        plan = view.plan_for(workload)
+        plan = plan_for(view, workload)
         pods = sorted(view.pods_of(ref), key=_pod_name)
         # What the pass's decisions read, as the stages declare it (app/inputs.py).
         inputs = running_inputs(view, ref, plan)
@@ -364,7 +367,7 @@ class WorkloadReconciler:
     ) -> Step | None:
         """Advance the rollback state machine (SPEC §8); its state lives in the workload's
         `rollback-state` annotation, whose restore values the next pass publishes."""
-        state = self.view.rollback_state(workload)
+        state = rollback_state(self.view, workload)
         inputs = monitor_inputs(self.view, workload)
         if inputs.policy is None and state is None:
             return None
@@ -433,7 +436,7 @@ class WorkloadReconciler:
             pods,
             rollback.restore,
             workload.annotations,
-            self.view.plan_for(workload).sync.annotations,
+            plan_for(self.view, workload).sync.annotations,
         )
         if pod is None or self._awaiting(pod):
             return
@@ -1036,7 +1039,7 @@ def _same_objects(before: tuple[Any, ...], now: tuple[Any, ...]) -> bool:
 
 def format_resources_of(view: ClusterView, pod: Mapping[str, Any]) -> Values:
     """A pod's containers' resources as quantities (what kerf sizes)."""
-    return {c: format_resources(r) for c, r in view.pod_facts(pod)[1].items()}
+    return {c: format_resources(r) for c, r in pod_facts(view, pod)[1].items()}
 
 
 def _label(ref: WorkloadRef) -> str:

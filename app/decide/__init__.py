@@ -27,6 +27,8 @@ from app.decide.pod_facts import (
     jvm_heap_bytes,
     oom_killed_since,
     paused_by,
+    pod_containers,
+    pod_facts,
     skipped_containers,
     workload_for,
 )
@@ -60,6 +62,7 @@ __all__ = [
     "jvm_heap_bytes",
     "oom_killed_since",
     "paused_by",
+    "pod_facts",
     "pod_gate",
     "skipped_containers",
     "workload_for",
@@ -107,10 +110,10 @@ def _decide_pod(
     namespace = str(meta.get("namespace") or "default")
     name = str(meta.get("name") or meta.get("generateName") or "")
     if known is None:
-        containers, current, owner = view.pod_facts(pod)
+        containers, current, owner = pod_facts(view, pod)
         workload = workload_for(view, pod, owner)
     else:
-        containers, current = view.pod_containers(pod)
+        containers, current = pod_containers(view, pod)
         workload, owner = known, known.ref
     if workload is None:
         return PodDecision(
