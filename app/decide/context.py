@@ -62,7 +62,9 @@ class Action:
 
 class Context:
     """One decision in progress: the pod, the plan facts and what the checks so far left
-    standing. The checks read it; only `apply` (the runner's) changes it."""
+    standing. The checks read it; only the runner (`run_checks`, through `apply`)
+    changes it. The clock is the exception by design: a check that compares a time
+    narrows the span the decision holds for (`app/horizon.py`)."""
 
     __slots__ = (
         "view",
