@@ -157,6 +157,6 @@ def protected_by_pattern(view: ClusterView, namespace: str) -> bool:
     found: bool | None = view.caches.setting(("protected", namespace))
     if found is None:
         found = matches_any_pattern(config.protected_namespace_patterns, namespace)
-        if view.known_namespace(namespace):
+        if view.get("Namespace", "", namespace) is not None:  # not any name a pod sends
             view.caches.keep_setting(("protected", namespace), found)
     return found

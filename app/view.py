@@ -436,13 +436,6 @@ class ClusterView:
         """A kerf custom resource by key (namespace "" for cluster kinds)."""
         return self._kerf.get((kind, namespace, name))
 
-    @property
-    def recommendations_reachable(self) -> bool:
-        """Every recommendation ConfigMap's last version loaded."""
-        if self.check_reads:
-            self._read(SOURCES)
-        return self._sources.all_loaded
-
     def recommendation_sources(self) -> list[SourceState]:
         """The state of every recommendation ConfigMap, ordered by namespace and name."""
         return sorted(self._sources.states(), key=lambda s: s.key)
@@ -464,7 +457,7 @@ class ClusterView:
             cluster = [
                 p for p in self._cluster_policies.values() if _namespace_admits(p, namespace)
             ]
-            if self.known_namespace(namespace):
+            if self._known_namespace(namespace):
                 self._cluster_for_ns[namespace] = cluster
         return [*self._ns_policies.get(namespace, {}).values(), *cluster]
 
@@ -603,7 +596,7 @@ class ClusterView:
         respect = self.global_config.respect_kubex_automation
         return self._sources.about(ref.key, respect_kubex=respect)
 
-    def known_namespace(self, namespace: str) -> bool:
+    def _known_namespace(self, namespace: str) -> bool:
         """Whether the view holds this Namespace. Only such names key the per-namespace
         caches: an admission request names any namespace it likes, and must not grow them."""
         return ("Namespace", "", namespace) in self._objects
