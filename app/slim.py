@@ -33,7 +33,7 @@ KEPT_ANNOTATION_DOMAIN = "kubex.ai"
 #: Annotations outside those domains that kerf reads.
 KEPT_ANNOTATIONS = frozenset({MIRROR_POD})
 #: Pod condition types kerf reads: readiness and scheduling (rollback health), resize
-#: progress (`reconciler.podstate`).
+#: progress (`app.podstate`).
 KEPT_CONDITIONS = frozenset({"Ready", "PodScheduled", "PodResizePending", "PodResizeInProgress"})
 _OWN_FIELDS = (
     "name",

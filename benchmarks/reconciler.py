@@ -213,7 +213,7 @@ async def _quiet(service: Any) -> float:
 
 def _resizing(view: Any) -> bool:
     """A pod's spec asks for other resources than the kubelet reports it runs."""
-    from reconciler.podstate import resources_running
+    from app.podstate import resources_running
 
     return not all(resources_running(pod) for pod in view.pods())
 
@@ -238,8 +238,8 @@ def measure(
     from app.jsonlog import configure_logging
 
     configure_logging("warning")  # leadership changes and failed passes, on stderr
+    from reconciler.execution import ExecutionConfig
     from reconciler.main import Options, build_service
-    from reconciler.reconcile import ExecutionConfig
     from reconciler.service import ServiceConfig
 
     options = Options(

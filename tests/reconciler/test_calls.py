@@ -12,13 +12,15 @@ import orjson
 from kubernetes_asyncio import client
 
 from app.annotations import POD_INFO
-from app.models import parse_object
 from app.owners import WorkloadRef
 from app.view import ClusterView
 from benchmarks.reconciler import from_templates
 from benchmarks.startup import cluster_objects
+from reconciler.memory import Unreported
 from reconciler.metrics import reconciler_metrics
-from reconciler.reconcile import WorkloadReconciler, _admitted_with, _Pass, _Unreported
+from reconciler.outcome import Outcome
+from reconciler.reconcile import WorkloadReconciler
+from reconciler.report import admitted_with as _admitted_with
 from reconciler.service import Reconciler
 from tests.integration.reconciler.harness import (
     Kerf,
@@ -42,35 +44,25 @@ class NoWriter:
     """A writer these tests never call (they drive the reconciler's bookkeeping)."""
 
 
-def record_at(version: str) -> Any:
-    return parse_object(
-        {
-            "apiVersion": "rightsizing.kubex.ai/v1alpha1",
-            "kind": "RightsizingRecommendation",
-            "metadata": {"name": "deployment-web", "namespace": "shop", "resourceVersion": version},
-            "spec": {"targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}},
-        }
-    )
-
-
 def test_a_record_created_then_written_waits_for_the_written_version() -> None:
     # The create answers version 7 (no status: the status subresource ignores it), the
     # status write 8. A view that has the record at 7 would decide without the status
     # just written and write it (and its events) again.
     reconciler = WorkloadReconciler(
         ClusterView(),
-        NoWriter(),
+        NoWriter(),  # type: ignore[arg-type]
         reconciler_metrics(),
-        webhook_lease=None,  # type: ignore[arg-type]
+        webhook_lease=None,
     )
-    done = _Pass()
-    reconciler._wrote(("record", REF.key), "", {"metadata": {"resourceVersion": "7"}}, done)
-    reconciler._wrote(("record", REF.key), "7", {"metadata": {"resourceVersion": "8"}}, done)
-    workload = {"metadata": {"resourceVersion": "3"}}
-    assert reconciler._behind(REF, workload, None)
-    assert reconciler._behind(REF, workload, record_at("7"))
-    assert not reconciler._behind(REF, workload, record_at("8"))
-    assert not reconciler._behind(REF, workload, record_at("7"))  # caught up: forgotten
+    memory, done = reconciler.memory.get(REF.key), Outcome()
+    # Both writes over the record the pass read (none): the second's stale version is
+    # the one the first answered with.
+    reconciler.actuator._wrote(memory, "record", "", {"metadata": {"resourceVersion": "7"}}, done)
+    reconciler.actuator._wrote(memory, "record", "", {"metadata": {"resourceVersion": "8"}}, done)
+    assert memory.behind({"workload": "3", "record": ""})
+    assert memory.behind({"workload": "3", "record": "7"})
+    assert not memory.behind({"workload": "3", "record": "8"})
+    assert not memory.behind({"workload": "3", "record": "7"})  # caught up: forgotten
 
 
 def calls(replica: RunningReconciler) -> dict[str, int]:
@@ -279,8 +271,9 @@ def test_a_change_of_leader_forgets_the_rollouts_not_reported() -> None:
         webhook_lease=None,
     )
     service = Reconciler(ClusterView(), reconciler, metrics)  # type: ignore[arg-type]
-    reconciler._unreported[REF.key] = _Unreported(
+    memory = reconciler.memory.get(REF.key)
+    memory.unreported = Unreported(
         datetime(2026, 11, 30, tzinfo=UTC), {"method": "inPlace", "containers": {}}
     )
     service.on_leadership(False)
-    assert not reconciler._unreported
+    assert memory.unreported is None
