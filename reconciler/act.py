@@ -256,6 +256,7 @@ class Actuator:
             return False
         memory.refusals.pop(str((pod.get("metadata") or {}).get("uid")), None)
         if result == "evicted":
+            done.evicted = name
             done.applied = done.applied or applied
             done.named.extend(events)
             log_fields(logger, "evicted", pod=name, values=decision.values if decision else None)
@@ -275,6 +276,7 @@ class Actuator:
         answer = await self.writer.patch_status(ref.namespace, name, {"pendingEviction": intent})
         self._wrote(memory, "record", record_version(plan), answer, done)
         done.intent = True
+        done.status_version = _version(answer) or None
 
     async def _create_record(self, plan: PassPlan, memory: WorkloadMemory, done: Outcome) -> None:
         uid = (plan.obj.get("metadata") or {}).get("uid")
@@ -296,23 +298,21 @@ class Actuator:
             return
         if report.create is not None:
             await self._create_record(plan, memory, done)
-        done.wrote = done.wrote or report.create is not None or bool(report.events)
-        name = record_name(ref.kind, ref.name)
-        if report.patch is not None:
-            answer = await self.writer.patch_status(ref.namespace, name, report.patch)
-            self._wrote(memory, "record", record_version(plan), answer, done)
-        # Recorded: the rollout held in memory until now, and the Events carried, are in
-        # the status (a failed write keeps them for the next pass).
-        memory.unreported = None
-        memory.untold = []
         api_version = str(plan.obj.get("apiVersion"))
         uid = (plan.obj.get("metadata") or {}).get("uid")
         for pending in report.events:
             await self.writer.create_event(
                 event_body(ref, api_version, uid, pending, self.config.instance)
             )
-        if report.events:
-            answer = await self.writer.patch_status(ref.namespace, name, {"pendingEvents": None})
+        # Told: a failure from here on tells them again under the same names (409).
+        memory.untold = []
+        done.told = []
+        done.wrote = done.wrote or bool(report.events) or report.create is not None
+        if report.patch is not None:
+            name = record_name(ref.kind, ref.name)
+            answer = await self.writer.patch_status(ref.namespace, name, report.patch)
             self._wrote(memory, "record", record_version(plan), answer, done)
+        # Recorded: the rollout held in memory until now is in the status.
+        memory.unreported = None
         if report.log is not None:
             log_fields(logger, "decision", **report.log)

@@ -19,8 +19,9 @@ class Outcome:
     blocked: tuple[str, str] | None = None
     #: the `lastApplied` entry (without its time) of what this pass applied
     applied: dict[str, Any] | None = None
-    #: the pod resized in place in this pass
+    #: the pod resized in place in this pass, and the pod evicted
     resized: str | None = None
+    evicted: str | None = None
     #: the status must be written now (a decision is about to read it)
     report: bool = False
     #: Events still to name: (reason, note, warning)
@@ -38,6 +39,9 @@ class Outcome:
     wrote: bool = False
     #: "workload" | "record" -> the version this pass's last write of it answered with
     versions: dict[str, str] = field(default_factory=dict)
+    #: the version of the record's status this pass wrote (its eviction intent), which
+    #: a retry reads: Events are named from it as from a status read
+    status_version: str | None = None
 
     def again_in(self, seconds: float | None) -> None:
         """Look again after `seconds` at the latest (None: no change)."""

@@ -27,7 +27,7 @@ from app.apitime import rfc3339 as stamp
 from app.decide import PodDecision, describe_resources, format_resources
 from app.models import RightsizingRecommendation
 from app.owners import WorkloadRef
-from app.podstate import resources_running
+from app.podstate import resize_progress, resources_running
 from app.quantities import same_values
 from app.rollback_health import restart_counts
 from app.rollback_monitor import Step
@@ -174,21 +174,21 @@ def plan_report(
         since = unreported.since if unreported is not None else now
         return Report(hold=Unreported(since, dict(last_applied or {})))
     if last_applied is not None and _new_in_place(recorded, last_applied):
-        note = _resized_note(view, last_applied["containers"], running, done.resized)
+        note = _resized_note(view, last_applied["containers"], running, done)
         events.insert(0, ("Resized", note, False))
     told = action_events(ref, done, now)
     uid = (obj.get("metadata") or {}).get("uid")
     # Named from the status they were derived over: a pass retried over the same one (its
     # status write failed, or went in but the answer was lost and the view has not
-    # caught up) derives the same Events under the same names, and tells none twice.
-    read = f"{uid}/{derived_from(record)}"
+    # caught up) derives the same Events under the same names, and tells none twice. A
+    # status this pass wrote already (an eviction's intent) is the one a retry reads.
+    over = done.status_version if done.status_version is not None else derived_from(record)
+    read = f"{uid}/{over}"
     derived = [
         pending_event(ref, r, n, warning=w, now=now, identity=f"{read}/{r}") for r, n, w in events
     ]
     # Resized first: the change, then how it was made.
     to_tell = merged(left, memory.untold, derived[:1], told, derived[1:])
-    if to_tell:
-        status["pendingEvents"] = to_tell
     patch, seen = _status_patch(record, status, memory.seen_status)
     if done.intent:
         # Written in this pass, so not in the record read: cleared explicitly.
@@ -281,16 +281,23 @@ def _resized_note(
     view: ClusterView,
     values: Mapping[str, Any],
     running: Sequence[Mapping[str, Any]],
-    resized: str | None,
+    done: Outcome,
 ) -> str:
     """The `Resized` event of a change: its values and how many pods have them in place
     (the pod resized in this pass is not in the view yet); a replacement admitted with
-    them (a fallback's eviction) is told apart, not counted as resized."""
-    having = [p for p in running if _runs(view, p, values)]
+    them (a fallback's eviction) is told apart, not counted as resized, and a pod whose
+    resize the node refused (Infeasible), or that this pass evicted, is not counted."""
+    having = [
+        p
+        for p in running
+        if _runs(view, p, values)
+        and pod_name(p) != done.evicted
+        and resize_progress(p).stage != "infeasible"
+    ]
     admitted = {pod_name(p) for p in having if admitted_with(p, values)}
     names = {pod_name(p) for p in having} - admitted
-    if resized is not None:
-        names.add(resized)
+    if done.resized is not None:
+        names.add(done.resized)
     count = f"{len(names)} of {len(running)} pods"
     if admitted:
         count += f", {len(admitted)} replaced and sized at admission"
