@@ -1252,7 +1252,8 @@ class RecommendationStatus(BaseModel):
     #: the proposal id an approval was used for (each approval applies once)
     approved_proposal: str | None = None
     last_event: LastEvent | None = None
-    #: Events recorded with this status and not yet known to be created
+    #: Events an earlier kerf recorded with this status before creating them (kerf now
+    #: creates them first): told by the next pass, and dropped by its status write
     pending_events: list[PendingEvent] = Field(default_factory=list)
     #: an eviction recorded before it was asked for, until the status after it is written
     pending_eviction: PendingEviction | None = None

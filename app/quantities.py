@@ -17,6 +17,7 @@ import math
 import re
 from collections.abc import Mapping
 from fractions import Fraction
+from typing import Any
 
 __all__ = [
     "MIB",
@@ -253,6 +254,19 @@ def resource_amounts(values: Mapping[str, object] | None) -> dict[str, int | Non
         except QuantityError:
             out[resource] = None
     return out
+
+
+def same_values(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """Two container -> {requests, limits} maps hold the same amounts (1000m == 1)."""
+    if a == b:  # spelled alike: no quantity to parse
+        return True
+    if set(a) != set(b):
+        return False
+    return all(_field_amounts(a[c]) == _field_amounts(b[c]) for c in a)
+
+
+def _field_amounts(values: Mapping[str, Any]) -> dict[str, dict[str, int | None]]:
+    return {fld: resource_amounts(resources) for fld, resources in values.items() if resources}
 
 
 def format_cpu(millicores: int) -> str:
