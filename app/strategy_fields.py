@@ -51,11 +51,6 @@ def unhonoured_fields(spec: AutomationStrategySpec) -> list[str]:
             "enablement.overrideScheduler: kai (kerf computes a KAI workload's gpu-fraction "
             "but converts no nvidia.com/gpu workload to KAI)"
         )
-    if spec.kai.set_queue_when_specified:
-        found.append(
-            "kai.setQueueWhenSpecified: true (kerf sets no KAI queue label; an existing one is "
-            "kept)"
-        )
     if (
         spec.kai.vllm is not None
         and spec.kai.vllm.gpu_memory_utilization_buffer_percent is not None
