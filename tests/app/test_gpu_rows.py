@@ -244,3 +244,12 @@ def test_a_kai_fraction_follows_the_gpu_switches(
     assert pod["outcome"] != "apply", pod
     pod = explain(tmp_path, capsys, no_upsize, policy(), *kai_workload("0.6", "0.46"))
     assert (pod["outcome"], pod["method"]) == ("apply", "evict"), pod
+
+
+def test_a_kai_fraction_is_never_changed_in_place(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    only_in_place = strategy(podEviction={"enabled": False})
+    pod = explain(tmp_path, capsys, only_in_place, policy(), *kai_workload("0.3", "0.46"))
+    assert pod["reason"] == "NoCommonMethod", pod
+    assert "cannot be made in place" in pod["message"]
