@@ -253,3 +253,17 @@ def test_a_kai_fraction_is_never_changed_in_place(
     pod = explain(tmp_path, capsys, only_in_place, policy(), *kai_workload("0.3", "0.46"))
     assert pod["reason"] == "NoCommonMethod", pod
     assert "cannot be made in place" in pod["message"]
+
+
+def test_a_kai_fraction_is_not_set_on_a_pod_without_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # kerf converts no workload to KAI, even where setFromUnspecified would allow it
+    unspecified = strategy()
+    unspecified["spec"]["enablement"]["gpu"]["requests"]["setFromUnspecified"] = True
+    objects = kai_workload("0.3", "0.46")
+    for obj in objects:
+        template = obj["spec"]["template"] if obj["kind"] == "Deployment" else obj
+        del template["metadata"]["annotations"]
+    pod = explain(tmp_path, capsys, unspecified, policy(), *objects)
+    assert (pod["outcome"], pod["reason"]) == ("skipped", "NotScheduledByKai"), pod
