@@ -48,7 +48,7 @@ def unhonoured_fields(spec: AutomationStrategySpec) -> list[str]:
     ]
     if spec.enablement.override_scheduler == "kai":
         found.append(
-            "enablement.overrideScheduler: kai (kerf computes a KAI workload's gpu-fraction "
+            "enablement.overrideScheduler: kai (kerf changes a KAI pod's gpu-fraction "
             "but converts no nvidia.com/gpu workload to KAI)"
         )
     if (
