@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from app.kai import KAI_QUEUE_LABEL, KaiChange, kai_change
 from app.models import AutomationStrategySpec
 from app.quantities import GPU_FRACTION, format_resource, parse_resource
+from app.rollback_health import runs_values
 from app.workloads import pod_resources, target_containers
 
 RESOURCES = {"app": {"requests": {"cpu": "1", GPU_FRACTION: "0.46"}, "limits": {"memory": "1Gi"}}}
@@ -85,3 +86,14 @@ def test_fraction_spellings() -> None:
         "1.25",
         "0.005",
     ]
+
+
+def test_a_kai_pod_runs_its_fraction() -> None:
+    pod = {
+        "metadata": {"annotations": {GPU_FRACTION: "0.60"}},
+        "spec": {"containers": [{"name": "app", "resources": {"requests": {"cpu": "1"}}}]},
+    }
+    assert runs_values(pod, {"app": {"requests": {GPU_FRACTION: "0.6"}}})
+    assert not runs_values(pod, {"app": {"requests": {GPU_FRACTION: "0.3"}}})
+    pod["metadata"]["annotations"][GPU_FRACTION] = "half"
+    assert not runs_values(pod, {"app": {"requests": {GPU_FRACTION: "0.6"}}})
