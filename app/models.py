@@ -498,10 +498,11 @@ class KaiVllm(KerfModel):
 class KaiSettings(KerfModel):
     """How a KAI-scheduled workload's GPU share is written (docs/gpu.md)."""
 
-    #: the queue a converted workload gets (kerf converts none; accepted for Kubex)
+    #: the kai.scheduler/queue label a pod gets with a new gpu-fraction when
+    #: `setQueueWhenSpecified` is true (app/kai.py)
     queue: str = "kubex-unlimited-gpu-queue"
-    #: whether a new gpu-fraction also overwrites an existing kai.scheduler/queue label
-    #: (kerf sets no queue: named when true, app/strategy_fields.py)
+    #: whether a new gpu-fraction also sets the queue label, over an existing one; false:
+    #: the pod's own label (or its absence) stays
     set_queue_when_specified: bool = False
     vllm: KaiVllm | None = None
 

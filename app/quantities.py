@@ -20,10 +20,12 @@ from fractions import Fraction
 from typing import Any
 
 __all__ = [
+    "GPU_FRACTION",
     "MIB",
     "QuantityError",
     "format_bytes",
     "format_cpu",
+    "format_fraction",
     "format_resource",
     "parse_quantity",
     "parse_resource",
@@ -79,6 +81,9 @@ _MAX_EXPONENT = 64
 _SHOWN_CHARS = 40
 
 _BYTE_RESOURCES = frozenset({"memory", "ephemeral-storage"})
+#: KAI's share of one GPU, a pod annotation kerf sizes like a resource of the pod's first
+#: container (app/kai.py); held in thousandths, as CPU in millicores.
+GPU_FRACTION = "gpu-fraction"
 
 
 class QuantityError(ValueError):
@@ -200,10 +205,10 @@ def _is_byte_resource(resource: str) -> bool:
 def parse_resource(resource: str, text: object) -> int:
     """Parse ``text`` in the integer unit of ``resource``.
 
-    ``cpu`` → millicores; ``memory``, ``ephemeral-storage``, ``hugepages-*`` → bytes;
-    anything else → a count.
+    ``cpu`` → millicores, ``gpu-fraction`` → thousandths of a GPU; ``memory``,
+    ``ephemeral-storage``, ``hugepages-*`` → bytes; anything else → a count.
     """
-    if resource == "cpu":
+    if resource == "cpu" or resource == GPU_FRACTION:
         return to_millicores(text)
     return to_bytes(text)
 
@@ -224,7 +229,7 @@ def _whole_spelling(text: str, resource: str) -> tuple[str, str] | None:
         return None
     if suffix:
         numerator, denominator = _SUFFIX_RATIOS[suffix]
-        if numerator * (1000 if resource == "cpu" else 1) % denominator:
+        if numerator * (1000 if resource == "cpu" or resource == GPU_FRACTION else 1) % denominator:
             return None
     return digits, suffix
 
@@ -276,6 +281,12 @@ def format_cpu(millicores: int) -> str:
     return f"{millicores}m"
 
 
+def format_fraction(thousandths: int) -> str:
+    """A KAI `gpu-fraction` as KAI reads it, a decimal: 460 → ``"0.46"``, 1000 → ``"1"``."""
+    whole, part = divmod(thousandths, 1000)
+    return f"{whole}.{part:03d}".rstrip("0").rstrip(".") if part else str(whole)
+
+
 def format_bytes(n: int) -> str:
     """Canonical byte quantity: the largest exact binary suffix (``"256Mi"``), else the
     largest exact decimal suffix (``"129M"``), else the plain integer."""
@@ -294,6 +305,8 @@ def format_resource(resource: str, value: int) -> str:
     """Format ``value`` (in the unit :func:`parse_resource` gives ``resource``) canonically."""
     if resource == "cpu":
         return format_cpu(value)
+    if resource == GPU_FRACTION:
+        return format_fraction(value)
     if _is_byte_resource(resource):
         return format_bytes(value)
     return str(value)

@@ -72,7 +72,7 @@ from app.workloads import (
     WORKLOAD_KINDS,
     Resources,
     Workload,
-    resources_by_container,
+    pod_resources,
     target_containers,
 )
 
@@ -540,12 +540,12 @@ class ClusterView:
         key = _pod_key(pod)
         if self._pods.get(key) is not pod:
             containers = target_containers(pod)
-            return containers, resources_by_container(containers)
+            return containers, pod_resources(pod, containers)
         parsed: tuple[dict[str, ContainerDict], dict[str, Resources]] | None
         parsed = self.caches.parsed(key)
         if parsed is None:
             containers = target_containers(pod)
-            parsed = (containers, resources_by_container(containers))
+            parsed = (containers, pod_resources(pod, containers))
             self.caches.keep_parsed(key, parsed)
         return parsed
 

@@ -5,6 +5,11 @@ from __future__ import annotations
 from app.decide.context import Action, Context, Stop
 from app.decide.qos_pairs import GUARANTEED_QOS, add_pair, may_pin, pinned_items
 from app.enablement import apply_switches
+from app.quantities import GPU_FRACTION
+
+#: A KAI `gpu-fraction` for a pod without one: kerf converts no workload to KAI
+#: (`enablement.overrideScheduler`), whatever `setFromUnspecified` says.
+NOT_KAI = "NotScheduledByKai"
 
 
 def build_actions(ctx: Context) -> None:
@@ -25,6 +30,9 @@ def build_actions(ctx: Context) -> None:
             missing.append(candidate.policy.metadata.name if candidate.policy else candidate.key)
             continue
         if pairs and (target.container, target.resource) in pairs:
+            continue
+        if current is None and target.resource == GPU_FRACTION:
+            ctx.dropped.append((target, NOT_KAI))
             continue
         enabled = apply_switches(item.switches, current=current, desired=candidate.amount)
         if enabled.value is None:
@@ -47,6 +55,12 @@ def build_actions(ctx: Context) -> None:
             "retainGuaranteedQoS: no change keeps requests equal to limits ("
             + ", ".join(f"{t.container}.{t.field}.{t.resource}: {r}" for t, r in ctx.dropped)
             + ")",
+        )
+    if not actions and any(reason == NOT_KAI for _, reason in ctx.dropped):
+        raise Stop(
+            "skipped",
+            NOT_KAI,
+            "the pod has no gpu-fraction annotation to change: kerf converts no workload to KAI",
         )
     if not actions:
         raise Stop("skipped", "NotEnabled", "the strategies enable none of the selected values")
