@@ -29,10 +29,14 @@ from app.decide import (
     skipped_containers,
     workload_for,
 )
+from app.decide.plan_facts import strategy_for
 from app.horizon import Horizon
 from app.inputs import admission_versions
+from app.kai import kai_change
+from app.models import AutomationStrategySpec
 from app.owners import WorkloadRef
 from app.plans import WorkloadPlan, plan_for
+from app.quantities import GPU_FRACTION
 from app.slim import kept_annotation
 from app.view import ClusterView
 from app.workloads import Workload, target_containers
@@ -54,6 +58,8 @@ class AdmissionResult:
     args: dict[str, list[str]] = field(default_factory=dict)
     #: pod annotations to set; empty when nothing changes
     annotations: dict[str, str] = field(default_factory=dict)
+    #: pod labels to set (a KAI queue, app/kai.py); empty when none
+    labels: dict[str, str] = field(default_factory=dict)
     #: the winning policy of every target (`PodDecision.selected_json`): shared by every
     #: decision of the workload's plan, so a reader may key what it derives on its identity
     selected: tuple[dict[str, str], ...] = ()
@@ -235,9 +241,14 @@ def _admit(
             selected=selected,
             template=template,
         )
-    resources = decision.values
+    kai = kai_change(
+        decision.values,
+        ((pod.get("metadata") or {}).get("annotations") or {}).get(GPU_FRACTION),
+        _fraction_strategy(view, decision),
+    )
+    resources = kai.resources
     args = _new_args(view, pod, decision, clock)
-    annotations: dict[str, str] = {}
+    annotations: dict[str, str] = dict(kai.annotations)
     if resources or args:
         plan = decision.plan
         assert plan is not None
@@ -257,6 +268,16 @@ def _admit(
         resources=resources,
         args=args,
         annotations=annotations,
+        labels=kai.labels,
         selected=selected,
         template=template,
     )
+
+
+def _fraction_strategy(view: ClusterView, decision: PodDecision) -> AutomationStrategySpec | None:
+    """The strategy of the policy whose KAI `gpu-fraction` the decision selected."""
+    for target, candidate in decision.selection.items():
+        if target.resource == GPU_FRACTION and candidate.policy is not None:
+            strategy = strategy_for(view, candidate.policy)
+            return strategy.spec if strategy is not None else None
+    return None

@@ -11,11 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.models import AutomationStrategySpec, FieldEnablement
-from app.quantities import parse_resource
+from app.quantities import GPU_FRACTION, parse_resource
 
 GPU = "nvidia.com/gpu"
-#: Resources a strategy can enable; any other resource in a payload is never applied.
-ENABLED_RESOURCES = {"cpu": "cpu", "memory": "memory", GPU: "gpu"}
+#: Resources a strategy can enable; any other resource in a payload is never applied. A
+#: KAI `gpu-fraction` is a GPU allocation: the `gpu` switches govern it.
+ENABLED_RESOURCES = {"cpu": "cpu", "memory": "memory", GPU: "gpu", GPU_FRACTION: "gpu"}
 
 
 @dataclass(slots=True)

@@ -31,12 +31,10 @@ from app.gpu_reactive import (
 )
 from app.models import GpuPrometheusMetric, GpuReactivePolicy, GpuStatus, KerfResource
 from app.prometheus_query import Sample
+from app.quantities import GPU_FRACTION
 from app.sync import policy_matches, policy_rank
 from app.workloads import Workload, target_containers
 
-#: KAI's pod annotation: the share of one GPU the pod gets.
-GPU_FRACTION = "gpu-fraction"
-KAI_QUEUE_LABEL = "kai.scheduler/queue"
 GPU_KINDS = ("GpuReactivePolicy", "ClusterGpuReactivePolicy")
 Stat = Literal["min", "max"]
 #: Reasons of an evaluation that decided what the recommendation is (possibly none); any
@@ -234,13 +232,16 @@ def annotation_patch(
     values: Mapping[str, str],
     *,
     multi_policy: bool,
+    kai: bool = False,
     remove: bool = False,
 ) -> dict[str, str | None]:
     """The workload annotations that carry the recommendation to the selection: the
     `nvidia.com/gpu` request and, as Kubernetes requires an extended resource's limit to
-    equal its request, the limit; both under the key the sync reads for the policy. Only
+    equal its request, the limit; both under the key the sync reads for the policy. A KAI
+    workload's is a `gpu-fraction` request alone (a pod annotation has no limit). Only
     keys whose text changes are in the patch."""
     patch: dict[str, str | None] = {}
+    resource = GPU_FRACTION if kai else GPU
     for fld in ("requests", "limits"):
         if multi_policy:
             key = policy_key(
@@ -248,9 +249,9 @@ def annotation_patch(
             )
         else:
             key = fixed_key(policy.kind, fld)
-        containers = {c: {GPU: v} for c, v in sorted(values.items())}
+        containers = {c: {resource: v} for c, v in sorted(values.items())}
         text: str | None
-        if remove or not containers:
+        if remove or not containers or (kai and fld == "limits"):
             text = None
         elif multi_policy:
             text = encode_owned(

@@ -498,10 +498,11 @@ class KaiVllm(KerfModel):
 class KaiSettings(KerfModel):
     """How a KAI-scheduled workload's GPU share is written (docs/gpu.md)."""
 
-    #: the queue a converted workload gets (kerf converts none; accepted for Kubex)
+    #: the kai.scheduler/queue label a pod gets with a new gpu-fraction when
+    #: `setQueueWhenSpecified` is true (app/kai.py)
     queue: str = "kubex-unlimited-gpu-queue"
-    #: whether a new gpu-fraction also overwrites an existing kai.scheduler/queue label
-    #: (kerf sets no queue: named when true, app/strategy_fields.py)
+    #: whether a new gpu-fraction also sets the queue label, over an existing one; false:
+    #: the pod's own label (or its absence) stays
     set_queue_when_specified: bool = False
     vllm: KaiVllm | None = None
 
@@ -1252,7 +1253,8 @@ class RecommendationStatus(BaseModel):
     #: the proposal id an approval was used for (each approval applies once)
     approved_proposal: str | None = None
     last_event: LastEvent | None = None
-    #: Events recorded with this status and not yet known to be created
+    #: Events an earlier kerf recorded with this status before creating them (kerf now
+    #: creates them first): told by the next pass, and dropped by its status write
     pending_events: list[PendingEvent] = Field(default_factory=list)
     #: an eviction recorded before it was asked for, until the status after it is written
     pending_eviction: PendingEviction | None = None

@@ -17,12 +17,15 @@ import math
 import re
 from collections.abc import Mapping
 from fractions import Fraction
+from typing import Any
 
 __all__ = [
+    "GPU_FRACTION",
     "MIB",
     "QuantityError",
     "format_bytes",
     "format_cpu",
+    "format_fraction",
     "format_resource",
     "parse_quantity",
     "parse_resource",
@@ -78,6 +81,9 @@ _MAX_EXPONENT = 64
 _SHOWN_CHARS = 40
 
 _BYTE_RESOURCES = frozenset({"memory", "ephemeral-storage"})
+#: KAI's share of one GPU, a pod annotation kerf sizes like a resource of the pod's first
+#: container (app/kai.py); held in thousandths, as CPU in millicores.
+GPU_FRACTION = "gpu-fraction"
 
 
 class QuantityError(ValueError):
@@ -199,10 +205,10 @@ def _is_byte_resource(resource: str) -> bool:
 def parse_resource(resource: str, text: object) -> int:
     """Parse ``text`` in the integer unit of ``resource``.
 
-    ``cpu`` → millicores; ``memory``, ``ephemeral-storage``, ``hugepages-*`` → bytes;
-    anything else → a count.
+    ``cpu`` → millicores, ``gpu-fraction`` → thousandths of a GPU; ``memory``,
+    ``ephemeral-storage``, ``hugepages-*`` → bytes; anything else → a count.
     """
-    if resource == "cpu":
+    if resource == "cpu" or resource == GPU_FRACTION:
         return to_millicores(text)
     return to_bytes(text)
 
@@ -223,7 +229,7 @@ def _whole_spelling(text: str, resource: str) -> tuple[str, str] | None:
         return None
     if suffix:
         numerator, denominator = _SUFFIX_RATIOS[suffix]
-        if numerator * (1000 if resource == "cpu" else 1) % denominator:
+        if numerator * (1000 if resource == "cpu" or resource == GPU_FRACTION else 1) % denominator:
             return None
     return digits, suffix
 
@@ -255,11 +261,30 @@ def resource_amounts(values: Mapping[str, object] | None) -> dict[str, int | Non
     return out
 
 
+def same_values(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """Two container -> {requests, limits} maps hold the same amounts (1000m == 1)."""
+    if a == b:  # spelled alike: no quantity to parse
+        return True
+    if set(a) != set(b):
+        return False
+    return all(_field_amounts(a[c]) == _field_amounts(b[c]) for c in a)
+
+
+def _field_amounts(values: Mapping[str, Any]) -> dict[str, dict[str, int | None]]:
+    return {fld: resource_amounts(resources) for fld, resources in values.items() if resources}
+
+
 def format_cpu(millicores: int) -> str:
     """Canonical CPU quantity: whole cores without a suffix (``"2"``), else ``"250m"``."""
     if millicores % 1000 == 0:
         return str(millicores // 1000)
     return f"{millicores}m"
+
+
+def format_fraction(thousandths: int) -> str:
+    """A KAI `gpu-fraction` as KAI reads it, a decimal: 460 → ``"0.46"``, 1000 → ``"1"``."""
+    whole, part = divmod(thousandths, 1000)
+    return f"{whole}.{part:03d}".rstrip("0").rstrip(".") if part else str(whole)
 
 
 def format_bytes(n: int) -> str:
@@ -280,6 +305,8 @@ def format_resource(resource: str, value: int) -> str:
     """Format ``value`` (in the unit :func:`parse_resource` gives ``resource``) canonically."""
     if resource == "cpu":
         return format_cpu(value)
+    if resource == GPU_FRACTION:
+        return format_fraction(value)
     if _is_byte_resource(resource):
         return format_bytes(value)
     return str(value)

@@ -20,7 +20,7 @@ import orjson
 from app.annotations import DOMAIN, POD_INFO
 from app.guardrails import GuardrailSettings
 from app.kube_types import RESOURCE_FIELDS
-from app.quantities import parse_resource
+from app.quantities import GPU_FRACTION, QuantityError, parse_resource
 from app.workloads import ContainerResources, parse_time, target_containers, target_statuses
 
 #: Pod annotation with each container's CPU throttling ratio, `{"app": "0.40"}`: the share
@@ -212,7 +212,8 @@ def pod_health(
 def running_resources(pod: Mapping[str, Any]) -> dict[str, ContainerResources]:
     """The resources each container runs with: the kubelet's `status.containerStatuses[]
     .resources` once reported (an in-place resize counts only when actuated), else the
-    spec's."""
+    spec's; a KAI pod's `gpu-fraction` as its first container's request, as every
+    decision reads it (`app.workloads.pod_resources`)."""
     reported = {
         str(s.get("name")): s.get("resources")
         for s in target_statuses(pod)
@@ -224,6 +225,13 @@ def running_resources(pod: Mapping[str, Any]) -> dict[str, ContainerResources]:
         result[name] = {
             fld: {r: str(q) for r, q in (raw.get(fld) or {}).items()} for fld in RESOURCE_FIELDS
         }
+    fraction = ((pod.get("metadata") or {}).get("annotations") or {}).get(GPU_FRACTION)
+    if fraction is not None and result:
+        try:
+            parse_resource(GPU_FRACTION, str(fraction))
+        except QuantityError:
+            return result  # not a number: as if absent
+        result[next(iter(result))]["requests"][GPU_FRACTION] = str(fraction)
     return result
 
 

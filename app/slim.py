@@ -34,7 +34,7 @@ KEPT_ANNOTATION_DOMAIN = "kubex.ai"
 #: a GPU (app/gpu_inputs.py).
 KEPT_ANNOTATIONS = frozenset({MIRROR_POD, "gpu-fraction"})
 #: Pod condition types kerf reads: readiness and scheduling (rollback health), resize
-#: progress (`reconciler.podstate`).
+#: progress (`app.podstate`).
 KEPT_CONDITIONS = frozenset({"Ready", "PodScheduled", "PodResizePending", "PodResizeInProgress"})
 _OWN_FIELDS = (
     "name",

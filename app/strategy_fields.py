@@ -48,13 +48,8 @@ def unhonoured_fields(spec: AutomationStrategySpec) -> list[str]:
     ]
     if spec.enablement.override_scheduler == "kai":
         found.append(
-            "enablement.overrideScheduler: kai (kerf computes a KAI workload's gpu-fraction "
+            "enablement.overrideScheduler: kai (kerf changes a KAI pod's gpu-fraction "
             "but converts no nvidia.com/gpu workload to KAI)"
-        )
-    if spec.kai.set_queue_when_specified:
-        found.append(
-            "kai.setQueueWhenSpecified: true (kerf sets no KAI queue label; an existing one is "
-            "kept)"
         )
     if (
         spec.kai.vllm is not None

@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from app.kube_types import ContainerDict, ContainerStatusDict
 from app.owners import WorkloadRef
-from app.quantities import parse_resource
+from app.quantities import GPU_FRACTION, QuantityError, parse_resource
 
 WORKLOAD_KINDS: frozenset[str] = frozenset(
     {
@@ -188,3 +188,21 @@ def resources_of(container: Mapping[str, Any]) -> Resources:
 def resources_by_container(containers: Mapping[str, Mapping[str, Any]]) -> dict[str, Resources]:
     """Parsed resources of containers by name (e.g. those `target_containers` finds)."""
     return {name: resources_of(spec) for name, spec in containers.items()}
+
+
+def pod_resources(
+    pod: Mapping[str, Any], containers: Mapping[str, Mapping[str, Any]]
+) -> dict[str, Resources]:
+    """Parsed resources of a pod's `containers` (`target_containers(pod)`). A KAI pod's
+    `gpu-fraction` annotation counts as a request of its first container, so a fraction
+    is selected, filtered and compared like any other value (app/kai.py); a fraction
+    that is not a number is left out, as if absent."""
+    found = resources_by_container(containers)
+    text = ((pod.get("metadata") or {}).get("annotations") or {}).get(GPU_FRACTION)
+    if text is not None and found:
+        try:
+            amount = parse_resource(GPU_FRACTION, str(text))
+        except QuantityError:
+            return found
+        found[next(iter(found))]["requests"][GPU_FRACTION] = amount
+    return found

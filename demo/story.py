@@ -39,8 +39,8 @@ from demo.narration import (
 from kubesim.clock import FakeClock
 from kubesim.sim import Simulator
 from kubesim.testing import running_sim
+from reconciler.execution import ExecutionConfig
 from reconciler.main import Options, build_service
-from reconciler.reconcile import ExecutionConfig
 from reconciler.service import ServiceConfig, run_cluster
 from webhook.local import running_local_webhook, webhook_configuration
 

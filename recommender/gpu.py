@@ -233,15 +233,14 @@ class GpuReactor:
                     },
                 )
             wrote_status = await self._write_status(workload, record is None, status, fence)
-        if not kai:
-            if values:
-                patch = annotation_patch(workload, policy, values, multi_policy=multi)
-            elif evaluation.reason == AT_BASELINE:
-                patch = annotation_patch(workload, policy, {}, multi_policy=multi, remove=True)
-            else:
-                patch = {}
-            if patch:
-                wrote_annotations = await self._write_annotations(workload, patch, fence)
+        if values:
+            patch = annotation_patch(workload, policy, values, multi_policy=multi, kai=kai)
+        elif evaluation.reason == AT_BASELINE:
+            patch = annotation_patch(workload, policy, {}, multi_policy=multi, kai=kai, remove=True)
+        else:
+            patch = {}
+        if patch:
+            wrote_annotations = await self._write_annotations(workload, patch, fence)
         return GpuOutcome(
             f"{workload.kind}/{workload.namespace}/{workload.name}",
             label,

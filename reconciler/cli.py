@@ -84,8 +84,8 @@ def reconciler_command(args: argparse.Namespace) -> int:
     from kubernetes_asyncio.config import ConfigException
 
     from app.firstsync import ApiUnavailable
+    from reconciler.execution import ExecutionConfig
     from reconciler.main import Options, plan_state_dir, run_reconciler
-    from reconciler.reconcile import ExecutionConfig
     from reconciler.service import ServiceConfig
 
     if args.state_dir is not None:

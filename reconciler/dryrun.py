@@ -1,9 +1,9 @@
-"""What the reconciler would do, without doing it (`--dry-run`, `--state-dir`).
+"""What the reconciler would do, without doing it (`--dry-run`, `--state-dir`): the plan.
 
-A dry run decides every running pod of every managed workload against the cluster as it
-is, with the same `decide_pod` the service uses, and says for each what the service
-would do: publish the policy values, resize the pod in place, evict it, or nothing
-(blocked or skipped, with the reason). It sends no write, so nothing it reports happened;
+A dry run makes the plan of a pass (`reconciler.plan`) for every workload against the
+cluster as it is, as the service makes it, and prints it instead of carrying it out: the
+policy values it would publish, and for each running pod what its decision says: resize
+it in place, evict it, or nothing (blocked or skipped, with the reason). It sends no write, so nothing it reports happened;
 each pod is decided on its own, as if the others kept their values. Every pass ends with
 a tally: N would resize in place, M would evict, K blocked (by reason).
 """
@@ -20,16 +20,16 @@ from datetime import datetime
 from typing import Any, Literal
 
 from app.clock import Clock
-from app.decide import PodDecision, decide_pod
+from app.decide import PodDecision
 from app.firstsync import first_sync
 from app.informer import ClusterFeed
 from app.jsonlog import log_fields
 from app.owners import WorkloadRef
-from app.plans import plan_for
 from app.view import ClusterView
+from reconciler.execution import ExecutionConfig
+from reconciler.memory import WorkloadMemory
 from reconciler.metrics import ReconcilerMetrics
-from reconciler.podstate import is_running
-from reconciler.publish import annotation_patch
+from reconciler.plan import plan_workload, sort_pods
 from reconciler.service import workloads_of
 
 logger = logging.getLogger("kerf.reconciler")
@@ -153,24 +153,30 @@ def workload_actions(
     now: datetime,
     metrics: ReconcilerMetrics | None = None,
 ) -> list[DryAction]:
-    """Everything the service would do for one workload, one action per running pod (none
-    for a workload no policy manages)."""
+    """The plan the service would make for one workload, as actions: the policy values it
+    would publish, and one action per running pod, by its decision (none for a workload
+    no policy manages). The plan is made with no memory of earlier writes."""
     workload = view.workload(ref)
-    if workload is None:
+    obj = view.get(ref.kind, ref.namespace, ref.name)
+    if workload is None or obj is None:
         return []
     label = f"{ref.kind}/{ref.namespace}/{ref.name}"
-    plan = plan_for(view, workload)
+    pods = sort_pods(view.pods_of(ref))
+    plan = plan_workload(
+        view,
+        workload,
+        obj,
+        view.recommendation_for(ref),
+        pods,
+        WorkloadMemory(),
+        now,
+        ExecutionConfig().timings,
+        (),
+    )
     actions: list[DryAction] = []
-    patch = annotation_patch(workload.annotations, plan.sync.annotations)
-    if patch:
-        actions.append(DryAction("patch annotations", label, keys=tuple(sorted(patch))))
-    if not plan.candidates and view.recommendation_for(ref) is None:
-        return actions
-    pods = sorted(view.pods_of(ref), key=_pod_label)
-    for pod in pods:
-        if not is_running(pod):
-            continue
-        decision = decide_pod(view, pod, now=now, path="running")
+    if plan.publish:
+        actions.append(DryAction("patch annotations", label, keys=tuple(sorted(plan.publish))))
+    for pod, decision in zip(plan.running, plan.decisions, strict=True):
         if metrics is not None:
             metrics.decisions.labels(decision.outcome, decision.reason or "").inc()
         actions.append(pod_action(label, _pod_label(pod), decision))

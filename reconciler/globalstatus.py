@@ -10,7 +10,7 @@ from app.global_status import global_status, reload_of
 from app.models import GlobalConfiguration, Status
 from app.view import ClusterView
 from reconciler.api import Writer
-from reconciler.reconcile import LeaseAge
+from reconciler.plan import LeaseAge
 
 GLOBAL_CONFIG = "global-config"
 

@@ -38,8 +38,10 @@ from app.view import ClusterView
 from reconciler.api import ApiWriter, PodReader, Transport
 from reconciler.defaults import DEFAULT_METRICS_PORT
 from reconciler.dryrun import dry_pass, run_dry
+from reconciler.execution import ExecutionConfig
 from reconciler.metrics import RollbackStatesCollector, SavingsCollector, reconciler_metrics
-from reconciler.reconcile import ExecutionConfig, LeaseAge, WorkloadReconciler
+from reconciler.plan import LeaseAge
+from reconciler.reconcile import WorkloadReconciler
 from reconciler.service import (
     RECONCILER_RESOURCES,
     Reconciler,

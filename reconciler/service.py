@@ -157,8 +157,11 @@ class Reconciler:
     def enqueue_all(self) -> None:
         """Queue every workload of the view."""
         self._all_pending = False
-        for workload in list(self.view.workloads()):
-            self.queue.add(workload.ref)
+        refs = [workload.ref for workload in self.view.workloads()]
+        # A workload deleted while this replica did not pass over it leaves no memory.
+        self.reconciler.keep(ref.key for ref in refs)
+        for ref in refs:
+            self.queue.add(ref)
         self.metrics.queue_depth.set(len(self.queue))
 
     def on_leadership(self, leading: bool) -> None:

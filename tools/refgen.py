@@ -134,6 +134,12 @@ REASONS: tuple[tuple[str, str, str], ...] = (
         "retainGuaranteedQoS: a request/limit pair that cannot stay equal (skipped if nothing is left)",
     ),
     (
+        "NotScheduledByKai",
+        "dropped",
+        "a KAI gpu-fraction for a pod without one: kerf converts no workload to KAI "
+        "(skipped if nothing is left)",
+    ),
+    (
         "WebhookUnavailable",
         "blocked",
         "reconciler: no eviction while the webhook Lease is older than webhookLeaseMaxAge",

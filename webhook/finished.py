@@ -132,9 +132,9 @@ class FinishedAnswers:
         if kept is not None and kept.result is result:
             return kept.answer
         answer = finish(pod, result, self._rendered_selected(result))
-        # An annotation the template digest does not cover would make the patch depend on
-        # the pod; kerf writes only its own, which the digest covers.
-        if all(map(kept_annotation, result.annotations)):
+        # An annotation or label the template digest does not cover would make the patch
+        # depend on the pod; kerf's own annotations and KAI's fraction are covered.
+        if not result.labels and all(map(kept_annotation, result.annotations)):
             self._kept[key] = _Kept(result, answer)
             self._kept.move_to_end(key)
             if len(self._kept) > self._limit:

@@ -40,6 +40,9 @@ class PatchSource(Protocol):
     @property
     def annotations(self) -> Mapping[str, str]: ...
 
+    @property
+    def labels(self) -> Mapping[str, str]: ...
+
 
 def escape_pointer_token(token: str) -> str:
     """Escape one JSON-pointer reference token (RFC 6901 §3: `~` first, then `/`)."""
@@ -142,20 +145,27 @@ class _Builder:
         self.ops.append({"op": op, "path": f"{path}/args", "value": wanted})
         self.count("args")
 
-    def annotations(self, pod: Mapping[str, Any], desired: Mapping[str, str]) -> None:
-        if not desired:
+    def metadata(
+        self, pod: Mapping[str, Any], annotations: Mapping[str, str], labels: Mapping[str, str]
+    ) -> None:
+        wanted = {
+            name: dict(values)
+            for name, values in (("annotations", annotations), ("labels", labels))
+            if values
+        }
+        if not wanted:
             return
         metadata = pod.get("metadata")
         if not isinstance(metadata, dict):
-            whole = {"annotations": dict(desired)}
-            self.ops.append({"op": "add", "path": "/metadata", "value": whole})
+            self.ops.append({"op": "add", "path": "/metadata", "value": wanted})
             return
-        self.mapping("/metadata/annotations", metadata.get("annotations"), desired)
+        for name, values in wanted.items():
+            self.mapping(f"/metadata/{name}", metadata.get(name), values)
 
 
 def plan_patch(pod: Mapping[str, Any], result: PatchSource) -> Patch:
-    """The minimal JSON patch that gives `pod` the decision's resources, args and
-    annotations, with the container values it sets.
+    """The minimal JSON patch that gives `pod` the decision's resources, args,
+    annotations and labels, with the container values it sets.
 
     Containers named in the decision but absent from the pod are ignored: the decision was
     made from this very pod, so that can only mean a caller bug, and failing open (no
@@ -171,7 +181,7 @@ def plan_patch(pod: Mapping[str, Any], result: PatchSource) -> Patch:
         found = paths.get(name)
         if found is not None:
             built.args(found[0], found[1], args)
-    built.annotations(pod, result.annotations)
+    built.metadata(pod, result.annotations, result.labels)
     return Patch(built.ops, built.values)
 
 

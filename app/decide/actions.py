@@ -5,7 +5,12 @@ from __future__ import annotations
 from app.decide.context import Action, Context, Result, stop
 from app.decide.qos_pairs import GUARANTEED_QOS, add_pair, may_pin, pinned_items
 from app.enablement import apply_switches
+from app.quantities import GPU_FRACTION
 from app.selection import Target
+
+#: A KAI `gpu-fraction` for a pod without one: kerf converts no workload to KAI
+#: (`enablement.overrideScheduler`), whatever `setFromUnspecified` says.
+NOT_KAI = "NotScheduledByKai"
 
 
 def build_actions(ctx: Context) -> Result:
@@ -26,6 +31,9 @@ def build_actions(ctx: Context) -> Result:
             missing.append(candidate.policy.metadata.name if candidate.policy else candidate.key)
             continue
         if pairs and (target.container, target.resource) in pairs:
+            continue
+        if current is None and target.resource == GPU_FRACTION:
+            dropped.append((target, NOT_KAI))
             continue
         enabled = apply_switches(item.switches, current=current, desired=candidate.amount)
         if enabled.value is None:
@@ -48,6 +56,12 @@ def build_actions(ctx: Context) -> Result:
             "retainGuaranteedQoS: no change keeps requests equal to limits ("
             + ", ".join(f"{t.container}.{t.field}.{t.resource}: {r}" for t, r in dropped)
             + ")",
+            outcome="skipped",
+        )
+    elif any(reason == NOT_KAI for _, reason in dropped):
+        held = stop(
+            NOT_KAI,
+            "the pod has no gpu-fraction annotation to change: kerf converts no workload to KAI",
             outcome="skipped",
         )
     else:

@@ -21,7 +21,7 @@ from app.workloads import (
     Workload,
     oom_terminations,
     parse_time,
-    resources_by_container,
+    pod_resources,
     target_containers,
 )
 
@@ -52,12 +52,12 @@ def pod_containers(
     key = (str(meta.get("namespace") or "default"), str(meta.get("name") or ""))
     if view.pod(*key) is not pod:
         containers = target_containers(pod)
-        return containers, resources_by_container(containers)
+        return containers, pod_resources(pod, containers)
     parsed: tuple[dict[str, ContainerDict], dict[str, Resources]] | None
     parsed = view.caches.parsed(key)
     if parsed is None:
         containers = target_containers(pod)
-        parsed = (containers, resources_by_container(containers))
+        parsed = (containers, pod_resources(pod, containers))
         view.caches.keep_parsed(key, parsed)
     return parsed
 

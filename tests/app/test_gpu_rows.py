@@ -200,3 +200,70 @@ def test_explain_shows_the_last_gpu_evaluation_and_its_driving_metric(
     text = capsys.readouterr().out
     assert "Deployment ml/train  (gpu reactive: GpuReactivePolicy ml/gpu)" in text
     assert "values: app=3  baseline: app=1  driving metric: compute" in text
+
+
+def kai_workload(fraction: str, row: str, queue: str = "team-a") -> list[dict[str, Any]]:
+    """A KAI workload: no nvidia.com/gpu, its share in the pods' `gpu-fraction`, a queue."""
+    objects = workload(
+        {KEY.format("requests"): orjson.dumps({"app": {"gpu-fraction": row}}).decode()}
+    )
+    for obj in objects:
+        template = obj["spec"]["template"] if obj["kind"] == "Deployment" else obj
+        template["spec"]["containers"] = [{"name": "app", "image": "x"}]
+        template["metadata"]["annotations"] = {"gpu-fraction": fraction}
+        template["metadata"]["labels"]["kai.scheduler/queue"] = queue
+    return objects
+
+
+def test_a_kai_fraction_row_is_applied_by_eviction(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pod = explain(tmp_path, capsys, strategy(), policy(), *kai_workload("0.3", "0.46"))
+    assert (pod["outcome"], pod["method"]) == ("apply", "evict"), pod
+    [selected] = pod["selected"]
+    assert (selected["field"], selected["resource"], selected["value"]) == (
+        "requests",
+        "gpu-fraction",
+        "0.46",
+    )
+
+
+def test_a_kai_fraction_in_place_is_no_change(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pod = explain(tmp_path, capsys, strategy(), policy(), *kai_workload("0.46", "0.460"))
+    assert pod["outcome"] != "apply", pod
+
+
+def test_a_kai_fraction_follows_the_gpu_switches(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    no_upsize = strategy()
+    no_upsize["spec"]["enablement"]["gpu"]["requests"] = {"upsize": False, "downsize": True}
+    pod = explain(tmp_path, capsys, no_upsize, policy(), *kai_workload("0.3", "0.46"))
+    assert pod["outcome"] != "apply", pod
+    pod = explain(tmp_path, capsys, no_upsize, policy(), *kai_workload("0.6", "0.46"))
+    assert (pod["outcome"], pod["method"]) == ("apply", "evict"), pod
+
+
+def test_a_kai_fraction_is_never_changed_in_place(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    only_in_place = strategy(podEviction={"enabled": False})
+    pod = explain(tmp_path, capsys, only_in_place, policy(), *kai_workload("0.3", "0.46"))
+    assert pod["reason"] == "NoCommonMethod", pod
+    assert "cannot be made in place" in pod["message"]
+
+
+def test_a_kai_fraction_is_not_set_on_a_pod_without_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # kerf converts no workload to KAI, even where setFromUnspecified would allow it
+    unspecified = strategy()
+    unspecified["spec"]["enablement"]["gpu"]["requests"]["setFromUnspecified"] = True
+    objects = kai_workload("0.3", "0.46")
+    for obj in objects:
+        template = obj["spec"]["template"] if obj["kind"] == "Deployment" else obj
+        del template["metadata"]["annotations"]
+    pod = explain(tmp_path, capsys, unspecified, policy(), *objects)
+    assert (pod["outcome"], pod["reason"]) == ("skipped", "NotScheduledByKai"), pod

@@ -17,13 +17,13 @@ import app.view
 from app import slim
 from app.decide import decide_pod
 from app.models import API_VERSION, KerfResource, parse_object
+from app.podstate import is_ready, is_running, resize_progress
 from app.rollback_health import HealthThresholds, pod_health, running_resources
 from app.rollback_monitor import monitor_inputs
 from app.statedir import load_objects
 from app.view import ClusterView
 from app.workloads import Workload
 from benchmarks.startup import STAMP, cluster_objects
-from reconciler.podstate import is_ready, is_running, resize_progress
 from tests.app import builders as b
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

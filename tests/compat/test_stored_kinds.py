@@ -47,7 +47,9 @@ class KubectlWriter:
 
     async def create_event(self, body: Mapping[str, Any]) -> None:
         self.admin("create", "-f", "-", stdin=json.dumps(body))
-        self.writes.append(f"event {body['regarding']['kind']} {body['regarding']['name']}")
+        self.writes.append(
+            f"event {body['involvedObject']['kind']} {body['involvedObject']['name']}"
+        )
 
 
 def view_of(admin: Kubectl) -> ClusterView:

@@ -27,6 +27,8 @@ COMPUTE = "kubex_gpu_container_sm_utilization_percent"
 MEMORY = "kubex_gpu_container_memory_footprint_percent"
 GROUP_VERSION = "rightsizing.kubex.ai/v1alpha1"
 GPU = "nvidia.com/gpu"
+FRACTION = "gpu-fraction"
+KAI_QUEUE = "kai.scheduler/queue"
 
 
 @pytest.fixture(scope="module")
@@ -227,6 +229,46 @@ def test_gpu_upsize_cap_and_scale_back_on_the_real_control_plane(
         found = recommend(kerf, url, tmp_path)
     assert (found["train4"]["reason"], found["train4"]["values"]) == ("GpuScaleBack", {"app": "1"})
     replaced_with(ns, "train4", "1")
+
+
+def kai_train(name: str) -> dict[str, Any]:
+    """A Deployment KAI shares a GPU with: a 0.3 `gpu-fraction` and a queue, no
+    `nvidia.com/gpu` (no KAI scheduler runs here; the API server keeps both as written)."""
+    deployment = train(name)
+    template = deployment["spec"]["template"]
+    template["metadata"] = {
+        "labels": {"app": name, KAI_QUEUE: "team-a"},
+        "annotations": {FRACTION: "0.3"},
+    }
+    template["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "50m"}}
+    return deployment
+
+
+def test_a_kai_workload_gets_its_fraction_changed_and_keeps_its_queue(
+    kerf: Kerf, tmp_path: Path
+) -> None:
+    ns = make_namespace(kerf, "e2e-gpu-kai", strategy())
+    ns.apply(kai_train("shared"))
+    ns.apply(policy("shared", 400))
+    [pod] = ns.running("shared", 1)
+
+    # 50 % of one GPU on a 0.3 share: 0.5 × 1.2 = 0.6 of a GPU, under the cap (1.2).
+    backfill(history(ns.name, {pod["metadata"]["name"]: (50.0, 40.0)}), tmp_path / "kai")
+    with running_prometheus(tmp_path / "kai") as url:
+        found = recommend(kerf, url, tmp_path)
+    assert (found["shared"]["reason"], found["shared"]["values"]) == ("GpuUpsize", {"app": "0.6"})
+
+    def replaced() -> dict[str, Any] | None:
+        pods = [p for p in ns.pods("shared") if p["status"].get("phase") == "Running"]
+        if len(pods) != 1 or pods[0]["metadata"]["uid"] == pod["metadata"]["uid"]:
+            return None
+        return pods[0] if pods[0]["metadata"]["annotations"].get(FRACTION) == "0.6" else None
+
+    new = wait_until(replaced, "shared recreated with gpu-fraction 0.6", timeout_s=180)
+    assert new["metadata"]["labels"][KAI_QUEUE] == "team-a"
+    # KAI reads the annotation: the container has no GPU resource
+    assert new["spec"]["containers"][0]["resources"] == {"requests": {"cpu": "50m"}}
+    assert ns.status("deployment-shared")["gpu"]["baseline"] == {"app": "0.3"}
 
 
 def test_prometheus_down_is_a_reason_in_the_status_and_changes_nothing(

@@ -76,9 +76,16 @@ def policy(max_percent: int, **labels: str) -> dict[str, Any]:
     }
 
 
-def train() -> dict[str, Any]:
+def train(kai: bool = False) -> dict[str, Any]:
     labels = {"app": "train"}
-    gpu = {"nvidia.com/gpu": "1"}
+    gpu = {} if kai else {"nvidia.com/gpu": "1"}
+    template_meta: dict[str, Any] = {"labels": labels}
+    if kai:
+        # KAI's share of a GPU is the pod's annotation; its queue a label
+        template_meta = {
+            "labels": {**labels, "kai.scheduler/queue": "team-a"},
+            "annotations": {"gpu-fraction": "0.3"},
+        }
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -87,7 +94,7 @@ def train() -> dict[str, Any]:
             "replicas": 1,
             "selector": {"matchLabels": labels},
             "template": {
-                "metadata": {"labels": labels},
+                "metadata": template_meta,
                 "spec": {
                     "containers": [
                         {
@@ -95,7 +102,7 @@ def train() -> dict[str, Any]:
                             "image": "ml/train:1",
                             "resources": {
                                 "requests": {"cpu": "100m", "memory": "128Mi", **gpu},
-                                "limits": gpu,
+                                "limits": gpu or {"memory": "128Mi"},
                             },
                         }
                     ]
@@ -120,11 +127,13 @@ def history(pod: str, compute: float, memory: float, end: float) -> str:
     return "\n".join([*out, "# EOF"]) + "\n"
 
 
-async def _train_pod(sim: Simulator, api: client.ApiClient, max_percent: int, **labels: str) -> str:
+async def _train_pod(
+    sim: Simulator, api: client.ApiClient, max_percent: int, *, kai: bool = False, **labels: str
+) -> str:
     await install_crds(api)
     await sim.add_namespace(NS)
     await sim.add_node("gpu-node", extra={"nvidia.com/gpu": "4"})
-    await client.AppsV1Api(api).create_namespaced_deployment(NS, train())
+    await client.AppsV1Api(api).create_namespaced_deployment(NS, train(kai))
     await custom(api).create_namespaced_custom_object(
         GROUP, VERSION, NS, "gpureactivepolicies", policy(max_percent, **labels)
     )
@@ -185,6 +194,22 @@ async def test_a_hot_pod_asks_for_more_gpus_up_to_max_percent(
         assert status["baseline"] == {"app": "1"}
         assert status["values"] == {"app": gpus}
         assert status["policy"] == "GpuReactivePolicy ml/gpu"
+
+
+async def test_a_kai_workload_gets_a_fraction_row(sim: Simulator, tmp_path: Path) -> None:
+    async with sim.api_client() as api:
+        pod = await _train_pod(sim, api, 400, kai=True)
+        end = time.time() - 60
+        # 50 % of a whole GPU on a 0.3 share: 0.5 × 1.2 = 0.6 of a GPU
+        backfill(history(pod, 50, 40, end), tmp_path / "tsdb")
+        with running_prometheus(tmp_path / "tsdb") as url:
+            [outcome] = await _evaluate(sim, api, url, time.time() + 1)
+        assert (outcome.reason, dict(outcome.values)) == ("GpuUpsize", {"app": "0.6"}), outcome
+        annotations = await _deployment(api)
+        # a gpu-fraction request the selection reads; a pod annotation has no limit
+        assert orjson.loads(annotations[REQUESTS]) == {"app": {"gpu-fraction": "0.6"}}
+        assert LIMITS not in annotations
+        assert (await _gpu_status(api))["baseline"] == {"app": "0.3"}
 
 
 async def test_a_quiet_pod_at_baseline_scales_back_to_it(sim: Simulator, tmp_path: Path) -> None:

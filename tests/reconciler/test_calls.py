@@ -12,13 +12,15 @@ import orjson
 from kubernetes_asyncio import client
 
 from app.annotations import POD_INFO
-from app.models import parse_object
 from app.owners import WorkloadRef
 from app.view import ClusterView
 from benchmarks.reconciler import from_templates
 from benchmarks.startup import cluster_objects
+from reconciler.memory import Unreported
 from reconciler.metrics import reconciler_metrics
-from reconciler.reconcile import WorkloadReconciler, _admitted_with, _Pass, _Unreported
+from reconciler.outcome import Outcome
+from reconciler.reconcile import WorkloadReconciler
+from reconciler.report import admitted_with as _admitted_with
 from reconciler.service import Reconciler
 from tests.integration.reconciler.harness import (
     Kerf,
@@ -42,35 +44,25 @@ class NoWriter:
     """A writer these tests never call (they drive the reconciler's bookkeeping)."""
 
 
-def record_at(version: str) -> Any:
-    return parse_object(
-        {
-            "apiVersion": "rightsizing.kubex.ai/v1alpha1",
-            "kind": "RightsizingRecommendation",
-            "metadata": {"name": "deployment-web", "namespace": "shop", "resourceVersion": version},
-            "spec": {"targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}},
-        }
-    )
-
-
 def test_a_record_created_then_written_waits_for_the_written_version() -> None:
     # The create answers version 7 (no status: the status subresource ignores it), the
     # status write 8. A view that has the record at 7 would decide without the status
     # just written and write it (and its events) again.
     reconciler = WorkloadReconciler(
         ClusterView(),
-        NoWriter(),
+        NoWriter(),  # type: ignore[arg-type]
         reconciler_metrics(),
-        webhook_lease=None,  # type: ignore[arg-type]
+        webhook_lease=None,
     )
-    done = _Pass()
-    reconciler._wrote(("record", REF.key), "", {"metadata": {"resourceVersion": "7"}}, done)
-    reconciler._wrote(("record", REF.key), "7", {"metadata": {"resourceVersion": "8"}}, done)
-    workload = {"metadata": {"resourceVersion": "3"}}
-    assert reconciler._behind(REF, workload, None)
-    assert reconciler._behind(REF, workload, record_at("7"))
-    assert not reconciler._behind(REF, workload, record_at("8"))
-    assert not reconciler._behind(REF, workload, record_at("7"))  # caught up: forgotten
+    memory, done = reconciler.memory.get(REF.key), Outcome()
+    # Both writes over the record the pass read (none): the second's stale version is
+    # the one the first answered with.
+    reconciler.actuator._wrote(memory, "record", "", {"metadata": {"resourceVersion": "7"}}, done)
+    reconciler.actuator._wrote(memory, "record", "", {"metadata": {"resourceVersion": "8"}}, done)
+    assert memory.behind({"workload": "3", "record": ""})
+    assert memory.behind({"workload": "3", "record": "7"})
+    assert not memory.behind({"workload": "3", "record": "8"})
+    assert not memory.behind({"workload": "3", "record": "7"})  # caught up: forgotten
 
 
 def calls(replica: RunningReconciler) -> dict[str, int]:
@@ -93,7 +85,7 @@ async def converged(kerf: Kerf) -> Any:
     return done and (await status_of(kerf)).get("phase") == "Applied"
 
 
-async def test_two_pods_resized_in_place_cost_one_write_of_each_kind_and_one_to_clear(
+async def test_two_pods_resized_in_place_cost_one_write_of_each_kind(
     tmp_path: Path,
 ) -> None:
     async with running_kerf(tmp_path) as kerf:
@@ -105,15 +97,14 @@ async def test_two_pods_resized_in_place_cost_one_write_of_each_kind_and_one_to_
         await create(kerf, "staticpolicies", static_policy("web", "web", TARGET))
         await wait_for(kerf, lambda: converged(kerf), "both pods resized and Applied")
         await wait_for(kerf, idle(replica), "the reconciler to settle")
-        # The policy values published once, a resize per pod, the record created and its
-        # status written once (Applied: the rollout took no time worth showing) with the
-        # Resized event to tell, the event (naming both pods), then the told event cleared
-        # from the status.
+        # The policy values published once, a resize per pod, the record created, the
+        # Resized event (naming both pods) told, and the status that records it written
+        # once (Applied: the rollout took no time worth showing): 3 calls per resized pod.
         assert calls(replica) == {
             "patch deployments": 1,
             "patch pods/resize": 2,
             "create rightsizingrecommendations": 1,
-            "patch rightsizingrecommendations/status": 2,
+            "patch rightsizingrecommendations/status": 1,
             "create events": 1,
         }
         events = [
@@ -167,9 +158,9 @@ async def test_a_rollout_that_takes_time_shows_pending_once(tmp_path: Path) -> N
         await kerf.settle()
         await wait_for(kerf, lambda: converged(kerf), "both pods resized and Applied")
         await wait_for(kerf, idle(replica), "the reconciler to settle")
-        # Pending written once however many passes followed the rollout (with its one
-        # event to tell, cleared once told), then Applied.
-        assert calls(replica)["patch rightsizingrecommendations/status"] == 3
+        # Pending written once however many passes followed the rollout (its one event
+        # told just before), then Applied.
+        assert calls(replica)["patch rightsizingrecommendations/status"] == 2
         assert calls(replica)["create events"] == 1
 
 
@@ -231,12 +222,12 @@ async def test_a_stepped_decrease_rolls_out_then_waits_its_cooldown(tmp_path: Pa
         assert status["lastApplied"]["containers"]["app"]["requests"] == step
         # The first step rolled out to both pods before the status was written (a pod
         # already resized wants the next step: that waits for the status), then the
-        # cooldown the status shows; each of the two with its event to tell, then cleared.
+        # cooldown the status shows; each of the two with its event told just before.
         assert calls(replica) == {
             "patch deployments": 1,
             "patch pods/resize": 2,
             "create rightsizingrecommendations": 1,
-            "patch rightsizingrecommendations/status": 4,
+            "patch rightsizingrecommendations/status": 2,
             "create events": 2,
         }
         events = [
@@ -279,8 +270,9 @@ def test_a_change_of_leader_forgets_the_rollouts_not_reported() -> None:
         webhook_lease=None,
     )
     service = Reconciler(ClusterView(), reconciler, metrics)  # type: ignore[arg-type]
-    reconciler._unreported[REF.key] = _Unreported(
+    memory = reconciler.memory.get(REF.key)
+    memory.unreported = Unreported(
         datetime(2026, 11, 30, tzinfo=UTC), {"method": "inPlace", "containers": {}}
     )
     service.on_leadership(False)
-    assert not reconciler._unreported
+    assert memory.unreported is None

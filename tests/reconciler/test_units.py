@@ -11,15 +11,23 @@ import pytest
 
 from app.annotations import ARGS_KEY, ROLLBACK_STATE, fixed_key
 from app.apitime import micro_time, rfc3339
+from app.horizon import Horizon
 from app.models import parse_object
 from app.owners import WorkloadRef
+from app.podstate import resize_progress, resources_running
+from app.rollout import Action
+from app.view import ClusterView
+from app.workloads import Workload
+from reconciler.act import Actuator
 from reconciler.events import dedup_key, event_body, is_repeat, merged, note_within, pending_event
+from reconciler.execution import ExecutionConfig
+from reconciler.memory import Inventory, WorkloadMemory
 from reconciler.metrics import reconciler_metrics
-from reconciler.podstate import resize_progress, resources_running
+from reconciler.outcome import Outcome
+from reconciler.plan import PassPlan
 from reconciler.publish import annotation_patch
 from reconciler.queue import QueueClosed, WorkQueue
 from reconciler.ratelimit import TokenBucket
-from reconciler.reconcile import ExecutionConfig, WorkloadReconciler, _Pass
 from reconciler.status import (
     Summary,
     build_status,
@@ -334,18 +342,17 @@ def test_token_bucket() -> None:
 
 
 def test_a_workload_waits_until_the_view_shows_the_annotations_written() -> None:
-    reconciler = WorkloadReconciler(None, None, None, webhook_lease=None)  # type: ignore[arg-type]
-    ref = WorkloadRef("Deployment", "shop", "web")
+    memory = WorkloadMemory()
     state = {ROLLBACK_STATE: '{"mode": "monitoring"}'}
     # The pass read version 10 and its annotation patch was answered with version 12.
-    reconciler._wrote(("workload", ref.key), "10", {"metadata": {"resourceVersion": "12"}}, _Pass())
-    reconciler._remember_annotations(ref.key, state)
+    memory.wrote("workload", "10", "12")
+    memory.remember_annotations(state)
     # Version 11, another writer's (the controller's status update committed before the
     # patch), is not stale by version, but it lacks the write: still waiting.
-    assert not reconciler._behind(ref, {"metadata": {"resourceVersion": "11"}}, None)
-    assert reconciler._unseen_annotations(ref.key, {})
-    assert not reconciler._unseen_annotations(ref.key, state)
-    assert not reconciler._unseen_annotations(ref.key, {})  # seen once: forgotten
+    assert not memory.behind({"workload": "11", "record": ""})
+    assert memory.unseen_annotations({})
+    assert not memory.unseen_annotations(state)
+    assert not memory.unseen_annotations({})  # seen once: forgotten
 
 
 class _RefusingWriter:
@@ -370,29 +377,32 @@ class _RefusingWriter:
         return "refused"
 
 
-class _NoObjects:
-    def get(self, kind: str, namespace: str, name: str) -> None:
-        return None
+def _plan_of(ref: WorkloadRef) -> PassPlan:
+    """A plan over a workload kerf never reported on (no record yet)."""
+    workload = Workload(ref.kind, ref.namespace, ref.name)
+    obj = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"uid": "w"}}
+    now = datetime.now(UTC)
+    return PassPlan(ref, workload, obj, None, now, Horizon(now), (), None)
 
 
 async def test_refused_evictions_of_a_pod_back_off_exponentially_to_a_cap() -> None:
     config = ExecutionConfig(refused_retry_s=10.0, refused_retry_max_s=60.0)
     writer = _RefusingWriter()
     metrics = reconciler_metrics()
-    reconciler = WorkloadReconciler(
-        _NoObjects(),  # type: ignore[arg-type]
+    actuator = Actuator(
+        ClusterView(),
         writer,  # type: ignore[arg-type]
         metrics,
-        webhook_lease=None,
-        config=config,
-        eviction_bucket=TokenBucket(1.0, 100.0),  # the rate limit never holds one back here
+        config,
+        TokenBucket(1.0, 100.0),  # the rate limit never holds one back here
     )
-    ref = WorkloadRef("Deployment", "shop", "web")
+    plan = _plan_of(WorkloadRef("Deployment", "shop", "web"))
+    memory = WorkloadMemory()
     pod = {"metadata": {"name": "web-1", "namespace": "shop", "uid": "u1"}}
     delays = []
     for _ in range(5):
-        done = _Pass()
-        assert not await reconciler._evict(ref, pod, None, datetime.now(UTC), done)
+        done = Outcome()
+        await actuator.act(plan, Action("evict", pod, None), memory, done)
         assert done.intent and not done.named  # recorded, then refused: nothing to tell
         delays.append(done.requeue)
     assert delays == [10.0, 20.0, 40.0, 60.0, 60.0]
@@ -401,8 +411,8 @@ async def test_refused_evictions_of_a_pod_back_off_exponentially_to_a_cap() -> N
     # No record yet: it is created, then the intent recorded, before each eviction.
     assert writer.calls[:3] == ["create", "intent web-1", "evict web-1"]
     other = {"metadata": {"name": "web-2", "namespace": "shop", "uid": "u2"}}
-    done = _Pass()
-    await reconciler._evict(ref, other, None, datetime.now(UTC), done)
+    done = Outcome()
+    await actuator.act(plan, Action("evict", other, None), memory, done)
     assert done.requeue == 10.0  # another pod starts over
 
 
@@ -411,3 +421,24 @@ def test_an_event_note_is_cut_to_1024_bytes_never_inside_a_character() -> None:
     cut = note_within("é" * 600)  # 1,200 bytes: two bytes a character
     assert len(cut.encode()) <= 1024 and cut == "é" * 512
     assert len(note_within("x" + "é" * 600).encode()) == 1023  # the half character is dropped
+
+
+def test_a_workloads_memory_keeps_nothing_of_pods_it_no_longer_has() -> None:
+    memory = WorkloadMemory()
+    kept = {"metadata": {"name": "web-1", "uid": "u1", "resourceVersion": "5"}}
+    gone = {"metadata": {"name": "web-2", "uid": "u2", "resourceVersion": "6"}}
+    for pod in (kept, gone):
+        memory.mark_sent(pod)
+        memory.refused(pod)
+    memory.keep_pods([kept])
+    assert memory.sent == {"u1": "5"} and memory.refusals == {"u1": 1}
+    assert memory.awaiting(kept) and not memory.awaiting(gone)
+
+
+def test_the_inventory_forgets_workloads_gone_from_the_view() -> None:
+    inventory = Inventory()
+    for name in ("web", "api", "db"):
+        inventory.get(("Deployment", "shop", name)).mark_sent({"metadata": {"uid": name}})
+    inventory.forget(("Deployment", "shop", "db"))
+    inventory.keep([("Deployment", "shop", "web")])
+    assert list(inventory) == [("Deployment", "shop", "web")]

@@ -44,6 +44,7 @@ def result(
     resources: dict[str, dict[str, dict[str, str]]] | None = None,
     args: dict[str, list[str]] | None = None,
     annotations: dict[str, str] | None = None,
+    labels: dict[str, str] | None = None,
     owner: WorkloadRef | None = None,
 ) -> AdmissionResult:
     """An AdmissionResult whose `selected` lists every resource value it sets."""
@@ -71,6 +72,7 @@ def result(
         resources=resources,
         args=args or {},
         annotations=annotations or {},
+        labels=labels or {},
         selected=tuple(selected),
     )
 

@@ -207,6 +207,25 @@ def test_pod_without_metadata_gets_metadata_added() -> None:
     assert patched["metadata"] == {"annotations": {"k": "v"}}
 
 
+def test_labels_are_set_beside_the_annotations() -> None:
+    pod = pod_of("replicaset-pod.json")
+    decision = result(annotations={"gpu-fraction": "0.5"}, labels={"kai.scheduler/queue": "q"})
+    assert [op["path"] for op in build_patch(pod, decision)] == [
+        "/metadata/annotations",
+        "/metadata/labels/kai.scheduler~1queue",
+    ]
+    patched = assert_idempotent(pod, decision)
+    assert patched["metadata"]["labels"] == {
+        **pod["metadata"]["labels"],
+        "kai.scheduler/queue": "q",
+    }
+    bare = assert_idempotent({"spec": {"containers": []}}, decision)
+    assert bare["metadata"] == {
+        "annotations": {"gpu-fraction": "0.5"},
+        "labels": {"kai.scheduler/queue": "q"},
+    }
+
+
 def test_patch_counts_only_values_it_sets() -> None:
     pod = pod_of("multi-container.json")
     pod["spec"]["containers"][2]["resources"] = {}

@@ -18,8 +18,8 @@ from app.leadertimings import LeaderTimings
 from app.view import ClusterView
 from kubesim.sim import Simulator
 from kubesim.testing import running_sim
+from reconciler.execution import ExecutionConfig
 from reconciler.main import Options, build_service
-from reconciler.reconcile import ExecutionConfig
 from reconciler.service import Reconciler, ServiceConfig, run_cluster
 from tests.cluster import (
     GROUP,

@@ -56,6 +56,8 @@ def resources_running(pod: Mapping[str, Any]) -> bool:
             continue
         wanted = container.get("resources") or {}
         have = status.get("resources") or {}
+        if wanted == have:  # the kubelet reports what the spec says, spelled alike
+            continue
         for fld in RESOURCE_FIELDS:
             if _reported(wanted.get(fld)) != _reported(have.get(fld)):
                 return False

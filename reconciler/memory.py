@@ -1,0 +1,209 @@
+"""What the reconciler remembers of each workload between passes: one record per workload
+(kopf's inventory is the model), created by the first pass over it and dropped when the
+workload is gone, with everything of its pods inside it.
+
+The cluster holds everything a decision reads; this memory only holds what the cluster
+does not show yet (this replica's writes the view has not caught up with, a rollout in
+place not reported yet, Events not told) and what saves work (a status found written, the
+inputs of a quiet pass). Losing it costs a pass, never a wrong write: a new leader starts
+with none.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import orjson
+
+from app.decide import PodDecision
+
+#: How long (seconds) a workload waits for the view to show annotations this reconciler
+#: wrote before it is decided again regardless (someone else may have changed them).
+ANNOTATIONS_WAIT_S = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class Unreported:
+    """A change in place whose rollout is under way and not in the status yet."""
+
+    since: datetime
+    last_applied: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Steady:
+    """A quiet pass: one over exactly these objects before `until` would decide the same
+    and write nothing; `timed`: `until` is when its decisions change."""
+
+    until: datetime
+    inputs: tuple[Any, ...]
+    timed: bool
+
+
+def _uid(pod: Mapping[str, Any]) -> str:
+    return str((pod.get("metadata") or {}).get("uid"))
+
+
+def proposal_key(pod: Mapping[str, Any], decision: PodDecision) -> tuple[str, Any, bytes]:
+    """What identifies one resize proposal for one pod: its uid, its spec's generation
+    and the values proposed."""
+    meta = pod.get("metadata") or {}
+    values = orjson.dumps(decision.values, option=orjson.OPT_SORT_KEYS)
+    return str(meta.get("uid")), meta.get("generation"), values
+
+
+@dataclass(slots=True)
+class WorkloadMemory:
+    """Everything remembered of one workload and its pods."""
+
+    #: pod uid -> the resourceVersion it had when kerf acted on it (until the view shows
+    #: the pod changed, it is not acted on again)
+    sent: dict[str, str] = field(default_factory=dict)
+    #: (pod uid, pod generation, proposed values) -> the API's message for a resize it
+    #: rejected: that proposal is never sent again, it goes to the fallback at once
+    rejected: dict[tuple[str, Any, bytes], str] = field(default_factory=dict)
+    #: pod uid -> evictions of it refused in a row (429: a disruption budget)
+    refusals: dict[str, int] = field(default_factory=dict)
+    #: "workload" | "record" -> the resourceVersions this reconciler's writes left behind:
+    #: the one it wrote over, and those between two writes of one pass (a record is
+    #: created, then its status written). While the view shows one of them, it waits.
+    written: dict[str, set[str]] = field(default_factory=dict)
+    #: the change in place under way that the status does not show yet
+    unreported: Unreported | None = None
+    #: Events of a pass whose status write failed: the next pass tells them
+    untold: list[dict[str, Any]] = field(default_factory=list)
+    #: annotations this reconciler wrote and a monotonic deadline: until the view's
+    #: workload shows them (or the deadline passes), the workload waits
+    annotations_sent: tuple[dict[str, str | None], float] | None = None
+    #: (record version, digest of a status) found equal to that record's status (a
+    #: digest: 25,000 whole statuses would weigh ~100 MB)
+    seen_status: tuple[str, bytes] | None = None
+    #: the last quiet pass
+    steady: Steady | None = None
+
+    # ------------------------------------------------------------------ pods
+
+    def awaiting(self, pod: Mapping[str, Any]) -> bool:
+        """The pod was acted on and the view has not shown it changed since."""
+        uid = _uid(pod)
+        sent = self.sent.get(uid)
+        if sent is None:
+            return False
+        if sent == (pod.get("metadata") or {}).get("resourceVersion"):
+            return True
+        del self.sent[uid]
+        return False
+
+    def mark_sent(self, pod: Mapping[str, Any]) -> None:
+        """Remember the version of a pod just acted on."""
+        self.sent[_uid(pod)] = str((pod.get("metadata") or {}).get("resourceVersion"))
+
+    def rejection(self, pod: Mapping[str, Any], decision: PodDecision) -> str | None:
+        """The API's message for this proposal, if it rejected it before."""
+        return self.rejected.get(proposal_key(pod, decision)) if self.rejected else None
+
+    def refused(self, pod: Mapping[str, Any]) -> int:
+        """Count one more refused eviction of the pod; returns the refusals before it."""
+        uid = _uid(pod)
+        count = self.refusals.get(uid, 0)
+        self.refusals[uid] = count + 1
+        return count
+
+    def keep_pods(self, pods: Iterable[Mapping[str, Any]]) -> None:
+        """Forget what is remembered of pods the workload no longer has."""
+        if not (self.sent or self.rejected or self.refusals):
+            return
+        uids = {_uid(p) for p in pods}
+        self.sent = {u: v for u, v in self.sent.items() if u in uids}
+        self.rejected = {k: v for k, v in self.rejected.items() if k[0] in uids}
+        self.refusals = {u: n for u, n in self.refusals.items() if u in uids}
+
+    # ------------------------------------------------------------------ own writes
+
+    def behind(self, versions: Mapping[str, str]) -> bool:
+        """The view shows a version of the workload or its record that this reconciler
+        wrote over: a pass now would decide from what was there before. A version not
+        among them means the view caught up: forgotten."""
+        behind = False
+        for key, version in versions.items():
+            written = self.written.get(key)
+            if written is None:
+                continue
+            if version in written:
+                behind = True
+            else:
+                del self.written[key]
+        return behind
+
+    def wrote(self, key: str, before: str, after: str) -> None:
+        """A write of the workload or its record left `before` stale; `after`, the version
+        it answered with, is not."""
+        stale = self.written.setdefault(key, set())
+        stale.add(before)
+        if after:
+            stale.discard(after)
+
+    def remember_annotations(self, patch: Mapping[str, str | None]) -> None:
+        """Remember what a write of workload annotations set (`unseen_annotations`)."""
+        before = self.annotations_sent[0] if self.annotations_sent else {}
+        self.annotations_sent = ({**before, **patch}, time.monotonic() + ANNOTATIONS_WAIT_S)
+
+    def unseen_annotations(self, annotations: Mapping[str, str]) -> bool:
+        """The view's workload does not show the annotations this reconciler wrote yet. A
+        newer version alone does not prove it does: another writer (the Deployment
+        controller updating the status) may have committed in between, and a pass over
+        that version would decide from the annotations as they were before (and start a
+        rollback turn twice, say). Bounded in time, should someone else change the keys."""
+        if self.annotations_sent is None:
+            return False
+        patch, until = self.annotations_sent
+        if all(annotations.get(k) == v for k, v in patch.items()) or time.monotonic() > until:
+            self.annotations_sent = None
+            return False
+        return True
+
+
+class Inventory:
+    """One `WorkloadMemory` per workload key: created on the first pass over a workload,
+    dropped when the workload is gone (`forget`, or `keep` with the workloads there are)."""
+
+    def __init__(self) -> None:
+        self._records: dict[Any, WorkloadMemory] = {}
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._records)
+
+    def get(self, key: Any) -> WorkloadMemory:
+        """The workload's record, new when there is none."""
+        record = self._records.get(key)
+        if record is None:
+            record = self._records[key] = WorkloadMemory()
+        return record
+
+    def peek(self, key: Any) -> WorkloadMemory | None:
+        """The workload's record, if there is one."""
+        return self._records.get(key)
+
+    def forget(self, key: Any) -> None:
+        """The workload is gone: nothing of it is kept."""
+        self._records.pop(key, None)
+
+    def keep(self, keys: Iterable[Any]) -> None:
+        """Forget every workload but these (the view's, at a resync: a deletion this
+        replica did not pass over, while it was not leading, leaves nothing behind)."""
+        live = set(keys)
+        for key in [k for k in self._records if k not in live]:
+            del self._records[key]
+
+    def forget_unreported(self) -> None:
+        """Drop the rollouts not reported yet (a change of leader: the next pass reads
+        what was applied from the pods and the record)."""
+        for record in self._records.values():
+            record.unreported = None
