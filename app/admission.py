@@ -29,6 +29,7 @@ from app.decide import (
     skipped_containers,
     workload_for,
 )
+from app.decide.plan_facts import strategy_for
 from app.horizon import Horizon
 from app.inputs import admission_versions
 from app.kai import kai_change
@@ -277,6 +278,6 @@ def _fraction_strategy(view: ClusterView, decision: PodDecision) -> AutomationSt
     """The strategy of the policy whose KAI `gpu-fraction` the decision selected."""
     for target, candidate in decision.selection.items():
         if target.resource == GPU_FRACTION and candidate.policy is not None:
-            strategy = view.strategy_for(candidate.policy)
+            strategy = strategy_for(view, candidate.policy)
             return strategy.spec if strategy is not None else None
     return None

@@ -11,6 +11,7 @@ from typing import Any, Literal
 from app.decide import PodDecision, decide_pod, describe_resources, format_resources
 from app.gpu_inputs import gpu_summaries
 from app.owners import WorkloadRef
+from app.rollback import rollback_state
 from app.rollback_monitor import rollback_policy_for, summary
 from app.view import ClusterView
 from app.workloads import WORKLOAD_KINDS
@@ -116,7 +117,7 @@ def rollback_json(view: ClusterView, selection: Selection = Selection()) -> list
         if not selection.admits(workload.ref, workload.namespace):
             continue
         policy = rollback_policy_for(workload, view.policies_for_namespace(workload.namespace))
-        state = view.rollback_state(workload)
+        state = rollback_state(view, workload)
         if policy is None and state is None:
             continue
         found.append(

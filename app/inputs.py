@@ -305,8 +305,11 @@ class Versions(Protocol):
     def stamps(self, keys: tuple[StampKey, ...]) -> tuple[object, ...]: ...
 
 
-class RunningView(Versions, Protocol):
+class RunningView(Protocol):
     """What `running_inputs` reads of the view."""
+
+    @property
+    def caches(self) -> Versions: ...
 
     def get(self, kind: str, namespace: str, name: str) -> Obj | None: ...
 
@@ -331,7 +334,7 @@ def running_inputs(view: RunningView, workload: WorkloadRef, plan: object) -> tu
     decides the same."""
     obj = view.get(*workload.key)
     pods: Iterable[Obj] = view.pods_of(workload) if "running" in PODS.paths else ()
-    return (obj, plan, *view.stamps(_RUNNING_KEYS(workload)), *pods)
+    return (obj, plan, *view.caches.stamps(_RUNNING_KEYS(workload)), *pods)
 
 
 def same_inputs(before: tuple[object, ...], now: tuple[object, ...]) -> bool:

@@ -16,6 +16,7 @@ from app.annotations import recommendation_fingerprint
 from app.guardrails import GuardrailSettings, resolve_guardrails
 from app.inputs import PLAN_READS
 from app.models import KerfResource, PolicyEvaluation
+from app.rollback import rollback_state
 from app.scope import matches_any_pattern
 from app.selection import (
     ArgsSelection,
@@ -94,7 +95,7 @@ def _plan_for(view: ClusterView, workload: Workload) -> WorkloadPlan:
         workload,
         view.policies_for_namespace(workload.namespace),
         view.rows_for(workload.ref),
-        view.rollback_state(workload),
+        rollback_state(view, workload),
         multi_policy=config.multi_policy_container_rightsizing_enabled,
     )
     candidates, warnings = extract_candidates(
@@ -156,6 +157,6 @@ def protected_by_pattern(view: ClusterView, namespace: str) -> bool:
     found: bool | None = view.caches.setting(("protected", namespace))
     if found is None:
         found = matches_any_pattern(config.protected_namespace_patterns, namespace)
-        if view.known_namespace(namespace):
+        if view.get("Namespace", "", namespace) is not None:  # not any name a pod sends
             view.caches.keep_setting(("protected", namespace), found)
     return found

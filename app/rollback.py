@@ -6,15 +6,18 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import orjson
 
-from app.annotations import dumps
+from app.annotations import ROLLBACK_STATE, dumps
 from app.apitime import rfc3339_as_kept
 from app.durations import parse_duration
 from app.models import ClusterRollbackPolicy, RollbackPolicy
-from app.workloads import ContainerResources, parse_time
+from app.workloads import ContainerResources, Workload, parse_time
+
+if TYPE_CHECKING:
+    from app.view import ClusterView
 
 Mode = Literal[
     "idle", "monitoring", "monitoringSucceeded", "rollingBack", "backingOff", "failedPermanent"
@@ -144,3 +147,16 @@ def restore_target(
     if policy.spec.rollback_target == "manifest":
         return manifest
     return state.last_successful_state
+
+
+def rollback_state(view: ClusterView, workload: Workload) -> RollbackState | None:
+    """The rollback state annotation of a workload (None when absent or unreadable, the
+    reason then among the view's warnings)."""
+    text = workload.annotations.get(ROLLBACK_STATE)
+    if not text:
+        return None
+    try:
+        return decode_state(text)
+    except RollbackStateError as exc:
+        view.warnings.append(f"{workload.kind} {workload.namespace}/{workload.name}: {exc}")
+        return None

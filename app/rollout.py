@@ -27,6 +27,7 @@ from typing import Any, Literal
 
 from app.decide import PodDecision, decide_fallback, fallback_after
 from app.durations import format_duration
+from app.plans import plan_for
 from app.podstate import is_ready, is_terminating, resize_progress
 from app.quantities import same_values
 from app.restore import unschedulable_to_replace
@@ -331,7 +332,7 @@ def plan_replacement(
     them (evicting a Pending pod disrupts nothing; PDBs do not count it). None: nothing
     to replace."""
     pod = unschedulable_to_replace(
-        pods, rollback.restore, workload.annotations, view.plan_for(workload).sync.annotations
+        pods, rollback.restore, workload.annotations, plan_for(view, workload).sync.annotations
     )
     if pod is None or memory.awaiting(pod):
         return None

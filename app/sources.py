@@ -156,11 +156,6 @@ class RecommendationSources:
         """The state of every ConfigMap."""
         return self._states.values()
 
-    @property
-    def all_loaded(self) -> bool:
-        """Every ConfigMap's last version loaded."""
-        return not any(s.failure for s in self._states.values())
-
     def rows_for(self, owner: OwnerKey, *, respect_kubex: bool) -> Mapping[str, RecommendationRow]:
         """A workload's rows by container (`app.recommendations.index_rows` chooses one
         per container); with `respect_kubex`, without those Kubex holds."""

@@ -14,10 +14,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable, Mapping
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
-from app.annotations import ROLLBACK_STATE
 from app.decision_cache import DecisionCaches
 from app.inputs import (
     AUTOSCALERS,
@@ -33,17 +31,13 @@ from app.inputs import (
     SOURCES,
     Input,
     Reach,
-    StampKey,
     UndeclaredInput,
     reach,
     workload_stamp_keys,
 )
-from app.kube_types import ContainerDict
 from app.kubex_rows import DEFAULT_CONFIGMAP as KUBEX_CONFIGMAP
 from app.models import (
     STORED_KINDS,
-    AutomationStrategy,
-    ClusterAutomationStrategy,
     GlobalConfiguration,
     GlobalConfigurationSpec,
     KerfResource,
@@ -59,21 +53,16 @@ from app.namespace_bounds import (
 from app.owners import WorkloadRef, controller_ref, resolve_owner
 
 # WorkloadPlan: the reconciler imports it from here
-from app.plans import WorkloadPlan as WorkloadPlan
-from app.plans import plan_for
+from app.plans import WorkloadPlan
 from app.quantities import QuantityError, parse_resource
 from app.recommendations import RecommendationRow, is_recommendation_configmap
 from app.records import record_name, record_targets, stored
-from app.rollback import RollbackState, RollbackStateError, decode_state
 from app.scope import match_namespace
 from app.slim import project, reference, share_field_sets
 from app.sources import RecommendationSources, SourceKey, SourceState, WorkloadSources
 from app.workloads import (
     WORKLOAD_KINDS,
-    Resources,
     Workload,
-    pod_resources,
-    target_containers,
 )
 
 ObjectKey = tuple[str, str, str]  # (kind, namespace, name); namespace "" when cluster-scoped
@@ -99,10 +88,6 @@ def object_key(obj: Mapping[str, Any]) -> ObjectKey:
     """(kind, namespace, name) of a Kubernetes object dict."""
     meta = obj.get("metadata") or {}
     return (str(obj.get("kind")), str(meta.get("namespace") or ""), str(meta.get("name")))
-
-
-#: (containers kerf sizes by name, their parsed resources, the owner) of a pod
-PodFacts = tuple[dict[str, ContainerDict], dict[str, Resources], WorkloadRef | None]
 
 
 def _pod_key(pod: Mapping[str, Any]) -> tuple[str, str]:
@@ -190,19 +175,6 @@ class ClusterView:
         self.check_reads = False
         #: (name, declared inputs) of the stage being decided, while `check_reads` is on
         self.reading: tuple[str, tuple[Input, ...]] | None = None
-
-    @classmethod
-    def from_state_dir(
-        cls,
-        path: str | Path,
-        *,
-        own_namespace: str = "kerf-system",
-        kubex_source: SourceKey | None = None,
-    ) -> ClusterView:
-        """A synced view of the YAML files under a directory (the `--state-dir`)."""
-        from app.statedir import load_view  # statedir builds on this module
-
-        return load_view([path], own_namespace=own_namespace, kubex_source=kubex_source)
 
     # ------------------------------------------------------------------ updates
 
@@ -464,13 +436,6 @@ class ClusterView:
         """A kerf custom resource by key (namespace "" for cluster kinds)."""
         return self._kerf.get((kind, namespace, name))
 
-    @property
-    def recommendations_reachable(self) -> bool:
-        """Every recommendation ConfigMap's last version loaded."""
-        if self.check_reads:
-            self._read(SOURCES)
-        return self._sources.all_loaded
-
     def recommendation_sources(self) -> list[SourceState]:
         """The state of every recommendation ConfigMap, ordered by namespace and name."""
         return sorted(self._sources.states(), key=lambda s: s.key)
@@ -483,19 +448,6 @@ class ClusterView:
         obj = self._kerf.get(("GlobalConfiguration", "", "global-config"))
         return obj.spec if isinstance(obj, GlobalConfiguration) else DEFAULT_CONFIG
 
-    def strategy_for(self, policy: KerfResource) -> AutomationStrategy | None:
-        """The strategy a policy refers to (cluster policies: a cluster strategy)."""
-        if self.check_reads:
-            self._read(KERF)
-        ref = getattr(policy.spec, "automation_strategy_ref", None)  # type: ignore[attr-defined]
-        if ref is None:
-            return None
-        if type(policy).cluster_scoped:
-            found = self._kerf.get(("ClusterAutomationStrategy", "", ref.name))
-            return found if isinstance(found, ClusterAutomationStrategy) else None
-        found = self._kerf.get(("AutomationStrategy", policy.metadata.namespace or "", ref.name))
-        return found if isinstance(found, AutomationStrategy) else None
-
     def policies_for_namespace(self, namespace: str) -> list[KerfResource]:
         """Policies that may match a workload in a namespace (scope not yet checked)."""
         if self.check_reads:
@@ -505,7 +457,7 @@ class ClusterView:
             cluster = [
                 p for p in self._cluster_policies.values() if _namespace_admits(p, namespace)
             ]
-            if self.known_namespace(namespace):
+            if self._known_namespace(namespace):
                 self._cluster_for_ns[namespace] = cluster
         return [*self._ns_policies.get(namespace, {}).values(), *cluster]
 
@@ -525,34 +477,6 @@ class ClusterView:
         """A pod by namespace and name."""
         return self._pods.get((namespace, name))
 
-    def pod_facts(self, pod: Mapping[str, Any]) -> PodFacts:
-        """The containers kerf sizes, their parsed resources and the owner of a pod, in one
-        lookup: kept per pod object of the view (shared: callers copy before they change
-        anything), worked out afresh for a pod the view does not hold."""
-        containers, resources = self.pod_containers(pod)
-        return containers, resources, self.owner_of(pod)
-
-    def pod_containers(
-        self, pod: Mapping[str, Any]
-    ) -> tuple[dict[str, ContainerDict], dict[str, Resources]]:
-        """The containers kerf sizes and their parsed resources (`pod_facts` without the
-        owner, for a caller that has resolved it)."""
-        key = _pod_key(pod)
-        if self._pods.get(key) is not pod:
-            containers = target_containers(pod)
-            return containers, pod_resources(pod, containers)
-        parsed: tuple[dict[str, ContainerDict], dict[str, Resources]] | None
-        parsed = self.caches.parsed(key)
-        if parsed is None:
-            containers = target_containers(pod)
-            parsed = (containers, pod_resources(pod, containers))
-            self.caches.keep_parsed(key, parsed)
-        return parsed
-
-    def stamps(self, keys: tuple[StampKey, ...]) -> tuple[object, ...]:
-        """The versions of some inputs (`app.inputs`)."""
-        return self.caches.stamps(keys)
-
     def pods_of(self, ref: WorkloadRef) -> list[Mapping[str, Any]]:
         """The known pods of a workload."""
         if self.check_reads:
@@ -564,10 +488,6 @@ class ClusterView:
         if self.check_reads:
             self._read(NAMESPACE)
         return self._objects.get(("Namespace", "", name))
-
-    def node(self, name: str) -> Mapping[str, Any] | None:
-        """A Node object."""
-        return self._objects.get(("Node", "", name))
 
     def node_allocatable(self, name: str) -> tuple[int, int] | None:
         """(cpu millicores, memory bytes) a node offers, parsed once per Node object."""
@@ -668,22 +588,6 @@ class ClusterView:
             return self._pod_owner.get(key)
         return resolve_owner(pod, self)
 
-    def rollback_state(self, workload: Workload) -> RollbackState | None:
-        """The rollback state annotation of a workload (None when absent or unreadable)."""
-        text = workload.annotations.get(ROLLBACK_STATE)
-        if not text:
-            return None
-        try:
-            return decode_state(text)
-        except RollbackStateError as exc:
-            self.warnings.append(f"{workload.kind} {workload.namespace}/{workload.name}: {exc}")
-            return None
-
-    def plan_for(self, workload: Workload) -> WorkloadPlan:
-        """The workload's plan (`app.plans.plan_for`; kept here for the reconciler's
-        callers until they call it there)."""
-        return plan_for(self, workload)
-
     def recommendation_news(self, ref: WorkloadRef) -> WorkloadSources:
         """What the recommendation ConfigMaps say about a workload beyond its rows: those
         that failed, its skipped rows, the containers Kubex holds."""
@@ -692,7 +596,7 @@ class ClusterView:
         respect = self.global_config.respect_kubex_automation
         return self._sources.about(ref.key, respect_kubex=respect)
 
-    def known_namespace(self, namespace: str) -> bool:
+    def _known_namespace(self, namespace: str) -> bool:
         """Whether the view holds this Namespace. Only such names key the per-namespace
         caches: an admission request names any namespace it likes, and must not grow them."""
         return ("Namespace", "", namespace) in self._objects

@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 import yaml
 
-from app.view import ClusterView
+from app.statedir import load_view
 from app.yamlload import LOADER
 from benchmarks.explain import documents
 from benchmarks.figures import add_size_arguments, peak_rss_mib, write_figures
@@ -71,7 +71,7 @@ def _time_load(directory: Path, rounds: int) -> tuple[list[float], list[float], 
     pods = 0
     for _ in range(rounds):
         wall, cpu = time.perf_counter(), time.process_time()
-        view = ClusterView.from_state_dir(directory)
+        view = load_view([directory])
         walls.append(round(time.perf_counter() - wall, 2))
         cpus.append(round(time.process_time() - cpu, 2))
         pods = sum(1 for _ in view.pods())

@@ -13,6 +13,7 @@ from prometheus_client.registry import Collector
 
 from app.clock import Clock, utc_now
 from app.report import STATES, Report, build_report
+from app.rollback import rollback_state
 from app.view import ClusterView
 
 #: The savings totals decide every pod of the view: a scrape within this many seconds of
@@ -229,7 +230,7 @@ class RollbackStatesCollector(Collector):
             counts = dict.fromkeys(ROLLBACK_MODES, 0)
             with self._view.lock:
                 for workload in self._view.workloads():
-                    state = self._view.rollback_state(workload)
+                    state = rollback_state(self._view, workload)
                     if state is not None:
                         counts[state.mode] = counts.get(state.mode, 0) + 1
             for mode, count in counts.items():

@@ -28,7 +28,9 @@ from app.durations import parse_duration
 from app.horizon import Horizon
 from app.models import PendingEviction, RightsizingRecommendation
 from app.owners import WorkloadRef
+from app.plans import WorkloadPlan, plan_for
 from app.podstate import is_running
+from app.rollback import rollback_state
 from app.rollback_monitor import Step, monitor_inputs
 from app.rollback_monitor import step as rollback_step
 from app.rollout import (
@@ -39,7 +41,7 @@ from app.rollout import (
     plan_rollout,
     webhook_unavailable,
 )
-from app.view import ClusterView, WorkloadPlan
+from app.view import ClusterView
 from app.workloads import Workload
 from reconciler.intent import happened
 from reconciler.memory import WorkloadMemory
@@ -105,7 +107,7 @@ def plan_workload(
     answers it needs from the API first). `held`: why an eviction may not go out now;
     `went`: whether the eviction recorded and not reported went out (None: the view says)."""
     ref = workload.ref
-    plan: WorkloadPlan = view.plan_for(workload)
+    plan: WorkloadPlan = plan_for(view, workload)
     publish = annotation_patch(workload.annotations, plan.sync.annotations) or None
     clock = Horizon(now)
     base = PassPlan(ref, workload, obj, record, now, clock, inputs, publish)
@@ -175,7 +177,7 @@ def _sooner(a: float | None, b: float | None) -> float | None:
 def _rollback(view: ClusterView, workload: Workload, now: datetime) -> Step | None:
     """The rollback monitor's step (SPEC §8); its state lives in the workload's
     `rollback-state` annotation, whose restore values the next pass publishes."""
-    state = view.rollback_state(workload)
+    state = rollback_state(view, workload)
     inputs = monitor_inputs(view, workload)
     if inputs.policy is None and state is None:
         return None

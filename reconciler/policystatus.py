@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from app.models import RollbackPolicy
-from app.rollback import RollbackState
+from app.rollback import RollbackState, rollback_state
 from app.rollback_monitor import policy_counts, rollback_policy_for
 from app.sync import ROLLBACK_KINDS
 from app.view import ClusterView
@@ -24,7 +24,7 @@ def governed_states(view: ClusterView) -> dict[PolicyKey, list[RollbackState]]:
         if policy is None:
             continue
         key = (policy.kind, policy.metadata.namespace or "", policy.metadata.name)
-        state = view.rollback_state(workload)
+        state = rollback_state(view, workload)
         states.setdefault(key, [])
         if state is not None:
             states[key].append(state)

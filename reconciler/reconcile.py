@@ -25,6 +25,7 @@ from app.clock import Clock, utc_now
 from app.inputs import running_inputs
 from app.leader import NotLeading
 from app.owners import WorkloadRef
+from app.plans import plan_for
 from app.view import ClusterView
 from reconciler.act import Actuator
 from reconciler.api import Writer
@@ -117,7 +118,7 @@ class WorkloadReconciler:
             # or record it again).
             return self.config.follow_s
         now = self._clock()
-        plan = view.plan_for(workload)
+        plan = plan_for(view, workload)
         pods = sort_pods(view.pods_of(ref))
         # What the pass's decisions read, as the stages declare it (app/inputs.py).
         inputs = running_inputs(view, ref, plan)

@@ -28,6 +28,7 @@ from app.informer import ClusterFeed, api_client_from_config
 from app.kubexflags import DEFAULT_FLAG, KubexFlag, kubex_source
 from app.lease import holder_identity, own_namespace
 from app.reachability import reachability_of
+from app.statedir import load_view
 from app.view import ClusterView
 from webhook.connections import GuardedHttpProtocol
 from webhook.defaults import (
@@ -276,8 +277,8 @@ def run_webhook(
         )
 
     if state_dir is not None:
-        view = ClusterView.from_state_dir(
-            Path(state_dir), kubex_source=kubex_source(kubex_recommendations, DEFAULT_NAMESPACE)
+        view = load_view(
+            [Path(state_dir)], kubex_source=kubex_source(kubex_recommendations, DEFAULT_NAMESPACE)
         )
         freeze_for_admission()
         server = serving(view)

@@ -14,7 +14,7 @@ from typing import Any, Literal
 from app.decide.actions import build_actions
 from app.decide.bounds import breaches_bounds
 from app.decide.checks import HUB_UNREACHABLE, pod_gate, run_checks
-from app.decide.context import Context, Path, Stop
+from app.decide.context import Context, Path
 from app.decide.fallback import decide_fallback, fallback_after
 from app.decide.method import resize_restarts
 from app.decide.plan_facts import facts_for
@@ -27,6 +27,8 @@ from app.decide.pod_facts import (
     jvm_heap_bytes,
     oom_killed_since,
     paused_by,
+    pod_containers,
+    pod_facts,
     skipped_containers,
     workload_for,
 )
@@ -60,6 +62,7 @@ __all__ = [
     "jvm_heap_bytes",
     "oom_killed_since",
     "paused_by",
+    "pod_facts",
     "pod_gate",
     "skipped_containers",
     "workload_for",
@@ -107,10 +110,10 @@ def _decide_pod(
     namespace = str(meta.get("namespace") or "default")
     name = str(meta.get("name") or meta.get("generateName") or "")
     if known is None:
-        containers, current, owner = view.pod_facts(pod)
+        containers, current, owner = pod_facts(view, pod)
         workload = workload_for(view, pod, owner)
     else:
-        containers, current = view.pod_containers(pod)
+        containers, current = pod_containers(view, pod)
         workload, owner = known, known.ref
     if workload is None:
         return PodDecision(
@@ -149,10 +152,8 @@ def _decide_pod(
             )
     ctx = Context(view, pod, workload, plan, facts, clock, path, containers, current)
     fp = plan.fingerprint
-    try:
-        build_actions(ctx)
-        method = run_checks(ctx)
-    except Stop as stop:
+    stop = run_checks(ctx, build_actions(ctx))
+    if stop is not None:
         # At admission "current" is the baseline: a new pod of a workload whose change is
         # blocked or skipped gets the live (last applied) values, not its manifest's —
         # unless the pod is not to be touched at all.
@@ -201,7 +202,7 @@ def _decide_pod(
         None,
         f"{len(ctx.actions)} value(s) to set" + (f" (left: {notes})" if notes else ""),
         final=final,
-        method=method,
+        method=ctx.method,
         restarts=ctx.running and resize_restarts(ctx),
         changed=tuple(sorted(changed)),
         selection=selected,

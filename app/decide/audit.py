@@ -3,21 +3,26 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 
 from app.annotations import APPROVE, APPROVE_TARGET, dumps
-from app.decide.context import Action, Context, Stop, block_regular, final_resources
+from app.decide.context import PASS, Action, Context, Result, apply, final_resources, stop
 from app.decide.results import AuditProposal, describe_resources, format_resources
-from app.decide.value_rules import change_tolerance, check_value_rules
+from app.decide.value_rules import change_tolerance
 from app.schedule import Schedule, ValueGoal, schedule
 from app.workloads import Resources
 
+#: a check of `CHECKS` as a decision runs it
+Step = Callable[[Context], Result]
 
-def _audit_proposal(ctx: Context) -> AuditProposal | None:
-    """The proposal of an audited pod: the regular actions through the per-value rules
-    (the decrease step of maxChangePercent, the minimums, the refusals, the tolerance) on
-    copies, since guardrails apply to an approved change as to any other. None when those
-    rules leave nothing to change."""
+
+def _audit_proposal(ctx: Context, steps: Sequence[Step]) -> AuditProposal | None:
+    """The proposal of an audited pod: the regular actions through the checks of `CHECKS`
+    that set values (the per-value rules: the decrease step of maxChangePercent, the
+    minimums, the refusals, the tolerance), in its order, on a decision of their own,
+    since guardrails apply to an approved change as to any other. None when those checks
+    leave nothing to change."""
     regular = ctx.regular()
     target = final_resources(ctx.current, regular)
     trial = Context(
@@ -31,11 +36,10 @@ def _audit_proposal(ctx: Context) -> AuditProposal | None:
         ctx.containers,
         ctx.current,
     )
-    trial.actions = _copied(regular)
-    try:
-        check_value_rules(trial)
-    except Stop:
-        return None
+    apply(trial, Result(regular))
+    for check in steps:
+        if apply(trial, check(trial)) is not None:
+            return None
     step = final_resources(ctx.current, trial.actions)
     changed = sorted({a.target.container for a in trial.actions})
     body = sorted(
@@ -84,15 +88,6 @@ def _schedule(ctx: Context, regular: list[Action], step: list[Action]) -> Schedu
     )
 
 
-def _copied(actions: list[Action]) -> list[Action]:
-    """Copies of actions (the value rules change them), Guaranteed pairs kept paired."""
-    copies = {id(a): Action(a.item, a.current, a.desired) for a in actions}
-    for action in actions:
-        if action.partner is not None and id(action.partner) in copies:
-            copies[id(action)].partner = copies[id(action.partner)]
-    return list(copies.values())
-
-
 def _audit_message(ctx: Context, proposal: AuditProposal | None) -> str:
     if proposal is None:
         return "audit mode: the guardrails leave nothing to propose, nothing changes"
@@ -124,13 +119,14 @@ def _approved(ctx: Context, proposal: AuditProposal) -> bool:
     return approved is not None and approved == proposal.id and approved != done
 
 
-def check_audit(ctx: Context) -> None:
-    """Audit (mode): the change waits for an approval of its proposal; the approved
-    proposal goes on, through the checks that follow like any change."""
+def check_audit(ctx: Context, steps: Sequence[Step]) -> Result:
+    """Audit (mode): the change waits for an approval of its proposal (what `steps`, the
+    checks that set values, leave); the approved proposal goes on, through the checks that
+    follow like any change."""
     if not (ctx.regular() and ctx.audit()):
-        return
-    ctx.proposal = _audit_proposal(ctx)
-    if ctx.proposal is not None and _approved(ctx, ctx.proposal):
-        ctx.approved_id = ctx.proposal.id
-    else:
-        block_regular(ctx, "Audit", _audit_message(ctx, ctx.proposal), None, "skipped")
+        return PASS
+    proposal = _audit_proposal(ctx, steps)
+    if proposal is not None and _approved(ctx, proposal):
+        return Result(proposal=proposal, approved=True)
+    held = stop("Audit", _audit_message(ctx, proposal), None, "skipped")
+    return Result(proposal=proposal, block=held)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from app.decide.context import Action, Context, Stop
+from app.decide.context import PASS, Action, Context, Result, final_resources, stop
 from app.decide.results import Filtered
 from app.namespace_bounds import (
     Breach,
@@ -25,57 +25,63 @@ RESOURCE_QUOTA_EXCEEDED = "ResourceQuotaExceeded"
 Judge = Callable[[Mapping[str, Resources]], list[Breach]]
 
 
-def filter_limit_ranges(ctx: Context) -> None:
+def filter_limit_ranges(ctx: Context) -> Result:
     """LimitRangeViolation: drop the changes that take a container or the pod past a
     LimitRange's min, max or limit-to-request ratio."""
     containers = ctx.check_on("enable_limit_range_filter")
     pod = ctx.check_on("enable_pod_limit_range_filter")
     ranges = _bounds(ctx).limit_ranges
     if not ranges or not (containers or pod) or not ctx.actions:
-        return
+        return PASS
 
     def judge(resources: Mapping[str, Resources]) -> list[Breach]:
         shape = pod_shape(ctx.pod, resources)
         return limit_range_breaches(ranges, shape, containers=containers, pod=pod)
 
-    _drop_breaches(ctx, LIMIT_RANGE_VIOLATION, judge)
+    return _drop_breaches(ctx, LIMIT_RANGE_VIOLATION, judge)
 
 
-def filter_quotas(ctx: Context) -> None:
+def filter_quotas(ctx: Context) -> Result:
     """ResourceQuotaExceeded: drop the increases that take the namespace past a quota
     that applies to the pod (its scopes hold), counting what is already used."""
     quotas = _bounds(ctx).quotas
     if not quotas or not ctx.check_on("enable_resource_quota_filter") or not ctx.actions:
-        return
+        return PASS
     base = pod_shape(ctx.pod, ctx.current)
 
     def judge(resources: Mapping[str, Resources]) -> list[Breach]:
         final = pod_shape(ctx.pod, resources)
         return quota_breaches(quotas, base, final, charged=ctx.running)
 
-    _drop_breaches(ctx, RESOURCE_QUOTA_EXCEEDED, judge)
+    return _drop_breaches(ctx, RESOURCE_QUOTA_EXCEEDED, judge)
 
 
 def _bounds(ctx: Context) -> NamespaceBounds:
     return ctx.view.namespace_bounds(ctx.workload.namespace)
 
 
-def _drop_breaches(ctx: Context, reason: str, judge: Judge) -> None:
+def _drop_breaches(ctx: Context, reason: str, judge: Judge) -> Result:
     """Drop the changes behind each breach the pod's own values do not have, until none
     is left; a bound the pod already goes past is not kerf's to mend."""
     known = {b.key for b in judge(ctx.current)}
+    breaches = [b for b in judge(ctx.final()) if b.key not in known]
+    if not breaches:
+        return PASS  # the common case: the values stand as they are
+    actions = ctx.actions
+    filtered: list[Filtered] = []
     told: list[str] = []
-    while ctx.actions:
-        breaches = [b for b in judge(ctx.final()) if b.key not in known]
-        if not breaches:
-            break
-        behind = _actions_behind(ctx, breaches)
-        ctx.dropped.extend((a.target, reason) for a in behind)
-        ctx.filtered.extend(Filtered(a.target, reason, _why(a, breaches)) for a in behind)
-        ctx.replace_actions([a for a in ctx.actions if a not in behind])
+    while breaches:
+        behind = _actions_behind(ctx, actions, breaches)
+        filtered.extend(Filtered(a.target, reason, _why(a, breaches)) for a in behind)
+        actions = [a for a in actions if a not in behind]
         told.extend(b.message for b in breaches if b.message not in told)
-    if told and not ctx.actions:
-        raise Stop("blocked", reason, "; ".join(told))
+        if not actions:
+            break
+        final = final_resources(ctx.current, actions)
+        breaches = [b for b in judge(final) if b.key not in known]
+    dropped = tuple((f.target, reason) for f in filtered)
+    held = None if actions else stop(reason, "; ".join(told))
+    return Result(actions, dropped, tuple(filtered), block=held)
 
 
 def _why(action: Action, breaches: list[Breach]) -> str:
@@ -88,14 +94,14 @@ def _why(action: Action, breaches: list[Breach]) -> str:
     return mine[0].message
 
 
-def _actions_behind(ctx: Context, breaches: list[Breach]) -> list[Action]:
+def _actions_behind(ctx: Context, actions: list[Action], breaches: list[Breach]) -> list[Action]:
     """The actions that make the breaches: every change of a container's resource the
     bound names (its request and limit go together, so neither outgrows the other),
     for the pod's totals those that move the way the bound forbids. When none can be
     named, all of them: a value the API server refuses is never written."""
     pairs: set[tuple[str, str]] = set()
     for breach in breaches:
-        for action in ctx.actions:
+        for action in actions:
             t = action.target
             if t.resource != breach.resource:
                 continue
@@ -104,8 +110,8 @@ def _actions_behind(ctx: Context, breaches: list[Breach]) -> list[Action]:
                     pairs.add((t.container, t.resource))
             elif t.field in _fields_of(breach.bound) and _moves(ctx, action, breach.direction):
                 pairs.add((t.container, t.resource))
-    behind = [a for a in ctx.actions if (a.target.container, a.target.resource) in pairs]
-    return behind or list(ctx.actions)
+    behind = [a for a in actions if (a.target.container, a.target.resource) in pairs]
+    return behind or list(actions)
 
 
 def _fields_of(bound: str) -> tuple[str, ...]:

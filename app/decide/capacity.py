@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from app.decide.context import IN_PLACE_RESOURCES, Action, Context, Stop, block_regular
+from app.decide.context import IN_PLACE_RESOURCES, PASS, Action, Context, Result, block, stop
 from app.decide.qos_pairs import GUARANTEED_QOS
 from app.feasibility import describe_largest, too_large
 from app.quantities import format_resource, parse_resource
+from app.selection import Target
 
 #: A value to set is more than any node's allocatable.
 INFEASIBLE = "Infeasible"
@@ -18,26 +19,26 @@ CPU_HEADROOM = "10%"
 MEMORY_HEADROOM = "200Mi"
 
 
-def check_feasible(ctx: Context) -> None:
+def check_feasible(ctx: Context) -> Result:
     """Block the plan when a value to set is more CPU or memory than any node's allocatable
     (a pod with it could never be scheduled or resized: Infeasible by definition). Not
     judged while the view holds no node."""
     largest = ctx.view.largest_allocatable()
     if largest is None:
-        return
+        return PASS
     over = [
         f"{a.target.container}.{a.target.field}.{a.target.resource} "
         f"{format_resource(a.target.resource, a.desired)}"
         for a in ctx.regular()
         if too_large(a.target.resource, a.desired, largest)
     ]
-    if over:
-        block_regular(
-            ctx,
-            INFEASIBLE,
-            f"{', '.join(over)} is more than any node's allocatable (the largest: "
-            f"{describe_largest(largest)})",
-        )
+    if not over:
+        return PASS
+    return block(
+        INFEASIBLE,
+        f"{', '.join(over)} is more than any node's allocatable (the largest: "
+        f"{describe_largest(largest)})",
+    )
 
 
 def _request_increases(ctx: Context, actions: Iterable[Action]) -> dict[str, list[Action]]:
@@ -110,25 +111,30 @@ def restore_outgrows(ctx: Context) -> bool:
     return any(_increase_delta(ctx, r, acts) > room[r] for r, acts in increases.items())
 
 
-def filter_node_capacity(ctx: Context) -> None:
+def filter_node_capacity(ctx: Context) -> Result:
     """Increases that do not fit the node are filtered (never an eviction), unless every
     strategy behind them says `safetyChecks.requireNodeAllocatable: false`."""
     if not ctx.check_on("require_node_allocatable"):
-        return
+        return PASS
     increases = _request_increases(ctx, ctx.regular())
     room = _node_room(ctx) if increases else None
     if room is None:
-        return
+        return PASS
     node_name = (ctx.pod.get("spec") or {}).get("nodeName")
+    standing = ctx.actions
+    dropped: list[tuple[Target, str]] = []
     for resource, actions in increases.items():
         delta = _increase_delta(ctx, resource, actions)
         if delta > room[resource]:
-            ctx.dropped.extend((a.target, "InsufficientNodeCapacity") for a in actions)
+            dropped.extend((a.target, "InsufficientNodeCapacity") for a in actions)
             # A Guaranteed pair changes together: its limit stays when its request must.
             partners = [a.partner for a in actions if a.partner is not None]
-            ctx.dropped.extend((p.target, GUARANTEED_QOS) for p in partners)
-            ctx.replace_actions([a for a in ctx.actions if a not in actions and a not in partners])
-    if not ctx.actions:
-        raise Stop(
-            "blocked", "InsufficientNodeCapacity", f"node {node_name} has no room for the increase"
-        )
+            dropped.extend((p.target, GUARANTEED_QOS) for p in partners)
+            standing = [a for a in standing if a not in actions and a not in partners]
+    if standing:
+        return Result(standing, tuple(dropped)) if dropped else PASS
+    return Result(
+        standing,
+        tuple(dropped),
+        block=stop("InsufficientNodeCapacity", f"node {node_name} has no room for the increase"),
+    )

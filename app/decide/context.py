@@ -1,5 +1,8 @@
-"""One decision in progress: its actions, the baseline they start from, and how a check
-stops the plan."""
+"""One decision in progress: its actions, the baseline they start from, and what a check
+returns (`Result`: pass, block with a reason, or the values that stand).
+
+Checks only read a `Context`; the runner (`app/decide/checks.py`) is its one writer: it
+applies each check's `Result` in the order of `CHECKS`."""
 
 from __future__ import annotations
 
@@ -58,7 +61,10 @@ class Action:
 
 
 class Context:
-    """One decision in progress: the pod, the plan facts and the actions still standing."""
+    """One decision in progress: the pod, the plan facts and what the checks so far left
+    standing. The checks read it; only the runner (`run_checks`, through `apply`)
+    changes it. The clock is the exception by design: a check that compares a time
+    narrows the span the decision holds for (`app/horizon.py`)."""
 
     __slots__ = (
         "view",
@@ -115,7 +121,9 @@ class Context:
         self.current = current
         self.baseline = _baseline(facts, current, path)
         self.actions: list[Action] = []
-        self.has_restores = False
+        #: a rollback restore stands: it is an action from the start and never dropped
+        #: but by Paused, which stops the whole plan
+        self.has_restores = any(i.restore for i in facts.items)
         self.dropped: list[tuple[Target, str]] = []
         #: values dropped for a bound outside kerf (a LimitRange, a quota), and the bound
         self.filtered: list[Filtered] = []
@@ -128,8 +136,8 @@ class Context:
         self.approved_id: str | None = None
         #: audit mode: the proposal as it waits for approval (None when there is none)
         self.proposal: AuditProposal | None = None
-        #: the windows and methods of the strategies behind the change, fixed by the
-        #: FreezeWindow check (before the value rules drop any action)
+        #: the windows and methods of the strategies behind the change: those of the
+        #: actions standing before the first check that reads them (`Check.strategies`)
         self.strategy_facts: StrategyFacts | None = None
         #: how the change is carried out; chosen on the running path only
         self.method = "admission"
@@ -154,9 +162,6 @@ class Context:
         if not self.has_restores:
             return self.actions
         return [a for a in self.actions if not a.item.restore]
-
-    def replace_actions(self, actions: list[Action]) -> None:
-        self.actions = actions
 
     def _derive(self) -> None:
         """Policies, strategies and audit mode of the regular actions, derived again only
@@ -195,37 +200,93 @@ class Context:
         return self._audit
 
 
-class Stop(Exception):
-    """A check decided: carries the outcome."""
-
-    def __init__(
-        self,
-        outcome: Literal["blocked", "skipped"],
-        reason: str,
-        message: str,
-        next_allowed_at: datetime | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.outcome = outcome
-        self.reason = reason
-        self.message = message
-        self.next_allowed_at = next_allowed_at
+Outcome = Literal["blocked", "skipped"]
 
 
-def block_regular(
-    ctx: Context,
+@dataclass(frozen=True, slots=True)
+class Block:
+    """A check holds: the plan stops with this outcome and reason, unless it holds only
+    the regular actions and rollback restores stand (they are exempt): then those go on."""
+
+    outcome: Outcome
+    reason: str
+    message: str
+    next_allowed_at: datetime | None = None
+    #: holds the rollback restores too (Paused, and the checks that left no action)
+    restores: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    """What a check decided: nothing (`PASS`), the actions that stand after it with what
+    it dropped, a `Block`, or what it found for the decision (the method, audit's
+    proposal). The runner applies it, in this order: values, then the block."""
+
+    #: the actions that stand after the check; None: unchanged
+    actions: list[Action] | None = None
+    dropped: tuple[tuple[Target, str], ...] = ()
+    #: values dropped for a bound outside kerf (a LimitRange, a quota), and the bound
+    filtered: tuple[Filtered, ...] = ()
+    block: Block | None = None
+    #: how the change is carried out (the method check)
+    method: str | None = None
+    #: audit mode: the proposal as it waits for approval, and whether it is approved
+    proposal: AuditProposal | None = None
+    approved: bool = False
+
+
+PASS = Result()
+
+
+def stop(
     reason: str,
     message: str,
     when: datetime | None = None,
-    outcome: Literal["blocked", "skipped"] = "blocked",
-) -> None:
-    """A check hit the regular actions: rollback restores still go on (they are exempt),
-    otherwise the whole plan stops here."""
+    outcome: Outcome = "blocked",
+    *,
+    restores: bool = False,
+) -> Block:
+    """The block of the regular actions (with `restores`, of every action)."""
+    return Block(outcome, reason, message, when, restores)
+
+
+def block(
+    reason: str,
+    message: str,
+    when: datetime | None = None,
+    outcome: Outcome = "blocked",
+    *,
+    restores: bool = False,
+) -> Result:
+    """The check holds the regular actions (with `restores`, every action)."""
+    return Result(block=Block(outcome, reason, message, when, restores))
+
+
+def apply(ctx: Context, result: Result) -> Block | None:
+    """Applies a check's result to the decision; returns the block that stops the plan,
+    or None when the plan goes on (a block of the regular actions only drops them while
+    rollback restores stand)."""
+    if result is PASS:
+        return None
+    if result.actions is not None:
+        ctx.actions = result.actions
+    ctx.dropped.extend(result.dropped)
+    ctx.filtered.extend(result.filtered)
+    if result.method is not None:
+        ctx.method = result.method
+    if result.proposal is not None:
+        ctx.proposal = result.proposal
+        if result.approved:
+            ctx.approved_id = result.proposal.id
+    stop = result.block
+    if stop is None or stop.restores:
+        return stop
     restores = [a for a in ctx.actions if a.item.restore]
     if not restores:
-        raise Stop(outcome, reason, message, when)
-    ctx.dropped.extend((a.target, reason) for a in ctx.regular())
-    ctx.replace_actions(restores)
+        return stop
+    ctx.dropped.extend((a.target, stop.reason) for a in ctx.regular())
+    ctx.actions = restores
+    return None
 
 
 def _baseline(facts: PlanFacts, current: dict[str, Resources], path: Path) -> dict[str, Resources]:

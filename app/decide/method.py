@@ -7,33 +7,34 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from app.decide.capacity import restore_outgrows
-from app.decide.context import IN_PLACE_RESOURCES, Context, FallbackCase, block_regular
+from app.decide.context import IN_PLACE_RESOURCES, Context, FallbackCase, Result, stop
 from app.decide.plan_facts import common_methods
 from app.workloads import oom_looping
 
+IN_PLACE = "inPlace"
+_IN_PLACE = Result(method=IN_PLACE)
+_EVICT = Result(method="evict")
 
-def choose_method(ctx: Context) -> None:
+
+def choose_method(ctx: Context) -> Result:
     """The method of a running pod's change (SPEC §7): inPlace when every contributing
     strategy allows it and the change can be made in place; else evict when all allow
-    eviction; else NoCommonMethod."""
+    eviction; else NoCommonMethod (the rollback restores that stand go on in place)."""
     strategies = ctx.strategy_facts
-    assert strategies is not None, "the FreezeWindow check fixes the strategies first"
-    ctx.method = "inPlace"
+    assert strategies is not None, "the runner fixes the strategies before the value rules"
     allowed = strategies.methods
     if not allowed:
-        block_regular(ctx, "NoCommonMethod", "the contributing strategies share no method")
-        return
+        held = stop("NoCommonMethod", "the contributing strategies share no method")
+        return Result(method=IN_PLACE, block=held)
     restart_ok = strategies.restart_ok
     in_place = _resizable(ctx) and (restart_ok or not resize_restarts(ctx))
     rather_evict = restore_outgrows(ctx) or _resizes_an_oom_loop(ctx)
     if "inPlace" in allowed and in_place and not ("evict" in allowed and rather_evict):
-        return
+        return _IN_PLACE
     if "evict" in allowed:
-        ctx.method = "evict"
-        return
-    block_regular(
-        ctx, "NoCommonMethod", "the change cannot be made in place and eviction is not allowed"
-    )
+        return _EVICT
+    held = stop("NoCommonMethod", "the change cannot be made in place and eviction is not allowed")
+    return Result(method=IN_PLACE, block=held)
 
 
 def fallback_method(case: FallbackCase) -> tuple[str, str] | None:

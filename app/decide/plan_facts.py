@@ -11,7 +11,9 @@ from app.decide.results import SelectedValue
 from app.enablement import Switches, resolve_switches
 from app.guardrails import GuardrailSettings
 from app.models import (
+    AutomationStrategy,
     AutomationStrategySpec,
+    ClusterAutomationStrategy,
     KerfResource,
     LastApplied,
     RightsizingRecommendation,
@@ -230,7 +232,7 @@ def _prepare(
         return Prepared(target, candidate, True, None, None, settings)
     spec = getattr(candidate.policy, "spec", None)
     max_age_days = getattr(getattr(spec, "safety_checks", None), "max_analysis_age_days", 5)
-    strategy = view.strategy_for(candidate.policy) if candidate.policy else None
+    strategy = strategy_for(view, candidate.policy) if candidate.policy else None
     switches = (
         resolve_switches(
             strategy.spec,
@@ -331,3 +333,15 @@ def common_methods(strategies: list[AutomationStrategySpec]) -> frozenset[str]:
         if not strategy.pod_eviction.enabled:
             allowed.discard("evict")
     return frozenset(allowed)
+
+
+def strategy_for(view: ClusterView, policy: KerfResource) -> AutomationStrategy | None:
+    """The strategy a policy refers to (cluster policies: a cluster strategy)."""
+    ref = getattr(policy.spec, "automation_strategy_ref", None)  # type: ignore[attr-defined]
+    if ref is None:
+        return None
+    if type(policy).cluster_scoped:
+        found = view.kerf_object("ClusterAutomationStrategy", "", ref.name)
+        return found if isinstance(found, ClusterAutomationStrategy) else None
+    found = view.kerf_object("AutomationStrategy", policy.metadata.namespace or "", ref.name)
+    return found if isinstance(found, AutomationStrategy) else None

@@ -11,14 +11,55 @@ from typing import Any
 
 from app.annotations import PAUSE_REASON, PAUSE_UNTIL, SKIP_CONTAINERS
 from app.horizon import Horizon
+from app.kube_types import ContainerDict
 from app.owners import WorkloadRef
 from app.plans import protected_by_pattern
 from app.view import ClusterView
-from app.workloads import JAVA_OPTION_VARS, Resources, Workload, oom_terminations, parse_time
+from app.workloads import (
+    JAVA_OPTION_VARS,
+    Resources,
+    Workload,
+    oom_terminations,
+    parse_time,
+    pod_resources,
+    target_containers,
+)
 
 _HEAP_RE = re.compile(r"(?:-Xmx|-XX:MaxHeapSize=)(\d+)([kKmMgGtT]?)\b")
 
 _HEAP_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
+
+
+#: (containers kerf sizes by name, their parsed resources, the owner) of a pod
+PodFacts = tuple[dict[str, ContainerDict], dict[str, Resources], WorkloadRef | None]
+
+
+def pod_facts(view: ClusterView, pod: Mapping[str, Any]) -> PodFacts:
+    """The containers kerf sizes, their parsed resources and the owner of a pod, in one
+    lookup: kept per pod object of the view (shared: callers copy before they change
+    anything), worked out afresh for a pod the view does not hold."""
+    containers, resources = pod_containers(view, pod)
+    return containers, resources, view.owner_of(pod)
+
+
+def pod_containers(
+    view: ClusterView, pod: Mapping[str, Any]
+) -> tuple[dict[str, ContainerDict], dict[str, Resources]]:
+    """The containers kerf sizes and their parsed resources (`pod_facts` without the
+    owner, for a caller that has resolved it), kept by the view's decision caches for the
+    pod objects the view holds."""
+    meta = pod.get("metadata") or {}
+    key = (str(meta.get("namespace") or "default"), str(meta.get("name") or ""))
+    if view.pod(*key) is not pod:
+        containers = target_containers(pod)
+        return containers, pod_resources(pod, containers)
+    parsed: tuple[dict[str, ContainerDict], dict[str, Resources]] | None
+    parsed = view.caches.parsed(key)
+    if parsed is None:
+        containers = target_containers(pod)
+        parsed = (containers, pod_resources(pod, containers))
+        view.caches.keep_parsed(key, parsed)
+    return parsed
 
 
 def skipped_containers(pod: Mapping[str, Any], workload: Workload) -> set[str]:

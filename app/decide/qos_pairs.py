@@ -52,11 +52,16 @@ def pinned_items(ctx: Context) -> dict[tuple[str, str], dict[str, Prepared]]:
     }
 
 
-def add_pair(ctx: Context, by_field: dict[str, Prepared]) -> None:
-    """Both values of a Guaranteed container's pair, set to one value: the selected limit
-    when there is one (the bound its policy allows), else the selected request. The value
-    is clamped into the bounds of both fields and must be allowed by both fields'
-    switches; when it cannot be, neither changes."""
+def add_pair(
+    ctx: Context,
+    by_field: dict[str, Prepared],
+    actions: list[Action],
+    dropped: list[tuple[Target, str]],
+) -> None:
+    """Both values of a Guaranteed container's pair, set to one value, onto the actions
+    being built: the selected limit when there is one (the bound its policy allows), else
+    the selected request. The value is clamped into the bounds of both fields and must be
+    allowed by both fields' switches; when it cannot be, neither changes (`dropped`)."""
     lead = by_field.get("limits") or by_field["requests"]
     container, resource = lead.target.container, lead.target.resource
     items = {fld: by_field.get(fld) or _partner_item(lead, fld) for fld in ("requests", "limits")}
@@ -70,7 +75,7 @@ def add_pair(ctx: Context, by_field: dict[str, Prepared]) -> None:
     floor, ceiling = max(floors, default=None), min(ceilings, default=None)
     if floor is not None and ceiling is not None and floor > ceiling:
         # The requests' and limits' bounds do not overlap: no equal pair fits both.
-        ctx.dropped.extend((i.target, GUARANTEED_QOS) for i in items.values())
+        dropped.extend((i.target, GUARANTEED_QOS) for i in items.values())
         return
     baseline = ctx.baseline[container]
     enabled = {
@@ -84,7 +89,7 @@ def add_pair(ctx: Context, by_field: dict[str, Prepared]) -> None:
     # Both fields clamp the same value into the same bounds: they agree unless one refuses.
     value = enabled["limits"].value
     if value is None or enabled["requests"].value is None:
-        ctx.dropped.extend(
+        dropped.extend(
             (items[fld].target, (e.reason or "NotEnabled") if e.value is None else GUARANTEED_QOS)
             for fld, e in enabled.items()
         )
@@ -93,7 +98,7 @@ def add_pair(ctx: Context, by_field: dict[str, Prepared]) -> None:
         Action(items[fld], baseline[fld].get(resource), value) for fld in ("requests", "limits")
     )
     request.partner, limit.partner = limit, request
-    ctx.actions.extend((request, limit))
+    actions.extend((request, limit))
 
 
 def _partner_item(lead: Prepared, fld: str) -> Prepared:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.decide.context import Action, Context, Stop
+from app.decide.context import PASS, Action, Context, Result, block, stop
 from app.decide.plan_facts import Prepared
 from app.decide.pod_facts import jvm_heap_bytes, oom_killed_since
 from app.decide.qos_pairs import GUARANTEED_QOS
@@ -12,24 +12,26 @@ from app.quantities import format_resource
 from app.selection import Target
 
 
-def check_value_rules(ctx: Context) -> None:
-    """Per-value rules on every regular action; restores pass unchanged."""
+def check_value_rules(ctx: Context) -> Result:
+    """Per-value rules on every regular action; restores pass unchanged. The actions it
+    keeps are copies with the values the rules leave (the context's are not changed)."""
     tolerance = ctx.view.global_config.tolerance_percent
     facts = _ValueFacts(ctx)
     kept: list[Action] = []
+    dropped: list[tuple[Target, str]] = []
     refusals: list[str] = []
-    for action in ctx.actions:
+    for action in copied(ctx.actions):
         t = action.target
         if action.item.restore:
             # Exempt from the rules, but a restore the pod already runs changes nothing.
             if action.desired == ctx.current[t.container][t.field].get(t.resource):
-                ctx.dropped.append((t, NO_SIGNIFICANT_CHANGE))
+                dropped.append((t, NO_SIGNIFICANT_CHANGE))
             else:
                 kept.append(action)
             continue
         if action.partner is not None:
             if t.field == "requests":  # the pair is ruled once, with its limit
-                _pair_value_rules(ctx, facts, action, action.partner, kept, refusals)
+                _pair_value_rules(ctx, facts, action, action.partner, kept, dropped, refusals)
             continue
         outcome = apply_value_rules(
             field=t.field,
@@ -45,47 +47,57 @@ def check_value_rules(ctx: Context) -> None:
             # A new pod whose manifest differs from the last applied value keeps the last
             # applied value (the baseline): a rollout never undoes a step.
             if outcome.reason != NO_SIGNIFICANT_CHANGE:
-                ctx.dropped.append((t, outcome.reason or ""))
+                dropped.append((t, outcome.reason or ""))
             action.desired = action.current
             kept.append(action)
             continue
         if outcome.value is None:
-            ctx.dropped.append((t, outcome.reason or NO_SIGNIFICANT_CHANGE))
+            dropped.append((t, outcome.reason or NO_SIGNIFICANT_CHANGE))
             if outcome.reason != NO_SIGNIFICANT_CHANGE:
                 refusals.append(outcome.reason or "")
             continue
         # The pod's own value is what changes; the baseline only bounds the step.
         if outcome.value == own:
-            ctx.dropped.append((t, NO_SIGNIFICANT_CHANGE))
+            dropped.append((t, NO_SIGNIFICANT_CHANGE))
             continue
         action.desired = outcome.value
         kept.append(action)
-    ctx.replace_actions(kept)
-    if not kept:
-        if refusals:
-            reason = refusals[0]
-            raise Stop("blocked", reason, _refusal_message(reason, ctx.dropped))
-        coupled = _coupled_change(ctx)
-        if coupled is not None:
-            # Only values the pod already has are left: what stopped the change is the
-            # guardrail that dropped the real one, not the tolerance.
-            raise Stop(
-                "blocked",
-                coupled,
-                _refusal_message(coupled, ctx.dropped) + "; every other value is unchanged",
-            )
-        raise Stop("skipped", NO_SIGNIFICANT_CHANGE, "every change is within the tolerance")
+    if kept:
+        return Result(kept, tuple(dropped))
+    every = [*ctx.dropped, *dropped]
+    if refusals:
+        reason = refusals[0]
+        held = stop(reason, _refusal_message(reason, every))
+    elif (coupled := _coupled_change(ctx, every)) is not None:
+        # Only values the pod already has are left: what stopped the change is the
+        # guardrail that dropped the real one, not the tolerance.
+        held = stop(coupled, _refusal_message(coupled, every) + "; every other value is unchanged")
+    else:
+        held = stop(
+            NO_SIGNIFICANT_CHANGE, "every change is within the tolerance", outcome="skipped"
+        )
+    return Result(kept, tuple(dropped), block=held)
+
+
+def copied(actions: list[Action]) -> list[Action]:
+    """Copies of actions, Guaranteed pairs kept paired: the value rules set the copies'
+    values, so what a check read before stays as it read it."""
+    copies = {id(a): Action(a.item, a.current, a.desired) for a in actions}
+    for action in actions:
+        if action.partner is not None and id(action.partner) in copies:
+            copies[id(action)].partner = copies[id(action.partner)]
+    return list(copies.values())
 
 
 #: The guardrails before the value rules that drop single values and let the rest go on.
 DROPPING_GUARDRAILS = frozenset({"HPACoupled", "VPACoupled"})
 
 
-def _coupled_change(ctx: Context) -> str | None:
+def _coupled_change(ctx: Context, dropped: list[tuple[Target, str]]) -> str | None:
     """The first guardrail of `DROPPING_GUARDRAILS` that dropped a value the pod does not
     already have, or None."""
     wanted = {item.target: item.candidate.amount for item in ctx.facts.items}
-    for target, reason in ctx.dropped:
+    for target, reason in dropped:
         if reason not in DROPPING_GUARDRAILS:
             continue
         own = ctx.current[target.container][target.field].get(target.resource)
@@ -100,6 +112,7 @@ def _pair_value_rules(
     request: Action,
     limit: Action,
     kept: list[Action],
+    dropped: list[tuple[Target, str]],
     refusals: list[str],
 ) -> None:
     """The per-value rules on a Guaranteed pair, which keeps one value for both fields.
@@ -133,7 +146,7 @@ def _pair_value_rules(
         # A new pod keeps the last applied pair when there is one (a rollout never undoes
         # a step); otherwise the pair stays as the pod has it.
         value = request.current if request.current == limit.current else own
-        ctx.dropped.extend(
+        dropped.extend(
             (
                 a.target,
                 (o.reason or "")
@@ -149,7 +162,7 @@ def _pair_value_rules(
         )
     if value is None or value == own:
         if not refused:
-            ctx.dropped.extend((a.target, NO_SIGNIFICANT_CHANGE) for a in pair)
+            dropped.extend((a.target, NO_SIGNIFICANT_CHANGE) for a in pair)
         else:
             refusals.append(refused[0])
         return
@@ -219,19 +232,19 @@ def _refusal_message(reason: str, dropped: list[tuple[Target, str]]) -> str:
     return f"{reason}: refused {', '.join(parts)}"
 
 
-def validate_plan(ctx: Context) -> None:
+def validate_plan(ctx: Context) -> Result:
     """RequestsExceedLimits and GpuActionConflict over the whole plan, never clamped."""
     final = ctx.final()
     for container, resources in sorted(final.items()):
         for resource, request in sorted(resources["requests"].items()):
             limit = resources["limits"].get(resource)
             if limit is not None and request > limit:
-                raise Stop(
-                    "blocked",
+                return block(
                     "RequestsExceedLimits",
                     f"container {container}: {resource} request "
                     f"{format_resource(resource, request)} is above its limit "
                     f"{format_resource(resource, limit)}",
+                    restores=True,
                 )
     gpu_actions = [a for a in ctx.actions if a.target.resource == GPU]
     if gpu_actions:
@@ -244,8 +257,7 @@ def validate_plan(ctx: Context) -> None:
             if final[c]["requests"].get(GPU) != final[c]["limits"].get(GPU)
         ]
         if len(sources) > 1 or unequal:
-            raise Stop(
-                "blocked",
+            return block(
                 "GpuActionConflict",
                 "selected GPU actions disagree"
                 + (
@@ -253,4 +265,6 @@ def validate_plan(ctx: Context) -> None:
                     if unequal
                     else " (several policies)"
                 ),
+                restores=True,
             )
+    return PASS

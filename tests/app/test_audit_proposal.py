@@ -8,10 +8,15 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+import pytest
+
 from app.annotations import APPROVE, APPROVE_TARGET
 from app.decide import PodDecision
 from app.explain import decision_json, render_text
 from tests.app import builders as b
+
+#: every check here only reads the decision (tests/app/conftest.py)
+pytestmark = pytest.mark.usefixtures("checks_only_read")
 
 NOW = b.NOW
 #: a pod far above the policy's values: a decrease the 50 % step limit splits in two

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from app.decide import checks
 from app.decide.checks import CHECKS, FALLBACK_CHECKS, GATES
 from tools import refgen
 
@@ -87,3 +88,25 @@ def test_the_pod_gate_and_the_fallback_read_the_table() -> None:
 def test_the_reference_lists_the_reasons_in_the_table_order() -> None:
     documented = [reason for reason, _, _ in refgen.REASONS]
     assert [r for r in documented if r in table_reasons()] == table_reasons()
+
+
+def test_audit_proposes_what_the_checks_after_it_that_set_values_leave() -> None:
+    """Audit's proposal runs the table's checks that set values, in its order: they are
+    the per-value rules, and they come after Audit."""
+    reasons = [r for c in CHECKS for r in c.reasons]
+    setting = [c for c in CHECKS if c.sets_values]
+    assert [c.reasons for c in setting] == [
+        ("Throttled", "OOMKilled", "JVMFixedHeap", "NoSignificantChange")
+    ]
+    assert all(reasons.index(c.reasons[0]) > reasons.index("Audit") for c in setting)
+    assert tuple(c.decide for c in setting) == checks._SETS_VALUES
+
+
+def test_the_windows_and_the_method_follow_the_strategies_before_the_value_rules() -> None:
+    """The runner fixes the strategies behind the change before the first check that reads
+    them: FreezeWindow, which comes before the value rules drop any action."""
+    reading = [c.reasons[0] for c in CHECKS if c.strategies]
+    assert reading == ["FreezeWindow", "NoCommonMethod", "MaintenanceWindow"]
+    order = [c.reasons[0] for c in CHECKS]
+    first_setting = next(c.reasons[0] for c in CHECKS if c.sets_values)
+    assert order.index(reading[0]) < order.index(first_setting)

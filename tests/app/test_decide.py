@@ -14,6 +14,9 @@ from app.plans import plan_for
 from app.rollback import RollbackState, encode_state
 from tests.app import builders as b
 
+#: every check here only reads the decision (tests/app/conftest.py)
+pytestmark = pytest.mark.usefixtures("checks_only_read")
+
 NOW = b.NOW
 ENV = "shop"
 

@@ -11,6 +11,9 @@ from app.admission import admit_pod
 from app.decide import PodDecision
 from tests.app import builders as b
 
+#: every check here only reads the decision (tests/app/conftest.py)
+pytestmark = pytest.mark.usefixtures("checks_only_read")
+
 NS = b.NS
 WIDE = {"maxChangePercent": 100}
 

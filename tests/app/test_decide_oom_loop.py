@@ -7,9 +7,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from app.decide import PodDecision
 from app.workloads import oom_looping
 from tests.app import builders as b
+
+#: every check here only reads the decision (tests/app/conftest.py)
+pytestmark = pytest.mark.usefixtures("checks_only_read")
 
 MORE_MEMORY = {"requests": {"memory": "768Mi"}, "limits": {"memory": "1536Mi"}}
 

@@ -6,7 +6,12 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+import pytest
+
 from tests.app import builders as b
+
+#: every check here only reads the decision (tests/app/conftest.py)
+pytestmark = pytest.mark.usefixtures("checks_only_read")
 
 NOW = b.NOW
 GUARANTEED = {

@@ -6,10 +6,15 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from app.decide import PodDecision
 from app.decide.method import restarts_container
 from app.workloads import target_containers
 from tests.app import builders as b
+
+#: every check here only reads the decision (tests/app/conftest.py)
+pytestmark = pytest.mark.usefixtures("checks_only_read")
 
 RESTART_MEMORY = [
     {"resourceName": "cpu", "restartPolicy": "NotRequired"},

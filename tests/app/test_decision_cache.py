@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from app import decision_cache
+from app.decide import pod_facts
 from app.decision_cache import ADMISSIONS, NEVER, DecisionCaches
 from app.inputs import admission_versions
 from app.owners import WorkloadRef
@@ -191,19 +192,19 @@ def test_the_view_drops_every_plan_when_a_policy_changes() -> None:
 def test_the_view_moves_the_admission_versions_when_the_namespace_or_an_hpa_changes() -> None:
     v = web_view()
     workload = v.workload(WorkloadRef(*WEB))
-    before = admission_versions(v, workload.ref)
+    before = admission_versions(v.caches, workload.ref)
     v.apply(b.namespace(annotations={"note": "changed"}))
-    after_namespace = admission_versions(v, workload.ref)
+    after_namespace = admission_versions(v.caches, workload.ref)
     v.apply(b.hpa())
-    after_hpa = admission_versions(v, workload.ref)
+    after_hpa = admission_versions(v.caches, workload.ref)
     assert before != after_namespace != after_hpa != before
-    assert admission_versions(v, workload.ref) == after_hpa
+    assert admission_versions(v.caches, workload.ref) == after_hpa
 
 
 def test_the_view_drops_a_pods_parse_when_the_pod_changes() -> None:
     v = web_view()
     pod = v.pod(b.NS, "web-7d4b9-aaaaa")
-    v.pod_facts(pod)
+    pod_facts(v, pod)
     assert v.caches.parsed_keys() == [(b.NS, "web-7d4b9-aaaaa")]
     v.apply(b.pod(phase="Pending"))
     assert v.caches.parsed_keys() == []

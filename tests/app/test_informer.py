@@ -105,7 +105,9 @@ async def test_initial_list_fills_the_view(api: client.ApiClient) -> None:
     assert not view.synced
     async with running_feed(api, view, sleep=Sleeps(), clock=lambda: NOW):
         assert view.synced and view.synced_at == NOW
-        assert view.namespace_object("shop") is not None and view.node("node-a") is not None
+        assert (
+            view.namespace_object("shop") is not None and view.get("Node", "", "node-a") is not None
+        )
         web = view.workload(WorkloadRef("Deployment", "shop", "web"))
         assert web is not None and web.kind == "Deployment"
         assert len(pods_of(view, "web")) == 2 and len(pods_of(view, "api")) == 1
@@ -370,7 +372,7 @@ async def test_lists_in_pages(sim: Simulator, api: client.ApiClient) -> None:
     calls: list[dict[str, Any]] = []
     view = ClusterView()
     async with running_feed(api, view, resources=[recorded(NODES, calls)], page_size=2):
-        assert all(view.node(n) is not None for n in ("n0", "n1", "n2", "n3", "node-a"))
+        assert all(view.get("Node", "", n) is not None for n in ("n0", "n1", "n2", "n3", "node-a"))
     assert [c["limit"] for c in calls] == [2, 2, 2]
     assert [bool(c.get("_continue")) for c in calls] == [False, True, True]
 
@@ -397,18 +399,18 @@ async def test_a_410_mid_pagination_lists_again_from_the_start(
     view = ClusterView()
     resource = recorded(NODES, calls, expire_during_relist)
     async with running_feed(api, view, resources=[resource], page_size=2, sleep=sleeps):
-        assert view.node("n3") is not None and view.node("n9") is None
+        assert view.get("Node", "", "n3") is not None and view.get("Node", "", "n9") is None
         armed.set()
         sim.faults.gone(times=1, resource="nodes")
         sim.faults.drop_watches()
         await eventually(
-            lambda: view.node("n9") is not None and view.node("n3") is None,
+            lambda: view.get("Node", "", "n9") is not None and view.get("Node", "", "n3") is None,
             "the list started over and completed",
         )
-        assert all(view.node(n) is not None for n in ("n0", "n1", "n2", "node-a"))
+        assert all(view.get("Node", "", n) is not None for n in ("n0", "n1", "n2", "node-a"))
         # Watching resumes after it: a later change arrives as an event.
         await core.delete_node("n0")
-        await eventually(lambda: view.node("n0") is None, "an event after the relist")
+        await eventually(lambda: view.get("Node", "", "n0") is None, "an event after the relist")
     continued = [bool(c.get("_continue")) for c in calls]
     # initial list (3 pages), relist: page 1, page 2 refused, then 3 pages again
     assert continued == [False, True, True, False, True, False, True, True]
@@ -483,7 +485,7 @@ async def test_on_initial_page_runs_after_each_page_until_the_sync(
         resources=[recorded(NODES, calls)],
         page_size=2,
         sleep=Sleeps(),
-        on_initial_page=lambda: seen.append(sum(1 for n in names if view.node(n))),
+        on_initial_page=lambda: seen.append(sum(1 for n in names if view.get("Node", "", n))),
     ) as feed:
         assert seen == [2, 4, 5]  # each page is in the view when the hook runs
         (informer,) = feed.informers

@@ -17,6 +17,7 @@ from app.rollback import (
     decode_state,
     encode_state,
     restore_target,
+    rollback_state,
 )
 from app.sync import sync_workload
 from app.workloads import Workload
@@ -96,7 +97,7 @@ def test_bad_state_is_an_error(text: str) -> None:
 def test_unreadable_state_in_view_is_a_warning_not_a_crash() -> None:
     v = b.view(b.deployment(annotations={ROLLBACK_STATE: "{bad"}))
     wl = next(iter(v.workloads()))
-    assert v.rollback_state(wl) is None
+    assert rollback_state(v, wl) is None
     assert any("rollback-state" in w for w in v.warnings)
 
 

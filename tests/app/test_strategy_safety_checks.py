@@ -14,6 +14,9 @@ from app.models import AutomationStrategySpec, parse_object
 from app.strategy_fields import unhonoured_fields
 from tests.app import builders as b
 
+#: every check here only reads the decision (tests/app/conftest.py)
+pytestmark = pytest.mark.usefixtures("checks_only_read")
+
 WIDE = {"maxChangePercent": 100}
 
 #: Kubex's own example strategy (Automation-Strategies.md, "Example: Namespaced Strategy",

@@ -120,13 +120,13 @@ def test_unreadable_recommendation_source_keeps_its_rows_and_blocks_proactive() 
     v = b.view(*b.base_objects(), b.proactive(), good)
     broken = {**good, "data": {"recommendations.json": "{not json"}}
     v.apply(broken)
-    assert v.recommendations_reachable is False
+    assert any(s.failure for s in v.recommendation_sources())
     assert "recommendations.json is not JSON" in v.warnings[-1]
     assert v.rows_for(WorkloadRef("Deployment", "shop", "web"))["app"].requests["cpu"] == "300m"
     d = b.decide(v, b.pod())
     assert (d.outcome, d.reason) == ("blocked", "HubUnreachable")
     v.apply(good)
-    assert v.recommendations_reachable is True
+    assert not any(s.failure for s in v.recommendation_sources())
     assert b.decide(v, b.pod()).outcome == "apply"
 
 

@@ -16,6 +16,9 @@ from app import slim
 from app.decide.pod_facts import vpa_held_targets
 from tests.app import builders as b
 
+#: every check here only reads the decision (tests/app/conftest.py)
+pytestmark = pytest.mark.usefixtures("checks_only_read")
+
 WIDE = {"maxChangePercent": 100}
 #: app's requests and limits both change (the default pod: 400m/256Mi, limits 1/1Gi)
 CHANGE = {

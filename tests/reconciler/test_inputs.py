@@ -17,7 +17,7 @@ from app.admission import admit_pod, memo_counts
 from app.annotations import PAUSE_UNTIL
 from app.decide import decide_pod
 from app.decide.checks import CHECKS, Check
-from app.decide.context import Context
+from app.decide.context import PASS, Context, Result
 from app.inputs import INPUTS, OWNER_READS, PLAN_READS, Input, UndeclaredInput
 from app.owners import WorkloadRef
 from app.plans import plan_for
@@ -181,8 +181,9 @@ def test_every_input_is_read_by_a_stage() -> None:
     assert declared == set(INPUTS)
 
 
-def _reads_hpas_undeclared(ctx: Context) -> None:
+def _reads_hpas_undeclared(ctx: Context) -> Result:
     ctx.view.hpas_for(ctx.workload)
+    return PASS
 
 
 def test_a_stage_that_reads_an_undeclared_input_fails(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -19,18 +19,18 @@ def test_the_committed_reference_is_what_the_code_generates() -> None:
 
 
 def reason_literals(path: Path) -> set[str]:
-    """Reason names the decision code raises: the string argument after the outcome of
-    `Stop(outcome, reason, …)` and `PodDecision(…, outcome, reason, …)`, the second
-    argument of `block_regular(ctx, reason, …)`, and module-level NAME = "Reason"."""
+    """Reason names the decision code gives: the string argument after the outcome of
+    `PodDecision(…, outcome, reason, …)`, the first argument of a check's
+    `block(reason, …)` and `stop(reason, …)`, and module-level NAME = "Reason"."""
     tree = ast.parse(path.read_text())
     found: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
             args = [a.value if isinstance(a, ast.Constant) else None for a in node.args]
-            if node.func.id == "block_regular" and len(args) > 1:
-                found.add(args[1])
+            if node.func.id in ("block", "stop") and args:
+                found.add(args[0])
             for i, value in enumerate(args[:-1]):
-                if node.func.id in ("Stop", "PodDecision") and value in ("blocked", "skipped"):
+                if node.func.id == "PodDecision" and value in ("blocked", "skipped"):
                     found.add(args[i + 1])
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant):
             [target] = node.targets

@@ -10,7 +10,7 @@ import jsonpatch
 import pytest
 from fastapi.testclient import TestClient
 
-from app.view import ClusterView
+from app.statedir import load_view
 from tests.webhook.fakes import load_example
 from webhook.review import decode_patch
 from webhook.server import create_app
@@ -20,7 +20,7 @@ STATE = Path(__file__).resolve().parents[2] / "examples" / "admission-state"
 
 @pytest.fixture(scope="module")
 def client() -> TestClient:
-    return TestClient(create_app(ClusterView.from_state_dir(STATE)))
+    return TestClient(create_app(load_view([STATE])))
 
 
 def patched(client: TestClient, name: str) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -92,7 +92,7 @@ def test_a_third_pod_of_a_template_is_answered_from_the_memo() -> None:
     """The same answer every time; the first two decided afresh (a template is memoised
     from its second pod on), the third counted as a memo hit in /metrics (the memo is the
     library's)."""
-    view = ClusterView.from_state_dir(STATE)
+    view = load_view([STATE])
     answers = []
     with TestClient(create_app(view)) as fresh:
         for n in range(3):

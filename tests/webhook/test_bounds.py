@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 
 from app.admission import admit_pod
 from app.clock import utc_now
-from app.view import ClusterView
+from app.statedir import load_view
 from tests.webhook.fakes import EXAMPLES, load_example
 from webhook.bounds import DEFAULT_BOUNDS, over_bounds
 from webhook.server import create_app
@@ -84,7 +84,7 @@ def test_a_pod_over_the_bounds_fails_open_with_the_reason() -> None:
     review = with_containers(
         250, {"requests": {"cpu": "9" * 4000, "memory": "9" * 4000}, "limits": {}}
     )
-    view = ClusterView.from_state_dir(STOREFRONT)
+    view = load_view([STOREFRONT])
     with TestClient(create_app(view)) as client:
         answer = client.post("/mutate", content=orjson.dumps(review)).json()["response"]
         metrics = client.get("/metrics").text
@@ -116,6 +116,6 @@ def worst_bounded_pod() -> dict[str, Any]:
 def test_the_worst_bounded_pod_is_decided() -> None:
     """At the bounds the real decision still runs and answers (its cost is a figure for
     docs/webhook.md, measured outside the tests)."""
-    view = ClusterView.from_state_dir(STOREFRONT)
+    view = load_view([STOREFRONT])
     result = admit_pod(view, pod_of(worst_bounded_pod()), "shop", utc_now())
     assert result.outcome in {"apply", "blocked", "skipped"}

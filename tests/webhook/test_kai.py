@@ -14,6 +14,7 @@ import yaml
 from fastapi.testclient import TestClient
 
 from app.annotations import POD_INFO
+from app.statedir import load_view
 from app.view import ClusterView
 from webhook.review import decode_patch
 from webhook.server import create_app
@@ -61,7 +62,7 @@ def state(tmp_path: Path, kai: dict[str, Any], row: str) -> ClusterView:
         },
     }
     (tmp_path / "state.yaml").write_text(yaml.safe_dump_all([strategy, policy, deployment]))
-    return ClusterView.from_state_dir(tmp_path)
+    return load_view([tmp_path])
 
 
 def review(fraction: str) -> dict[str, Any]:

@@ -13,7 +13,7 @@ import orjson
 import pytest
 from fastapi.testclient import TestClient
 
-from app.view import ClusterView
+from app.statedir import load_view
 from tests.webhook.fakes import load_example
 from webhook.logs import MAX_IDENTIFIER, DecisionLog, identifier, render_decided
 from webhook.server import create_app
@@ -65,7 +65,7 @@ def test_one_bounded_line_without_request_values(
     review = load_example("replicaset-pod.json")
     MUTATIONS[mutation](review["request"]["object"])
     stream = io.StringIO()
-    app = create_app(ClusterView.from_state_dir(STOREFRONT), decision_log=DecisionLog(stream))
+    app = create_app(load_view([STOREFRONT]), decision_log=DecisionLog(stream))
     body = orjson.dumps(review).replace(f'"{DEEP}"'.encode(), b"[" * 600 + b"]" * 600)
     with caplog.at_level(logging.INFO), TestClient(app) as client:
         response = client.post("/mutate", content=body)
@@ -86,7 +86,7 @@ def test_one_bounded_line_without_request_values(
 def test_an_invalid_quantity_fails_open_by_name() -> None:
     review = load_example("replicaset-pod.json")
     set_cpu(f"1{SECRET}")(review["request"]["object"])
-    with TestClient(create_app(ClusterView.from_state_dir(STOREFRONT))) as client:
+    with TestClient(create_app(load_view([STOREFRONT]))) as client:
         answer = client.post("/mutate", content=orjson.dumps(review)).json()["response"]
     assert answer["warnings"] == [
         "kerf admitted the pod unchanged: a resource quantity of the pod is not a valid "

@@ -19,7 +19,7 @@ import pytest
 import yaml
 from fastapi.testclient import TestClient
 
-from app.view import ClusterView
+from app.statedir import load_view
 from kerf.cli import main
 from webhook.review import decode_patch
 from webhook.server import create_app
@@ -30,7 +30,7 @@ ADMISSION = EXAMPLES / "admission"
 
 @pytest.fixture(scope="module")
 def http() -> Iterator[TestClient]:
-    with TestClient(create_app(ClusterView.from_state_dir(EXAMPLES / "storefront"))) as client:
+    with TestClient(create_app(load_view([EXAMPLES / "storefront"]))) as client:
         yield client
 
 

@@ -13,7 +13,7 @@ import orjson
 import pytest
 
 from app.annotations import POD_INFO
-from app.view import ClusterView
+from app.statedir import load_view
 from tests.webhook.fakes import load_example
 from tests.webhook.tls_helpers import client_context, issue_into, running_server
 from webhook.review import decode_patch
@@ -25,7 +25,7 @@ STOREFRONT = Path(__file__).resolve().parents[2] / "examples" / "storefront"
 @pytest.fixture
 async def client(tmp_path: Path) -> AsyncIterator[httpx.AsyncClient]:
     issue_into(tmp_path)
-    app = create_app(ClusterView.from_state_dir(STOREFRONT))
+    app = create_app(load_view([STOREFRONT]))
     async with running_server(app, tmp_path) as server:
         context = client_context(tmp_path / "ca.crt")
         async with httpx.AsyncClient(verify=context, base_url=server.url) as http:
