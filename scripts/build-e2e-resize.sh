@@ -8,6 +8,8 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 mod="$root/devcluster/e2e"
+# shellcheck source=scripts/go-progress.sh
+source "$root/scripts/go-progress.sh"
 bin="$root/.tools/bin"
 out="$bin/e2e-resize.test"
 stamp="$bin/.e2e-resize.stamp"
@@ -47,7 +49,13 @@ for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   ldflags="$ldflags -X $pkg.gitCommit=${k8s_commit:-unknown} -X $pkg.gitTreeState=clean"
 done
 
-echo "building the e2e resize test binary from Kubernetes $k8s_version (cold: many minutes)..." >&2
+# `go test -c` names nothing it compiles: the test's dependencies are compiled first with
+# `go build -v` (same flags, so the test build finds them cached), which counts them.
+go_phase "compiling the e2e framework and the resize specs of Kubernetes $k8s_version (cold: about 1600 packages, many minutes)"
+go list -deps -test -f '{{if not .Standard}}{{if not .ForTest}}{{.ImportPath}}{{end}}{{end}}' . |
+  grep -v '^kerf\.dev/devcluster/e2e' |
+  CGO_ENABLED=0 xargs go build -v -mod=readonly -trimpath 2>&1 | go_progress compiling
+go_phase "building the e2e resize test binary"
 CGO_ENABLED=0 go test -c -vet=off -mod=readonly -trimpath -ldflags "$ldflags" -o "$out.tmp" .
 mv "$out.tmp" "$out"
 inputs_hash >"$stamp"
