@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from app.decide import PodDecision, decide_pod, pod_facts
+from app.decide import PodDecision, decide_pod, read_pod_facts
 from app.explain import path_for
 from app.owners import WorkloadRef
 from app.plans import guardrails
@@ -288,7 +288,7 @@ def workload_totals(view: ClusterView, workload: Workload, now: datetime) -> Wor
         if not _live(pod):
             continue
         pods += 1
-        _, current, _ = pod_facts(view, pod)
+        _, current, _ = read_pod_facts(view, pod)
         decision = decide_pod(view, pod, now=now, path=path_for(pod, None))
         wanted = False
         for name, one in container_totals(workload, current, decision):

@@ -28,7 +28,7 @@ from app.decide.pod_facts import (
     oom_killed_since,
     paused_by,
     pod_containers,
-    pod_facts,
+    read_pod_facts,
     skipped_containers,
     workload_for,
 )
@@ -62,7 +62,7 @@ __all__ = [
     "jvm_heap_bytes",
     "oom_killed_since",
     "paused_by",
-    "pod_facts",
+    "read_pod_facts",
     "pod_gate",
     "skipped_containers",
     "workload_for",
@@ -110,7 +110,7 @@ def _decide_pod(
     namespace = str(meta.get("namespace") or "default")
     name = str(meta.get("name") or meta.get("generateName") or "")
     if known is None:
-        containers, current, owner = pod_facts(view, pod)
+        containers, current, owner = read_pod_facts(view, pod)
         workload = workload_for(view, pod, owner)
     else:
         containers, current = pod_containers(view, pod)

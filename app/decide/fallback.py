@@ -9,7 +9,7 @@ from typing import Any
 from app.decide.checks import FALLBACK_CHECKS
 from app.decide.context import FallbackCase
 from app.decide.plan_facts import facts_for
-from app.decide.pod_facts import pod_facts, workload_for
+from app.decide.pod_facts import read_pod_facts, workload_for
 from app.decide.results import PodDecision
 from app.plans import guardrails, plan_for
 from app.view import ClusterView
@@ -28,7 +28,7 @@ def decide_fallback(
     meta = pod.get("metadata") or {}
     namespace = str(meta.get("namespace") or "default")
     name = str(meta.get("name") or "")
-    containers, current, owner = pod_facts(view, pod)
+    containers, current, owner = read_pod_facts(view, pod)
     workload = workload_for(view, pod, owner)
     if workload is None:
         return PodDecision(namespace, name, owner, "skipped", "Unmanaged", "no owner")

@@ -34,7 +34,7 @@ _HEAP_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
 PodFacts = tuple[dict[str, ContainerDict], dict[str, Resources], WorkloadRef | None]
 
 
-def pod_facts(view: ClusterView, pod: Mapping[str, Any]) -> PodFacts:
+def read_pod_facts(view: ClusterView, pod: Mapping[str, Any]) -> PodFacts:
     """The containers kerf sizes, their parsed resources and the owner of a pod, in one
     lookup: kept per pod object of the view (shared: callers copy before they change
     anything), worked out afresh for a pod the view does not hold."""
@@ -45,7 +45,7 @@ def pod_facts(view: ClusterView, pod: Mapping[str, Any]) -> PodFacts:
 def pod_containers(
     view: ClusterView, pod: Mapping[str, Any]
 ) -> tuple[dict[str, ContainerDict], dict[str, Resources]]:
-    """The containers kerf sizes and their parsed resources (`pod_facts` without the
+    """The containers kerf sizes and their parsed resources (`read_pod_facts` without the
     owner, for a caller that has resolved it), kept by the view's decision caches for the
     pod objects the view holds."""
     meta = pod.get("metadata") or {}

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from app import decision_cache
-from app.decide import pod_facts
+from app.decide import read_pod_facts
 from app.decision_cache import ADMISSIONS, NEVER, DecisionCaches
 from app.inputs import admission_versions
 from app.owners import WorkloadRef
@@ -204,7 +204,7 @@ def test_the_view_moves_the_admission_versions_when_the_namespace_or_an_hpa_chan
 def test_the_view_drops_a_pods_parse_when_the_pod_changes() -> None:
     v = web_view()
     pod = v.pod(b.NS, "web-7d4b9-aaaaa")
-    pod_facts(v, pod)
+    read_pod_facts(v, pod)
     assert v.caches.parsed_keys() == [(b.NS, "web-7d4b9-aaaaa")]
     v.apply(b.pod(phase="Pending"))
     assert v.caches.parsed_keys() == []
