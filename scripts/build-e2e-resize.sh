@@ -52,7 +52,7 @@ done
 # `go test -c` names nothing it compiles: the test's dependencies are compiled first with
 # `go build -v` (same flags, so the test build finds them cached), which counts them.
 go_phase "compiling the e2e framework and the resize specs of Kubernetes $k8s_version (cold: about 1600 packages, many minutes)"
-go list -deps -test -f '{{if not .Standard}}{{if not .ForTest}}{{.ImportPath}}{{end}}{{end}}' . |
+CGO_ENABLED=0 go list -deps -test -f '{{if not .Standard}}{{if not .ForTest}}{{.ImportPath}}{{end}}{{end}}' . |
   grep -v '^kerf\.dev/devcluster/e2e' |
   CGO_ENABLED=0 xargs go build -v -mod=readonly -trimpath 2>&1 | go_progress compiling
 go_phase "building the e2e resize test binary"
