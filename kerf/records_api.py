@@ -16,12 +16,12 @@ from kubernetes_asyncio import client, config, watch
 from app.firstsync import quiet_for_one_shot
 from app.informer import api_client_from_config
 from app.models import API_GROUP
+from app.patch_types import PatchType
 from app.reachability import describe, format_seconds, server_of
 from app.snapshot import SnapshotError
 
 VERSION = "v1alpha1"
 PLURAL = "rightsizingrecommendations"
-MERGE_PATCH = "application/merge-patch+json"
 #: kubectl's short names of the workload kinds kerf manages
 KIND_ALIASES = {
     "deploy": "deployment",
@@ -136,7 +136,7 @@ class Records:
             PLURAL,
             name,
             {"metadata": {"annotations": annotations}},
-            _content_type=MERGE_PATCH,  # type: ignore[call-arg]  # missing from the stub
+            _content_type=PatchType.MERGE.value,  # type: ignore[call-arg]  # missing from the stub
         )
         await self._call(f"annotating {PLURAL} {namespace}/{name}", patch)
 

@@ -18,6 +18,7 @@ from kubernetes_asyncio import client
 from app.informer import ApiStatusError
 from app.leader import Fence
 from app.owners import WorkloadRef
+from app.patch_types import PatchType
 from app.recommendations import DATA_KEY, SOURCE_LABEL
 from app.recommender_rows import (
     CONFIGMAP_NAME,
@@ -33,7 +34,6 @@ from recommender.metrics import RecommenderMetrics
 
 logger = logging.getLogger("kerf.recommender")
 
-MERGE_PATCH = "application/merge-patch+json"
 #: An unchanged recommendation is rewritten once a day, so its analysis time stays fresh.
 REFRESH_AFTER = timedelta(hours=24)
 WriteResult = Literal["created", "patched", "unchanged", "error"]
@@ -126,7 +126,7 @@ async def write_plan(
         return "created"
     patch = {"metadata": {"labels": body["metadata"]["labels"]}, "data": body["data"]}
     path = _path(plan.namespace)
-    await transport.request("patch", "configmaps", "PATCH", path, patch, MERGE_PATCH)
+    await transport.request("patch", "configmaps", "PATCH", path, patch, PatchType.MERGE)
     return "patched"
 
 

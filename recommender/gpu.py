@@ -50,6 +50,7 @@ from app.gpu_reactive import (
 from app.informer import ApiStatusError
 from app.leader import Fence
 from app.models import API_VERSION, GpuReactivePolicy, GpuStatus, plural
+from app.patch_types import PatchType
 from app.records import record_name
 from app.transport import ApiTransport
 from app.view import ClusterView
@@ -58,8 +59,6 @@ from recommender.metrics import RecommenderMetrics
 from recommender.prometheus import AnswerError, PrometheusApi, Unreachable
 
 logger = logging.getLogger("kerf.recommender.gpu")
-
-MERGE_PATCH = "application/merge-patch+json"
 
 
 @dataclass(frozen=True, slots=True)
@@ -266,7 +265,7 @@ class GpuReactor:
                 method,
                 path,
                 body,
-                MERGE_PATCH if method == "PATCH" else "application/json",
+                PatchType.MERGE if method == "PATCH" else "application/json",
             )
         except (ApiStatusError, aiohttp.ClientError, TimeoutError, OSError) as exc:
             if isinstance(exc, ApiStatusError) and exc.code == 409 and method == "POST":

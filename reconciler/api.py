@@ -16,11 +16,10 @@ from kubernetes_asyncio import client
 from app.informer import ApiStatusError
 from app.leader import Answered, Fence
 from app.models import API_VERSION, plural
+from app.patch_types import PatchType
 from app.transport import JSON, ApiTransport
 from reconciler.metrics import ReconcilerMetrics
 
-MERGE_PATCH = "application/merge-patch+json"
-STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 EvictResult = Literal["evicted", "refused", "gone"]
 
 
@@ -114,14 +113,14 @@ class ApiWriter:
         kind = str(obj.get("kind"))
         path = object_path(str(obj.get("apiVersion")), kind, meta["namespace"], meta["name"])
         body = {"metadata": {"annotations": dict(patch)}}
-        return await self._send("patch", plural(kind), "PATCH", path, body, MERGE_PATCH)
+        return await self._send("patch", plural(kind), "PATCH", path, body, PatchType.MERGE)
 
     async def resize(self, pod: Mapping[str, Any], containers: Mapping[str, Any]) -> None:
         """Patch `pods/resize` (strategic merge) with the changed containers' resources."""
         meta = pod["metadata"]
         path = object_path("v1", "Pod", meta["namespace"], meta["name"]) + "/resize"
         body = resize_body(pod, containers)
-        await self._send("patch", "pods/resize", "PATCH", path, body, STRATEGIC_MERGE_PATCH)
+        await self._send("patch", "pods/resize", "PATCH", path, body, PatchType.STRATEGIC_MERGE)
 
     async def evict(self, pod: Mapping[str, Any]) -> EvictResult:
         """The Eviction API: the server honours PDBs; 429 means "not now" (refused)."""
@@ -168,7 +167,7 @@ class ApiWriter:
         path = object_path(API_VERSION, kind, namespace, name) + "/status"
         resource = f"{plural(kind)}/status"
         body = {"status": patch}
-        return await self._send("patch", resource, "PATCH", path, body, MERGE_PATCH)
+        return await self._send("patch", resource, "PATCH", path, body, PatchType.MERGE)
 
     async def create_event(self, body: Mapping[str, Any]) -> None:
         """Create a core v1 Event; one of that name there already was told before (its
