@@ -11,7 +11,6 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any, Literal
 
-from app.annotations import encode_fixed, encode_owned, fixed_key, policy_key
 from app.durations import parse_duration
 from app.enablement import GPU
 from app.gpu_reactive import (
@@ -32,7 +31,7 @@ from app.gpu_reactive import (
 from app.models import GpuPrometheusMetric, GpuReactivePolicy, GpuStatus, KerfResource
 from app.prometheus_query import Sample
 from app.quantities import GPU_FRACTION
-from app.sync import policy_matches, policy_rank
+from app.sync import policy_annotation, policy_matches, policy_rank
 from app.workloads import Workload, target_containers
 
 GPU_KINDS = ("GpuReactivePolicy", "ClusterGpuReactivePolicy")
@@ -242,28 +241,10 @@ def annotation_patch(
     keys whose text changes are in the patch."""
     patch: dict[str, str | None] = {}
     resource = GPU_FRACTION if kai else GPU
+    containers = {c: {resource: v} for c, v in sorted(values.items())}
     for fld in ("requests", "limits"):
-        if multi_policy:
-            key = policy_key(
-                policy.kind, policy.metadata.namespace or "", policy.metadata.name, fld
-            )
-        else:
-            key = fixed_key(policy.kind, fld)
-        containers = {c: {resource: v} for c, v in sorted(values.items())}
-        text: str | None
-        if remove or not containers or (kai and fld == "limits"):
-            text = None
-        elif multi_policy:
-            text = encode_owned(
-                kind=policy.kind,
-                namespace=policy.metadata.namespace or "",
-                name=policy.metadata.name,
-                generation=policy.metadata.generation,
-                created_at=policy.metadata.creation_timestamp,
-                containers=containers,
-            )
-        else:
-            text = encode_fixed(containers)
+        key, encoded = policy_annotation(policy, fld, containers, multi_policy)
+        text = None if remove or not containers or (kai and fld == "limits") else encoded
         if workload.annotations.get(key) != text:
             patch[key] = text
     return patch

@@ -167,25 +167,34 @@ def _publish(
     values: dict[str, dict[str, dict[str, str]]],
     multi_policy: bool,
 ) -> None:
-    kind = policy.kind
     for fld, containers in values.items():
         if not containers:
             continue
-        if multi_policy:
-            key = policy_key(kind, policy.metadata.namespace or "", policy.metadata.name, fld)
-            text = encode_owned(
-                kind=kind,
-                namespace=policy.metadata.namespace or "",
-                name=policy.metadata.name,
-                generation=policy.metadata.generation,
-                created_at=policy.metadata.creation_timestamp,
-                containers=containers,
-            )
-        else:
-            key = fixed_key(kind, fld)
-            text = encode_fixed(containers)
+        key, text = policy_annotation(policy, fld, containers, multi_policy)
         result.annotations[key] = text
         result.sources[key] = policy
+
+
+def policy_annotation(
+    policy: KerfResource,
+    fld: str,
+    containers: dict[str, dict[str, str]],
+    multi_policy: bool,
+) -> tuple[str, str]:
+    """The annotation (key, text) that carries a policy's values of one field to the
+    selection: under the policy's own key with its identity when policies may share a
+    kind (`multi_policy`), else under the kind's fixed key."""
+    if not multi_policy:
+        return fixed_key(policy.kind, fld), encode_fixed(containers)
+    namespace = policy.metadata.namespace or ""
+    return policy_key(policy.kind, namespace, policy.metadata.name, fld), encode_owned(
+        kind=policy.kind,
+        namespace=namespace,
+        name=policy.metadata.name,
+        generation=policy.metadata.generation,
+        created_at=policy.metadata.creation_timestamp,
+        containers=containers,
+    )
 
 
 def sync_workload(
