@@ -14,17 +14,16 @@ from setuptools import Extension, setup
 
 #: What every fresh admission answer runs through: the decision stages and the rules and
 #: quantities they apply, the admission memo around them, then the webhook's request
-#: checks, patch, answer and log line. Left out (docs/decisions.md says more): app/view.py,
-#: which interpreted code subclasses; app/slim.py, which stores a frozenset where pydantic
-#: declares a set; app/decision_cache.py, whose generic slotted dataclass fails at import.
+#: checks, patch, answer and log line. Left out (docs/decisions.md says more): app/store/view.py,
+#: which interpreted code subclasses; app/store/slim.py, which stores a frozenset where pydantic
+#: declares a set; app/store/decision_cache.py, whose generic slotted dataclass fails at import.
 COMPILED = [
     "app/decide/",
-    "app/guardrails.py",
-    "app/quantities.py",
-    "app/admission.py",
-    "app/workloads.py",
-    "app/enablement.py",
-    "app/owners.py",
+    "app/policy/guardrails.py",
+    "app/model/quantities.py",
+    "app/model/workloads.py",
+    "app/policy/enablement.py",
+    "app/model/owners.py",
     "webhook/review.py",
     "webhook/bounds.py",
     "webhook/limits.py",

@@ -22,7 +22,7 @@ from typing import Any
 
 import orjson
 
-from app.recommendations import SOURCE_LABEL
+from app.model.recommendations import SOURCE_LABEL
 
 #: Room under the API server's 1 MiB (1,048,576 bytes) for a ConfigMap's data.
 CONFIGMAP_BYTES = 900_000

@@ -20,10 +20,10 @@ from typing import Any
 
 import orjson
 
-from app.apitime import rfc3339
 from app.decide import decide_pod
-from app.models import parse_object
-from app.view import ClusterView
+from app.model.apitime import rfc3339
+from app.model.crd import parse_object
+from app.store.view import ClusterView
 from benchmarks.figures import add_size_arguments, peak_rss_mib, write_figures
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)

@@ -34,9 +34,9 @@ def decision_build() -> str:
     """Which build of the admission path this process imports: "compiled" (mypyc,
     setup.py; what `make bench-webhook` and `make bench-instructions` run) or "pure". A
     server or counted child the bench starts inherits its import path, so loads the same."""
-    import app.quantities
+    import app.model.quantities
 
-    return "compiled" if (app.quantities.__file__ or "").endswith(".so") else "pure"
+    return "compiled" if (app.model.quantities.__file__ or "").endswith(".so") else "pure"
 
 
 def write_figures(out: Path, figures: Mapping[str, Any]) -> None:

@@ -77,7 +77,7 @@ def run_loads(args: argparse.Namespace) -> dict[str, Any]:
     """Build the view and the app, warm them up, then run the four loads, each inside its
     own C function; returns what the loads answered, to check that each measured what it
     claims."""
-    from app.admission import memo_counts
+    from app.decide.admission import memo_counts
     from benchmarks.explain import NOW
     from benchmarks.noop import with_noop
     from benchmarks.webhook import build_bodies, build_view

@@ -217,7 +217,7 @@ async def _quiet(service: Any) -> float:
 
 def _resizing(view: Any) -> bool:
     """A pod's spec asks for other resources than the kubelet reports it runs."""
-    from app.podstate import resources_running
+    from app.policy.podstate import resources_running
 
     return not all(resources_running(pod) for pod in view.pods())
 
@@ -238,8 +238,8 @@ def measure(
     the API, whose CPU each phase reports."""
     if cpus:
         os.sched_setaffinity(0, cpus)
-    from app.informer import api_client_from_config
-    from app.jsonlog import configure_logging
+    from app.kube.informer import api_client_from_config
+    from app.runtime.jsonlog import configure_logging
 
     configure_logging("warning")  # leadership changes and failed passes, on stderr
     from reconciler.execution import ExecutionConfig

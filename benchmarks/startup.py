@@ -6,7 +6,7 @@ kubesim, in its own process pinned to one CPU, serves the generated cluster of
 fields a real API server and kubelet fill in, so list responses are as large as a real
 cluster's. A fresh interpreter, pinned to the other CPU, then does what `kerf webhook`
 does without `--state-dir`: a `ClusterFeed` over `WEBHOOK_RESOURCES` lists and watches
-every resource until the view is synced, then the heap is frozen (`app.heap`).
+every resource until the view is synced, then the heap is frozen (`app.runtime.heap`).
 
 Reported: wall time from the first list to the synced view (the final freeze included,
 and also shown alone), CPU seconds and
@@ -243,9 +243,9 @@ def serve_cluster(args: Mapping[str, Any], ready: Any, stop: Any) -> None:
 
 def measure_sync(kubeconfig: str, page_size: int | None, out: Any) -> None:
     """The client process: list and watch into a view until synced, freeze, report."""
-    from app.heap import freeze_loaded_state, freeze_page
-    from app.informer import WEBHOOK_RESOURCES, ClusterFeed, api_client_from_config
-    from app.view import ClusterView
+    from app.kube.informer import WEBHOOK_RESOURCES, ClusterFeed, api_client_from_config
+    from app.runtime.heap import freeze_loaded_state, freeze_page
+    from app.store.view import ClusterView
 
     usage_start = resource.getrusage(resource.RUSAGE_SELF)
 

@@ -20,8 +20,8 @@ from typing import Any
 import orjson
 import yaml
 
-from app.statedir import load_view
-from app.yamlload import LOADER
+from app.store.statedir import load_view
+from app.store.yamlload import LOADER
 from benchmarks.explain import documents
 from benchmarks.figures import add_size_arguments, peak_rss_mib, write_figures
 

@@ -14,7 +14,7 @@ The AdmissionReview bodies are ReplicaSet-owned pods of `--bodies` generated Dep
 - one template: one body (a pod that gets a patch) sent again and again, so that every
   answer after the second comes from the admission memo;
 - more templates than the memo keeps: wrk cycles through every body, more than
-  `app.decision_cache.MEMO_TOTAL`, so that every answer is a fresh decision.
+  `app.store.decision_cache.MEMO_TOTAL`, so that every answer is a fresh decision.
 
 The phases, with the same bodies for /mutate and the no-ops:
 
@@ -169,7 +169,7 @@ end
 
 def build_view(args: argparse.Namespace) -> tuple[Any, list[Mapping[str, Any]]]:
     """The generated view (no pods: admission decides new ones) and its Deployments."""
-    from app.view import ClusterView
+    from app.store.view import ClusterView
     from benchmarks.explain import NOW, generate
 
     view = ClusterView()
@@ -248,10 +248,10 @@ def build_bodies(deployments: Sequence[Mapping[str, Any]], count: int) -> list[b
 
 
 def precomputed_admit(view: Any, bodies: Sequence[bytes]) -> Callable[..., Any]:
-    """An `admit` answering each bench pod with the decision `app.admission` made for it
+    """An `admit` answering each bench pod with the decision `app.decide.admission` made for it
     before the load: with it the benchmark measures everything /mutate does except
     deciding (`--precomputed-decisions`), the floor under the /mutate-to-/noop ratio."""
-    from app.admission import admit_pod
+    from app.decide.admission import admit_pod
     from benchmarks.explain import NOW
 
     answers = {}
@@ -268,8 +268,8 @@ def precomputed_admit(view: Any, bodies: Sequence[bytes]) -> Callable[..., Any]:
 
 
 def without_memo() -> Callable[..., Any]:
-    """`app.admission.admit_pod` deciding every pod afresh (`--no-memo`)."""
-    from app.admission import admit_pod
+    """`app.decide.admission.admit_pod` deciding every pod afresh (`--no-memo`)."""
+    from app.decide.admission import admit_pod
 
     return functools.partial(admit_pod, memo=False)
 
@@ -284,7 +284,7 @@ def _serve_child(
     admit: Callable[..., Any] | None,
 ) -> None:
     """The server process: one core, the real app, uvicorn over TLS, logs to a file."""
-    from app.heap import freeze_for_admission
+    from app.runtime.heap import freeze_for_admission
     from benchmarks.explain import NOW
     from benchmarks.noop import with_noop
     from webhook.logs import DecisionLog, configure_logging
@@ -395,8 +395,8 @@ def _serve_cluster_child(
     """The server process of `--from-cluster`: `serve_cluster`, the production wiring
     without `--state-dir`, over a view the informers fill from kubesim. On exit it
     writes the collector's pauses since the sync next to its log (`gc.json`)."""
-    from app.informer import api_client_from_config
-    from app.view import ClusterView
+    from app.kube.informer import api_client_from_config
+    from app.store.view import ClusterView
     from benchmarks.explain import NOW
     from benchmarks.noop import with_noop
     from webhook.logs import DecisionLog, configure_logging

@@ -17,13 +17,13 @@ import orjson
 import yaml
 from kubernetes_asyncio import client
 
-from app.annotations import POD_INFO, ROLLBACK_STATE
-from app.humanize import ARROW, change, changes, ordered, quantity, wrap
-from app.models import plural
-from app.report import Prices, build_report
-from app.report_table import TABLE_WIDTH, render_table, table_rows
-from app.snapshot import snapshot_view
-from app.statedir import relative_times
+from app.kube.snapshot import snapshot_view
+from app.model.annotations import POD_INFO, ROLLBACK_STATE
+from app.model.crd import plural
+from app.outcome.report import Prices, build_report
+from app.store.statedir import relative_times
+from kerf.humanize import ARROW, change, changes, ordered, quantity, wrap
+from kerf.report_table import TABLE_WIDTH, render_table, table_rows
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "demo" / "storefront.yaml"

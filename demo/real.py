@@ -32,10 +32,9 @@ from typing import IO, Any
 
 from kubernetes_asyncio import client
 
-from app.clock import utc_now
-from app.humanize import quantity
-from app.informer import api_client_from_config
-from app.quantities import to_millicores
+from app.kube.informer import api_client_from_config
+from app.model.quantities import to_millicores
+from app.runtime.clock import utc_now
 from demo.narration import (
     POLICY_KINDS,
     ROLLBACK,
@@ -60,6 +59,7 @@ from harness.errors import HarnessError
 from harness.kubectl import Kubectl
 from harness.loadimage import cgroup_values, runnable
 from harness.services import Kerf, running_kerf
+from kerf.humanize import quantity
 from kubesim.fault_annotations import OOM_KILL, RESIZE
 from kubesim.usage import USAGE
 

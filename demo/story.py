@@ -15,8 +15,8 @@ from typing import IO, Any
 import yaml
 from kubernetes_asyncio import client
 
-from app.jsonlog import configure_logging
-from app.leadertimings import LeaderTimings
+from app.kube.leadertimings import LeaderTimings
+from app.runtime.jsonlog import configure_logging
 from demo.narration import (
     POLICY_KINDS,
     ROLLBACK,

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from app.quantities import to_bytes, to_millicores
+from app.model.quantities import to_bytes, to_millicores
 from devcluster import certs, kubeconfig
 from devcluster.host import RECORDS, HostState, Record, restore, start_time, sweep
 from devcluster.images import PAUSE_IMAGE, import_images

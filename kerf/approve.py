@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from app.apitimeout import add_api_timeout_argument
+from app.kube.apitimeout import add_api_timeout_argument
 
 
 def add_approve_command(sub: argparse._SubParsersAction) -> None:
@@ -62,8 +62,8 @@ async def _approve(args: argparse.Namespace) -> int:
 
 
 def _list_awaiting(items: list[dict[str, Any]]) -> int:
-    from app.record_summary import approval, workload_of
-    from app.report_table import render_table
+    from app.policy.record_summary import approval, workload_of
+    from kerf.report_table import render_table
 
     rows = []
     for record in items:
@@ -92,9 +92,9 @@ def _list_awaiting(items: list[dict[str, Any]]) -> int:
 
 
 async def _approve_one(records: Any, args: argparse.Namespace) -> int:
-    from app.annotations import APPROVE, APPROVE_TARGET
-    from app.clock import utc_now
-    from app.record_summary import status_time, when, workload_of
+    from app.model.annotations import APPROVE, APPROVE_TARGET
+    from app.policy.record_summary import status_time, when, workload_of
+    from app.runtime.clock import utc_now
     from kerf.records_api import default_namespace, record_name_of
 
     namespace = args.namespace or default_namespace(args.kubeconfig)
@@ -153,6 +153,6 @@ async def _approve_one(records: Any, args: argparse.Namespace) -> int:
 def _change(current: dict[str, Any], values: dict[str, Any] | None) -> str:
     """Every container, current → as `values` sets it (a container it leaves keeps its
     values)."""
-    from app.record_summary import per_container, target_values
+    from app.policy.record_summary import per_container, target_values
 
     return "; ".join(per_container(current, target_values(current, (), values)))

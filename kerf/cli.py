@@ -18,14 +18,14 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from app.apitimeout import add_api_timeout_argument
-from app.cleanup import CleanupInputError, annotate_commands
-from app.clock import utc_now
-from app.completion import SHELLS, completion_script
-from app.kubexflags import add_kubex_argument, kubex_source
+from app.kube.apitimeout import add_api_timeout_argument
+from app.kube.kubexflags import add_kubex_argument, kubex_source
+from app.runtime.clock import utc_now
+from kerf.cleanup import CleanupInputError, annotate_commands
+from kerf.completion import SHELLS, completion_script
 
 if TYPE_CHECKING:
-    from app.report import Prices, Report
+    from app.outcome.report import Prices, Report
 
 
 def _now(text: str | None) -> datetime:
@@ -45,18 +45,18 @@ def explain_command(args: argparse.Namespace) -> int:
     cluster, or of one namespace or workload."""
     # The decisions and the models load in the commands that decide: not for --help,
     # completion or cleanup.
-    from app.explain import Selection, explain, render_text
+    from app.outcome.explain import Selection, explain, render_text
 
     selection = Selection.parse(args.namespace, args.workload)
     now = _now(args.now)
     kubex = kubex_source(args.kubex_recommendations, "kerf-system")
     if args.kubeconfig:
         # The cluster client loads only when a cluster is listed.
-        from app.snapshot import cluster_snapshot
+        from app.kube.snapshot import cluster_snapshot
 
         view = cluster_snapshot(args.kubeconfig, args.api_timeout, kubex)
     else:
-        from app.statedir import load_view
+        from app.store.statedir import load_view
 
         view = load_view(args.file, kubex_source=kubex, now=now)
     result = explain(view, now=now, forced=args.for_, selection=selection)
@@ -83,8 +83,8 @@ def _price(flag: str, text: str | None) -> float:
 
 def report_command(args: argparse.Namespace) -> int:
     """`kerf report`: requests now, recommended and applied, reclaimable, monthly cost."""
-    from app.report import Prices, build_report, report_json
-    from app.statedir import load_view
+    from app.outcome.report import Prices, build_report, report_json
+    from app.store.statedir import load_view
 
     prices = None
     if args.cpu_price is not None or args.memory_price is not None:
@@ -96,7 +96,7 @@ def report_command(args: argparse.Namespace) -> int:
     now = _now(args.now)
     if args.kubeconfig:
         # The cluster client loads only when a cluster is listed.
-        from app.snapshot import cluster_snapshot
+        from app.kube.snapshot import cluster_snapshot
 
         view = cluster_snapshot(args.kubeconfig, args.api_timeout)
     else:
@@ -106,7 +106,7 @@ def report_command(args: argparse.Namespace) -> int:
         body = orjson.dumps(report_json(report, prices), option=orjson.OPT_INDENT_2)
         sys.stdout.write(body.decode() + "\n")
     elif args.output == "html":
-        from app.report_html import render_html
+        from kerf.report_html import render_html
 
         sys.stdout.write(render_html(report, prices, now=now))
     else:
@@ -117,7 +117,7 @@ def report_command(args: argparse.Namespace) -> int:
 
 
 def _report_text(output: str, report: Report, prices: Prices | None) -> str:
-    from app.report_table import (
+    from kerf.report_table import (
         TABLE_WIDTH,
         csv_rows,
         render_markdown,
@@ -328,7 +328,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cleanup_command(args: argparse.Namespace) -> int:
-    """`kerf cleanup`: print the commands that remove kerf's annotations (see app.cleanup)."""
+    """`kerf cleanup`: print the commands that remove kerf's annotations (see kerf.cleanup)."""
     try:
         listing = orjson.loads(sys.stdin.buffer.read())
         if not isinstance(listing, dict):
@@ -408,10 +408,10 @@ def _user_errors() -> tuple[type[Exception], ...]:
     """The errors of a user's input, said in one line. Evaluated only once an exception is
     raised: they come with the models and the cluster client, which most commands never
     load."""
-    from app.explain import SelectionError
-    from app.models import InvalidObject
-    from app.snapshot import SnapshotError
-    from app.statedir import LoadError
+    from app.kube.snapshot import SnapshotError
+    from app.model.crd import InvalidObject
+    from app.outcome.explain import SelectionError
+    from app.store.statedir import LoadError
 
     return (LoadError, InvalidObject, SnapshotError, SelectionError, argparse.ArgumentTypeError)
 

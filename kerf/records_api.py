@@ -13,12 +13,12 @@ from typing import Any, TypeVar
 import aiohttp
 from kubernetes_asyncio import client, config, watch
 
-from app.firstsync import quiet_for_one_shot
-from app.informer import api_client_from_config
-from app.models import API_GROUP
-from app.patch_types import PatchType
-from app.reachability import describe, format_seconds, server_of
-from app.snapshot import SnapshotError
+from app.kube.firstsync import quiet_for_one_shot
+from app.kube.informer import api_client_from_config
+from app.kube.reachability import describe, format_seconds, server_of
+from app.kube.snapshot import SnapshotError
+from app.model.crd import API_GROUP
+from app.model.patch_types import PatchType
 
 VERSION = "v1alpha1"
 PLURAL = "rightsizingrecommendations"

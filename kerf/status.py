@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from app.apitimeout import add_api_timeout_argument
+from app.kube.apitimeout import add_api_timeout_argument
 
 HEADER = ["NAMESPACE", "WORKLOAD", "PHASE", "REASON", "CURRENT → TARGET", "NEXT"]
 
@@ -48,10 +48,10 @@ def status_command(args: argparse.Namespace) -> int:
 
 
 async def _status(args: argparse.Namespace) -> int:
-    from app.clock import utc_now
-    from app.record_summary import status_line
-    from app.report_table import render_table
+    from app.policy.record_summary import status_line
+    from app.runtime.clock import utc_now
     from kerf.records_api import Records
+    from kerf.report_table import render_table
 
     async with Records.connect(args.kubeconfig, args.api_timeout) as records:
         items, version = await records.list(args.namespace)

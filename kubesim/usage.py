@@ -36,7 +36,7 @@ from kubesim.store import Obj
 log = logging.getLogger(__name__)
 
 USAGE = "kubesim.kerf.dev/usage"
-#: Where kerf reads a container's CPU throttling ratio (app.rollback_health.CPU_THROTTLING).
+#: Where kerf reads a container's CPU throttling ratio (app.policy.rollback_health.CPU_THROTTLING).
 CPU_THROTTLING = "rightsizing.kubex.ai/cpu-throttling"
 #: How long a container over its memory limit runs before the kernel kills it.
 OOM_AFTER = timedelta(seconds=5)

@@ -9,19 +9,19 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
 
-from app.owners import WorkloadRef
-from app.prometheus_query import MAX_POINTS_PER_SERIES, AnswerError, Queries
-from app.recommender_inputs import Answers, usage_for
-from app.recommender_policy import rules_for
-from app.recommender_rows import Row, row
-from app.recommender_rules import (
+from app.model.owners import WorkloadRef
+from app.recommend.inputs import Answers, usage_for
+from app.recommend.policy import rules_for
+from app.recommend.prometheus_query import MAX_POINTS_PER_SERIES, AnswerError, Queries
+from app.recommend.rows import Row, row
+from app.recommend.rules import (
     Refusal,
     RuleSettings,
     Window,
     recommend_workload,
     workload_confidence,
 )
-from app.view import ClusterView
+from app.store.view import ClusterView
 from recommender.metrics import RecommenderMetrics
 from recommender.prometheus import PrometheusApi, Unreachable
 

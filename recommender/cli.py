@@ -10,13 +10,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from app.apitimeout import add_api_timeout_argument
-from app.durations import DurationError, parse_flag_duration
-from app.jsonlog import configure_logging
-from app.leaderflags import add_leader_arguments, leader_timings
-from app.prometheus_query import Queries
-from app.quantities import QuantityError, parse_resource
-from app.recommender_rules import RuleSettings
+from app.kube.apitimeout import add_api_timeout_argument
+from app.kube.leaderflags import add_leader_arguments, leader_timings
+from app.model.durations import DurationError, parse_flag_duration
+from app.model.quantities import QuantityError, parse_resource
+from app.recommend.prometheus_query import Queries
+from app.recommend.rules import RuleSettings
+from app.runtime.jsonlog import configure_logging
 from recommender.defaults import DEFAULT_METRICS_PORT
 
 if TYPE_CHECKING:
@@ -284,7 +284,7 @@ def recommend_command(args: argparse.Namespace) -> int:
     # The recommender and its clients load only for the command that runs them.
     from kubernetes_asyncio.config import ConfigException
 
-    from app.firstsync import ApiUnavailable
+    from app.kube.firstsync import ApiUnavailable
     from recommender.main import Options, run_recommender, run_state_dir
 
     settings = _settings(args)

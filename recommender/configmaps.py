@@ -15,12 +15,13 @@ from typing import Any, Literal
 import aiohttp
 from kubernetes_asyncio import client
 
-from app.informer import ApiStatusError
-from app.leader import Fence
-from app.owners import WorkloadRef
-from app.patch_types import PatchType
-from app.recommendations import DATA_KEY, SOURCE_LABEL
-from app.recommender_rows import (
+from app.kube.errors import ApiStatusError
+from app.kube.leader import Fence
+from app.kube.transport import ApiTransport
+from app.model.owners import WorkloadRef
+from app.model.patch_types import PatchType
+from app.model.recommendations import DATA_KEY, SOURCE_LABEL
+from app.recommend.rows import (
     CONFIGMAP_NAME,
     Row,
     changed,
@@ -28,7 +29,6 @@ from app.recommender_rows import (
     existing_rows,
     merged_rows,
 )
-from app.transport import ApiTransport
 from recommender.analyze import Analysis
 from recommender.metrics import RecommenderMetrics
 

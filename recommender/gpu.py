@@ -1,6 +1,6 @@
 """GpuReactivePolicies carried out (docs/gpu.md): every `gpuReactiveCheckInterval`, the
 recommender's leader asks Prometheus for each matched workload's GPU signals, decides
-(app/gpu_reactive.py) and writes the result where the rest of kerf reads it: the
+(app/recommend/gpu_reactive.py) and writes the result where the rest of kerf reads it: the
 `gpu` block of the workload's RightsizingRecommendation status (baseline, recommendation,
 driving metric, reason) and the GPU reactive annotation the selection reads, whose value
 the reconciler applies through eviction and the webhook like any other.
@@ -20,9 +20,15 @@ from typing import Any
 import aiohttp
 from kubernetes_asyncio import client
 
-from app.clock import utc_now
-from app.durations import parse_duration
-from app.gpu_inputs import (
+from app.kube.errors import ApiStatusError
+from app.kube.leader import Fence
+from app.kube.transport import ApiTransport
+from app.model.crd import API_VERSION, GpuReactivePolicy, GpuStatus, plural
+from app.model.durations import parse_duration
+from app.model.patch_types import PatchType
+from app.model.records import record_name
+from app.model.workloads import Workload
+from app.recommend.gpu_inputs import (
     PROMETHEUS_UNAVAILABLE,
     QUERY_REFUSED,
     annotation_patch,
@@ -38,7 +44,7 @@ from app.gpu_inputs import (
     status_of,
     usage_query,
 )
-from app.gpu_reactive import (
+from app.recommend.gpu_reactive import (
     AT_BASELINE,
     SERIES_MISSING,
     SIGNALS,
@@ -47,14 +53,8 @@ from app.gpu_reactive import (
     SignalSamples,
     evaluate,
 )
-from app.informer import ApiStatusError
-from app.leader import Fence
-from app.models import API_VERSION, GpuReactivePolicy, GpuStatus, plural
-from app.patch_types import PatchType
-from app.records import record_name
-from app.transport import ApiTransport
-from app.view import ClusterView
-from app.workloads import Workload
+from app.runtime.clock import utc_now
+from app.store.view import ClusterView
 from recommender.metrics import RecommenderMetrics
 from recommender.prometheus import AnswerError, PrometheusApi, Unreachable
 

@@ -2,7 +2,7 @@
 the holder of the Lease `kerf-recommender` runs (so only it queries Prometheus and writes),
 at once when it becomes the leader and then every interval.
 
-Every ConfigMap write asks the fence first (`app.leader.write_fence`): a replica that has
+Every ConfigMap write asks the fence first (`app.kube.leader.write_fence`): a replica that has
 not renewed the Lease within its renew deadline (paused, cut off) sends nothing, and its
 run is dropped, not retried; whoever leads runs again from fresh data.
 """
@@ -15,9 +15,9 @@ import logging
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any
 
-from app.leader import Fence, LeaderElector, NotLeading, write_fence
-from app.leadertimings import LeaderTimings
-from app.transport import Requester
+from app.kube.leader import Fence, LeaderElector, NotLeading, write_fence
+from app.kube.leadertimings import LeaderTimings
+from app.kube.transport import Requester
 from recommender.metrics import RecommenderMetrics
 
 logger = logging.getLogger("kerf.recommender")

@@ -20,17 +20,17 @@ from typing import IO
 import aiohttp
 from kubernetes_asyncio import client
 
-from app.apitimeout import DEFAULT_API_TIMEOUT_S
-from app.clock import utc_now
-from app.firstsync import first_sync, quiet_for_one_shot
-from app.health import health_app, serving
-from app.informer import WEBHOOK_RESOURCES, ClusterFeed, Resource, api_client_from_config
-from app.leader import Fence
-from app.leadertimings import LeaderTimings
-from app.lease import holder_identity, own_namespace
-from app.statedir import load_view
-from app.transport import ApiTransport
-from app.view import ClusterView
+from app.kube.apitimeout import DEFAULT_API_TIMEOUT_S
+from app.kube.firstsync import first_sync, quiet_for_one_shot
+from app.kube.informer import WEBHOOK_RESOURCES, ClusterFeed, Resource, api_client_from_config
+from app.kube.leader import Fence
+from app.kube.leadertimings import LeaderTimings
+from app.kube.lease import holder_identity, own_namespace
+from app.kube.transport import ApiTransport
+from app.runtime.clock import utc_now
+from app.runtime.health import health_app, serving
+from app.store.statedir import load_view
+from app.store.view import ClusterView
 from recommender.analyze import Analysis, Settings, analyze, record
 from recommender.configmaps import store
 from recommender.defaults import DEFAULT_METRICS_PORT
@@ -44,7 +44,7 @@ logger = logging.getLogger("kerf.recommender")
 
 #: What the recommender reads from the cluster: workloads, the pods that name them and the
 #: intermediate owners between (its ConfigMaps it reads itself, before each write), and the
-#: proactive policies whose `recommender` blocks override its flags (app/recommender_policy.py).
+#: proactive policies whose `recommender` blocks override its flags (app/recommend/policy.py).
 _KINDS = frozenset(
     {"Pod", "ReplicaSet", "Deployment", "StatefulSet", "DaemonSet", "Job", "CronJob", "Rollout"}
 )
@@ -84,7 +84,7 @@ class Options:
     metrics_port: int = DEFAULT_METRICS_PORT
     leader: LeaderTimings = LeaderTimings()
     #: how long `once` or `dry_run` waits for the API server before the first run
-    #: (app/firstsync.py); the service waits as long as it takes
+    #: (app/kube/firstsync.py); the service waits as long as it takes
     api_timeout_s: float = DEFAULT_API_TIMEOUT_S
 
     @property
@@ -147,7 +147,7 @@ async def _synced_or_stopped(
     feed: ClusterFeed, stop: asyncio.Event, bound_s: float | None = None
 ) -> bool:
     """Wait for the view's first sync or for `stop`; True when synced. With `bound_s`
-    the wait is bounded (`app.firstsync`: ApiUnavailable)."""
+    the wait is bounded (`app.kube.firstsync`: ApiUnavailable)."""
     if bound_s is not None:
         return await first_sync(feed, bound_s, stop=stop) and not stop.is_set()
     waits = {asyncio.create_task(feed.wait_synced()), asyncio.create_task(stop.wait())}

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import aiohttp
 
-from app.prometheus_query import AnswerError, Sample, Series, parse_matrix, parse_vector
+from app.recommend.prometheus_query import AnswerError, Sample, Series, parse_matrix, parse_vector
 
 #: One query's whole budget: a Prometheus slower than this is unreachable for this run.
 QUERY_TIMEOUT = aiohttp.ClientTimeout(total=60, sock_connect=5)

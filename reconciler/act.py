@@ -16,12 +16,12 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from app.annotations import ROLLBACK_STATE
-from app.informer import ApiStatusError
-from app.jsonlog import log_fields
-from app.records import record_name
-from app.rollout import WEBHOOK_UNAVAILABLE, Action
-from app.view import ClusterView
+from app.kube.errors import ApiStatusError
+from app.model.annotations import ROLLBACK_STATE
+from app.model.records import record_name
+from app.outcome.rollout import WEBHOOK_UNAVAILABLE, Action
+from app.runtime.jsonlog import log_fields
+from app.store.view import ClusterView
 from reconciler.api import Writer
 from reconciler.events import event_body, pending_event
 from reconciler.execution import ExecutionConfig

@@ -13,11 +13,11 @@ from typing import Any, Literal, Protocol
 
 from kubernetes_asyncio import client
 
-from app.informer import ApiStatusError
-from app.leader import Answered, Fence
-from app.models import API_VERSION, plural
-from app.patch_types import PatchType
-from app.transport import JSON, ApiTransport
+from app.kube.errors import ApiStatusError
+from app.kube.leader import Answered, Fence
+from app.kube.transport import JSON, ApiTransport
+from app.model.crd import API_VERSION, plural
+from app.model.patch_types import PatchType
 from reconciler.metrics import ReconcilerMetrics
 
 EvictResult = Literal["evicted", "refused", "gone"]

@@ -8,10 +8,10 @@ import errno
 import sys
 from pathlib import Path
 
-from app.apitimeout import add_api_timeout_argument
-from app.jsonlog import configure_logging
-from app.kubexflags import add_kubex_argument
-from app.leaderflags import add_leader_arguments, leader_timings
+from app.kube.apitimeout import add_api_timeout_argument
+from app.kube.kubexflags import add_kubex_argument
+from app.kube.leaderflags import add_leader_arguments, leader_timings
+from app.runtime.jsonlog import configure_logging
 from reconciler.defaults import DEFAULT_METRICS_PORT, DEFAULT_RESYNC_S, DEFAULT_WORKERS
 
 
@@ -83,7 +83,7 @@ def reconciler_command(args: argparse.Namespace) -> int:
     # The reconciler and its cluster client load only for the command that runs them.
     from kubernetes_asyncio.config import ConfigException
 
-    from app.firstsync import ApiUnavailable
+    from app.kube.firstsync import ApiUnavailable
     from reconciler.execution import ExecutionConfig
     from reconciler.main import Options, plan_state_dir, run_reconciler
     from reconciler.service import ServiceConfig

@@ -19,13 +19,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-from app.clock import Clock
 from app.decide import PodDecision
-from app.firstsync import first_sync
-from app.informer import ClusterFeed
-from app.jsonlog import log_fields
-from app.owners import WorkloadRef
-from app.view import ClusterView
+from app.kube.firstsync import first_sync
+from app.kube.informer import ClusterFeed
+from app.model.owners import WorkloadRef
+from app.runtime.clock import Clock
+from app.runtime.jsonlog import log_fields
+from app.store.view import ClusterView
 from reconciler.execution import ExecutionConfig
 from reconciler.memory import WorkloadMemory
 from reconciler.metrics import ReconcilerMetrics
@@ -219,7 +219,7 @@ async def run_dry(
 ) -> int:
     """Watch the cluster and log a dry-run pass once the view is synced, then every
     `interval_s` until `stop` (or only once with `once`). With `api_timeout_s` the first
-    sync is bounded (`app.firstsync`: ApiUnavailable)."""
+    sync is bounded (`app.kube.firstsync`: ApiUnavailable)."""
     task = asyncio.create_task(feed.run(), name="feed")
     try:
         if api_timeout_s is not None:

@@ -23,9 +23,9 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from app.annotations import dumps
-from app.apitime import micro_time, rfc3339
-from app.owners import WorkloadRef
+from app.model.annotations import dumps
+from app.model.apitime import micro_time, rfc3339
+from app.model.owners import WorkloadRef
 
 REPORTING_CONTROLLER = "rightsizing.kubex.ai/kerf-reconciler"
 #: Reasons of actions: each is recorded as it happens (an action is never a repeat).

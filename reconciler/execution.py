@@ -6,7 +6,7 @@ import socket
 from dataclasses import dataclass, field
 from datetime import timedelta
 
-from app.rollout import Timings
+from app.outcome.rollout import Timings
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,14 +1,14 @@
-"""Writes the GlobalConfiguration's status (app/global_status.py) where it differs from
+"""Writes the GlobalConfiguration's status (app/policy/global_status.py) where it differs from
 the one in the cluster: the webhook's health and the recommendation reloads. Leader
 only, like every write."""
 
 from __future__ import annotations
 
-from app.clock import Clock
-from app.durations import parse_duration
-from app.global_status import global_status, reload_of
-from app.models import GlobalConfiguration, Status
-from app.view import ClusterView
+from app.model.crd import GlobalConfiguration, Status
+from app.model.durations import parse_duration
+from app.policy.global_status import global_status, reload_of
+from app.runtime.clock import Clock
+from app.store.view import ClusterView
 from reconciler.api import Writer
 from reconciler.plan import LeaseAge
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from app.models import PendingEviction
+from app.model.crd import PendingEviction
 
 
 def eviction_intent(

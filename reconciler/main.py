@@ -17,24 +17,24 @@ from typing import IO, Any
 
 import orjson
 
-from app.apitimeout import DEFAULT_API_TIMEOUT_S
-from app.clock import Clock, utc_now
-from app.firstsync import quiet_for_one_shot
-from app.health import health_app, serving
-from app.heap import freeze_page
-from app.informer import ClusterFeed, api_client_from_config
-from app.kubexflags import DEFAULT_FLAG, KubexFlag, kubex_source
-from app.leader import LeaderElector, answer_check, write_fence
-from app.leadertimings import LeaderTimings
-from app.lease import (
+from app.kube.apitimeout import DEFAULT_API_TIMEOUT_S
+from app.kube.firstsync import quiet_for_one_shot
+from app.kube.informer import ClusterFeed, api_client_from_config
+from app.kube.kubexflags import DEFAULT_FLAG, KubexFlag, kubex_source
+from app.kube.leader import LeaderElector, answer_check, write_fence
+from app.kube.leadertimings import LeaderTimings
+from app.kube.lease import (
     DEFAULT_NAMESPACE,
     WEBHOOK_LEASE,
     LeaseClient,
     holder_identity,
     own_namespace,
 )
-from app.statedir import load_view
-from app.view import ClusterView
+from app.runtime.clock import Clock, utc_now
+from app.runtime.health import health_app, serving
+from app.runtime.heap import freeze_page
+from app.store.statedir import load_view
+from app.store.view import ClusterView
 from reconciler.api import ApiWriter, PodReader, Transport
 from reconciler.defaults import DEFAULT_METRICS_PORT
 from reconciler.dryrun import dry_pass, run_dry
@@ -71,10 +71,10 @@ class Options:
     execution: ExecutionConfig = ExecutionConfig()
     service: ServiceConfig = ServiceConfig()
     leader: LeaderTimings = LeaderTimings()
-    #: Kubex's recommendation ConfigMap (app/kubexflags.py)
+    #: Kubex's recommendation ConfigMap (app/kube/kubexflags.py)
     kubex: KubexFlag = DEFAULT_FLAG
     #: how long `once` or `dry_run` waits for the API server before the first pass
-    #: (app/firstsync.py); the service waits as long as it takes
+    #: (app/kube/firstsync.py); the service waits as long as it takes
     api_timeout_s: float = DEFAULT_API_TIMEOUT_S
 
     @property
@@ -171,7 +171,7 @@ def build_service(
     )
     service = Reconciler(view, reconciler, metrics, config=options.service, leader=leader)
     holder.append(service)
-    # The initial lists freeze what they load as they go (app.heap); the service freezes
+    # The initial lists freeze what they load as they go (app.runtime.heap); the service freezes
     # the whole view once it is synced (start_accepting).
     feed = ClusterFeed(api_client, view, RECONCILER_RESOURCES, on_initial_page=freeze_page)
     return feed, service

@@ -11,10 +11,10 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from app.clock import Clock, utc_now
-from app.report import STATES, Report, build_report
-from app.rollback import rollback_state
-from app.view import ClusterView
+from app.outcome.report import STATES, Report, build_report
+from app.policy.rollback import rollback_state
+from app.runtime.clock import Clock, utc_now
+from app.store.view import ClusterView
 
 #: The savings totals decide every pod of the view: a scrape within this many seconds of
 #: the last computation is answered from it.

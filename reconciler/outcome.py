@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.models import RightsizingRecommendation
+from app.model.crd import RightsizingRecommendation
 
 
 @dataclass(slots=True)

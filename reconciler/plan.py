@@ -7,7 +7,7 @@ status and Events from it and what the writes answered).
   keys), when they differ;
 - `decisions`: each running pod's decision (`decide_pod`, running path): its method, or
   why it is left alone;
-- `rollout`: the one action on a pod (`app.rollout`: a resize, an eviction or a fallback,
+- `rollout`: the one action on a pod (`app.outcome.rollout`: a resize, an eviction or a fallback,
   each once its preconditions hold) or what holds it back;
 - `rollback`: the rollback monitor's step (its state annotation and Events);
 - `settle`: an eviction recorded and not reported (`pendingEviction`), and whether it
@@ -24,16 +24,12 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from app.decide import PodDecision, decide_pod
-from app.durations import parse_duration
-from app.horizon import Horizon
-from app.models import PendingEviction, RightsizingRecommendation
-from app.owners import WorkloadRef
-from app.plans import WorkloadPlan, plan_for
-from app.podstate import is_running
-from app.rollback import rollback_state
-from app.rollback_monitor import Step, monitor_inputs
-from app.rollback_monitor import step as rollback_step
-from app.rollout import (
+from app.model.crd import PendingEviction, RightsizingRecommendation
+from app.model.durations import parse_duration
+from app.model.horizon import Horizon
+from app.model.owners import WorkloadRef
+from app.model.workloads import Workload
+from app.outcome.rollout import (
     Memory,
     Rollout,
     Timings,
@@ -41,8 +37,12 @@ from app.rollout import (
     plan_rollout,
     webhook_unavailable,
 )
-from app.view import ClusterView
-from app.workloads import Workload
+from app.policy.plans import WorkloadPlan, plan_for
+from app.policy.podstate import is_running
+from app.policy.rollback import rollback_state
+from app.policy.rollback_monitor import Step, monitor_inputs
+from app.policy.rollback_monitor import step as rollback_step
+from app.store.view import ClusterView
 from reconciler.intent import happened
 from reconciler.memory import WorkloadMemory
 from reconciler.publish import annotation_patch

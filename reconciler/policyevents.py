@@ -1,20 +1,20 @@
 """Warning Events on kerf objects that ask for what kerf cannot do, each told once per
 generation of the object: `Infeasible` on a static policy that sets a value no node can
-hold (app/feasibility.py; the workloads it matches are blocked `Infeasible`), and
+hold (app/policy/feasibility.py; the workloads it matches are blocked `Infeasible`), and
 `UnsupportedField` on a strategy that sets a Kubex field kerf accepts but does not carry
-out as set (app/strategy_fields.py)."""
+out as set (app/model/strategy_fields.py)."""
 
 from __future__ import annotations
 
 import logging
 
-from app.clock import Clock
-from app.feasibility import describe_largest, infeasible_policy_values
-from app.jsonlog import log_fields
-from app.models import API_VERSION, AutomationStrategySpec, KerfResource
-from app.owners import WorkloadRef
-from app.strategy_fields import unhonoured_fields, unhonoured_policy_fields
-from app.view import ClusterView
+from app.model.crd import API_VERSION, AutomationStrategySpec, KerfResource
+from app.model.owners import WorkloadRef
+from app.model.strategy_fields import unhonoured_fields, unhonoured_policy_fields
+from app.policy.feasibility import describe_largest, infeasible_policy_values
+from app.runtime.clock import Clock
+from app.runtime.jsonlog import log_fields
+from app.store.view import ClusterView
 from reconciler.api import Writer
 from reconciler.events import event_body, pending_event
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from app.models import RollbackPolicy
-from app.rollback import RollbackState, rollback_state
-from app.rollback_monitor import policy_counts, rollback_policy_for
-from app.sync import ROLLBACK_KINDS
-from app.view import ClusterView
+from app.model.crd import RollbackPolicy
+from app.policy.rollback import RollbackState, rollback_state
+from app.policy.rollback_monitor import policy_counts, rollback_policy_for
+from app.policy.sync import ROLLBACK_KINDS
+from app.store.view import ClusterView
 from reconciler.api import Writer
 
 PolicyKey = tuple[str, str, str]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from app.annotations import is_recommendation_key
+from app.model.annotations import is_recommendation_key
 
 
 def annotation_patch(

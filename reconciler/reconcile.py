@@ -1,7 +1,7 @@
 """One pass over one workload (SPEC §7): plan, act, report.
 
 1. **Plan** (`reconciler.plan`): from the view, the workload's memory and the library's
-   decisions (`decide_pod` per running pod, `app.rollout` for the one action on a pod),
+   decisions (`decide_pod` per running pod, `app.outcome.rollout` for the one action on a pod),
    everything the pass will write, before it writes anything.
 2. **Act** (`reconciler.act`): the plan's writes through `reconciler.api`'s writer: the
    policy values published, the pod resized or evicted, the rollback state. A resize the
@@ -21,12 +21,12 @@ import logging
 from datetime import datetime
 from typing import Any
 
-from app.clock import Clock, utc_now
-from app.inputs import running_inputs
-from app.leader import NotLeading
-from app.owners import WorkloadRef
-from app.plans import plan_for
-from app.view import ClusterView
+from app.kube.leader import NotLeading
+from app.model.owners import WorkloadRef
+from app.policy.plans import plan_for
+from app.runtime.clock import Clock, utc_now
+from app.store.inputs import running_inputs
+from app.store.view import ClusterView
 from reconciler.act import Actuator
 from reconciler.api import Writer
 from reconciler.events import merged
@@ -120,7 +120,7 @@ class WorkloadReconciler:
         now = self._clock()
         plan = plan_for(view, workload)
         pods = sort_pods(view.pods_of(ref))
-        # What the pass's decisions read, as the stages declare it (app/inputs.py).
+        # What the pass's decisions read, as the stages declare it (app/store/inputs.py).
         inputs = running_inputs(view, ref, plan)
         steady = memory.steady
         if steady is not None and now < steady.until and _same_objects(steady.inputs, inputs):

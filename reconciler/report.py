@@ -22,17 +22,17 @@ from typing import Any
 
 import orjson
 
-from app.annotations import APPROVE, POD_INFO
-from app.apitime import rfc3339 as stamp
 from app.decide import PodDecision, describe_resources, format_resources, read_pod_facts
-from app.models import RightsizingRecommendation
-from app.owners import WorkloadRef
-from app.podstate import resize_progress, resources_running
-from app.quantities import same_values
-from app.rollback_health import restart_counts
-from app.rollback_monitor import Step
-from app.view import ClusterView
-from app.workloads import Workload
+from app.model.annotations import APPROVE, POD_INFO
+from app.model.apitime import rfc3339 as stamp
+from app.model.crd import RightsizingRecommendation
+from app.model.owners import WorkloadRef
+from app.model.quantities import same_values
+from app.model.workloads import Workload
+from app.policy.podstate import resize_progress, resources_running
+from app.policy.rollback_health import restart_counts
+from app.policy.rollback_monitor import Step
+from app.store.view import ClusterView
 from reconciler.events import dedup_key, is_repeat, merged, pending_event
 from reconciler.memory import Unreported, WorkloadMemory
 from reconciler.outcome import Outcome

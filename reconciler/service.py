@@ -3,9 +3,9 @@ resync, leader election, health and metrics, and a graceful stop (SPEC §7).
 
 Every replica keeps its view warm; only the leader works the queue (and so writes). A
 replica that stops leading drops its queue, and its passes under way send no more writes
-(`app.leader.write_fence`): the next leader decides again from fresh state.
+(`app.kube.leader.write_fence`): the next leader decides again from fresh state.
 A change of any input of a workload queues the workloads it may touch, as
-`app.inputs` derives them from what the decisions declare they read (its pods, itself,
+`app.store.inputs` derives them from what the decisions declare they read (its pods, itself,
 its RightsizingRecommendation, its autoscalers, its namespace and the bounds there; kerf
 objects, recommendation ConfigMaps and a node's allocatable queue every workload). The
 periodic resync queues all.
@@ -20,15 +20,15 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from app.firstsync import first_sync
-from app.heap import freeze_loaded_state
-from app.informer import KERF_CRDS, WEBHOOK_RESOURCES, ClusterFeed, Resource, kerf_resources
-from app.inputs import Reach
-from app.leader import LeaderElector, NotLeading
-from app.models import STORED_KINDS, KerfResource
-from app.owners import WorkloadRef
-from app.uninstall import stand_down
-from app.view import ClusterView
+from app.kube.firstsync import first_sync
+from app.kube.informer import KERF_CRDS, WEBHOOK_RESOURCES, ClusterFeed, Resource, kerf_resources
+from app.kube.leader import LeaderElector, NotLeading
+from app.model.crd import STORED_KINDS, KerfResource
+from app.model.owners import WorkloadRef
+from app.policy.uninstall import stand_down
+from app.runtime.heap import freeze_loaded_state
+from app.store.inputs import Reach
+from app.store.view import ClusterView
 from reconciler.defaults import DEFAULT_RESYNC_S, DEFAULT_WORKERS
 from reconciler.globalstatus import GlobalStatusReporter
 from reconciler.metrics import ReconcilerMetrics
@@ -52,7 +52,7 @@ RECONCILER_RESOURCES: tuple[Resource, ...] = (
 
 
 class WatchedView(ClusterView):
-    """A ClusterView that tells which workloads a change may touch (`app.inputs.reach`,
+    """A ClusterView that tells which workloads a change may touch (`app.store.inputs.reach`,
     derived from what the decisions declare they read), and (`on_input`) when a Kubex
     kind kerf only stores changed: no workload is touched, only the reports are due."""
 
@@ -132,7 +132,7 @@ class Reconciler:
         #: set when a ConfigMap or kerf object changed, at leadership and resync: the bad
         #: recommendation ConfigMaps and the static policies no node can hold are told
         self._inputs_due = asyncio.Event()
-        #: why the service makes no change now (app/uninstall.py), as last logged
+        #: why the service makes no change now (app/policy/uninstall.py), as last logged
         self._standing_down: str | None = None
 
     # ----------------------------------------------------------------- queueing
@@ -331,7 +331,7 @@ async def run_cluster(
     """Run the service until `stop` is set (or one full pass with `once`): the feed, the
     leader election, the workers and the resync; on stop, in-flight passes finish, the
     Lease is released and the watches end. With `api_timeout_s` the first sync is
-    bounded (`app.firstsync`: ApiUnavailable); without, it waits as long as it takes."""
+    bounded (`app.kube.firstsync`: ApiUnavailable); without, it waits as long as it takes."""
     tasks = [asyncio.create_task(feed.run(), name="feed")]
     leader = service.leader
     if leader is not None and not once:
@@ -351,7 +351,7 @@ async def run_cluster(
         if once:
             if leader is not None:
                 # Sought once the view is synced: a run that cannot sync fails with one
-                # line (app/firstsync.py), not with the election's retries besides.
+                # line (app/kube/firstsync.py), not with the election's retries besides.
                 tasks.append(asyncio.create_task(leader.run(), name="leader"))
                 await _first(leader.elected.wait(), stop.wait())
             await service.drain()

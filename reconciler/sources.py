@@ -8,11 +8,11 @@ from __future__ import annotations
 import logging
 from datetime import datetime
 
-from app.clock import Clock
-from app.jsonlog import log_fields
-from app.owners import WorkloadRef
-from app.sources import SourceKey, SourceState
-from app.view import ClusterView
+from app.model.owners import WorkloadRef
+from app.runtime.clock import Clock
+from app.runtime.jsonlog import log_fields
+from app.store.sources import SourceKey, SourceState
+from app.store.view import ClusterView
 from reconciler.api import Writer
 from reconciler.events import event_body, pending_event
 

@@ -16,15 +16,15 @@ from typing import Any
 
 import orjson
 
-from app.annotations import dumps
-from app.apitime import rfc3339
-from app.durations import format_duration
-from app.models import API_VERSION, RightsizingRecommendation
-from app.owners import WorkloadRef
-from app.record_summary import phase_reason, summary_of
-from app.records import record_name
-from app.rollback_monitor import Step
-from app.schedule import Schedule
+from app.model.annotations import dumps
+from app.model.apitime import rfc3339
+from app.model.crd import API_VERSION, RightsizingRecommendation
+from app.model.durations import format_duration
+from app.model.owners import WorkloadRef
+from app.model.records import record_name
+from app.policy.record_summary import phase_reason, summary_of
+from app.policy.rollback_monitor import Step
+from app.policy.schedule import Schedule
 
 Values = dict[str, dict[str, dict[str, str]]]
 

@@ -1,5 +1,5 @@
 """The Kubex kinds kerf stores and does not act on (ClusterCompactionPolicy, ObjectPatch,
-ClusterObjectPatch, GpuConsolidationPolicy: `app.models.StoredKind`): each object is told
+ClusterObjectPatch, GpuConsolidationPolicy: `app.model.crd.StoredKind`): each object is told
 once, by a Warning Event `NotImplemented` on it and the condition `Supported=False`
 (reason `NotImplemented`) in its status.
 
@@ -13,18 +13,18 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from app.apitime import rfc3339
-from app.clock import Clock
-from app.jsonlog import log_fields
-from app.models import (
+from app.model.apitime import rfc3339
+from app.model.crd import (
     API_VERSION,
     NOT_IMPLEMENTED,
     STORED_KINDS,
     SUPPORTED,
     StoredKind,
 )
-from app.owners import WorkloadRef
-from app.view import ClusterView
+from app.model.owners import WorkloadRef
+from app.runtime.clock import Clock
+from app.runtime.jsonlog import log_fields
+from app.store.view import ClusterView
 from reconciler.api import Writer
 from reconciler.events import event_body, pending_event
 

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.quantities import parse_resource
+from app.model.quantities import parse_resource
 from kubesim.writes import Write
 from soak.observe import containers_of, over_limits
 from soak.workloads import Values, workload_of_pod

@@ -8,7 +8,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.quantities import parse_resource
+from app.model.quantities import parse_resource
 from kubesim.store import Store, Subscription, WatchEvent
 from kubesim.writes import Write
 from soak.workloads import NAMESPACE, workload_of_pod

@@ -11,8 +11,8 @@ from typing import Any, TypeVar
 import yaml
 from kubernetes_asyncio import client
 
-from app.informer import ABSENT_RECHECK_S, ClusterFeed
-from app.view import ClusterView
+from app.kube.informer import ABSENT_RECHECK_S, ClusterFeed
+from app.store.view import ClusterView
 from kubesim.sim import Simulator
 
 CRD_DIR = Path(__file__).resolve().parents[1] / "manifests" / "crds"

@@ -26,8 +26,8 @@ import pytest
 import yaml
 from cryptography import x509
 
-from app.durations import DurationError, parse_flag_duration
-from app.models import parse_object, plural
+from app.model.crd import parse_object, plural
+from app.model.durations import DurationError, parse_flag_duration
 from kerf.cli import build_parser
 from recommender.main import RECOMMENDER_RESOURCES
 from tests.webhook.test_manifests import render as kustomize

@@ -8,6 +8,8 @@ included), checked against the rule of docs/decisions.md ("Packages and layers")
 - `app` imports no other first-party package;
 - no product package imports a development tool (kubesim, demo, benchmarks, harness, soak,
   devcluster, tools, tests), which may import anything.
+
+Inside `app`, the sub-packages are layers too (APP_LAYERS): each imports only those it names.
 """
 
 from __future__ import annotations
@@ -25,6 +27,18 @@ PRODUCT = frozenset({COMMAND, *SERVICES, LIBRARY})
 DEV_TOOLS = frozenset(
     {"kubesim", "demo", "benchmarks", "harness", "soak", "devcluster", "tools", "tests"}
 )
+#: `app`'s sub-packages, bottom up, each with the ones it may import. The API edge (`kube`)
+#: and the policy decisions sit side by side over the store: no decision reaches the API.
+APP_LAYERS: dict[str, frozenset[str]] = {
+    "runtime": frozenset(),
+    "model": frozenset({"runtime"}),
+    "store": frozenset({"runtime", "model"}),
+    "kube": frozenset({"runtime", "model", "store"}),
+    "policy": frozenset({"runtime", "model", "store"}),
+    "recommend": frozenset({"runtime", "model", "store", "policy"}),
+    "decide": frozenset({"runtime", "model", "store", "policy"}),
+    "outcome": frozenset({"runtime", "model", "store", "policy", "recommend", "decide"}),
+}
 
 
 @dataclass(frozen=True)
@@ -123,9 +137,9 @@ def test_the_reader_sees_the_command_putting_the_services_together() -> None:
     assert {
         ("kerf.cli", "webhook"),
         ("kerf.cli", "reconciler"),
-        ("kerf.cli", "app.explain"),
+        ("kerf.cli", "app.outcome.explain"),
     } <= found
-    assert ("webhook.server", "app.clock") in found
+    assert ("webhook.server", "app.runtime.clock") in found
 
 
 def test_every_top_level_package_has_a_layer() -> None:
@@ -133,13 +147,13 @@ def test_every_top_level_package_has_a_layer() -> None:
 
 
 def test_the_rule_refuses_each_kind_of_upward_or_sideways_edge() -> None:
-    assert broken(Edge("app.view", "webhook.metrics")) is not None
-    assert broken(Edge("app.view", "kubesim.store")) is not None
+    assert broken(Edge("app.store.view", "webhook.metrics")) is not None
+    assert broken(Edge("app.store.view", "kubesim.store")) is not None
     assert broken(Edge("webhook.main", "reconciler.leader")) is not None
     assert broken(Edge("recommender.main", "kerf.cli")) is not None
     assert broken(Edge("kerf.cli", "demo.story")) is not None
     assert broken(Edge("kerf.cli", "recommender.cli")) is None
-    assert broken(Edge("reconciler.main", "app.informer")) is None
+    assert broken(Edge("reconciler.main", "app.kube.informer")) is None
     assert broken(Edge("benchmarks.webhook", "webhook.server")) is None
 
 
@@ -187,3 +201,59 @@ def test_the_private_import_reader_sees_one(tmp_path: Path) -> None:
     assert private_imports_of(path, "app.decide.stage") == [
         "app.decide.stage imports app.decide.context._Hidden"
     ]
+
+
+def app_layer(module: str) -> str | None:
+    """The sub-package of `app` that `module` belongs to (None for `app` itself)."""
+    parts = module.split(".")
+    return parts[1] if parts[0] == LIBRARY and len(parts) > 1 else None
+
+
+def broken_in_app(edge: Edge) -> str | None:
+    """Which rule of APP_LAYERS `edge` (inside `app`) breaks, if any."""
+    source, target = app_layer(edge.importer), app_layer(edge.imported)
+    if source is None or target is None or source == target:
+        return None
+    if source not in APP_LAYERS:
+        return f"{source} is not one of app's layers"
+    if target not in APP_LAYERS[source]:
+        return f"app.{source} imports app.{target}, which it may not"
+    return None
+
+
+def app_edges() -> list[Edge]:
+    """Every import inside `app`, between two of its modules."""
+    found = []
+    for path in sorted((ROOT / LIBRARY).rglob("*.py")):
+        module = module_name(path)
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        found += [
+            Edge(module, name)
+            for name in imported_names(tree, module, path.name == "__init__.py")
+            if name.split(".")[0] == LIBRARY
+        ]
+    return found
+
+
+def test_app_is_only_its_layers() -> None:
+    top = {p.name for p in (ROOT / LIBRARY).iterdir() if p.suffix == ".py" and p.stem != "__init__"}
+    packages = {p.parent.name for p in (ROOT / LIBRARY).glob("*/__init__.py")}
+    assert top == set()
+    assert packages == set(APP_LAYERS)
+
+
+def test_app_layers_import_only_downward() -> None:
+    problems = [
+        f"{edge.importer} imports {edge.imported}: {reason}"
+        for edge in app_edges()
+        if (reason := broken_in_app(edge)) is not None
+    ]
+    assert problems == []
+
+
+def test_the_app_rule_refuses_an_upward_edge_and_reads_real_ones() -> None:
+    assert broken_in_app(Edge("app.model.workloads", "app.store.view")) is not None
+    assert broken_in_app(Edge("app.policy.plans", "app.kube.informer")) is not None
+    assert broken_in_app(Edge("app.kube.informer", "app.store.view")) is None
+    found = {(edge.importer, edge.imported) for edge in app_edges()}
+    assert ("app.kube.informer", "app.store.view") in found

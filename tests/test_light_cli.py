@@ -14,7 +14,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 HEAVY = ("fastapi", "uvicorn", "kubernetes_asyncio", "aiohttp", "prometheus_client")
 #: what only the commands that read objects need: the models and the decisions
-MODELS = ("pydantic", "app.models", "app.decide")
+MODELS = ("pydantic", "app.model.crd", "app.decide")
 
 # `python -m kerf ARGS` in a fresh interpreter (after importing PRELOAD, if given), then
 # which of HEAVY it imported, written to a file: the command's own output stays apart.

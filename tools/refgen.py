@@ -3,9 +3,9 @@
     python -m tools.refgen docs/reference.md       # what `make reference` runs
 
 Every kind and field with its type, default and bounds comes from the CRD schemas that
-`tools.crdgen` builds from `app/models.py`; the built-in guardrail defaults from
-`app.guardrails`; the policy priorities from `app.models`; the annotation keys from
-`app.annotations`; the metrics from the collectors the services register: each of
+`tools.crdgen` builds from `app/model/crd.py`; the built-in guardrail defaults from
+`app.policy.guardrails`; the policy priorities from `app.model.crd`; the annotation keys from
+`app.model.annotations`; the metrics from the collectors the services register: each of
 `webhook.metrics`, `reconciler.metrics` and `recommender.metrics` that defines `reference_registry() ->
 CollectorRegistry` (every collector of that service on a fresh registry) is listed.
 `tests/app/test_reference.py` fails when the committed file differs from the output.
@@ -21,10 +21,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from app import annotations as ann
 from app.decide.checks import CHECKS
-from app.guardrails import BUILTIN_GUARDRAILS
-from app.models import (
+from app.model import annotations as ann
+from app.model.crd import (
     ARG_NAME_PATTERN,
     DEFAULT_PRECEDENCE,
     DURATION_PATTERN,
@@ -39,6 +38,7 @@ from app.models import (
     StoredKind,
     plural,
 )
+from app.policy.guardrails import BUILTIN_GUARDRAILS
 from tools.crdgen import crd_for
 
 Schema = dict[str, Any]
@@ -356,8 +356,8 @@ def reasons_section() -> list[str]:
     return out
 
 
-#: What kerf does with each of Kubex's strategy safety checks (app/models.py
-#: StrategySafetyChecks; app/strategy_fields.py names the values kerf does not carry out).
+#: What kerf does with each of Kubex's strategy safety checks (app/model/crd.py
+#: StrategySafetyChecks; app/model/strategy_fields.py names the values kerf does not carry out).
 SAFETY_CHECKS: tuple[tuple[str, str], ...] = (
     (
         "enablePauseUntilAnnotationCheck",

@@ -17,8 +17,8 @@ import jsonpointer
 import orjson
 import yaml
 
-from app.durations import DurationError, format_duration, parse_flag_duration
-from app.kubexflags import add_kubex_argument
+from app.kube.kubexflags import add_kubex_argument
+from app.model.durations import DurationError, format_duration, parse_flag_duration
 from webhook.defaults import (
     DEFAULT_HOST,
     DEFAULT_NAMESPACE,

@@ -22,10 +22,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from app.admission import AdmissionResult
-from app.decision_cache import MAX_CACHED_PLANS, MEMO_TOTAL
-from app.owners import WorkloadRef
-from app.slim import kept_annotation
+from app.decide.admission import AdmissionResult
+from app.model.owners import WorkloadRef
+from app.store.decision_cache import MAX_CACHED_PLANS, MEMO_TOTAL
+from app.store.slim import kept_annotation
 from webhook.logs import render_decided, render_selected
 from webhook.patch import plan_patch
 from webhook.review import encode_patch

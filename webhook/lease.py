@@ -19,12 +19,12 @@ from typing import Any
 
 from kubernetes_asyncio import client
 
-from app.apitime import micro_time
-from app.clock import Clock, utc_now
-from app.informer import ApiStatusError
-from app.lease import WEBHOOK_LEASE, LeaseClient
-from app.reachability import is_outage
-from app.transport import ApiTransport
+from app.kube.errors import ApiStatusError
+from app.kube.lease import WEBHOOK_LEASE, LeaseClient
+from app.kube.reachability import is_outage
+from app.kube.transport import ApiTransport
+from app.model.apitime import micro_time
+from app.runtime.clock import Clock, utc_now
 
 logger = logging.getLogger("kerf.webhook.lease")
 

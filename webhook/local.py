@@ -13,8 +13,8 @@ from typing import Any
 
 from kubernetes_asyncio import client
 
-from app.clock import Clock, utc_now
-from app.view import ClusterView
+from app.runtime.clock import Clock, utc_now
+from app.store.view import ClusterView
 from webhook.certs import issue_certificates, write_certificates
 from webhook.logs import DecisionLog
 from webhook.main import serve_cluster, uvicorn_server

@@ -1,4 +1,4 @@
-"""The webhook's JSON-lines logs: kerf's and uvicorn's records (`app.jsonlog`), and one
+"""The webhook's JSON-lines logs: kerf's and uvicorn's records (`app.runtime.jsonlog`), and one
 line per admission decision.
 
 Admission requests come from anyone who can reach the port, so what reaches a log line
@@ -18,7 +18,7 @@ from typing import IO, Any
 
 import orjson
 
-from app import jsonlog
+from app.runtime import jsonlog
 
 LOGGER_NAME = "kerf.webhook"
 #: Kubernetes names are at most 253 characters; a longer "name" is cut there.
@@ -126,7 +126,7 @@ class DecisionLog:
 
     Decisions are the webhook's hot path: going through `logging` (a LogRecord, the
     handler lock, the formatter) cost about as much as the decision itself, so the lines
-    are built here directly, in the same shape `app.jsonlog` gives every other log.
+    are built here directly, in the same shape `app.runtime.jsonlog` gives every other log.
     A decision is logged at info, a fail-open at warning; `level` filters as `logging` does.
     """
 

@@ -1,7 +1,7 @@
 """Running the webhook: uvicorn over TLS with the reloading certificate.
 
 With a state directory the cluster view is its YAML files; without one it follows the
-cluster through `app.informer` watches, and the replica renews the webhook Lease.
+cluster through `app.kube.informer` watches, and the replica renews the webhook Lease.
 """
 
 from __future__ import annotations
@@ -22,14 +22,14 @@ import uvicorn
 from fastapi import FastAPI
 from kubernetes_asyncio import client
 
-from app.clock import Clock, utc_now
-from app.heap import freeze_for_admission, freeze_page
-from app.informer import ClusterFeed, api_client_from_config
-from app.kubexflags import DEFAULT_FLAG, KubexFlag, kubex_source
-from app.lease import holder_identity, own_namespace
-from app.reachability import reachability_of
-from app.statedir import load_view
-from app.view import ClusterView
+from app.kube.informer import ClusterFeed, api_client_from_config
+from app.kube.kubexflags import DEFAULT_FLAG, KubexFlag, kubex_source
+from app.kube.lease import holder_identity, own_namespace
+from app.kube.reachability import reachability_of
+from app.runtime.clock import Clock, utc_now
+from app.runtime.heap import freeze_for_admission, freeze_page
+from app.store.statedir import load_view
+from app.store.view import ClusterView
 from webhook.connections import GuardedHttpProtocol
 from webhook.defaults import (
     DEFAULT_HOST,
@@ -154,7 +154,7 @@ async def serve_cluster(
 
     With `freeze_heap` (the default; the benchmark turns it off to measure the
     difference) the loaded objects are frozen as the initial lists arrive and once the
-    view is synced (`app.heap`), so the collector's full collections stop walking the
+    view is synced (`app.runtime.heap`), so the collector's full collections stop walking the
     view, during the load and while requests wait.
     """
     feed = ClusterFeed(
@@ -257,7 +257,7 @@ def run_webhook(
 ) -> None:
     """Serve the webhook until stopped: over the YAML files in `state_dir`, or, without
     it, over the cluster (in-cluster config, else `kubeconfig`, else `KUBECONFIG`).
-    `kubex_recommendations` names Kubex's recommendation ConfigMap (app/kubexflags.py)."""
+    `kubex_recommendations` names Kubex's recommendation ConfigMap (app/kube/kubexflags.py)."""
     configure_logging(log_level)
     decisions = DecisionLog(level=log_level)
     certificate = ReloadingCertificate(tls_cert, tls_key)
@@ -292,7 +292,7 @@ def run_webhook(
             own_namespace=namespace, kubex_source=kubex_source(kubex_recommendations, namespace)
         )
         async with await api_client_from_config(kubeconfig) as api_client:
-            # Not ready while the API server cannot be reached (app/reachability.py).
+            # Not ready while the API server cannot be reached (app/kube/reachability.py).
             server = serving(view, lambda: reachability_of(api_client).reachable)
             await serve_cluster(
                 server,

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from app.quantities import same_quantity
+from app.model.quantities import same_quantity
 
 Operation = dict[str, Any]
 
@@ -29,7 +29,7 @@ RESOURCE_FIELDS = ("requests", "limits")
 
 
 class PatchSource(Protocol):
-    """The parts of `app.admission.AdmissionResult` the patch is built from."""
+    """The parts of `app.decide.admission.AdmissionResult` the patch is built from."""
 
     @property
     def resources(self) -> Mapping[str, Mapping[str, Mapping[str, str]]]: ...

@@ -30,9 +30,9 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.responses import Response
 from starlette.routing import Route
 
-from app.admission import memo_counts
-from app.clock import Clock, utc_now
-from app.quantities import QuantityError
+from app.decide.admission import memo_counts
+from app.model.quantities import QuantityError
+from app.runtime.clock import Clock, utc_now
 from webhook.bounds import DEFAULT_BOUNDS, RequestBounds, over_bounds
 from webhook.endpoint import PostEndpoint, Reply
 from webhook.finished import FinishedAnswer, FinishedAnswers
@@ -64,8 +64,8 @@ from webhook.review import (
 if TYPE_CHECKING:
     from starlette.types import Receive, Scope
 
-    from app.admission import AdmissionResult
-    from app.view import ClusterView
+    from app.decide.admission import AdmissionResult
+    from app.store.view import ClusterView
 
     Admit = Callable[[ClusterView, Mapping[str, Any], str, datetime], AdmissionResult]
 
@@ -126,20 +126,20 @@ def create_app(
 ) -> FastAPI:
     """Build the webhook app over `view`.
 
-    `admit` defaults to `app.admission.admit_pod`, the one admission decision of kerf;
+    `admit` defaults to `app.decide.admission.admit_pod`, the one admission decision of kerf;
     tests pass a stand-in. `deadline_s` bounds one decision; past it the pod is allowed
     unchanged. `clock` supplies the decision time. Decisions are written to
     `decision_log` (JSON lines on stderr by default). A pod over `bounds` is admitted
     unchanged without a decision; a body not read within `read_timeout_s` gets 408, one
     over `max_body_bytes` or holding more than `max_body_values` JSON values gets 413.
     `/readyz` answers 503 until the view is synced and while `reachable()` is false (an
-    API server outage, app/reachability.py).
+    API server outage, app/kube/reachability.py).
 
     `app.state.refuse(status, reason, message)` counts and logs a request answered
     without a decision; the connection guard (`webhook.connections`) reports through it.
     """
     if admit is None:
-        from app.admission import admit_pod
+        from app.decide.admission import admit_pod
 
         admit = admit_pod
     decide: Admit = admit

@@ -40,10 +40,10 @@ from app.decide.results import (
     describe_resources,
     format_resources,
 )
-from app.horizon import Horizon
-from app.plans import WorkloadPlan, plan_for
-from app.view import ClusterView
-from app.workloads import Workload
+from app.model.horizon import Horizon
+from app.model.workloads import Workload
+from app.policy.plans import WorkloadPlan, plan_for
+from app.store.view import ClusterView
 
 __all__ = [
     "AuditProposal",
@@ -92,7 +92,7 @@ def decide_pod(
 ) -> PodDecision:
     """The decision for one pod on the admission path (a new pod) or the running path.
     Given a `Horizon` for `now`, it ends up holding the span of time over which the
-    decision stays the same (`app/horizon.py`). A caller that has already resolved the
+    decision stays the same (`app/model/horizon.py`). A caller that has already resolved the
     pod's workload in the view passes it as `workload` (it is not looked up again)."""
     with view.lock:
         return _decide_pod(view, pod, clock=as_horizon(now), path=path, known=workload)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from app.decide.context import Action, Context, Result, stop
 from app.decide.qos_pairs import GUARANTEED_QOS, add_pair, may_pin, pinned_items
-from app.enablement import apply_switches
-from app.quantities import GPU_FRACTION
-from app.selection import Target
+from app.model.quantities import GPU_FRACTION
+from app.policy.enablement import apply_switches
+from app.policy.selection import Target
 
 #: A KAI `gpu-fraction` for a pod without one: kerf converts no workload to KAI
 #: (`enablement.overrideScheduler`), whatever `setFromUnspecified` says.

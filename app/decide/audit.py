@@ -6,12 +6,12 @@ import hashlib
 from collections.abc import Callable, Sequence
 from datetime import timedelta
 
-from app.annotations import APPROVE, APPROVE_TARGET, dumps
 from app.decide.context import PASS, Action, Context, Result, apply, final_resources, stop
 from app.decide.results import AuditProposal, describe_resources, format_resources
 from app.decide.value_rules import change_tolerance
-from app.schedule import Schedule, ValueGoal, schedule
-from app.workloads import Resources
+from app.model.annotations import APPROVE, APPROVE_TARGET, dumps
+from app.model.workloads import Resources
+from app.policy.schedule import Schedule, ValueGoal, schedule
 
 #: a check of `CHECKS` as a decision runs it
 Step = Callable[[Context], Result]

@@ -8,15 +8,15 @@ from typing import Any
 
 from app.decide.context import PASS, Action, Context, Result, final_resources, stop
 from app.decide.results import Filtered
-from app.namespace_bounds import (
+from app.model.workloads import Resources
+from app.store.namespace_bounds import (
     Breach,
     NamespaceBounds,
     limit_range_breaches,
     pod_shape,
     quota_breaches,
 )
-from app.view import ClusterView
-from app.workloads import Resources
+from app.store.view import ClusterView
 
 LIMIT_RANGE_VIOLATION = "LimitRangeViolation"
 RESOURCE_QUOTA_EXCEEDED = "ResourceQuotaExceeded"

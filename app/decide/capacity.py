@@ -6,9 +6,9 @@ from collections.abc import Iterable
 
 from app.decide.context import IN_PLACE_RESOURCES, PASS, Action, Context, Result, block, stop
 from app.decide.qos_pairs import GUARANTEED_QOS
-from app.feasibility import describe_largest, too_large
-from app.quantities import format_resource, parse_resource
-from app.selection import Target
+from app.model.quantities import format_resource, parse_resource
+from app.policy.feasibility import describe_largest, too_large
+from app.policy.selection import Target
 
 #: A value to set is more than any node's allocatable.
 INFEASIBLE = "Infeasible"

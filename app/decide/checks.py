@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from app.annotations import PAUSE_UNTIL
 from app.decide.audit import Step, check_audit
 from app.decide.bounds import (
     LIMIT_RANGE_VIOLATION,
@@ -47,10 +46,20 @@ from app.decide.quality import (
     check_vpa,
 )
 from app.decide.value_rules import check_value_rules, validate_plan
-from app.durations import format_duration
-from app.guardrails import COOLDOWN, JVM_FIXED_HEAP, NO_SIGNIFICANT_CHANGE, OOM_KILLED, THROTTLED
-from app.horizon import Horizon
-from app.inputs import (
+from app.model.annotations import PAUSE_UNTIL
+from app.model.durations import format_duration
+from app.model.horizon import Horizon
+from app.model.windows import freeze_verdict, maintenance_verdict, next_change
+from app.model.workloads import Resources, Workload
+from app.policy.guardrails import (
+    COOLDOWN,
+    JVM_FIXED_HEAP,
+    NO_SIGNIFICANT_CHANGE,
+    OOM_KILLED,
+    THROTTLED,
+)
+from app.policy.plans import guardrails
+from app.store.inputs import (
     AUTOSCALERS,
     BOUNDS,
     KERF,
@@ -64,10 +73,7 @@ from app.inputs import (
     WORKLOAD,
     Input,
 )
-from app.plans import guardrails
-from app.view import ClusterView
-from app.windows import freeze_verdict, maintenance_verdict, next_change
-from app.workloads import Resources, Workload
+from app.store.view import ClusterView
 
 HUB_UNREACHABLE = "HubUnreachable"
 BOTH: frozenset[Path] = frozenset({"admission", "running"})
@@ -88,7 +94,7 @@ class Check:
     reasons: tuple[str, ...]
     #: what the check decides: pass, a block, or the actions that stand after it
     decide: Step
-    #: the inputs it reads beyond the pod and the plan facts (`app.inputs`): what ends the
+    #: the inputs it reads beyond the pod and the plan facts (`app.store.inputs`): what ends the
     #: admission memo, the reconciler's quiet pass and queues a workload derive from these
     reads: tuple[Input, ...]
     paths: frozenset[Path] = BOTH

@@ -20,13 +20,13 @@ from app.decide.plan_facts import (
 )
 from app.decide.pod_facts import is_guaranteed
 from app.decide.results import AuditProposal, Filtered
-from app.guardrails import GuardrailSettings
-from app.horizon import Horizon
-from app.models import AutomationStrategySpec, KerfResource
-from app.plans import WorkloadPlan, guardrails
-from app.selection import Target
-from app.view import ClusterView
-from app.workloads import Resources, Workload
+from app.model.crd import AutomationStrategySpec, KerfResource
+from app.model.horizon import Horizon
+from app.model.workloads import Resources, Workload
+from app.policy.guardrails import GuardrailSettings
+from app.policy.plans import WorkloadPlan, guardrails
+from app.policy.selection import Target
+from app.store.view import ClusterView
 
 Path = Literal["admission", "running"]
 
@@ -64,7 +64,7 @@ class Context:
     """One decision in progress: the pod, the plan facts and what the checks so far left
     standing. The checks read it; only the runner (`run_checks`, through `apply`)
     changes it. The clock is the exception by design: a check that compares a time
-    narrows the span the decision holds for (`app/horizon.py`)."""
+    narrows the span the decision holds for (`app/model/horizon.py`)."""
 
     __slots__ = (
         "view",
@@ -113,7 +113,7 @@ class Context:
         self.plan = plan
         self.facts = facts
         self.record = facts.record  # the workload's RightsizingRecommendation
-        #: the decision time; every check compares it through here (see app/horizon.py)
+        #: the decision time; every check compares it through here (see app/model/horizon.py)
         self.clock = clock
         self.path = path
         self.running = path == "running"

@@ -11,9 +11,9 @@ from app.decide.context import FallbackCase
 from app.decide.plan_facts import facts_for
 from app.decide.pod_facts import read_pod_facts, workload_for
 from app.decide.results import PodDecision
-from app.plans import guardrails, plan_for
-from app.view import ClusterView
-from app.workloads import Workload
+from app.model.workloads import Workload
+from app.policy.plans import guardrails, plan_for
+from app.store.view import ClusterView
 
 
 def decide_fallback(

@@ -9,7 +9,7 @@ from typing import Any
 from app.decide.capacity import restore_outgrows
 from app.decide.context import IN_PLACE_RESOURCES, Context, FallbackCase, Result, stop
 from app.decide.plan_facts import common_methods
-from app.workloads import oom_looping
+from app.model.workloads import oom_looping
 
 IN_PLACE = "inPlace"
 _IN_PLACE = Result(method=IN_PLACE)

@@ -8,9 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from app.decide.results import SelectedValue
-from app.enablement import Switches, resolve_switches
-from app.guardrails import GuardrailSettings
-from app.models import (
+from app.model.crd import (
     AutomationStrategy,
     AutomationStrategySpec,
     ClusterAutomationStrategy,
@@ -19,13 +17,15 @@ from app.models import (
     RightsizingRecommendation,
     Window,
 )
-from app.plans import WorkloadPlan, guardrails
-from app.quantities import QuantityError, parse_resource
-from app.recommendations import RecommendationRow
-from app.selection import Candidate, Target
-from app.sync import PROACTIVE_KINDS, ROLLBACK_KINDS
-from app.view import ClusterView
-from app.workloads import Workload
+from app.model.quantities import QuantityError, parse_resource
+from app.model.recommendations import RecommendationRow
+from app.model.workloads import Workload
+from app.policy.enablement import Switches, resolve_switches
+from app.policy.guardrails import GuardrailSettings
+from app.policy.plans import WorkloadPlan, guardrails
+from app.policy.selection import Candidate, Target
+from app.policy.sync import PROACTIVE_KINDS, ROLLBACK_KINDS
+from app.store.view import ClusterView
 
 #: The resources whose requests and limits make a pod's QoS class (Guaranteed when equal).
 QOS_RESOURCES = ("cpu", "memory")

@@ -9,13 +9,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from app.annotations import PAUSE_REASON, PAUSE_UNTIL, SKIP_CONTAINERS
-from app.horizon import Horizon
-from app.kube_types import ContainerDict
-from app.owners import WorkloadRef
-from app.plans import protected_by_pattern
-from app.view import ClusterView
-from app.workloads import (
+from app.model.annotations import PAUSE_REASON, PAUSE_UNTIL, SKIP_CONTAINERS
+from app.model.horizon import Horizon
+from app.model.kube_types import ContainerDict
+from app.model.owners import WorkloadRef
+from app.model.workloads import (
     JAVA_OPTION_VARS,
     Resources,
     Workload,
@@ -24,6 +22,8 @@ from app.workloads import (
     pod_resources,
     target_containers,
 )
+from app.policy.plans import protected_by_pattern
+from app.store.view import ClusterView
 
 _HEAP_RE = re.compile(r"(?:-Xmx|-XX:MaxHeapSize=)(\d+)([kKmMgGtT]?)\b")
 

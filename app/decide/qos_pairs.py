@@ -7,8 +7,8 @@ from dataclasses import replace
 from app.decide.context import Action, Context
 from app.decide.plan_facts import QOS_RESOURCES, Prepared
 from app.decide.pod_facts import is_guaranteed
-from app.enablement import Switches, apply_switches
-from app.selection import Target
+from app.policy.enablement import Switches, apply_switches
+from app.policy.selection import Target
 
 #: A change dropped because it would leave a Guaranteed container's request ≠ its limit.
 GUARANTEED_QOS = "GuaranteedQoS"

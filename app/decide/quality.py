@@ -8,7 +8,7 @@ from datetime import timedelta
 
 from app.decide.context import PASS, Action, Context, Result, block, stop
 from app.decide.pod_facts import hpa_coupled_resources, vpa_held_targets
-from app.durations import format_duration
+from app.model.durations import format_duration
 
 
 def _proactive(ctx: Context) -> list[Action]:

@@ -7,12 +7,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
-from app.owners import WorkloadRef
-from app.plans import WorkloadPlan
-from app.quantities import format_resource
-from app.schedule import Schedule
-from app.selection import Candidate, Target
-from app.workloads import Resources
+from app.model.owners import WorkloadRef
+from app.model.quantities import format_resource
+from app.model.workloads import Resources
+from app.policy.plans import WorkloadPlan
+from app.policy.schedule import Schedule
+from app.policy.selection import Candidate, Target
 
 
 @dataclass(frozen=True, slots=True)

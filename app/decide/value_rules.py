@@ -6,10 +6,10 @@ from app.decide.context import PASS, Action, Context, Result, block, stop
 from app.decide.plan_facts import Prepared
 from app.decide.pod_facts import jvm_heap_bytes, oom_killed_since
 from app.decide.qos_pairs import GUARANTEED_QOS
-from app.enablement import GPU
-from app.guardrails import NO_FACTS, NO_SIGNIFICANT_CHANGE, ValueContext, apply_value_rules
-from app.quantities import format_resource
-from app.selection import Target
+from app.model.quantities import format_resource
+from app.policy.enablement import GPU
+from app.policy.guardrails import NO_FACTS, NO_SIGNIFICANT_CHANGE, ValueContext, apply_value_rules
+from app.policy.selection import Target
 
 
 def check_value_rules(ctx: Context) -> Result:

@@ -13,8 +13,8 @@ from typing import Any
 import orjson
 
 from app.decide import PodDecision, decide_pod
-from app.models import KerfResource, parse_object
-from app.view import ClusterView
+from app.model.crd import KerfResource, parse_object
+from app.store.view import ClusterView
 
 API = "rightsizing.kubex.ai/v1alpha1"
 NS = "shop"

@@ -8,8 +8,8 @@ from typing import Any
 import orjson
 import pytest
 
-from app.admission import AdmissionResult, admit_pod
-from app.annotations import ARGS_KEY, PAUSE_UNTIL, POD_INFO, SKIP_CONTAINERS
+from app.decide.admission import AdmissionResult, admit_pod
+from app.model.annotations import ARGS_KEY, PAUSE_UNTIL, POD_INFO, SKIP_CONTAINERS
 from tests.app import builders as b
 
 NOW = b.NOW

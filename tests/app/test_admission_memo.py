@@ -1,5 +1,5 @@
 """The admission memo: a decision made for one pod of a template serves the next ones
-only while a fresh decision would be the same (app/admission.py, app/view.py)."""
+only while a fresh decision would be the same (app/decide/admission.py, app/store/view.py)."""
 
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import app.decision_cache
-from app.admission import AdmissionResult, admit_pod, memo_counts
-from app.annotations import PAUSE_UNTIL, SKIP_CONTAINERS
-from app.plans import plan_for
-from app.quantities import QuantityError
-from app.view import ClusterView
+import app.store.decision_cache
+from app.decide.admission import AdmissionResult, admit_pod, memo_counts
+from app.model.annotations import PAUSE_UNTIL, SKIP_CONTAINERS
+from app.model.quantities import QuantityError
+from app.policy.plans import plan_for
+from app.store.view import ClusterView
 from tests.app import builders as b
 
 NOW = b.NOW
@@ -223,17 +223,17 @@ def test_a_recommendation_grows_stale_at_its_time() -> None:
 
 def test_the_memo_is_bounded_per_plan() -> None:
     v = static_view()
-    for cpu in range(1, 3 * app.decision_cache.MEMO_PER_PLAN):
+    for cpu in range(1, 3 * app.store.decision_cache.MEMO_PER_PLAN):
         p = new_pod()
         p["spec"]["containers"][0]["resources"]["requests"]["cpu"] = f"{cpu}m"
         both(v, p)
         both(v, copy.deepcopy(p))
     plan = plan_for(v, v.workload(v.owner_of(new_pod())))  # type: ignore[arg-type]
-    assert len(plan.memo["admissions"]) == app.decision_cache.MEMO_PER_PLAN
+    assert len(plan.memo["admissions"]) == app.store.decision_cache.MEMO_PER_PLAN
 
 
 def test_the_memo_is_bounded_overall(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(app.decision_cache, "MEMO_TOTAL", 5)
+    monkeypatch.setattr(app.store.decision_cache, "MEMO_TOTAL", 5)
     names = [f"w{i}" for i in range(8)]
     v = b.view(
         b.namespace(),
@@ -269,7 +269,7 @@ def test_a_template_is_memoised_from_its_second_pod_on() -> None:
 
 
 def test_a_sighting_is_forgotten_past_the_bound(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(app.decision_cache, "MAX_SIGHTINGS", 2)
+    monkeypatch.setattr(app.store.decision_cache, "MAX_SIGHTINGS", 2)
     v = static_view()
     pods = []
     for cpu in (100, 200, 300):

@@ -1,4 +1,4 @@
-"""The API server's time formats and who a replica is (app.apitime, app.lease)."""
+"""The API server's time formats and who a replica is (app.model.apitime, app.kube.lease)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from app.apitime import micro_time, rfc3339, rfc3339_as_kept, unix_rfc3339
-from app.lease import holder_identity, own_namespace
+from app.kube.lease import holder_identity, own_namespace
+from app.model.apitime import micro_time, rfc3339, rfc3339_as_kept, unix_rfc3339
 
 T0 = datetime(2026, 11, 28, 10, 0, 0, 123456, tzinfo=UTC)
 PLUS_TWO = timezone(timedelta(hours=2))
@@ -38,5 +38,5 @@ def test_identity_and_namespace_from_the_downward_api(monkeypatch: pytest.Monkey
 def test_identity_and_namespace_defaults(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv("POD_NAME", raising=False)
     monkeypatch.delenv("POD_NAMESPACE", raising=False)
-    monkeypatch.setattr("app.lease.SERVICE_ACCOUNT_NAMESPACE", tmp_path / "absent")
+    monkeypatch.setattr("app.kube.lease.SERVICE_ACCOUNT_NAMESPACE", tmp_path / "absent")
     assert holder_identity() and own_namespace() == "kerf-system"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.args import apply_arg_ops
+from app.model.args import apply_arg_ops
 
 
 def add(name: str, value: str | None = None) -> dict[str, str]:

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from app.annotations import APPROVE, APPROVE_TARGET
 from app.decide import PodDecision
-from app.explain import decision_json, render_text
+from app.model.annotations import APPROVE, APPROVE_TARGET
+from app.outcome.explain import decision_json, render_text
 from tests.app import builders as b
 
 #: every check here only reads the decision (tests/app/conftest.py)

@@ -8,7 +8,7 @@ import sys
 import orjson
 import pytest
 
-from app.cleanup import annotate_commands
+from kerf.cleanup import annotate_commands
 from kerf.cli import main
 
 LISTING = {

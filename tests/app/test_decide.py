@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from app.annotations import PAUSE_UNTIL, ROLLBACK_STATE
-from app.horizon import Horizon
-from app.plans import plan_for
-from app.rollback import RollbackState, encode_state
+from app.model.annotations import PAUSE_UNTIL, ROLLBACK_STATE
+from app.model.horizon import Horizon
+from app.policy.plans import plan_for
+from app.policy.rollback import RollbackState, encode_state
 from tests.app import builders as b
 
 #: every check here only reads the decision (tests/app/conftest.py)

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from app.admission import admit_pod
 from app.decide import PodDecision
+from app.decide.admission import admit_pod
 from tests.app import builders as b
 
 #: every check here only reads the decision (tests/app/conftest.py)

@@ -7,10 +7,10 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from app import decision_cache
-from app.annotations import PAUSE_UNTIL
-from app.owners import WorkloadRef
-from app.plans import MAX_NAME_SETS, plan_for, protected_by_pattern
+from app.model.annotations import PAUSE_UNTIL
+from app.model.owners import WorkloadRef
+from app.policy.plans import MAX_NAME_SETS, plan_for, protected_by_pattern
+from app.store import decision_cache
 from tests.app import builders as b
 
 NOW = b.NOW

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from app.decide import PodDecision
-from app.workloads import oom_looping
+from app.model.workloads import oom_looping
 from tests.app import builders as b
 
 #: every check here only reads the decision (tests/app/conftest.py)

@@ -10,7 +10,7 @@ import pytest
 
 from app.decide import PodDecision
 from app.decide.method import restarts_container
-from app.workloads import target_containers
+from app.model.workloads import target_containers
 from tests.app import builders as b
 
 #: every check here only reads the decision (tests/app/conftest.py)

@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-from app import decision_cache
 from app.decide import read_pod_facts
-from app.decision_cache import ADMISSIONS, NEVER, DecisionCaches
-from app.inputs import admission_versions
-from app.owners import WorkloadRef
-from app.plans import guardrails, plan_for, protected_by_pattern
+from app.model.owners import WorkloadRef
+from app.policy.plans import guardrails, plan_for, protected_by_pattern
+from app.store import decision_cache
+from app.store.decision_cache import ADMISSIONS, NEVER, DecisionCaches
+from app.store.inputs import admission_versions
 from tests.app import builders as b
 
 WEB = ("Deployment", "shop", "web")

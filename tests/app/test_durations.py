@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.durations import (
+from app.model.durations import (
     DurationError,
     format_duration,
     in_hours,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.enablement import GPU, Enabled, apply_switches, resolve_switches
-from app.models import AutomationStrategySpec
+from app.model.crd import AutomationStrategySpec
+from app.policy.enablement import GPU, Enabled, apply_switches, resolve_switches
 from tests.app import builders as b
 
 

@@ -13,9 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.decide import decide_pod
-from app.explain import explain
-from app.report import build_report
-from app.statedir import LoadError, load_objects, load_view, relative_times
+from app.outcome.explain import explain
+from app.outcome.report import build_report
+from app.store.statedir import LoadError, load_objects, load_view, relative_times
 from kerf.cli import main
 from reconciler.main import plan_state_dir
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from app.global_status import WEBHOOK_HEALTHY, Reload, global_status, reload_of
-from app.sources import SourceState
+from app.policy.global_status import WEBHOOK_HEALTHY, Reload, global_status, reload_of
+from app.store.sources import SourceState
 
 NOW = datetime(2026, 12, 3, 12, 0, tzinfo=UTC)
 MAX_AGE = timedelta(seconds=60)

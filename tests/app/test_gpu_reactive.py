@@ -1,4 +1,4 @@
-"""The GpuReactivePolicy decision (app/gpu_reactive.py): every rule of docs/gpu.md on its
+"""The GpuReactivePolicy decision (app/recommend/gpu_reactive.py): every rule of docs/gpu.md on its
 own, and the two bounds as properties."""
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.gpu_reactive import (
+from app.model.crd import GpuReactivePolicy, GpuReactivePolicySpec, parse_object
+from app.recommend.gpu_reactive import (
     AT_BASELINE,
     KEPT,
     LOWER_REFUSED,
@@ -30,7 +31,6 @@ from app.gpu_reactive import (
     redistribute,
     whole_gpus,
 )
-from app.models import GpuReactivePolicy, GpuReactivePolicySpec, parse_object
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 OLD = NOW - timedelta(hours=1)
@@ -243,7 +243,7 @@ def test_the_higher_total_wins() -> None:
 
 
 def _cand(signal: str, total: float) -> Any:
-    from app.gpu_reactive import Candidate
+    from app.recommend.gpu_reactive import Candidate
 
     return Candidate(signal, "scaleBack", total, "p1", total, 1.0)  # type: ignore[arg-type]
 

@@ -6,7 +6,9 @@ from datetime import timedelta
 
 import pytest
 
-from app.guardrails import (
+from app.model.crd import Guardrails
+from app.model.quantities import MIB, parse_resource
+from app.policy.guardrails import (
     BUILTIN_GUARDRAILS,
     GuardrailSettings,
     ValueContext,
@@ -15,8 +17,6 @@ from app.guardrails import (
     decrease_floor,
     resolve_guardrails,
 )
-from app.models import Guardrails
-from app.quantities import MIB, parse_resource
 
 defaults = resolve_guardrails(None, None)
 DEFAULTS = defaults
@@ -212,7 +212,7 @@ def test_rollback_cooldown_refuses_decreases_of_that_resource_only() -> None:
 
 
 def test_decrease_step_never_turns_into_an_increase_below_one_mib() -> None:
-    from app.guardrails import decrease_floor
+    from app.policy.guardrails import decrease_floor
 
     half_mib = 512 * 1024
     assert decrease_floor(half_mib, 50, "memory") == half_mib

@@ -1,4 +1,4 @@
-"""`app.heap`: what freezing the loaded state changes, and the invariant that makes rarer
+"""`app.runtime.heap`: what freezing the loaded state changes, and the invariant that makes rarer
 full collections safe — the decision caches hold no reference cycles, so reference
 counting alone frees whatever they drop."""
 
@@ -11,8 +11,8 @@ from collections.abc import Iterator
 import orjson
 import pytest
 
-from app.admission import admit_pod
-from app.heap import FULL_COLLECTION_EVERY, freeze_for_admission, freeze_loaded_state
+from app.decide.admission import admit_pod
+from app.runtime.heap import FULL_COLLECTION_EVERY, freeze_for_admission, freeze_loaded_state
 from benchmarks.explain import NOW
 from benchmarks.webhook import build_bodies, build_view
 from webhook.finished import FinishedAnswers

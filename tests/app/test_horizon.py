@@ -8,7 +8,7 @@ from zoneinfo import ZoneInfo
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.horizon import TICK, Horizon
+from app.model.horizon import TICK, Horizon
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 HOUR = timedelta(hours=1)

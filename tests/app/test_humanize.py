@@ -1,4 +1,4 @@
-"""Values and texts as a person reads them (`app/humanize.py`): kubectl's notation, before →
+"""Values and texts as a person reads them (`kerf/humanize.py`): kubectl's notation, before →
 after, and long texts that wrap or end with `…`, never cut mid-word silently."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.humanize import ELLIPSIS, change, changes, ordered, quantity, shorten, values, wrap
-from app.quantities import format_bytes, format_cpu
+from app.model.quantities import format_bytes, format_cpu
+from kerf.humanize import ELLIPSIS, change, changes, ordered, quantity, shorten, values, wrap
 
 #: A recorded Event note (RollbackMonitoringStarted) that the demo once cut at 110
 #: characters, mid-word: `(adoption thresh`.

@@ -15,12 +15,12 @@ import orjson
 import pytest
 from kubernetes_asyncio import client
 
-from app.admission import admit_pod
-from app.heap import freeze_loaded_state
-from app.informer import WEBHOOK_RESOURCES, Backoff, Resource
-from app.jsonlog import JsonLinesFormatter
-from app.owners import WorkloadRef
-from app.view import ClusterView
+from app.decide.admission import admit_pod
+from app.kube.informer import WEBHOOK_RESOURCES, Backoff, Resource
+from app.model.owners import WorkloadRef
+from app.runtime.heap import freeze_loaded_state
+from app.runtime.jsonlog import JsonLinesFormatter
+from app.store.view import ClusterView
 from kubesim.faults import FaultRule
 from kubesim.sim import Simulator
 from kubesim.testing import running_sim

@@ -1,4 +1,4 @@
-"""`app.jsonlog.log_time`: a line's `ts` spelled exactly as `datetime` spells it."""
+"""`app.runtime.jsonlog.log_time`: a line's `ts` spelled exactly as `datetime` spells it."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from app.jsonlog import log_time
+from app.runtime.jsonlog import log_time
 
 
 def _by_datetime(unix: float) -> str:

@@ -6,11 +6,11 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.kai import KAI_QUEUE_LABEL, KaiChange, kai_change
-from app.models import AutomationStrategySpec
-from app.quantities import GPU_FRACTION, format_resource, parse_resource
-from app.rollback_health import runs_values
-from app.workloads import pod_resources, target_containers
+from app.model.crd import AutomationStrategySpec
+from app.model.quantities import GPU_FRACTION, format_resource, parse_resource
+from app.model.workloads import pod_resources, target_containers
+from app.policy.kai import KAI_QUEUE_LABEL, KaiChange, kai_change
+from app.policy.rollback_health import runs_values
 
 RESOURCES = {"app": {"requests": {"cpu": "1", GPU_FRACTION: "0.46"}, "limits": {"memory": "1Gi"}}}
 

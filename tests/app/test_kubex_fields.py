@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from app.models import GlobalConfigurationSpec, parse_object
-from app.strategy_fields import unhonoured_policy_fields
+from app.model.crd import GlobalConfigurationSpec, parse_object
+from app.model.strategy_fields import unhonoured_policy_fields
 from tests.app import builders as b
 
 #: Global-Configuration.md, "Example"

@@ -15,13 +15,13 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app.kubex_rows import parse_results
-from app.kubexflags import kubex_source, parse_kubex_source
-from app.quantities import parse_resource
-from app.recommendations import RecommendationRow, index_rows
-from app.sources import RecommendationSources
-from app.statedir import load_view
-from app.view import ClusterView
+from app.kube.kubexflags import kubex_source, parse_kubex_source
+from app.model.kubex_rows import parse_results
+from app.model.quantities import parse_resource
+from app.model.recommendations import RecommendationRow, index_rows
+from app.store.sources import RecommendationSources
+from app.store.statedir import load_view
+from app.store.view import ClusterView
 from kerf.cli import main
 from tests.app import builders as b
 

@@ -11,7 +11,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app.annotations import PAUSE_REASON, PAUSE_UNTIL, SKIP_CONTAINERS, fixed_key
+from app.model.annotations import PAUSE_REASON, PAUSE_UNTIL, SKIP_CONTAINERS, fixed_key
 from tests.app import builders as b
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

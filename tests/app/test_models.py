@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from app.models import (
+from app.model.crd import (
     DEFAULT_PRECEDENCE,
     DEFAULT_WORKLOAD_TYPES,
     KINDS,

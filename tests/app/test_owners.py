@@ -3,7 +3,7 @@ from typing import Any
 
 import pytest
 
-from app.owners import OwnerLookup, WorkloadRef, resolve_owner
+from app.model.owners import OwnerLookup, WorkloadRef, resolve_owner
 
 
 class DictLookup:

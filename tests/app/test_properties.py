@@ -9,10 +9,10 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app.guardrails import decrease_floor
-from app.models import DEFAULT_PRECEDENCE
-from app.quantities import MIB, parse_resource
-from app.selection import Candidate, best_candidate, select
+from app.model.crd import DEFAULT_PRECEDENCE
+from app.model.quantities import MIB, parse_resource
+from app.policy.guardrails import decrease_floor
+from app.policy.selection import Candidate, best_candidate, select
 from tests.app import builders as b
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.quantities import (
+from app.model.quantities import (
     MIB,
     QuantityError,
     format_bytes,
@@ -307,7 +307,7 @@ def test_parsing_keeps_nothing_of_the_texts() -> None:
 
 
 def test_resource_amounts_compare_by_amount() -> None:
-    from app.quantities import resource_amounts
+    from app.model.quantities import resource_amounts
 
     assert resource_amounts({"cpu": "1000m", "memory": "1Gi"}) == resource_amounts(
         {"cpu": "1", "memory": "1073741824"}

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from app.models import InvalidObject
+from app.model.crd import InvalidObject
 from tests.app import builders as b
 
 

@@ -1,4 +1,4 @@
-"""app/reachability.py: an API server outage is said when it starts, at most once per
+"""app/kube/reachability.py: an API server outage is said when it starts, at most once per
 interval while it lasts (with a count), and when it ends; old news changes nothing."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import logging
 import aiohttp
 import pytest
 
-from app.apitimeout import api_timeout
-from app.informer import ApiStatusError
-from app.reachability import Reachability, describe, format_seconds, is_outage
+from app.kube.apitimeout import api_timeout
+from app.kube.errors import ApiStatusError
+from app.kube.reachability import Reachability, describe, format_seconds, is_outage
 
 SERVER = "https://10.0.0.1:6443"
 REFUSED = ConnectionRefusedError(111, "Connect call failed ('10.0.0.1', 6443)")

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.quantities import parse_resource
-from app.recommendations import (
+from app.model.quantities import parse_resource
+from app.model.recommendations import (
     index_rows,
     is_recommendation_configmap,
     parse_rows,

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from app.models import API_VERSION, InvalidObject, parse_object
-from app.recommender_policy import rules_for, settings_policy
-from app.recommender_rules import RuleSettings
-from app.workloads import Workload
+from app.model.crd import API_VERSION, InvalidObject, parse_object
+from app.model.workloads import Workload
+from app.recommend.policy import rules_for, settings_policy
+from app.recommend.rules import RuleSettings
 from tests.app.builders import NS, T0, deployment, policy_evaluation, proactive, view
 from tools.crdgen import validate_against_crd
 

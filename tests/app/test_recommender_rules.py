@@ -1,4 +1,4 @@
-"""The recommender's rules (app.recommender_rules) and its input mapping, without Prometheus."""
+"""The recommender's rules (app.recommend.rules) and its input mapping, without Prometheus."""
 
 from __future__ import annotations
 
@@ -10,11 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.owners import WorkloadRef
-from app.prometheus_query import AnswerError, Queries, Series, parse_matrix, parse_vector
-from app.recommender_inputs import Answers, owner_by_name, usage_for
-from app.recommender_rows import changed, merged_rows, row
-from app.recommender_rules import (
+from app.model.owners import WorkloadRef
+from app.model.workloads import Workload
+from app.recommend.inputs import Answers, owner_by_name, usage_for
+from app.recommend.prometheus_query import AnswerError, Queries, Series, parse_matrix, parse_vector
+from app.recommend.rows import changed, merged_rows, row
+from app.recommend.rules import (
     MI,
     ContainerResult,
     ContainerUsage,
@@ -27,8 +28,7 @@ from app.recommender_rules import (
     recommend_container,
     recommend_workload,
 )
-from app.view import ClusterView
-from app.workloads import Workload
+from app.store.view import ClusterView
 
 STEP = 300.0
 END = 1_800_000_000.0

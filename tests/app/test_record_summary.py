@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.annotations import APPROVE, APPROVE_TARGET
-from app.quantities import parse_resource
-from app.record_summary import (
+from app.model.annotations import APPROVE, APPROVE_TARGET
+from app.model.quantities import parse_resource
+from app.policy.record_summary import (
     approval,
     change,
     next_action,

@@ -1,4 +1,4 @@
-"""The view keeps a RightsizingRecommendation's status as JSON bytes (app/records.py):
+"""The view keeps a RightsizingRecommendation's status as JSON bytes (app/model/records.py):
 every read gives the status it was given, and the record stays one object until a new
 version arrives."""
 
@@ -7,11 +7,11 @@ from __future__ import annotations
 import dataclasses
 from datetime import timedelta
 
-from app.models import KerfResource, LastApplied, LastRollback, RecommendationStatus
-from app.owners import WorkloadRef
-from app.plans import plan_for
-from app.records import RECENT, StoredRecommendation
-from app.view import ClusterView
+from app.model.crd import KerfResource, LastApplied, LastRollback, RecommendationStatus
+from app.model.owners import WorkloadRef
+from app.model.records import RECENT, StoredRecommendation
+from app.policy.plans import plan_for
+from app.store.view import ClusterView
 from tests.app import builders as b
 
 REF = WorkloadRef("Deployment", b.NS, "web")

@@ -16,7 +16,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from kubernetes_asyncio import client
 
-from app.report import (
+from app.kube.snapshot import snapshot_view
+from app.outcome.report import (
     COMPARISONS,
     HOURS_PER_MONTH,
     RESOURCES,
@@ -25,10 +26,9 @@ from app.report import (
     build_report,
     report_json,
 )
-from app.report_html import render_html
-from app.report_table import TABLE_WIDTH, csv_rows, render_markdown, render_table, table_rows
-from app.snapshot import snapshot_view
 from kerf.cli import main
+from kerf.report_html import render_html
+from kerf.report_table import TABLE_WIDTH, csv_rows, render_markdown, render_table, table_rows
 from kubesim.testing import running_sim
 from tests.app.builders import (
     NOW,

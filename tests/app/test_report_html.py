@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from app.report import Prices, build_report
-from app.report_html import render_html
+from app.outcome.report import Prices, build_report
+from kerf.report_html import render_html
 from tests.app.builders import NOW
 from tests.app.test_report import mixed_view
 

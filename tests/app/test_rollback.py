@@ -7,8 +7,9 @@ from datetime import timedelta
 
 import pytest
 
-from app.annotations import ROLLBACK_STATE, decode_payload, fixed_key
-from app.rollback import (
+from app.model.annotations import ROLLBACK_STATE, decode_payload, fixed_key
+from app.model.workloads import Workload
+from app.policy.rollback import (
     MODES,
     RollbackState,
     RollbackStateError,
@@ -19,8 +20,7 @@ from app.rollback import (
     restore_target,
     rollback_state,
 )
-from app.sync import sync_workload
-from app.workloads import Workload
+from app.policy.sync import sync_workload
 from tests.app import builders as b
 
 MANIFEST = {

@@ -1,4 +1,4 @@
-"""Pod health and adoption for rollback monitoring (app/rollback_health.py)."""
+"""Pod health and adoption for rollback monitoring (app/policy/rollback_health.py)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from typing import Any
 import orjson
 import pytest
 
-from app.annotations import POD_INFO
-from app.guardrails import BUILTIN_GUARDRAILS, resolve_guardrails
-from app.models import Guardrails, RollbackGuardrails
-from app.rollback_health import (
+from app.model.annotations import POD_INFO
+from app.model.crd import Guardrails, RollbackGuardrails
+from app.policy.guardrails import BUILTIN_GUARDRAILS, resolve_guardrails
+from app.policy.rollback_health import (
     CPU_THROTTLING,
     Applied,
     HealthThresholds,

@@ -1,4 +1,4 @@
-"""The rollback state machine (app/rollback_monitor.py): every transition, the seed's
+"""The rollback state machine (app/policy/rollback_monitor.py): every transition, the seed's
 backoff table, and restart safety."""
 
 from __future__ import annotations
@@ -11,13 +11,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.admission import admit_pod
-from app.annotations import POD_INFO, encode_fixed, encode_owned, fixed_key, policy_key
-from app.models import KerfResource, LastApplied, parse_object
-from app.plans import plan_for
-from app.rollback import RollbackState, backoff_wait, decode_state, encode_state
-from app.rollback_health import Applied
-from app.rollback_monitor import (
+from app.decide.admission import admit_pod
+from app.model.annotations import POD_INFO, encode_fixed, encode_owned, fixed_key, policy_key
+from app.model.crd import KerfResource, LastApplied, parse_object
+from app.model.workloads import Workload
+from app.policy.plans import plan_for
+from app.policy.rollback import RollbackState, backoff_wait, decode_state, encode_state
+from app.policy.rollback_health import Applied
+from app.policy.rollback_monitor import (
     BACKING_OFF,
     FAILED_PERMANENT,
     MONITORING_STARTED,
@@ -34,7 +35,6 @@ from app.rollback_monitor import (
     step,
     summary,
 )
-from app.workloads import Workload
 from tests.app import builders as b
 
 T0 = b.NOW

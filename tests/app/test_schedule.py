@@ -8,9 +8,9 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.guardrails import NO_FACTS, apply_value_rules, decrease_floor, resolve_guardrails
-from app.quantities import MIB
-from app.schedule import Schedule, ValueGoal, schedule, value_steps
+from app.model.quantities import MIB
+from app.policy.guardrails import NO_FACTS, apply_value_rules, decrease_floor, resolve_guardrails
+from app.policy.schedule import Schedule, ValueGoal, schedule, value_steps
 
 DEFAULTS = resolve_guardrails(None, None)
 NOW = datetime(2026, 12, 6, 12, 0, tzinfo=UTC)

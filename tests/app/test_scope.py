@@ -4,8 +4,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.models import LabelSelector, NamespaceSelector, Scope
-from app.scope import (
+from app.model.crd import LabelSelector, NamespaceSelector, Scope
+from app.store.scope import (
     DEFAULT_WORKLOAD_TYPES,
     container_in_scope,
     match_label_selector,

@@ -6,10 +6,17 @@ import random
 from datetime import datetime, timedelta
 from typing import Any
 
-from app.annotations import encode_fixed, encode_owned, fixed_key, policy_key
-from app.models import DEFAULT_PRECEDENCE, KerfResource
-from app.plans import policy_priorities
-from app.selection import Candidate, Target, best_candidate, extract_candidates, priorities, select
+from app.model.annotations import encode_fixed, encode_owned, fixed_key, policy_key
+from app.model.crd import DEFAULT_PRECEDENCE, KerfResource
+from app.policy.plans import policy_priorities
+from app.policy.selection import (
+    Candidate,
+    Target,
+    best_candidate,
+    extract_candidates,
+    priorities,
+    select,
+)
 from tests.app import builders as b
 
 CPU = Target("app", "requests", "cpu")

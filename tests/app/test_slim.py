@@ -1,4 +1,4 @@
-"""What the view keeps of each object (`app/slim.py`): every decision, pod state and
+"""What the view keeps of each object (`app/store/slim.py`): every decision, pod state and
 rollback health read from the projections equals the one read from the full objects."""
 
 from __future__ import annotations
@@ -13,16 +13,16 @@ import orjson
 import pytest
 from pydantic import ValidationError
 
-import app.view
-from app import slim
+import app.store.view
 from app.decide import decide_pod
-from app.models import API_VERSION, KerfResource, parse_object
-from app.podstate import is_ready, is_running, resize_progress
-from app.rollback_health import HealthThresholds, pod_health, running_resources
-from app.rollback_monitor import monitor_inputs
-from app.statedir import load_objects
-from app.view import ClusterView
-from app.workloads import Workload
+from app.model.crd import API_VERSION, KerfResource, parse_object
+from app.model.workloads import Workload
+from app.policy.podstate import is_ready, is_running, resize_progress
+from app.policy.rollback_health import HealthThresholds, pod_health, running_resources
+from app.policy.rollback_monitor import monitor_inputs
+from app.store import slim
+from app.store.statedir import load_objects
+from app.store.view import ClusterView
 from benchmarks.startup import STAMP, cluster_objects
 from tests.app import builders as b
 
@@ -38,7 +38,7 @@ def _views(
     objects = list(objects)
     full = ClusterView()
     with monkeypatch.context() as patch:
-        patch.setattr(app.view, "project", lambda obj: obj)
+        patch.setattr(app.store.view, "project", lambda obj: obj)
         for obj in objects:
             full.apply(obj if isinstance(obj, KerfResource) else copy.deepcopy(obj))
     slimmed = ClusterView()
@@ -275,7 +275,7 @@ def test_kerf_models_in_the_view_share_their_field_sets() -> None:
     assert a is not None and c is not None
     assert a.spec.__pydantic_fields_set__ is c.spec.__pydantic_fields_set__
     assert a.metadata.__pydantic_fields_set__ is c.metadata.__pydantic_fields_set__
-    # equal, and dumps the same (the status is kept as JSON: app/records.py)
+    # equal, and dumps the same (the status is kept as JSON: app/model/records.py)
     assert a.model_dump() == parse_object(record("a"), "test").model_dump()
     with pytest.raises(ValidationError):  # view models are read, never changed
         a.spec.target_ref = a.spec.target_ref

@@ -9,7 +9,7 @@ import orjson
 import pytest
 import yaml
 
-from app.explain import explain
+from app.outcome.explain import explain
 from kerf.cli import main
 from tests.app import builders as b
 

@@ -1,4 +1,4 @@
-"""Loading state files (`app/statedir.py`): the fast loaders, and the errors a wrong path
+"""Loading state files (`app/store/statedir.py`): the fast loaders, and the errors a wrong path
 gets instead of an empty view."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from app import yamlload
-from app.statedir import LoadError, load_objects
+from app.store import yamlload
+from app.store.statedir import LoadError, load_objects
 from kerf.cli import main
 
 POD = {

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from app.informer import WEBHOOK_RESOURCES
-from app.models import (
+from app.kube.informer import WEBHOOK_RESOURCES
+from app.model.crd import (
     KINDS,
     STORED_KINDS,
     ClusterCompactionPolicy,
@@ -18,7 +18,7 @@ from app.models import (
     StoredKind,
     parse_object,
 )
-from app.view import ClusterView
+from app.store.view import ClusterView
 from reconciler.service import RECONCILER_RESOURCES
 from tools.crdgen import validate_against_crd
 

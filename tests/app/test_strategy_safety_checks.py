@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from app.annotations import PAUSE_UNTIL
 from app.decide import PodDecision
-from app.models import AutomationStrategySpec, parse_object
-from app.strategy_fields import unhonoured_fields
+from app.model.annotations import PAUSE_UNTIL
+from app.model.crd import AutomationStrategySpec, parse_object
+from app.model.strategy_fields import unhonoured_fields
 from tests.app import builders as b
 
 #: every check here only reads the decision (tests/app/conftest.py)
@@ -173,5 +173,5 @@ def test_kai_conversion_and_vllm_tuning_are_named() -> None:
         "enablement.overrideScheduler",
         "kai.vllm.gpuMemoryUtilizationBufferPercent",
     ]
-    # carried out (app/kai.py), so not named; nor is kerf's default (the label kept)
+    # carried out (app/policy/kai.py), so not named; nor is kerf's default (the label kept)
     assert unhonoured_fields(AutomationStrategySpec.model_validate({"kai": {"queue": "q"}})) == []

@@ -6,7 +6,7 @@ import re
 
 import orjson
 
-from app.annotations import (
+from app.model.annotations import (
     ARGS_KEY,
     decode_payload,
     fixed_key,
@@ -14,9 +14,9 @@ from app.annotations import (
     parse_key,
     policy_key,
 )
-from app.recommendations import index_rows, parse_rows
-from app.sync import sync_workload
-from app.workloads import Workload
+from app.model.recommendations import index_rows, parse_rows
+from app.model.workloads import Workload
+from app.policy.sync import sync_workload
 from tests.app import builders as b
 
 WEB = Workload(kind="Deployment", namespace=b.NS, name="web", labels={"app": "web"})

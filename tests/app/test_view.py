@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from app.decide import decide_pod
-from app.owners import WorkloadRef
-from app.slim import project
-from app.statedir import LoadError, load_view
+from app.model.owners import WorkloadRef
+from app.store.slim import project
+from app.store.statedir import LoadError, load_view
 from tests.app import builders as b
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "storefront"

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import app.view
-from app import slim
+import app.store.view
 from app.decide.pod_facts import vpa_held_targets
+from app.store import slim
 from tests.app import builders as b
 
 #: every check here only reads the decision (tests/app/conftest.py)
@@ -174,7 +174,7 @@ def test_a_vpa_is_an_input_of_the_remembered_admission_decision() -> None:
 
 
 def test_the_projection_of_a_vpa_decides_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
-    """What the view keeps of a VPA (app/slim.py) is all the decision reads of it."""
+    """What the view keeps of a VPA (app/store/slim.py) is all the decision reads of it."""
     full_vpa = b.vpa(
         policies=[
             {
@@ -203,7 +203,7 @@ def test_the_projection_of_a_vpa_decides_the_same(monkeypatch: pytest.MonkeyPatc
         ):
             whole = view(checks=checks)
             with monkeypatch.context() as patch:
-                patch.setattr(app.view, "project", lambda obj: obj)
+                patch.setattr(app.store.view, "project", lambda obj: obj)
                 whole.apply(copy.deepcopy(vpa))
             projected = view(vpa, checks=checks)
             for path in ("running", "admission"):

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.models import Window
-from app.windows import (
+from app.model.crd import Window
+from app.model.windows import (
     SEARCH_DAYS,
     WindowError,
     WindowVerdict,

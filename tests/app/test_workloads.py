@@ -1,9 +1,9 @@
-"""Workloads and the containers kerf sizes (app/workloads.py)."""
+"""Workloads and the containers kerf sizes (app/model/workloads.py)."""
 
 from __future__ import annotations
 
-from app import slim
-from app.workloads import Workload, target_containers, target_statuses
+from app.model.workloads import Workload, target_containers, target_statuses
+from app.store import slim
 
 TEMPLATE = {
     "initContainers": [

@@ -1,4 +1,4 @@
-"""app.yamlload gives exactly what PyYAML's safe loader (libyaml's when present) gives,
+"""app.store.yamlload gives exactly what PyYAML's safe loader (libyaml's when present) gives,
 errors included, faster."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app.yamlload import LOADER, load_all
+from app.store.yamlload import LOADER, load_all
 
 
 def safe(text: str) -> list[Any]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import orjson
 
-from app.recommendations import SOURCE_LABEL
+from app.model.recommendations import SOURCE_LABEL
 from benchmarks.api_objects import WORKLOAD_LABEL, api_objects, replicas, split_rows
 from benchmarks.reconciler import side_by_side
 

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 import yaml
 
-from app.explain import explain
-from app.models import DEFAULT_WORKLOAD_TYPES, StrategySafetyChecks
-from app.statedir import load_view
+from app.model.crd import DEFAULT_WORKLOAD_TYPES, StrategySafetyChecks
+from app.outcome.explain import explain
+from app.store.statedir import load_view
 from harness.kubectl import Kubectl, KubectlFailed
 from harness.wait import wait_until
 from tests.compat.examples import EXAMPLES

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.models import InvalidObject, parse_object
+from app.model.crd import InvalidObject, parse_object
 from tests.compat.examples import EXAMPLES, Example
 
 SETTLED = [e for e in EXAMPLES if e.expect != "pending"]

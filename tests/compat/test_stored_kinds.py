@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from app.models import STORED_KINDS, parse_object, plural
-from app.view import ClusterView
+from app.model.crd import STORED_KINDS, parse_object, plural
+from app.store.view import ClusterView
 from harness.kubectl import Kubectl
 from reconciler.storedkinds import StoredKindReporter
 from tests.compat.examples import EXAMPLES

@@ -1,4 +1,4 @@
-"""The Lease as kerf's one Lease client (app.lease) uses it, on both backends: a missing
+"""The Lease as kerf's one Lease client (app.kube.lease) uses it, on both backends: a missing
 Lease reads as None, a second create and an update at a version read before another
 write are refused with 409, a Lease in a namespace that does not exist with 404, and the
 MicroTime written is read back to the microsecond."""
@@ -10,10 +10,11 @@ from typing import Any
 
 import pytest
 
-from app.apitime import micro_time
-from app.informer import ApiStatusError, api_client_from_config
-from app.lease import LeaseClient
-from app.transport import ApiTransport
+from app.kube.errors import ApiStatusError
+from app.kube.informer import api_client_from_config
+from app.kube.lease import LeaseClient
+from app.kube.transport import ApiTransport
+from app.model.apitime import micro_time
 from harness.backend import Backend
 from tests.conformance.conftest import NamespacedKubectl
 

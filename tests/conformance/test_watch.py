@@ -2,7 +2,7 @@
 when its CRD is served, so a watch from an older version is refused in the stream (an
 ERROR event carrying a 410 Status, on a 200 answer), while a built-in kind's cache,
 started with the server, still replays from the first versions. kerf's informers (the
-webhook's and the reconciler's, app/informer.py) list again on that 410."""
+webhook's and the reconciler's, app/kube/informer.py) list again on that 410."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from app.informer import Informer, api_client_from_config, kerf_resources
-from app.view import ClusterView
+from app.kube.informer import Informer, api_client_from_config, kerf_resources
+from app.store.view import ClusterView
 from harness.backend import Backend
 from harness.wait import WAIT_S
 from tests.conformance.conftest import NamespacedKubectl

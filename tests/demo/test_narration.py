@@ -7,7 +7,7 @@ from __future__ import annotations
 import io
 from typing import Any
 
-from app.annotations import POD_INFO
+from app.model.annotations import POD_INFO
 from demo.narration import (
     NOTE_LINES,
     WIDTH,

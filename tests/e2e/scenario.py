@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from app.quantities import to_bytes
+from app.model.quantities import to_bytes
 from devcluster import fit
 from harness.loadimage import cgroup_values, runnable
 from harness.services import Kerf

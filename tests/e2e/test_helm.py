@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 from cryptography import x509
 
-from app.recommendations import DATA_KEY
-from app.recommender_rows import CONFIGMAP_NAME
+from app.model.recommendations import DATA_KEY
+from app.recommend.rows import CONFIGMAP_NAME
 from harness.backend import real_available, running_backend
 from harness.install import service_kubeconfig
 from harness.kubectl import KUBECTL, Kubectl

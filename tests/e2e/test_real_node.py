@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from app.recommendations import DATA_KEY
-from app.recommender_rows import CONFIGMAP_NAME
-from app.workloads import oom_looping
+from app.model.recommendations import DATA_KEY
+from app.model.workloads import oom_looping
+from app.recommend.rows import CONFIGMAP_NAME
 from devcluster.images import LOAD_IMAGE
 from harness.backend import real_node_missing, running_backend
 from harness.services import Kerf, running_kerf

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from app.recommendations import rows_from_configmap
-from app.recommender_rows import CONFIGMAP_NAME
+from app.model.recommendations import rows_from_configmap
+from app.recommend.rows import CONFIGMAP_NAME
 from harness.services import Kerf
 from harness.wait import wait_until
 from tests.e2e.recommending import SCRAPES, recommend_once, scraped, tls_files, usage_deployment

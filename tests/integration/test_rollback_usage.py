@@ -11,9 +11,9 @@ from typing import Any
 
 from kubernetes_asyncio import client
 
-from app.rollback import RollbackState
-from app.rollback_health import Applied
-from app.rollback_monitor import MonitorInputs, Step, step
+from app.policy.rollback import RollbackState
+from app.policy.rollback_health import Applied
+from app.policy.rollback_monitor import MonitorInputs, Step, step
 from kubesim.sim import Simulator
 from kubesim.testing import running_sim
 from kubesim.usage import USAGE

@@ -18,7 +18,7 @@ import httpx
 import pytest
 from kubernetes_asyncio import client
 
-from app.annotations import POD_INFO
+from app.model.annotations import POD_INFO
 from kubesim.faults import FaultRule
 from kubesim.sim import Simulator
 from kubesim.testing import running_sim

@@ -138,7 +138,7 @@ def test_every_rule_in_kerfs_crds_compiles_and_has_cases_here() -> None:
     in_crds = set().union(
         *(_rules(c["spec"]["versions"][0]["schema"]["openAPIV3Schema"]) for c in crds)
     )
-    # A rule added to app/models.py needs its cases in CASES (and kubesim support).
+    # A rule added to app/model/crd.py needs its cases in CASES (and kubesim support).
     assert in_crds == set(CASES)
 
 

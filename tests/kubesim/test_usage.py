@@ -10,8 +10,8 @@ import orjson
 import pytest
 from kubernetes_asyncio import client
 
-from app.rollback_health import CPU_THROTTLING as KERF_READS
-from app.rollback_health import HealthThresholds, pod_health
+from app.policy.rollback_health import CPU_THROTTLING as KERF_READS
+from app.policy.rollback_health import HealthThresholds, pod_health
 from kubesim.sim import Simulator
 from kubesim.usage import CPU_THROTTLING, OOM_AFTER, USAGE, restart_delay
 from tests.kubesim.conftest import pod_body

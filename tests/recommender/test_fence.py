@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from app.leader import LeaderElector, NotLeading, write_fence
-from app.owners import WorkloadRef
-from app.recommender_rows import CONFIGMAP_NAME, row
-from app.recommender_rules import ContainerResult
-from app.transport import ApiTransport
+from app.kube.leader import LeaderElector, NotLeading, write_fence
+from app.kube.transport import ApiTransport
+from app.model.owners import WorkloadRef
+from app.recommend.rows import CONFIGMAP_NAME, row
+from app.recommend.rules import ContainerResult
 from kubesim.testing import running_sim
 from recommender.analyze import Analysis, Outcome
 from recommender.configmaps import store

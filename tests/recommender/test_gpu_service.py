@@ -18,7 +18,7 @@ import orjson
 import pytest
 from kubernetes_asyncio import client
 
-from app.view import ClusterView
+from app.store.view import ClusterView
 from kubesim.sim import Simulator
 from kubesim.testing import running_sim
 from recommender.gpu import GpuReactor

@@ -15,7 +15,7 @@ import orjson
 import pytest
 import yaml
 
-from app.recommendations import DATA_KEY, SOURCE_LABEL, parse_rows
+from app.model.recommendations import DATA_KEY, SOURCE_LABEL, parse_rows
 from tests.recommender.history import openmetrics
 from tests.recommender.prometheus import backfill, free_port, needs_prometheus, running_prometheus
 from tests.recommender.scene import NAMESPACE, scene, stamp

@@ -20,7 +20,7 @@ import httpx
 import yaml
 from kubernetes_asyncio import client
 
-from app.recommender_rows import CONFIGMAP_NAME
+from app.recommend.rows import CONFIGMAP_NAME
 from harness.services import free_port
 from kubesim.requestlog import ServedWrite
 from kubesim.sim import Simulator

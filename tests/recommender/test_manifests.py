@@ -9,7 +9,7 @@ from typing import Any
 import kubernetes_validate
 import pytest
 
-from app.models import plural
+from app.model.crd import plural
 from kerf.cli import build_parser
 from recommender.main import RECOMMENDER_RESOURCES
 from tests.test_chart import one, permissions, template

@@ -5,8 +5,8 @@ from __future__ import annotations
 import io
 from datetime import UTC, datetime
 
-from app.owners import WorkloadRef
-from app.recommender_rules import Refusal
+from app.model.owners import WorkloadRef
+from app.recommend.rules import Refusal
 from recommender.analyze import Analysis, Outcome, _failed
 from recommender.output import write_table
 

@@ -13,8 +13,8 @@ from typing import Any
 import orjson
 from kubernetes_asyncio import client
 
-from app.recommendations import DATA_KEY, SOURCE_LABEL, rows_from_configmap
-from app.recommender_rows import CONFIGMAP_NAME
+from app.model.recommendations import DATA_KEY, SOURCE_LABEL, rows_from_configmap
+from app.recommend.rows import CONFIGMAP_NAME
 from kubesim.clock import Clock
 from kubesim.testing import running_sim
 from kubesim.usage import USAGE

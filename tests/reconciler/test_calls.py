@@ -11,9 +11,9 @@ from typing import Any
 import orjson
 from kubernetes_asyncio import client
 
-from app.annotations import POD_INFO
-from app.owners import WorkloadRef
-from app.view import ClusterView
+from app.model.annotations import POD_INFO
+from app.model.owners import WorkloadRef
+from app.store.view import ClusterView
 from benchmarks.reconciler import from_templates
 from benchmarks.startup import cluster_objects
 from reconciler.memory import Unreported

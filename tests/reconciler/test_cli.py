@@ -15,10 +15,10 @@ import httpx
 import orjson
 from kubernetes_asyncio import client
 
-from app.annotations import PAUSE_UNTIL
-from app.health import health_app, serving
-from app.informer import ClusterFeed
-from app.view import ClusterView
+from app.kube.informer import ClusterFeed
+from app.model.annotations import PAUSE_UNTIL
+from app.runtime.health import health_app, serving
+from app.store.view import ClusterView
 from kerf.cli import main
 from reconciler.dryrun import run_dry
 from reconciler.metrics import reconciler_metrics

@@ -1,4 +1,4 @@
-"""What a decision reads is declared once (`app/inputs.py`): a change to any declared
+"""What a decision reads is declared once (`app/store/inputs.py`): a change to any declared
 input makes both the webhook (its admission memo) and the reconciler (its quiet-pass
 check, its requeue routing) decide again; a stage that reads an input it does not
 declare fails."""
@@ -12,16 +12,16 @@ from typing import Any
 import pytest
 
 import app.decide.checks as checks
-from app import inputs
-from app.admission import admit_pod, memo_counts
-from app.annotations import PAUSE_UNTIL
 from app.decide import decide_pod
+from app.decide.admission import admit_pod, memo_counts
 from app.decide.checks import CHECKS, Check
 from app.decide.context import PASS, Context, Result
-from app.inputs import INPUTS, OWNER_READS, PLAN_READS, Input, UndeclaredInput
-from app.owners import WorkloadRef
-from app.plans import plan_for
-from app.view import ClusterView
+from app.model.annotations import PAUSE_UNTIL
+from app.model.owners import WorkloadRef
+from app.policy.plans import plan_for
+from app.store import inputs
+from app.store.inputs import INPUTS, OWNER_READS, PLAN_READS, Input, UndeclaredInput
+from app.store.view import ClusterView
 from reconciler.service import WatchedView
 from tests.app import builders as b
 

@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from app.informer import ApiStatusError
-from app.leader import LeaderElector, NotLeading, answer_check, write_fence
-from app.leadertimings import LeaderTimings
-from app.owners import WorkloadRef
-from app.view import ClusterView
+from app.kube.errors import ApiStatusError
+from app.kube.leader import LeaderElector, NotLeading, answer_check, write_fence
+from app.kube.leadertimings import LeaderTimings
+from app.model.owners import WorkloadRef
+from app.store.view import ClusterView
 from reconciler.api import ApiWriter
 from reconciler.metrics import ReconcilerMetrics, reconciler_metrics
 from reconciler.reconcile import WorkloadReconciler

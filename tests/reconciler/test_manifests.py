@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from app.models import ACTED_ON_KINDS, STORED_KINDS, plural
+from app.model.crd import ACTED_ON_KINDS, STORED_KINDS, plural
 from tests.webhook.test_manifests import MANIFESTS, one, render
 
 NAMESPACE = "kerf-system"

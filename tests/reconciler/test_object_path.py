@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from app.models import API_VERSION
+from app.model.crd import API_VERSION
 from reconciler.api import object_path
 
 

@@ -20,8 +20,8 @@ import httpx
 import pytest
 
 import reconciler.main
-from app.informer import api_client_from_config
-from app.reachability import Reachability, attach, server_of
+from app.kube.informer import api_client_from_config
+from app.kube.reachability import Reachability, attach, server_of
 from kubesim.testing import running_sim
 from reconciler.main import Options, serve_cluster
 from tests.cluster import eventually, install_crds

@@ -7,8 +7,8 @@ from kubernetes_asyncio import client
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from app.annotations import ROLLBACK_STATE
-from app.view import ClusterView
+from app.model.annotations import ROLLBACK_STATE
+from app.store.view import ClusterView
 from reconciler.main import Options, build_service
 from reconciler.metrics import (
     REPORT_REUSE_S,

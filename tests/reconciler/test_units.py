@@ -9,15 +9,15 @@ from typing import Any
 
 import pytest
 
-from app.annotations import ARGS_KEY, ROLLBACK_STATE, fixed_key
-from app.apitime import micro_time, rfc3339
-from app.horizon import Horizon
-from app.models import parse_object
-from app.owners import WorkloadRef
-from app.podstate import resize_progress, resources_running
-from app.rollout import Action
-from app.view import ClusterView
-from app.workloads import Workload
+from app.model.annotations import ARGS_KEY, ROLLBACK_STATE, fixed_key
+from app.model.apitime import micro_time, rfc3339
+from app.model.crd import parse_object
+from app.model.horizon import Horizon
+from app.model.owners import WorkloadRef
+from app.model.workloads import Workload
+from app.outcome.rollout import Action
+from app.policy.podstate import resize_progress, resources_running
+from app.store.view import ClusterView
 from reconciler.act import Actuator
 from reconciler.events import dedup_key, event_body, is_repeat, merged, note_within, pending_event
 from reconciler.execution import ExecutionConfig

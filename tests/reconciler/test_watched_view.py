@@ -3,8 +3,8 @@ pods of its own namespace only, so it queues that namespace's workloads, not all
 
 from __future__ import annotations
 
-from app.models import parse_object
-from app.owners import WorkloadRef
+from app.model.crd import parse_object
+from app.model.owners import WorkloadRef
 from reconciler.service import WatchedView
 from tests.app import builders as b
 
@@ -53,7 +53,7 @@ def test_a_stored_kubex_kind_queues_no_workload_and_makes_the_reports_due() -> N
 
 
 def test_a_change_queues_only_the_workloads_whose_declared_inputs_it_touches() -> None:
-    """Derived from `app.inputs`: a Namespace queues its own workloads, an HPA the one it
+    """Derived from `app.store.inputs`: a Namespace queues its own workloads, an HPA the one it
     targets, a node status update that keeps the allocatable and a ConfigMap that is no
     recommendation source queue none; a node's new allocatable queues every workload."""
     queued: list[WorkloadRef | None] = []

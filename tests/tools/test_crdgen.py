@@ -11,7 +11,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from app.models import (
+from app.model.crd import (
     DURATION_PATTERN,
     KINDS,
     QUANTITY_PATTERN,
@@ -122,7 +122,7 @@ def test_committed_crds_match_the_models(tmp_path: Path) -> None:
     crdgen.write(tmp_path)
     generated = {p.name: p.read_bytes() for p in sorted(tmp_path.iterdir())}
     committed = {p.name: p.read_bytes() for p in sorted(CRD_DIR.iterdir())}
-    hint = "manifests/crds/ drifted from app/models.py: run `make crds` and commit the result"
+    hint = "manifests/crds/ drifted from app/model/crd.py: run `make crds` and commit the result"
     assert sorted(committed) == sorted(generated), hint
     for name, text in generated.items():
         assert committed[name] == text, f"{name}: {hint}"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from app.models import KINDS
+from app.model.crd import KINDS
 from tools import refgen
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,7 +45,7 @@ def test_every_reason_the_code_decides_is_in_the_reference() -> None:
     documented = {reason for reason, _, _ in refgen.REASONS}
     decision_code = [
         *sorted((ROOT / "app" / "decide").glob("*.py")),
-        ROOT / "app" / "guardrails.py",
+        ROOT / "app" / "policy" / "guardrails.py",
     ]
     raised = set().union(*(reason_literals(path) for path in decision_code))
     assert {"Paused", "Audit", "Cooldown", "NoSignificantChange"} <= raised

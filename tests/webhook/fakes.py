@@ -1,7 +1,7 @@
 """Test doubles for the webhook: a cluster view and scripted `admit` functions.
 
 They exercise the webhook's own behaviour (patching, fail-open, limits) independently of
-the decisions, which `app.admission` makes and tests.
+the decisions, which `app.decide.admission` makes and tests.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from typing import Any
 
 import orjson
 
-from app.admission import AdmissionResult
-from app.decision_cache import DecisionCaches
-from app.owners import WorkloadRef
+from app.decide.admission import AdmissionResult
+from app.model.owners import WorkloadRef
+from app.store.decision_cache import DecisionCaches
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "admission"
 
@@ -29,7 +29,7 @@ def load_example(name: str) -> dict[str, Any]:
 
 @dataclass
 class FakeView:
-    """The attributes of `app.view.ClusterView` the server reads: whether it is synced,
+    """The attributes of `app.store.view.ClusterView` the server reads: whether it is synced,
     since when, and the decision caches whose admission memo counts the metrics show."""
 
     synced: bool = True

@@ -10,7 +10,7 @@ import jsonpatch
 import pytest
 from fastapi.testclient import TestClient
 
-from app.statedir import load_view
+from app.store.statedir import load_view
 from tests.webhook.fakes import load_example
 from webhook.review import decode_patch
 from webhook.server import create_app

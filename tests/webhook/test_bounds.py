@@ -10,9 +10,9 @@ import orjson
 import pytest
 from fastapi.testclient import TestClient
 
-from app.admission import admit_pod
-from app.clock import utc_now
-from app.statedir import load_view
+from app.decide.admission import admit_pod
+from app.runtime.clock import utc_now
+from app.store.statedir import load_view
 from tests.webhook.fakes import EXAMPLES, load_example
 from webhook.bounds import DEFAULT_BOUNDS, over_bounds
 from webhook.server import create_app

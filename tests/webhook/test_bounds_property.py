@@ -12,8 +12,8 @@ import jsonpatch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app.admission import admit_pod
-from app.quantities import parse_resource
+from app.decide.admission import admit_pod
+from app.model.quantities import parse_resource
 from tests.app import builders as b
 from webhook.patch import plan_patch
 

@@ -14,7 +14,7 @@ from typing import Any
 import kubernetes_validate
 import pytest
 
-from app.durations import parse_duration
+from app.model.durations import parse_duration
 from tests.webhook.test_manifests import KERF_API, MANIFESTS, one, render
 from webhook.certs import service_dns_names
 

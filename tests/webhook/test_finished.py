@@ -8,7 +8,7 @@ import copy
 from dataclasses import replace
 from typing import Any
 
-from app.owners import WorkloadRef
+from app.model.owners import WorkloadRef
 from tests.webhook.fakes import load_example, result
 from webhook.finished import FinishedAnswers, finish
 from webhook.patch import build_patch

@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app.annotations import POD_INFO
+from app.model.annotations import POD_INFO
 from tests.webhook.fakes import FakeView, ScriptedAdmit, load_example, result
 from webhook.review import decode_patch
 from webhook.server import create_app

@@ -13,9 +13,9 @@ import pytest
 import yaml
 from fastapi.testclient import TestClient
 
-from app.annotations import POD_INFO
-from app.statedir import load_view
-from app.view import ClusterView
+from app.model.annotations import POD_INFO
+from app.store.statedir import load_view
+from app.store.view import ClusterView
 from webhook.review import decode_patch
 from webhook.server import create_app
 

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from kubernetes_asyncio import client
 
-from app.apitime import micro_time
-from app.lease import WEBHOOK_LEASE as LEASE_NAME
+from app.kube.lease import WEBHOOK_LEASE as LEASE_NAME
+from app.model.apitime import micro_time
 from kubesim.sim import Simulator
 from kubesim.testing import running_sim
 from webhook.lease import LeaseConflict, LeaseRenewer

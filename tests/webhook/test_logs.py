@@ -13,7 +13,7 @@ import orjson
 import pytest
 from fastapi.testclient import TestClient
 
-from app.statedir import load_view
+from app.store.statedir import load_view
 from tests.webhook.fakes import load_example
 from webhook.logs import MAX_IDENTIFIER, DecisionLog, identifier, render_decided
 from webhook.server import create_app

@@ -16,7 +16,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from app.models import STORED_KINDS, parse_object, plural
+from app.model.crd import STORED_KINDS, parse_object, plural
 from tools.crdgen import validate_against_crd
 from webhook.certs import kustomize_ca_bundle_patch
 

@@ -9,7 +9,7 @@ import jsonpatch
 import orjson
 import pytest
 
-from app.annotations import POD_INFO
+from app.model.annotations import POD_INFO
 from tests.webhook.fakes import load_example, result
 from webhook.patch import build_patch, escape_pointer_token, plan_patch
 

@@ -19,7 +19,7 @@ import pytest
 import yaml
 from fastapi.testclient import TestClient
 
-from app.statedir import load_view
+from app.store.statedir import load_view
 from kerf.cli import main
 from webhook.review import decode_patch
 from webhook.server import create_app

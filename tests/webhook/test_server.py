@@ -14,7 +14,7 @@ import pytest
 from fastapi.testclient import TestClient
 from prometheus_client import generate_latest
 
-from app.annotations import POD_INFO
+from app.model.annotations import POD_INFO
 from tests.webhook.fakes import (
     FakeView,
     ScriptedAdmit,

@@ -1,4 +1,4 @@
-"""The webhook over TLS with the real decision (`app.admission.admit_pod`) on a state dir."""
+"""The webhook over TLS with the real decision (`app.decide.admission.admit_pod`) on a state dir."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import jsonpatch
 import orjson
 import pytest
 
-from app.annotations import POD_INFO
-from app.statedir import load_view
+from app.model.annotations import POD_INFO
+from app.store.statedir import load_view
 from tests.webhook.fakes import load_example
 from tests.webhook.tls_helpers import client_context, issue_into, running_server
 from webhook.review import decode_patch

@@ -14,8 +14,8 @@ from typing import Any
 import yaml
 from kubernetes_asyncio import client
 
-from app.leadertimings import LeaderTimings
-from app.view import ClusterView
+from app.kube.leadertimings import LeaderTimings
+from app.store.view import ClusterView
 from kubesim.sim import Simulator
 from kubesim.testing import running_sim
 from reconciler.execution import ExecutionConfig

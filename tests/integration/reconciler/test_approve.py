@@ -14,8 +14,8 @@ from typing import Any
 
 from kubernetes_asyncio import client
 
-from app.annotations import APPROVE, APPROVE_TARGET
-from app.owners import WorkloadRef
+from app.model.annotations import APPROVE, APPROVE_TARGET
+from app.model.owners import WorkloadRef
 from tests.cluster import table_cells
 from tests.integration.reconciler.harness import (
     Kerf,

@@ -8,7 +8,7 @@ from typing import Any
 
 from kubernetes_asyncio import client
 
-from app.annotations import POD_INFO
+from app.model.annotations import POD_INFO
 from tests.integration.reconciler.harness import (
     Kerf,
     create,

@@ -13,7 +13,7 @@ from typing import Any
 
 from kubernetes_asyncio import client
 
-from app.apitime import micro_time
+from app.model.apitime import micro_time
 from kubesim.faults import FaultRule
 from tests.integration.reconciler.harness import (
     Kerf,

@@ -7,7 +7,7 @@ from typing import Any
 
 from kubernetes_asyncio import client
 
-from app.annotations import fixed_key
+from app.model.annotations import fixed_key
 from tests.integration.reconciler.harness import (
     create,
     deployment,

@@ -9,8 +9,8 @@ from typing import Any
 
 from kubernetes_asyncio import client
 
-from app.annotations import PAUSE_UNTIL
-from app.owners import WorkloadRef
+from app.model.annotations import PAUSE_UNTIL
+from app.model.owners import WorkloadRef
 from kubesim.clock import rfc3339
 from tests.integration.reconciler.harness import (
     create,

@@ -1,11 +1,11 @@
-"""Which Pending pod a rollback restore replaces (app.restore)."""
+"""Which Pending pod a rollback restore replaces (app.policy.restore)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from app.annotations import fixed_key
-from app.restore import unschedulable_to_replace
+from app.model.annotations import fixed_key
+from app.policy.restore import unschedulable_to_replace
 
 RESTORE = {"app": {"requests": {"cpu": "100m"}}}
 PUBLISHED = {

@@ -13,8 +13,8 @@ import orjson
 import pytest
 from kubernetes_asyncio import client
 
-from app.annotations import PAUSE_UNTIL, ROLLBACK_STATE
-from app.workloads import parse_time
+from app.model.annotations import PAUSE_UNTIL, ROLLBACK_STATE
+from app.model.workloads import parse_time
 from kubesim.usage import USAGE
 from tests.cluster import GROUP, VERSION, custom
 from tests.integration.reconciler.harness import (

@@ -10,7 +10,7 @@ from typing import Any
 
 from kubernetes_asyncio import client
 
-from app.models import STORED_KINDS, ClusterCompactionPolicy, ObjectPatch, plural
+from app.model.crd import STORED_KINDS, ClusterCompactionPolicy, ObjectPatch, plural
 from tests.cluster import GROUP, VERSION, custom
 from tests.integration.reconciler.harness import create, resync, running_kerf, wait_for
 

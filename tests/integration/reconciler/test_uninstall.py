@@ -1,6 +1,6 @@
 """While kerf's CRDs are being deleted (an uninstall), the reconciler makes no change and
 tells nothing: the policies that outlive their AutomationStrategy for a moment do not
-block a workload `StrategyNotFound` with a Warning Event on it (app/uninstall.py)."""
+block a workload `StrategyNotFound` with a Warning Event on it (app/policy/uninstall.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from kubernetes_asyncio import client
 
-from app.uninstall import stand_down
+from app.policy.uninstall import stand_down
 from tests.cluster import GROUP, VERSION, custom, eventually
 from tests.integration.reconciler.harness import (
     create,

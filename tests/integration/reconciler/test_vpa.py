@@ -11,7 +11,7 @@ from typing import Any
 
 from kubernetes_asyncio import client
 
-from app.workloads import Workload
+from app.model.workloads import Workload
 from tests.cluster import eventually
 from tests.integration.reconciler.harness import (
     create,

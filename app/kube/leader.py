@@ -1,0 +1,232 @@
+"""Leader election on a `coordination.k8s.io/v1` Lease (client-go's algorithm).
+
+The holder renews `renewTime` every `retry_s`. It leads only while its last successful
+renewal was *sent* less than `renew_deadline_s` ago, on the monotonic clock: a process
+resumed after a pause (SIGSTOP, a frozen VM) sees at once that time has passed and stops
+before it writes anything, because every write asks `leading()` first (`write_fence`).
+
+A candidate takes the Lease over once it has seen the same version of it, unchanged, for
+`leaseDurationSeconds` by its own monotonic clock (client-go's observed time: no clock
+need agree with another), with an update that names the version it read, so two
+candidates cannot both win (the loser gets 409). The holder stops at most
+`renew_deadline_s` after sending a renewal; nobody can take over until
+`leaseDurationSeconds` after seeing it; the gap between the two keeps them apart.
+
+On shutdown the leader releases the Lease (empty holder), so a follower takes over at once
+instead of waiting for the duration to run out.
+
+The reconciler and the recommender each elect their leader this way, on a Lease of their own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import time
+from collections.abc import Awaitable, Callable
+from datetime import datetime
+from typing import Any
+
+from prometheus_client import Counter
+
+from app.kube.errors import ApiStatusError
+from app.kube.leadertimings import LeaderTimings
+from app.kube.lease import LeaseClient
+from app.kube.reachability import is_outage
+from app.kube.transport import Requester
+from app.model.apitime import micro_time
+from app.runtime.clock import Clock, utc_now
+
+
+class NotLeading(Exception):
+    """A write was not sent: this replica does not hold the leader Lease (or has not
+    renewed it within the renew deadline). Its work is dropped, not retried: the leader
+    decides again from fresh state."""
+
+
+#: Called with the resource just before a write is sent; raises NotLeading to refuse it.
+Fence = Callable[[str], None]
+#: Called with the resource once a write sent through the fence has its answer (or failed).
+Answered = Callable[[str], None]
+
+
+class LeaderElector:
+    """Holds or waits for the Lease. `leading()` says whether this replica may write now;
+    `on_change` hears every change of that."""
+
+    def __init__(
+        self,
+        requester: Requester,
+        namespace: str,
+        identity: str,
+        *,
+        name: str,
+        logger: logging.Logger | None = None,
+        timings: LeaderTimings | None = None,
+        clock: Clock = utc_now,
+        monotonic: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        on_change: Callable[[bool], None] = lambda leading: None,
+    ) -> None:
+        self._lease = LeaseClient(requester, namespace, name)
+        self._log = logger or logging.getLogger("kerf.leader")
+        self.namespace = namespace
+        self.identity = identity
+        self.name = name
+        self.timings = timings or LeaderTimings()
+        self._clock = clock
+        self._monotonic = monotonic
+        self._sleep = sleep
+        self._on_change = on_change
+        self.is_leader = False
+        self.elected = asyncio.Event()
+        #: monotonic time the last successful renewal was sent
+        self._renew_sent: float | None = None
+        #: the Lease version last seen, and the monotonic time it was first seen
+        self._observed: tuple[str, float] | None = None
+
+    async def run(self) -> None:
+        """Try to acquire, then renew, every `retry_s` until cancelled."""
+        while True:
+            try:
+                # A renewal that hangs must not outlive the deadline it is meant to meet
+                # (asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancel
+                # that lands as the renewal finishes, and the loop would never stop).
+                async with asyncio.timeout(self.timings.renew_deadline_s):
+                    await self._try()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                # An API server that cannot be reached is said once for the process
+                # (app/kube/reachability.py), not every retry period.
+                level = logging.DEBUG if is_outage(exc) else logging.WARNING
+                self._log.log(level, "leader election: %s: %s", type(exc).__name__, exc)
+            self.leading()
+            await self._sleep(self.timings.retry_s)
+
+    def leading(self) -> bool:
+        """This replica holds the Lease and renewed it within the renew deadline. Past the
+        deadline it steps down here and now (whoever asks first, the renewal loop or a
+        write), before anything else runs."""
+        if not self.is_leader:
+            return False
+        if self._fresh():
+            return True
+        self._set(False)
+        return False
+
+    def _fresh(self) -> bool:
+        sent = self._renew_sent
+        return sent is not None and self._monotonic() - sent < self.timings.renew_deadline_s
+
+    def _set(self, leading: bool, *, released: bool = False) -> None:
+        if leading == self.is_leader:
+            return
+        self.is_leader = leading
+        fields = {"fields": {"identity": self.identity}}
+        if leading:
+            self.elected.set()
+            self._log.info("became the leader", extra=fields)
+        else:
+            self.elected.clear()
+            if released:
+                self._log.info("released the leader Lease", extra=fields)
+            else:
+                self._log.warning("lost the leader Lease", extra=fields)
+        self._on_change(leading)
+
+    async def _try(self) -> None:
+        lease = await self._lease.get()
+        if lease is None:
+            await self._write(None, acquire=True)
+            return
+        now = self._monotonic()
+        version = str(lease["metadata"].get("resourceVersion") or "")
+        if self._observed is None or self._observed[0] != version:
+            self._observed = (version, now)
+        spec = lease.get("spec") or {}
+        holder = spec.get("holderIdentity") or ""
+        if holder and holder != self.identity:
+            duration = float(spec.get("leaseDurationSeconds") or self.timings.duration_s)
+            if now - self._observed[1] < duration:
+                self._set(False)
+                return
+        await self._write(lease, acquire=holder != self.identity)
+
+    def _spec(self, lease: dict[str, Any] | None, now: datetime, acquire: bool) -> dict[str, Any]:
+        spec = dict((lease or {}).get("spec") or {})
+        spec.update(
+            holderIdentity=self.identity,
+            # Rounded up: a follower never waits less than this replica's own duration.
+            leaseDurationSeconds=max(1, math.ceil(self.timings.duration_s)),
+            renewTime=micro_time(now),
+        )
+        if acquire:
+            spec["acquireTime"] = micro_time(now)
+            spec["leaseTransitions"] = int(spec.get("leaseTransitions") or 0) + (1 if lease else 0)
+        return spec
+
+    async def _write(self, lease: dict[str, Any] | None, acquire: bool) -> None:
+        sent = self._monotonic()
+        spec = self._spec(lease, self._clock(), acquire)
+        try:
+            if lease is None:
+                answer = await self._lease.create(spec)
+            else:
+                answer = await self._lease.update(lease["metadata"]["resourceVersion"], spec)
+        except ApiStatusError as exc:
+            if exc.code == 409:  # another candidate wrote first
+                self._set(False)
+                return
+            raise
+        self._renew_sent = sent
+        self._observed = (str((answer.get("metadata") or {}).get("resourceVersion") or ""), sent)
+        # An answer that took longer than the deadline renews nothing this replica may use.
+        self._set(self._fresh())
+
+    async def release(self) -> None:
+        """Give the Lease up (graceful shutdown): empty holder, so others take it now."""
+        if not self.is_leader:
+            return
+        self._set(False, released=True)
+        try:
+            lease = await self._lease.get()
+            if lease is None or (lease.get("spec") or {}).get("holderIdentity") != self.identity:
+                return
+            spec = dict(lease.get("spec") or {})
+            spec.update(
+                holderIdentity="", leaseDurationSeconds=1, renewTime=micro_time(self._clock())
+            )
+            await self._lease.update(lease["metadata"]["resourceVersion"], spec)
+        except Exception as exc:  # the Lease then simply expires
+            self._log.warning("releasing the Lease failed: %s: %s", type(exc).__name__, exc)
+
+
+def write_fence(leader: LeaderElector, withheld: Counter) -> Fence:
+    """The check every write of a service passes just before it is sent: refused
+    (`NotLeading`, counted in `withheld` by resource) unless this replica leads within its
+    renew deadline."""
+
+    def fence(resource: str) -> None:
+        if not leader.leading():
+            withheld.labels(resource).inc()
+            raise NotLeading(f"not sent: {leader.identity} does not hold the leader Lease")
+
+    return fence
+
+
+def answer_check(leader: LeaderElector, outlived: Counter, logger: logging.Logger) -> Answered:
+    """Called once a write that passed the fence has its answer: a replica that no longer
+    leads by then sent it across a pause or a hang after the check (the window the fence
+    leaves, one write per pass under way), counted in `outlived` by resource and logged."""
+
+    def answered(resource: str) -> None:
+        if not leader.leading():
+            outlived.labels(resource).inc()
+            logger.warning(
+                "a write sent as the leader was answered after the Lease was lost",
+                extra={"fields": {"identity": leader.identity, "resource": resource}},
+            )
+
+    return answered

@@ -1,0 +1,163 @@
+"""Planning a workload's policies, over the view: which policies match it, the values
+they give, the settings its kerf objects decide.
+
+A `WorkloadPlan` is what the policy sync yields for one workload, ready for selection.
+It is kept by the view's decision caches (`app/store/decision_cache.py`) until one of its
+inputs (`app.store.inputs.PLAN_READS`) changes, so its identity versions them: the reconciler's
+quiet-pass check and the admission memo rest on that.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, cast
+
+from app.model.annotations import recommendation_fingerprint
+from app.model.crd import KerfResource, PolicyEvaluation
+from app.model.workloads import Workload
+from app.policy.guardrails import GuardrailSettings, resolve_guardrails
+from app.policy.rollback import rollback_state
+from app.policy.selection import (
+    ArgsSelection,
+    Candidate,
+    Target,
+    extract_candidates,
+    priorities,
+    select,
+    select_args,
+)
+from app.policy.sync import PROACTIVE_KINDS, SyncResult, policy_matches, sync_workload
+from app.store.inputs import PLAN_READS
+from app.store.scope import matches_any_pattern
+from app.store.sources import NO_NEWS, WorkloadSources
+
+if TYPE_CHECKING:
+    from app.store.view import ClusterView
+
+#: container-name sets a plan keeps selections and facts for; pods of one workload share
+#: one or two (a skip-containers annotation makes another)
+MAX_NAME_SETS = 8
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadPlan:
+    """What the policy sync yields for one workload, ready for selection."""
+
+    sync: SyncResult
+    candidates: list[Candidate]
+    args: ArgsSelection | None
+    fingerprint: str = ""
+    warnings: list[str] = field(default_factory=list)
+    #: failed recommendation ConfigMaps that feed the workload, its skipped rows and the
+    #: containers Kubex holds (only while a proactive policy matches it: other workloads
+    #: take no values from them)
+    sources: WorkloadSources = NO_NEWS
+    #: selections by the tuple of container names (pods of a workload share them)
+    selections: dict[tuple[str, ...], dict[Target, Candidate]] = field(default_factory=dict)
+    #: what decisions derive from this plan alone (valid as long as the plan is)
+    memo: dict[Any, Any] = field(default_factory=dict)
+
+    def select_for(self, containers: tuple[str, ...]) -> dict[Target, Candidate]:
+        """The selection for these containers, computed once per workload and names (for
+        the first `MAX_NAME_SETS` sets of names: the names come from the pod, and a pod
+        sent to the webhook can name its containers anything)."""
+        found = self.selections.get(containers)
+        if found is None:
+            found = select(self.candidates, containers)
+            if len(self.selections) < MAX_NAME_SETS:
+                self.selections[containers] = found
+        return found
+
+
+def plan_for(view: ClusterView, workload: Workload) -> WorkloadPlan:
+    """The policy sync result and candidates of a workload, kept by the view's decision
+    caches until one of its inputs changes (a workload the view does not hold, stood in
+    for by its pod's labels, gets a plan of its own each time)."""
+    if not view.check_reads:
+        return _plan_for(view, workload)
+    reading, view.reading = view.reading, ("plan", PLAN_READS)
+    try:
+        return _plan_for(view, workload)
+    finally:
+        view.reading = reading
+
+
+def _plan_for(view: ClusterView, workload: Workload) -> WorkloadPlan:
+    caches = view.caches
+    key = workload.ref.key
+    held = view.workload(workload.ref)
+    # the view's caches hold only what this function keeps in them
+    cached = cast("WorkloadPlan | None", caches.plan(key))
+    if cached is not None and (held is None or held is workload):
+        caches.use_plan(key, cached)
+        return cached
+    config = view.global_config
+    sync = sync_workload(
+        workload,
+        view.policies_for_namespace(workload.namespace),
+        view.rows_for(workload.ref),
+        rollback_state(view, workload),
+        multi_policy=config.multi_policy_container_rightsizing_enabled,
+    )
+    candidates, warnings = extract_candidates(
+        sync.annotations, sync.sources, policy_priorities(view)
+    )
+    args, args_warnings = select_args(sync.annotations, sync.sources)
+    plan = WorkloadPlan(
+        sync,
+        candidates,
+        args,
+        recommendation_fingerprint(sync.annotations),
+        [*warnings, *args_warnings],
+        _sources_about(view, workload),
+    )
+    if held is not None:
+        caches.keep_plan(key, plan)
+    return plan
+
+
+def _sources_about(view: ClusterView, workload: Workload) -> WorkloadSources:
+    """What the recommendation ConfigMaps say about a workload that a proactive policy
+    matches (the others take no values from them)."""
+    news = view.recommendation_news(workload.ref)
+    if news is NO_NEWS:
+        return news
+    for policy in view.policies_for_namespace(workload.namespace):
+        if policy.kind in PROACTIVE_KINDS and policy_matches(policy, workload):
+            return news
+    return NO_NEWS
+
+
+def policy_priorities(view: ClusterView) -> dict[str, int]:
+    """Policy-type priorities from PolicyEvaluation (defaults when absent), kept until a
+    kerf object changes."""
+    found: dict[str, int] | None = view.caches.setting(("priorities",))
+    if found is None:
+        obj = view.kerf_object("PolicyEvaluation", "", "policy-evaluation")
+        found = priorities(obj if isinstance(obj, PolicyEvaluation) else None)
+        view.caches.keep_setting(("priorities",), found)
+    return found
+
+
+def guardrails(view: ClusterView, policy: KerfResource | None) -> GuardrailSettings:
+    """A policy's guardrails with every layer merged, kept until a kerf object changes."""
+    config = view.global_config  # read first: a stage that reads settings declares KERF
+    key = (policy.kind, policy.metadata.namespace or "", policy.metadata.name) if policy else None
+    settings: GuardrailSettings | None = view.caches.setting(("guardrails", key))
+    if settings is None:
+        own = getattr(getattr(policy, "spec", None), "guardrails", None)
+        settings = resolve_guardrails(config.guardrail_defaults, own)
+        view.caches.keep_setting(("guardrails", key), settings)
+    return settings
+
+
+def protected_by_pattern(view: ClusterView, namespace: str) -> bool:
+    """Whether GlobalConfiguration.protectedNamespacePatterns names a namespace, kept per
+    namespace the view holds until a kerf object changes."""
+    config = view.global_config  # read first: a stage that reads settings declares KERF
+    found: bool | None = view.caches.setting(("protected", namespace))
+    if found is None:
+        found = matches_any_pattern(config.protected_namespace_patterns, namespace)
+        if view.get("Namespace", "", namespace) is not None:  # not any name a pod sends
+            view.caches.keep_setting(("protected", namespace), found)
+    return found

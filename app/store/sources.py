@@ -1,0 +1,205 @@
+"""The recommendation ConfigMaps, each judged on its own (SPEC §4).
+
+One ConfigMap that does not load (not JSON, the wrong shape, no `recommendations.json`)
+stops only the workloads it feeds: those whose rows it held when it last loaded (its rows
+are kept, never acted on until it loads again) and, in its namespace, the workloads no
+other ConfigMap has rows for. Valid rows of every other ConfigMap keep working. A bad row
+is skipped and kept as an `InvalidRow`, so the decision of its workload can name it.
+
+Each document is read in the format it is written in: kerf's rows (`recommendations`) or
+Kubex's (`results`, app/model/kubex_rows.py). Kubex's own ConfigMap (named, not labelled) feeds
+the whole cluster, so when it does not load it stops the workloads of every namespace that
+no other ConfigMap has rows for. Kubex holds a container with `KubexAutomation` false: while
+GlobalConfiguration's `respectKubexAutomation` is on, its row is left out of the rows and
+the container named as held.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypedDict
+
+from app.model.kubex_rows import is_kubex_document, parse_results
+from app.model.recommendations import (
+    InvalidRow,
+    RecommendationRow,
+    configmap_text,
+    index_rows,
+    load_document,
+    parse_document,
+)
+
+SourceKey = tuple[str, str]  # (namespace, name) of a ConfigMap
+OwnerKey = tuple[str, str, str]  # (kind, namespace, name) of a workload
+
+
+@dataclass(frozen=True, slots=True)
+class SourceState:
+    """What one recommendation ConfigMap yielded at its last version."""
+
+    namespace: str
+    name: str
+    uid: str
+    resource_version: str
+    #: its rows: those of this version, or those it had when it last loaded
+    rows: list[RecommendationRow] = field(default_factory=list)
+    invalid: list[InvalidRow] = field(default_factory=list)
+    #: why this version did not load (None: it loaded)
+    failure: str | None = None
+
+    @property
+    def key(self) -> SourceKey:
+        """(namespace, name) of the ConfigMap."""
+        return (self.namespace, self.name)
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadSources:
+    """What the sources say about one workload beyond its rows."""
+
+    #: why the ConfigMaps that feed it did not load (its proactive values wait)
+    unreachable: tuple[str, ...] = ()
+    #: the warnings of its rows that were skipped
+    invalid: tuple[str, ...] = ()
+    #: its containers Kubex holds (`KubexAutomation` false, `respectKubexAutomation` on)
+    held: tuple[str, ...] = ()
+
+
+NO_NEWS = WorkloadSources()
+
+
+class _Identity(TypedDict):
+    """The fields of a SourceState that name its ConfigMap's version."""
+
+    namespace: str
+    name: str
+    uid: str
+    resource_version: str
+
+
+def load_source(obj: Mapping[str, Any], previous: SourceState | None) -> SourceState:
+    """The state of a ConfigMap's new version; a version that does not load keeps the rows
+    of the last one that did."""
+    meta = obj.get("metadata") or {}
+    identity: _Identity = {
+        "namespace": str(meta.get("namespace") or ""),
+        "name": str(meta.get("name") or ""),
+        "uid": str(meta.get("uid") or ""),
+        "resource_version": str(meta.get("resourceVersion") or ""),
+    }
+    try:
+        rows, invalid = _configmap_rows(obj)
+    except ValueError as exc:
+        kept = previous.rows if previous is not None else []
+        return SourceState(**identity, rows=kept, failure=str(exc))
+    return SourceState(**identity, rows=rows, invalid=invalid)
+
+
+def _configmap_rows(obj: Mapping[str, Any]) -> tuple[list[RecommendationRow], list[InvalidRow]]:
+    """Rows of a ConfigMap in the format its document is written in, and the rows it
+    skipped; ValueError when it does not load."""
+    text, source = configmap_text(obj)
+    document = load_document(text, source)
+    if is_kubex_document(document):
+        return parse_results(document, source)
+    return parse_document(document, source)
+
+
+#: (namespace, name) of no ConfigMap: the Kubex source when none is watched
+NO_SOURCE: SourceKey = ("", "")
+#: `_failed_in`'s key for a failed source that feeds every namespace
+EVERY_NAMESPACE = "*"
+
+
+class RecommendationSources:
+    """Every recommendation ConfigMap's state, and its rows indexed by workload.
+
+    `kubex` names Kubex's ConfigMap (it feeds every namespace)."""
+
+    def __init__(self, kubex: SourceKey = NO_SOURCE) -> None:
+        self.kubex = kubex
+        self._states: dict[SourceKey, SourceState] = {}
+        #: every row by workload and container, those Kubex holds included
+        self._all_rows: dict[OwnerKey, dict[str, RecommendationRow]] = {}
+        #: the same without the rows Kubex holds
+        self._rows: dict[OwnerKey, dict[str, RecommendationRow]] = {}
+        #: the containers Kubex holds, by workload
+        self._held: dict[OwnerKey, tuple[str, ...]] = {}
+        self._invalid: dict[OwnerKey, list[str]] = {}
+        #: failed ConfigMaps by the workloads their kept rows name
+        self._failed_for: dict[OwnerKey, list[str]] = {}
+        #: failed ConfigMaps by namespace
+        self._failed_in: dict[str, list[str]] = {}
+
+    def apply(self, obj: Mapping[str, Any]) -> SourceState:
+        """Take a ConfigMap's new version; returns its state."""
+        meta = obj.get("metadata") or {}
+        key = (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+        state = load_source(obj, self._states.get(key))
+        self._states[key] = state
+        self._reindex()
+        return state
+
+    def delete(self, namespace: str, name: str) -> bool:
+        """Forget a ConfigMap; whether it was known."""
+        if self._states.pop((namespace, name), None) is None:
+            return False
+        self._reindex()
+        return True
+
+    def knows(self, namespace: str, name: str) -> bool:
+        """Whether a ConfigMap is one of the sources."""
+        return (namespace, name) in self._states
+
+    def states(self) -> Iterable[SourceState]:
+        """The state of every ConfigMap."""
+        return self._states.values()
+
+    def rows_for(self, owner: OwnerKey, *, respect_kubex: bool) -> Mapping[str, RecommendationRow]:
+        """A workload's rows by container (`app.model.recommendations.index_rows` chooses one
+        per container); with `respect_kubex`, without those Kubex holds."""
+        return (self._rows if respect_kubex else self._all_rows).get(owner, {})
+
+    def about(self, owner: OwnerKey, *, respect_kubex: bool) -> WorkloadSources:
+        """The failed ConfigMaps that feed a workload, its skipped rows and (with
+        `respect_kubex`) the containers Kubex holds."""
+        if not (self._failed_for or self._failed_in or self._invalid or self._held):
+            return NO_NEWS  # the common case: every ConfigMap loaded, every row was sound
+        unreachable = self._failed_for.get(owner, [])
+        if not unreachable and owner not in self._all_rows:
+            unreachable = [
+                *self._failed_in.get(owner[1], []),
+                *self._failed_in.get(EVERY_NAMESPACE, []),
+            ]
+        held = self._held.get(owner, ()) if respect_kubex else ()
+        news = WorkloadSources(tuple(unreachable), tuple(self._invalid.get(owner, ())), held)
+        return NO_NEWS if news == NO_NEWS else news
+
+    def _reindex(self) -> None:
+        states = sorted(self._states.values(), key=lambda s: s.key)
+        self._all_rows = index_rows(row for s in states for row in s.rows)
+        self._held = {
+            owner: held
+            for owner, rows in self._all_rows.items()
+            if (held := tuple(sorted(c for c, row in rows.items() if not row.automation)))
+        }
+        self._rows = {
+            owner: {c: row for c, row in rows.items() if row.automation}
+            if owner in self._held
+            else rows
+            for owner, rows in self._all_rows.items()
+        }
+        self._invalid = {}
+        self._failed_for = {}
+        self._failed_in = {}
+        for state in states:
+            for bad in state.invalid:
+                if bad.owner_key is not None:
+                    self._invalid.setdefault(bad.owner_key, []).append(bad.warning)
+            if state.failure is None:
+                continue
+            feeds = EVERY_NAMESPACE if state.key == self.kubex else state.namespace
+            self._failed_in.setdefault(feeds, []).append(state.failure)
+            for owner in dict.fromkeys(row.owner_key for row in state.rows):
+                self._failed_for.setdefault(owner, []).append(state.failure)
