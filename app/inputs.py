@@ -110,7 +110,8 @@ NODES = Input(
     "node-allocatable",
     frozenset({"Node"}),
     Which.EVERY,
-    matters=lambda old, new: _allocatable(old) != _allocatable(new),
+    # a node that comes or goes changes the largest, even one with no allocatable yet
+    matters=lambda old, new: old is None or new is None or _allocatable(old) != _allocatable(new),
 )
 NODE_USAGE = Input(
     "node-usage",
@@ -154,6 +155,14 @@ class UndeclaredInput(Exception):
     """A stage read an input it does not declare."""
 
 
+def check_read(reading: tuple[str, tuple[Input, ...]] | None, *declared: Input) -> None:
+    """A stage (`reading`: its name and declared inputs, None when no stage is being
+    decided) reads an input (any of `declared`): it must declare it."""
+    if reading is not None and not any(d in reading[1] for d in declared):
+        names = " or ".join(d.name for d in declared)
+        raise UndeclaredInput(f"stage {reading[0]} reads {names} and does not declare it")
+
+
 @dataclass(frozen=True, slots=True)
 class Reach:
     """What a change of one object may touch: every workload, those of some namespaces,
@@ -181,7 +190,7 @@ class Lookup(Protocol):
 
     def owner_of(self, pod: Obj) -> WorkloadRef | None: ...
 
-    def is_recommendation_source(self, namespace: str, name: str) -> bool: ...
+    def recommendations(self, ask: Literal["is-source"], of: tuple[str, str]) -> bool: ...
 
 
 def target_of(obj: Obj) -> WorkloadKey | None:
@@ -242,7 +251,7 @@ def _reach_of(
     if which is Which.EVERY:
         return Reach(every=True, stamps=_stamps(declared, ()))
     if which is Which.SOURCES:
-        return Reach(every=lookup.is_recommendation_source(namespace, name))
+        return Reach(every=lookup.recommendations("is-source", (namespace, name)))
     if which in (Which.NAMESPACE, Which.NAMESPACED):
         scope = name if which is Which.NAMESPACE else namespace
         return Reach(namespaces=frozenset({scope}), stamps=_stamps(declared, scope))
@@ -313,7 +322,7 @@ class RunningView(Protocol):
 
     def get(self, kind: str, namespace: str, name: str) -> Obj | None: ...
 
-    def pods_of(self, ref: WorkloadRef) -> list[Obj]: ...
+    def pods(self, owner: WorkloadRef) -> list[Obj]: ...
 
 
 _ADMISSION_KEYS = _stamp_keys("admission")
@@ -333,7 +342,7 @@ def running_inputs(view: RunningView, workload: WorkloadRef, plan: object) -> tu
     versions of the other watched inputs, and the pods. A pass over identical inputs
     decides the same."""
     obj = view.get(*workload.key)
-    pods: Iterable[Obj] = view.pods_of(workload) if "running" in PODS.paths else ()
+    pods: Iterable[Obj] = view.pods(workload) if "running" in PODS.paths else ()
     return (obj, plan, *view.caches.stamps(_RUNNING_KEYS(workload)), *pods)
 
 

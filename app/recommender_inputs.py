@@ -195,7 +195,7 @@ def usage_for(
     pooled = _pool(view, answers)
     result: dict[WorkloadRef, list[ContainerUsage] | Refusal] = {}
     for workload in view.workloads():
-        pods = view.pods_of(workload.ref)
+        pods = view.pods(workload.ref)
         containers: list[ContainerUsage] = []
         refusal: Refusal | None = None
         for name, spec in sorted(workload.containers.items()):

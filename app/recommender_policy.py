@@ -12,7 +12,7 @@ from dataclasses import replace
 
 from app.durations import parse_duration
 from app.models import KerfResource, ProactivePolicy, RecommenderSettings
-from app.plans import policy_priorities
+from app.plans import policies_for, policy_priorities
 from app.recommender_rules import RuleSettings
 from app.sync import policy_matches, policy_rank
 from app.view import ClusterView
@@ -23,7 +23,7 @@ def settings_policy(view: ClusterView, workload: Workload) -> ProactivePolicy | 
     """The proactive policy whose `recommender` block sizes `workload`, if any."""
     candidates = [
         p
-        for p in view.policies_for_namespace(workload.namespace)
+        for p in policies_for(view, workload)
         if isinstance(p, ProactivePolicy)
         and p.spec.recommender is not None
         and policy_matches(p, workload)

@@ -256,7 +256,7 @@ def upsize_reason(
         else None
     )
     if resource == "cpu":
-        row = view.rows_for(ref).get(container)
+        row = view.recommendations("rows", ref).get(container)
         ratio = row.cpu_throttling_ratio if row is not None else None
         if ratio is not None and ratio >= guardrails(view, policy).throttling_ratio:
             return THROTTLED
@@ -284,7 +284,7 @@ def workload_totals(view: ClusterView, workload: Workload, now: datetime) -> Wor
     not_applied: Counter[str] = Counter()
     messages: dict[str, str] = {}
     pods = 0
-    for pod in view.pods_of(workload.ref):
+    for pod in view.pods(workload.ref):
         if not _live(pod):
             continue
         pods += 1

@@ -34,7 +34,7 @@ from app.annotations import parse_key, recommendation_fingerprint
 from app.apitime import rfc3339, rfc3339_as_kept
 from app.durations import parse_duration
 from app.models import Condition, LastApplied, LastRollback, RollbackPolicy
-from app.plans import guardrails, plan_for
+from app.plans import guardrails, plan_for, policies_for
 from app.rollback import (
     RESTORING_MODES,
     AnyRollbackPolicy,
@@ -681,16 +681,16 @@ def monitor_inputs(view: ClusterView, workload: Workload) -> MonitorInputs:
     replicas and template values, the strictest health thresholds of the policies that
     contributed, and what the reconciler last applied (its RightsizingRecommendation)."""
     plan = plan_for(view, workload)
-    record = view.recommendation_for(workload.ref)
+    record = view.recommendations("record", workload.ref)
     contributing = {
         (p.kind, p.metadata.namespace, p.metadata.name): p
         for key, p in plan.sync.sources.items()
         if (info := parse_key(key)) is not None and info.kind != "RollbackPolicy"
     }
     return MonitorInputs(
-        policy=rollback_policy_for(workload, view.policies_for_namespace(workload.namespace)),
+        policy=rollback_policy_for(workload, policies_for(view, workload)),
         fingerprint=monitored_fingerprint(plan.sync.annotations),
-        pods=view.pods_of(workload.ref),
+        pods=view.pods(workload.ref),
         replicas=workload.replicas,
         manifest=dict(workload.containers),
         thresholds=thresholds_for(guardrails(view, p) for p in contributing.values()),

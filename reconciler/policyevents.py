@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 
+from app.allocatable import largest_allocatable
 from app.clock import Clock
 from app.feasibility import describe_largest, infeasible_policy_values
 from app.jsonlog import log_fields
@@ -41,7 +42,7 @@ class PolicyEvents:
         """An Event for every static policy whose infeasible values, and every strategy
         whose unsupported fields, were not told yet; returns the number of Events written."""
         with view.lock:
-            largest = view.largest_allocatable()
+            largest = largest_allocatable(view)
             policies = [p for kind in STATIC_KINDS for p in view.kerf_objects(kind)]
             strategies = [s for kind in STRATEGY_KINDS for s in view.kerf_objects(kind)]
         written = 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from app.allocatable import largest_allocatable, node_allocatable
 from app.decide.context import IN_PLACE_RESOURCES, PASS, Action, Context, Result, block, stop
 from app.decide.qos_pairs import GUARANTEED_QOS
 from app.feasibility import describe_largest, too_large
@@ -23,7 +24,7 @@ def check_feasible(ctx: Context) -> Result:
     """Block the plan when a value to set is more CPU or memory than any node's allocatable
     (a pod with it could never be scheduled or resized: Infeasible by definition). Not
     judged while the view holds no node."""
-    largest = ctx.view.largest_allocatable()
+    largest = largest_allocatable(ctx.view)
     if largest is None:
         return PASS
     over = [
@@ -61,7 +62,7 @@ def _node_room(ctx: Context) -> dict[str, int] | None:
     node_name = (ctx.pod.get("spec") or {}).get("nodeName")
     if not node_name:
         return None
-    allocatable = ctx.view.node_allocatable(node_name)
+    allocatable = node_allocatable(ctx.view, node_name)
     if allocatable is None:
         return None
     used_cpu, used_memory = ctx.view.node_requests(node_name)

@@ -126,7 +126,7 @@ def _protected(
     view: ClusterView, pod: Mapping[str, Any], workload: Workload, now: datetime | Horizon
 ) -> str | None:
     """ProtectedNamespace's pod-level form."""
-    if not is_protected(workload.namespace, view):
+    if not is_protected(workload, view):
         return None
     return f"namespace {workload.namespace} is protected"
 

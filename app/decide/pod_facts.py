@@ -50,7 +50,7 @@ def pod_containers(
     pod objects the view holds."""
     meta = pod.get("metadata") or {}
     key = (str(meta.get("namespace") or "default"), str(meta.get("name") or ""))
-    if view.pod(*key) is not pod:
+    if view.get("Pod", *key) is not pod:
         containers = target_containers(pod)
         return containers, pod_resources(pod, containers)
     parsed: tuple[dict[str, ContainerDict], dict[str, Resources]] | None
@@ -251,7 +251,7 @@ def paused_by(
         return _pause("pod", pod_annotations)
     if is_paused(workload.annotations, clock):
         return _pause("workload", workload.annotations)
-    namespace_obj = view.namespace_object(workload.namespace) or {}
+    namespace_obj = view.get("Namespace", "", workload.namespace) or {}
     namespace_annotations = (namespace_obj.get("metadata") or {}).get("annotations")
     if is_paused(namespace_annotations, clock):
         return _pause("namespace", namespace_annotations)
@@ -262,6 +262,7 @@ def _pause(source: str, annotations: Mapping[str, str] | None) -> Pause:
     return Pause(source, (annotations or {}).get(PAUSE_REASON, "").strip())
 
 
-def is_protected(namespace: str, view: ClusterView) -> bool:
-    """kerf's own namespace and GlobalConfiguration.protectedNamespacePatterns."""
-    return namespace == view.own_namespace or protected_by_pattern(view, namespace)
+def is_protected(workload: Workload, view: ClusterView) -> bool:
+    """Whether a workload's namespace is kerf's own or named by
+    GlobalConfiguration.protectedNamespacePatterns."""
+    return workload.namespace == view.own_namespace or protected_by_pattern(view, workload)
