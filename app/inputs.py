@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Literal, Protocol
 
+from app.kube_types import PodDict, as_pod
 from app.models import ACTED_ON_KINDS
 from app.namespace_bounds import BOUND_KINDS
 from app.owners import WorkloadRef
@@ -188,7 +189,7 @@ NO_REACH = Reach()
 class Lookup(Protocol):
     """What `reach` needs of the view."""
 
-    def owner_of(self, pod: Obj) -> WorkloadRef | None: ...
+    def owner_of(self, pod: PodDict) -> WorkloadRef | None: ...
 
     def recommendations(self, ask: Literal["is-source"], of: tuple[str, str]) -> bool: ...
 
@@ -261,7 +262,7 @@ def _reach_of(
             return NO_REACH
         return Reach(workloads=frozenset({target}), stamps=_stamps(declared, target))
     if which is Which.PODS:
-        owner = lookup.owner_of(of) if of is not None else None
+        owner = lookup.owner_of(as_pod(of)) if of is not None else None
         if owner is None:
             return NO_REACH
         return Reach(workloads=frozenset({owner.key}), stamps=_stamps(declared, owner.key))
@@ -322,7 +323,7 @@ class RunningView(Protocol):
 
     def get(self, kind: str, namespace: str, name: str) -> Obj | None: ...
 
-    def pods(self, owner: WorkloadRef) -> list[Obj]: ...
+    def pods(self, owner: WorkloadRef) -> list[PodDict]: ...
 
 
 _ADMISSION_KEYS = _stamp_keys("admission")

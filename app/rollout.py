@@ -27,6 +27,7 @@ from typing import Any, Literal
 
 from app.decide import PodDecision, decide_fallback, fallback_after
 from app.durations import format_duration
+from app.kube_types import as_pod
 from app.plans import plan_for
 from app.podstate import is_ready, is_terminating, resize_progress
 from app.quantities import same_values
@@ -184,7 +185,7 @@ def fall_back(
     """The fallback of a resize that cannot finish: evict the pod once the workload is
     whole, or blocked when `decide_fallback` says so (or `held`: the webhook cannot size
     the replacement)."""
-    decision = decide_fallback(view, pod, now=now, cause=cause)
+    decision = decide_fallback(view, as_pod(pod), now=now, cause=cause)
     if decision.outcome != "apply":
         message = f"{decision.message}: {detail}" if detail else decision.message
         return Rollout(

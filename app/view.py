@@ -14,9 +14,9 @@ versions a change ended (`app.inputs.reach`).
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Any, Literal, overload
+from typing import Any, Literal, cast, overload
 
 from app.decision_cache import DecisionCaches
 from app.inputs import (
@@ -31,12 +31,23 @@ from app.inputs import (
     PODS,
     RECORD,
     SOURCES,
-    TARGET_REFS,
     Input,
     Reach,
     check_read,
     reach,
     workload_stamp_keys,
+)
+from app.kube_types import (
+    HPADict,
+    LimitRangeDict,
+    NamespaceDict,
+    NodeDict,
+    ObjectDict,
+    PodDict,
+    ResourceQuotaDict,
+    TargetRefDict,
+    VPADict,
+    as_pod,
 )
 from app.kubex_rows import DEFAULT_CONFIGMAP as KUBEX_CONFIGMAP
 from app.models import (
@@ -64,6 +75,10 @@ from app.workloads import (
 #: what `ClusterView.recommendations` is asked
 RecommendationAsk = Literal["rows", "news", "record", "sources", "is-source"]
 ObjectKey = tuple[str, str, str]  # (kind, namespace, name); namespace "" when cluster-scoped
+#: a namespace's bound, as the view keeps it
+Bound = LimitRangeDict | ResourceQuotaDict
+#: any object `get` answers
+KubeObject = PodDict | NamespaceDict | NodeDict | ObjectDict
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 INTERMEDIATE_OWNER_KINDS = frozenset({"ReplicaSet", "Job"})
 #: Plain Kubernetes kinds the view keeps (besides workloads and kerf CRs).
@@ -94,13 +109,13 @@ def object_key(obj: Mapping[str, Any]) -> ObjectKey:
     return (str(obj.get("kind")), str(meta.get("namespace") or ""), str(meta.get("name")))
 
 
-def _pod_key(pod: Mapping[str, Any]) -> tuple[str, str]:
+def _pod_key(pod: PodDict) -> tuple[str, str]:
     """(namespace, name) of a pod, as the view keys it."""
     meta = pod.get("metadata") or {}
     return (str(meta.get("namespace") or "default"), str(meta.get("name") or ""))
 
 
-def _intermediate_owner(pod: Mapping[str, Any]) -> ObjectKey | None:
+def _intermediate_owner(pod: PodDict) -> ObjectKey | None:
     """(kind, namespace, name) of the ReplicaSet or Job a pod's controller reference names:
     the object its resolved owner depends on."""
     ref = controller_ref(pod)
@@ -110,13 +125,12 @@ def _intermediate_owner(pod: Mapping[str, Any]) -> ObjectKey | None:
     return (str(ref.get("kind")), namespace, str(ref.get("name", "")))
 
 
-def _targets(obj: Mapping[str, Any], field: str, workload: Workload) -> bool:
-    """Whether an autoscaler's target reference (`field`) names the workload."""
-    ref = (obj.get("spec") or {}).get(field) or {}
-    return ref.get("kind") == workload.kind and ref.get("name") == workload.name
+def _names(ref: TargetRefDict | None, workload: Workload) -> bool:
+    """Whether an autoscaler's target reference names the workload."""
+    return ref is not None and ref.get("kind") == workload.kind and ref.get("name") == workload.name
 
 
-def _requests_of(pod: Mapping[str, Any]) -> tuple[int, int]:
+def _requests_of(pod: PodDict) -> tuple[int, int]:
     """(cpu millicores, memory bytes) a pod takes from its node, counted as the kubelet
     admits it and the scheduler places it (`pod_totals`: sidecars summed, each plain init
     container with the sidecars before it, the larger) plus its RuntimeClass's overhead."""
@@ -153,10 +167,10 @@ class ClusterView:
         self._ns_policies: dict[str, dict[ObjectKey, KerfResource]] = {}
         self._cluster_policies: dict[ObjectKey, KerfResource] = {}
         self._workloads: dict[ObjectKey, Workload] = {}
-        self._objects: dict[ObjectKey, Mapping[str, Any]] = {}
-        self._pods: dict[tuple[str, str], Mapping[str, Any]] = {}
+        self._objects: dict[ObjectKey, ObjectDict] = {}
+        self._pods: dict[tuple[str, str], PodDict] = {}
         self._pods_by_node: dict[str, dict[tuple[str, str], tuple[int, int]]] = {}
-        self._pods_by_owner: dict[ObjectKey, dict[tuple[str, str], Mapping[str, Any]]] = {}
+        self._pods_by_owner: dict[ObjectKey, dict[tuple[str, str], PodDict]] = {}
         #: the resolved owner of every pod of the view (a bare pod has none); resolved when
         #: the pod arrives and again when the ReplicaSet or Job it names changes
         self._pod_owner: dict[tuple[str, str], WorkloadRef] = {}
@@ -164,15 +178,15 @@ class ClusterView:
         #: (tuples: a controller has few pods, and the collector stops tracking a tuple of
         #: strings, which keeps full collections of a large view short)
         self._pods_by_controller: dict[ObjectKey, tuple[tuple[str, str], ...]] = {}
-        self._hpas: dict[str, dict[str, Mapping[str, Any]]] = {}
+        self._hpas: dict[str, dict[str, HPADict]] = {}
         #: VerticalPodAutoscalers by namespace (an optional input: the CRD is often absent)
-        self._vpas: dict[str, dict[str, Mapping[str, Any]]] = {}
+        self._vpas: dict[str, dict[str, VPADict]] = {}
         self._sources = RecommendationSources(kubex=self.kubex_source)
         #: plans, the admission memo, input versions, parsed pods (see its docstring)
         self.caches: DecisionCaches[WorkloadPlan] = DecisionCaches()
         self._node_totals: dict[str, list[int]] = {}
         #: LimitRanges and ResourceQuotas by namespace
-        self._bound_objects: dict[str, dict[tuple[str, str], Mapping[str, Any]]] = {}
+        self._bound_objects: dict[str, dict[tuple[str, str], Bound]] = {}
         #: while on (tests turn it on), a read of an input by a stage that does not
         #: declare it raises `UndeclaredInput` (`app.inputs`)
         self.check_reads = False
@@ -241,22 +255,23 @@ class ClusterView:
         kind, namespace, name = key = object_key(obj)
         if kind in WORKLOAD_KINDS:
             self._workloads[key] = Workload.from_object(obj, owned=True)  # a fresh projection
-            self._objects[key] = reference(obj)  # the Workload holds the rest
+            self._objects[key] = cast(ObjectDict, reference(obj))  # the Workload holds the rest
             self._drop_plan(key)
             if kind in INTERMEDIATE_OWNER_KINDS:
                 self._reresolve_owners(key)
         elif kind == "Pod":
+            pod = as_pod(obj)
             self._remove_pod(namespace, name)
-            self._pods[(namespace, name)] = obj
-            controller = _intermediate_owner(obj)
+            self._pods[(namespace, name)] = pod
+            controller = _intermediate_owner(pod)
             if controller is not None:
                 pods = self._pods_by_controller.get(controller, ())
                 self._pods_by_controller[controller] = (*pods, (namespace, name))
-            self._index_owner((namespace, name), obj)
-            node = (obj.get("spec") or {}).get("nodeName")
-            if node and (obj.get("status") or {}).get("phase") not in TERMINAL_PHASES:
+            self._index_owner((namespace, name), pod)
+            node = (pod.get("spec") or {}).get("nodeName")
+            if node and (pod.get("status") or {}).get("phase") not in TERMINAL_PHASES:
                 try:
-                    cpu, memory = _requests_of(obj)
+                    cpu, memory = _requests_of(pod)
                 except QuantityError as exc:  # the API server refuses these; never crash on one
                     self.warnings.append(f"Pod {namespace}/{name}: {exc}")
                     cpu = memory = 0
@@ -265,11 +280,11 @@ class ClusterView:
                 totals[0] += cpu
                 totals[1] += memory
         elif kind == "HorizontalPodAutoscaler":
-            self._hpas.setdefault(namespace, {})[name] = obj
+            self._hpas.setdefault(namespace, {})[name] = cast(HPADict, obj)
         elif kind == "VerticalPodAutoscaler":
-            self._vpas.setdefault(namespace, {})[name] = obj
+            self._vpas.setdefault(namespace, {})[name] = cast(VPADict, obj)
         elif kind in BOUND_KINDS:
-            self._bound_objects.setdefault(namespace, {})[(kind, name)] = obj
+            self._bound_objects.setdefault(namespace, {})[(kind, name)] = cast(Bound, obj)
         elif kind == "ConfigMap":
             if not (is_recommendation_configmap(obj) or (namespace, name) == self.kubex_source):
                 return  # not a recommendation source
@@ -280,7 +295,7 @@ class ClusterView:
             self.warnings.extend(bad.warning for bad in state.invalid)
             self._drop_plans()
         else:
-            self._objects[key] = obj
+            self._objects[key] = cast(ObjectDict, obj)
             if kind in INTERMEDIATE_OWNER_KINDS:
                 self._reresolve_owners(key)
 
@@ -376,7 +391,7 @@ class ClusterView:
         else:  # ReplicaSets come and go with every rollout: drop their entries
             self._pods_by_controller.pop(controller, None)
 
-    def _index_owner(self, pod_key: tuple[str, str], pod: Mapping[str, Any]) -> None:
+    def _index_owner(self, pod_key: tuple[str, str], pod: PodDict) -> None:
         owner = resolve_owner(pod, self)
         if owner is not None:
             known = self._workloads.get(owner.key)
@@ -412,7 +427,27 @@ class ClusterView:
         """A stage reads an input (any of `declared`): it must declare it."""
         check_read(self.reading, *declared)
 
-    def get(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
+    # A kind the overloads name answers its TypedDict; any other kind, ObjectDict. mypy
+    # calls a Literal overload beside a `str` one unsafe; the kinds never overlap.
+    @overload
+    def get(  # type: ignore[overload-overlap]
+        self, kind: Literal["Pod"], namespace: str, name: str
+    ) -> PodDict | None: ...
+
+    @overload
+    def get(  # type: ignore[overload-overlap]
+        self, kind: Literal["Namespace"], namespace: str, name: str
+    ) -> NamespaceDict | None: ...
+
+    @overload
+    def get(  # type: ignore[overload-overlap]
+        self, kind: Literal["Node"], namespace: str, name: str
+    ) -> NodeDict | None: ...
+
+    @overload
+    def get(self, kind: str, namespace: str, name: str) -> ObjectDict | None: ...
+
+    def get(self, kind: str, namespace: str, name: str) -> KubeObject | None:
         """A plain object (Pod, ReplicaSet, Job, workload, Node, Namespace …) by key
         (namespace "" for cluster kinds)."""
         if kind == "Pod":
@@ -421,7 +456,27 @@ class ClusterView:
             self._read(_READ_BY_KIND[kind])
         return self._objects.get((kind, namespace, name))
 
-    def objects(self, kind: str, namespace: str | None = None) -> list[Mapping[str, Any]]:
+    @overload
+    def objects(  # type: ignore[overload-overlap]
+        self, kind: Literal["Node"], namespace: None = None
+    ) -> list[NodeDict]: ...
+
+    @overload
+    def objects(  # type: ignore[overload-overlap]
+        self, kind: Literal["LimitRange"], namespace: str | None
+    ) -> list[LimitRangeDict]: ...
+
+    @overload
+    def objects(  # type: ignore[overload-overlap]
+        self, kind: Literal["ResourceQuota"], namespace: str | None
+    ) -> list[ResourceQuotaDict]: ...
+
+    @overload
+    def objects(self, kind: str, namespace: str | None = None) -> list[ObjectDict]: ...
+
+    def objects(
+        self, kind: str, namespace: str | None = None
+    ) -> Sequence[NodeDict | Bound | ObjectDict]:
         """Every plain object of a kind the view keeps by key (Node, Namespace, LimitRange,
         ResourceQuota …), or of a namespace's."""
         if self.check_reads and kind in _READ_BY_KIND:
@@ -474,14 +529,12 @@ class ClusterView:
         return self._workloads.values()
 
     @overload
-    def pods(self) -> Iterable[Mapping[str, Any]]: ...
+    def pods(self) -> Iterable[PodDict]: ...
 
     @overload
-    def pods(self, owner: WorkloadRef) -> list[Mapping[str, Any]]: ...
+    def pods(self, owner: WorkloadRef) -> list[PodDict]: ...
 
-    def pods(
-        self, owner: WorkloadRef | None = None
-    ) -> Iterable[Mapping[str, Any]] | list[Mapping[str, Any]]:
+    def pods(self, owner: WorkloadRef | None = None) -> Iterable[PodDict]:
         """Every pod in the view, or the known pods of a workload."""
         if owner is None:
             return self._pods.values()
@@ -489,7 +542,7 @@ class ClusterView:
             self._read(OOM_EVIDENCE, PODS)
         return list(self._pods_by_owner.get(owner.key, {}).values())
 
-    def owner_of(self, pod: Mapping[str, Any]) -> WorkloadRef | None:
+    def owner_of(self, pod: PodDict) -> WorkloadRef | None:
         """The workload that owns a pod: kept for the pod objects of the view (resolved
         again whenever the ReplicaSet or Job they name changes), resolved for others."""
         key = _pod_key(pod)
@@ -504,18 +557,28 @@ class ClusterView:
         cpu, memory = self._node_totals.get(node, (0, 0))
         return cpu, memory
 
-    def autoscalers(self, kind: str, workload: Workload) -> list[Mapping[str, Any]]:
+    @overload
+    def autoscalers(
+        self, kind: Literal["HorizontalPodAutoscaler"], workload: Workload
+    ) -> list[HPADict]: ...
+
+    @overload
+    def autoscalers(
+        self, kind: Literal["VerticalPodAutoscaler"], workload: Workload
+    ) -> list[VPADict]: ...
+
+    def autoscalers(self, kind: str, workload: Workload) -> list[HPADict] | list[VPADict]:
         """The HorizontalPodAutoscalers or VerticalPodAutoscalers (`kind`) whose target
         reference names the workload."""
         if self.check_reads:
             self._read(AUTOSCALERS)
-        table = self._hpas if kind == "HorizontalPodAutoscaler" else self._vpas
-        field = TARGET_REFS[kind]
-        return [
-            obj
-            for obj in table.get(workload.namespace, {}).values()
-            if _targets(obj, field, workload)
-        ]
+        if kind == "HorizontalPodAutoscaler":
+            hpas = self._hpas.get(workload.namespace, {}).values()
+            return [
+                h for h in hpas if _names((h.get("spec") or {}).get("scaleTargetRef"), workload)
+            ]
+        vpas = self._vpas.get(workload.namespace, {}).values()
+        return [v for v in vpas if _names((v.get("spec") or {}).get("targetRef"), workload)]
 
     @overload
     def recommendations(

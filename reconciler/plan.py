@@ -26,6 +26,7 @@ from typing import Any
 from app.decide import PodDecision, decide_pod
 from app.durations import parse_duration
 from app.horizon import Horizon
+from app.kube_types import as_pod
 from app.models import PendingEviction, RightsizingRecommendation
 from app.owners import WorkloadRef
 from app.plans import WorkloadPlan, plan_for
@@ -121,7 +122,7 @@ def plan_workload(
         return base
     memory.keep_pods(pods)
     running = [p for p in pods if is_running(p)]
-    decisions = [decide_pod(view, p, now=clock, path="running") for p in running]
+    decisions = [decide_pod(view, as_pod(p), now=clock, path="running") for p in running]
     remembered = Memory(
         awaiting=memory.awaiting,
         rejected=memory.rejection,

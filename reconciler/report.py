@@ -25,6 +25,7 @@ import orjson
 from app.annotations import APPROVE, POD_INFO
 from app.apitime import rfc3339 as stamp
 from app.decide import PodDecision, describe_resources, format_resources, read_pod_facts
+from app.kube_types import as_pod
 from app.models import RightsizingRecommendation
 from app.owners import WorkloadRef
 from app.podstate import resize_progress, resources_running
@@ -81,7 +82,7 @@ def pod_name(pod: Mapping[str, Any]) -> str:
 
 def format_resources_of(view: ClusterView, pod: Mapping[str, Any]) -> Values:
     """A pod's containers' resources as quantities (what kerf sizes)."""
-    return {c: format_resources(r) for c, r in read_pod_facts(view, pod)[1].items()}
+    return {c: format_resources(r) for c, r in read_pod_facts(view, as_pod(pod))[1].items()}
 
 
 def applied_entry(decision: PodDecision, method: str) -> dict[str, Any]:

@@ -41,6 +41,7 @@ from app.decide.results import (
     format_resources,
 )
 from app.horizon import Horizon
+from app.kube_types import PodDict
 from app.plans import WorkloadPlan, plan_for
 from app.view import ClusterView
 from app.workloads import Workload
@@ -84,7 +85,7 @@ UNTOUCHED = frozenset({"Paused", "ProtectedNamespace", "AutomationDisabled", "Au
 
 def decide_pod(
     view: ClusterView,
-    pod: Mapping[str, Any],
+    pod: PodDict,
     *,
     now: datetime | Horizon,
     path: Path,
@@ -100,7 +101,7 @@ def decide_pod(
 
 def _decide_pod(
     view: ClusterView,
-    pod: Mapping[str, Any],
+    pod: PodDict,
     *,
     clock: Horizon,
     path: Path,

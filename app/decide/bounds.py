@@ -4,11 +4,11 @@ the pod (admission) or the resize (running), so they are dropped, never written.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from app.decide.context import PASS, Action, Context, Result, final_resources, stop
 from app.decide.results import Filtered
 from app.inputs import BOUNDS, check_read
+from app.kube_types import PodDict
 from app.namespace_bounds import (
     BOUND_KINDS,
     Breach,
@@ -154,7 +154,7 @@ def _moves(ctx: Context, action: Action, direction: str) -> bool:
 
 def breaches_bounds(
     view: ClusterView,
-    pod: Mapping[str, Any],
+    pod: PodDict,
     namespace: str,
     current: Mapping[str, Resources],
     proposed: Mapping[str, Resources],
