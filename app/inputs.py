@@ -80,7 +80,7 @@ class Input:
 
 
 def _oom_evidence(pod: Obj | None) -> bool:
-    return pod is not None and next(oom_terminations(pod), None) is not None
+    return pod is not None and next(oom_terminations(as_pod(pod)), None) is not None
 
 
 def _allocatable(node: Obj | None) -> Any:

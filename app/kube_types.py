@@ -94,6 +94,7 @@ class PodSpecDict(TypedDict, total=False):
 
     nodeName: str
     schedulerName: str
+    activeDeadlineSeconds: int
     priorityClassName: str
     runtimeClassName: str
     restartPolicy: str
@@ -309,6 +310,11 @@ class ObjectDict(TypedDict, total=False):
     metadata: ObjectMetaDict
     spec: dict[str, Any]
     status: dict[str, Any]
+
+
+def node_name(pod: PodDict) -> str:
+    """The node a pod is bound to ("" before the scheduler binds it)."""
+    return (pod.get("spec") or {}).get("nodeName") or ""
 
 
 def as_pod(obj: Mapping[str, Any]) -> PodDict:

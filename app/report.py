@@ -30,6 +30,7 @@ from typing import Any
 
 from app.decide import PodDecision, decide_pod, read_pod_facts
 from app.explain import path_for
+from app.kube_types import PodDict
 from app.owners import WorkloadRef
 from app.plans import guardrails
 from app.quantities import parse_resource
@@ -234,7 +235,7 @@ def container_totals(
 def upsize_reason(
     view: ClusterView,
     ref: WorkloadRef,
-    pod: Mapping[str, Any],
+    pod: PodDict,
     decision: PodDecision,
     container: str,
     resource: str,
@@ -265,7 +266,7 @@ def upsize_reason(
     return f"{selected.policy_kind} {selected.policy_name}" if selected is not None else "policy"
 
 
-def _live(pod: Mapping[str, Any]) -> bool:
+def _live(pod: PodDict) -> bool:
     return (pod.get("status") or {}).get("phase") not in TERMINAL_PHASES
 
 

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from app.annotations import parse_key, recommendation_fingerprint
 from app.apitime import rfc3339, rfc3339_as_kept
 from app.durations import parse_duration
+from app.kube_types import PodDict
 from app.models import Condition, LastApplied, LastRollback, RollbackPolicy
 from app.plans import guardrails, plan_for, policies_for
 from app.rollback import (
@@ -106,7 +107,7 @@ class MonitorInputs:
 
     policy: AnyRollbackPolicy | None
     fingerprint: str | None
-    pods: Sequence[Mapping[str, Any]] = ()
+    pods: Sequence[PodDict] = ()
     replicas: int | None = None
     manifest: Mapping[str, ContainerResources] = field(default_factory=dict)
     thresholds: HealthThresholds = field(default_factory=HealthThresholds)
@@ -272,7 +273,7 @@ def _period(policy: AnyRollbackPolicy) -> Any:
     return parse_duration(policy.spec.monitoring_period)
 
 
-def _live(inputs: MonitorInputs) -> list[Mapping[str, Any]]:
+def _live(inputs: MonitorInputs) -> list[PodDict]:
     return sorted((p for p in inputs.pods if is_live(p)), key=pod_name)
 
 
@@ -374,8 +375,8 @@ class Verdict:
     cohort: int
     unhealthy: tuple[PodHealth, ...]
     #: live pods that carry the recommendation, and those of them that are healthy
-    carrying: tuple[Mapping[str, Any], ...]
-    adopted_pods: tuple[Mapping[str, Any], ...]
+    carrying: tuple[PodDict, ...]
+    adopted_pods: tuple[PodDict, ...]
     any_pod: bool
 
     @property
@@ -417,7 +418,7 @@ def adoption(state: RollbackState, policy: AnyRollbackPolicy, inputs: MonitorInp
     )
 
 
-def _uid(pod: Mapping[str, Any]) -> str:
+def _uid(pod: PodDict) -> str:
     return str((pod.get("metadata") or {}).get("uid") or "")
 
 

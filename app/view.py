@@ -48,6 +48,7 @@ from app.kube_types import (
     TargetRefDict,
     VPADict,
     as_pod,
+    node_name,
 )
 from app.kubex_rows import DEFAULT_CONFIGMAP as KUBEX_CONFIGMAP
 from app.models import (
@@ -268,7 +269,7 @@ class ClusterView:
                 pods = self._pods_by_controller.get(controller, ())
                 self._pods_by_controller[controller] = (*pods, (namespace, name))
             self._index_owner((namespace, name), pod)
-            node = (pod.get("spec") or {}).get("nodeName")
+            node = node_name(pod)
             if node and (pod.get("status") or {}).get("phase") not in TERMINAL_PHASES:
                 try:
                     cpu, memory = _requests_of(pod)
@@ -377,7 +378,7 @@ class ClusterView:
             controller = _intermediate_owner(old)
             if controller is not None:
                 self._forget_controlled(controller, (namespace, name))
-            node = (old.get("spec") or {}).get("nodeName")
+            node = node_name(old)
             usage = self._pods_by_node.get(node, {}).pop((namespace, name), None) if node else None
             if node and usage is not None:
                 totals = self._node_totals[node]
@@ -427,8 +428,9 @@ class ClusterView:
         """A stage reads an input (any of `declared`): it must declare it."""
         check_read(self.reading, *declared)
 
-    # A kind the overloads name answers its TypedDict; any other kind, ObjectDict. mypy
-    # calls a Literal overload beside a `str` one unsafe; the kinds never overlap.
+    # A kind named as a literal answers its TypedDict, any other ObjectDict. mypy calls a
+    # literal overload beside a `str` one unsafe: a `str` that holds "Pod" gets the wider
+    # ObjectDict, which is what such a caller reads it as.
     @overload
     def get(  # type: ignore[overload-overlap]
         self, kind: Literal["Pod"], namespace: str, name: str

@@ -26,7 +26,7 @@ from typing import Any
 from app.decide import PodDecision, decide_pod
 from app.durations import parse_duration
 from app.horizon import Horizon
-from app.kube_types import as_pod
+from app.kube_types import PodDict
 from app.models import PendingEviction, RightsizingRecommendation
 from app.owners import WorkloadRef
 from app.plans import WorkloadPlan, plan_for
@@ -78,14 +78,14 @@ class PassPlan:
     publish: dict[str, str | None] | None
     #: False: no policy manages the workload and nothing of kerf's is on it
     managed: bool = False
-    running: Sequence[Mapping[str, Any]] = ()
+    running: Sequence[PodDict] = ()
     decisions: Sequence[PodDecision] = ()
     rollout: Rollout = Rollout()
     rollback: Step | None = None
     settle: Settle | None = None
 
 
-def sort_pods(pods: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+def sort_pods(pods: Sequence[PodDict]) -> list[PodDict]:
     """A workload's pods in the order a pass takes them: by name."""
     return sorted(pods, key=lambda p: str((p.get("metadata") or {}).get("name") or ""))
 
@@ -95,7 +95,7 @@ def plan_workload(
     workload: Workload,
     obj: Mapping[str, Any],
     record: RightsizingRecommendation | None,
-    pods: Sequence[Mapping[str, Any]],
+    pods: Sequence[PodDict],
     memory: WorkloadMemory,
     now: datetime,
     timings: Timings,
@@ -122,7 +122,7 @@ def plan_workload(
         return base
     memory.keep_pods(pods)
     running = [p for p in pods if is_running(p)]
-    decisions = [decide_pod(view, as_pod(p), now=clock, path="running") for p in running]
+    decisions = [decide_pod(view, p, now=clock, path="running") for p in running]
     remembered = Memory(
         awaiting=memory.awaiting,
         rejected=memory.rejection,
@@ -190,7 +190,7 @@ async def plan_pass(
     workload: Workload,
     obj: Mapping[str, Any],
     record: RightsizingRecommendation | None,
-    pods: Sequence[Mapping[str, Any]],
+    pods: Sequence[PodDict],
     memory: WorkloadMemory,
     now: datetime,
     timings: Timings,

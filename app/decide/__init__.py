@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any, Literal
+from typing import Literal
 
 from app.decide.actions import build_actions
 from app.decide.bounds import breaches_bounds
@@ -41,7 +41,7 @@ from app.decide.results import (
     format_resources,
 )
 from app.horizon import Horizon
-from app.kube_types import PodDict
+from app.kube_types import ContainerDict, PodDict
 from app.plans import WorkloadPlan, plan_for
 from app.view import ClusterView
 from app.workloads import Workload
@@ -239,7 +239,7 @@ def _held(plan: WorkloadPlan) -> str:
     )
 
 
-def _absent_containers(plan: WorkloadPlan, containers: Mapping[str, Any]) -> list[str]:
+def _absent_containers(plan: WorkloadPlan, containers: Mapping[str, ContainerDict]) -> list[str]:
     """The containers the plan has values for that the pod does not have, when the plan
     names none the pod has (the values were written for another pod template)."""
     named = {c.container for c in plan.candidates}

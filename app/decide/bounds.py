@@ -10,7 +10,6 @@ from app.decide.results import Filtered
 from app.inputs import BOUNDS, check_read
 from app.kube_types import PodDict
 from app.namespace_bounds import (
-    BOUND_KINDS,
     Breach,
     NamespaceBounds,
     limit_range_breaches,
@@ -68,10 +67,11 @@ def namespace_bounds(view: ClusterView, namespace: str) -> NamespaceBounds:
     stamp = (BOUNDS.name, namespace)
     found: NamespaceBounds | None = view.caches.derived(stamp, ())
     if found is None:
-        objects = [obj for kind in BOUND_KINDS for obj in view.objects(kind, namespace)]
-        found, warnings = parse_bounds(objects)
+        limit_ranges = view.objects("LimitRange", namespace)
+        quotas = view.objects("ResourceQuota", namespace)
+        found, warnings = parse_bounds(limit_ranges, quotas)
         view.warnings.extend(warnings)
-        if objects:
+        if limit_ranges or quotas:
             view.caches.keep_derived(stamp, (), found)
     return found
 

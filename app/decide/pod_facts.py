@@ -119,12 +119,13 @@ def hpa_coupled_resources(hpas: Iterable[HPADict]) -> set[str]:
     """Resources an HPA scales on by Utilization (cpu or memory)."""
     coupled: set[str] = set()
     for hpa in hpas:
-        for metric in (hpa.get("spec") or {}).get("metrics") or []:
+        spec = hpa.get("spec") or {}
+        for metric in spec.get("metrics") or []:
             resource = metric.get("resource") or metric.get("containerResource") or {}
             target = resource.get("target") or {}
             if target.get("type") == "Utilization" and resource.get("name") in ("cpu", "memory"):
                 coupled.add(resource["name"])
-        legacy = (hpa.get("spec") or {}).get("targetCPUUtilizationPercentage")
+        legacy = spec.get("targetCPUUtilizationPercentage")
         if legacy is not None:
             coupled.add("cpu")
     return coupled
