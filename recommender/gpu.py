@@ -28,6 +28,7 @@ from app.model.durations import parse_duration
 from app.model.patch_types import PatchType
 from app.model.records import record_name
 from app.model.workloads import Workload
+from app.policy.plans import policies_for
 from app.recommend.gpu_inputs import (
     PROMETHEUS_UNAVAILABLE,
     QUERY_REFUSED,
@@ -128,9 +129,7 @@ class GpuReactor:
         outcomes: list[GpuOutcome] = []
         failure: str | None = None
         for workload in sorted(view.workloads(), key=lambda w: w.ref.key):
-            policies = gpu_policies(
-                view.policies_for_namespace(workload.namespace), workload, multi_policy=multi
-            )
+            policies = gpu_policies(policies_for(view, workload), workload, multi_policy=multi)
             for policy in policies:
                 outcome = await self._one(api, workload, policy, at, fence, multi=multi)
                 if outcome.reason in (PROMETHEUS_UNAVAILABLE, QUERY_REFUSED):
@@ -185,12 +184,10 @@ class GpuReactor:
     ) -> GpuOutcome:
         view = self._view
         label = policy_label(policy)
-        record = view.recommendation_for(workload.ref)
+        record = view.recommendations("record", workload.ref)
         old: GpuStatus | None = record.status.gpu if record and record.status else None
         live = [
-            p
-            for p in view.pods_of(workload.ref)
-            if (p.get("status") or {}).get("phase") == "Running"
+            p for p in view.pods(workload.ref) if (p.get("status") or {}).get("phase") == "Running"
         ]
         pods = [pod_gpu(p) for p in live]
         kai = any(is_kai(p) for p in live)

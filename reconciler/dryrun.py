@@ -161,12 +161,12 @@ def workload_actions(
     if workload is None or obj is None:
         return []
     label = f"{ref.kind}/{ref.namespace}/{ref.name}"
-    pods = sort_pods(view.pods_of(ref))
+    pods = sort_pods(view.pods(ref))
     plan = plan_workload(
         view,
         workload,
         obj,
-        view.recommendation_for(ref),
+        view.recommendations("record", ref),
         pods,
         WorkloadMemory(),
         now,

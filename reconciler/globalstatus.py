@@ -30,7 +30,7 @@ class GlobalStatusReporter:
             return 0
         with view.lock:
             config = view.kerf_object("GlobalConfiguration", "", GLOBAL_CONFIG)
-            reload = reload_of(view.recommendation_sources())
+            reload = reload_of(view.recommendations("sources"))
             max_age = parse_duration(view.global_config.webhook_lease_max_age)
         if not isinstance(config, GlobalConfiguration):
             return 0

@@ -27,6 +27,7 @@ from app.decide import PodDecision, decide_pod
 from app.model.crd import PendingEviction, RightsizingRecommendation
 from app.model.durations import parse_duration
 from app.model.horizon import Horizon
+from app.model.kube_types import PodDict
 from app.model.owners import WorkloadRef
 from app.model.workloads import Workload
 from app.outcome.rollout import (
@@ -77,14 +78,14 @@ class PassPlan:
     publish: dict[str, str | None] | None
     #: False: no policy manages the workload and nothing of kerf's is on it
     managed: bool = False
-    running: Sequence[Mapping[str, Any]] = ()
+    running: Sequence[PodDict] = ()
     decisions: Sequence[PodDecision] = ()
     rollout: Rollout = Rollout()
     rollback: Step | None = None
     settle: Settle | None = None
 
 
-def sort_pods(pods: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+def sort_pods(pods: Sequence[PodDict]) -> list[PodDict]:
     """A workload's pods in the order a pass takes them: by name."""
     return sorted(pods, key=lambda p: str((p.get("metadata") or {}).get("name") or ""))
 
@@ -94,7 +95,7 @@ def plan_workload(
     workload: Workload,
     obj: Mapping[str, Any],
     record: RightsizingRecommendation | None,
-    pods: Sequence[Mapping[str, Any]],
+    pods: Sequence[PodDict],
     memory: WorkloadMemory,
     now: datetime,
     timings: Timings,
@@ -189,7 +190,7 @@ async def plan_pass(
     workload: Workload,
     obj: Mapping[str, Any],
     record: RightsizingRecommendation | None,
-    pods: Sequence[Mapping[str, Any]],
+    pods: Sequence[PodDict],
     memory: WorkloadMemory,
     now: datetime,
     timings: Timings,

@@ -14,6 +14,7 @@ from app.model.strategy_fields import unhonoured_fields, unhonoured_policy_field
 from app.policy.feasibility import describe_largest, infeasible_policy_values
 from app.runtime.clock import Clock
 from app.runtime.jsonlog import log_fields
+from app.store.allocatable import largest_allocatable
 from app.store.view import ClusterView
 from reconciler.api import Writer
 from reconciler.events import event_body, pending_event
@@ -41,7 +42,7 @@ class PolicyEvents:
         """An Event for every static policy whose infeasible values, and every strategy
         whose unsupported fields, were not told yet; returns the number of Events written."""
         with view.lock:
-            largest = view.largest_allocatable()
+            largest = largest_allocatable(view)
             policies = [p for kind in STATIC_KINDS for p in view.kerf_objects(kind)]
             strategies = [s for kind in STRATEGY_KINDS for s in view.kerf_objects(kind)]
         written = 0

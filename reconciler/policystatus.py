@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from app.model.crd import RollbackPolicy
+from app.policy.plans import policies_for
 from app.policy.rollback import RollbackState, rollback_state
 from app.policy.rollback_monitor import policy_counts, rollback_policy_for
 from app.policy.sync import ROLLBACK_KINDS
@@ -20,7 +21,7 @@ def governed_states(view: ClusterView) -> dict[PolicyKey, list[RollbackState]]:
     """The rollback states of the workloads each rollback policy governs."""
     states: dict[PolicyKey, list[RollbackState]] = {}
     for workload in view.workloads():
-        policy = rollback_policy_for(workload, view.policies_for_namespace(workload.namespace))
+        policy = rollback_policy_for(workload, policies_for(view, workload))
         if policy is None:
             continue
         key = (policy.kind, policy.metadata.namespace or "", policy.metadata.name)

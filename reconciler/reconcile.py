@@ -110,7 +110,7 @@ class WorkloadReconciler:
             self.memory.forget(ref.key)  # gone: nothing of it is kept
             return None
         memory = self.memory.get(ref.key)
-        record = view.recommendation_for(ref)
+        record = view.recommendations("record", ref)
         versions = {"workload": _version(obj), "record": _record_version(record)}
         if memory.behind(versions) or memory.unseen_annotations(workload.annotations):
             # The view has not seen this reconciler's last write to the workload or its
@@ -119,7 +119,7 @@ class WorkloadReconciler:
             return self.config.follow_s
         now = self._clock()
         plan = plan_for(view, workload)
-        pods = sort_pods(view.pods_of(ref))
+        pods = sort_pods(view.pods(ref))
         # What the pass's decisions read, as the stages declare it (app/store/inputs.py).
         inputs = running_inputs(view, ref, plan)
         steady = memory.steady
@@ -200,7 +200,7 @@ class WorkloadReconciler:
         return done.requeue
 
     async def _plan_again(self, plan: PassPlan, memory: WorkloadMemory) -> PassPlan:
-        pods = sort_pods(self.view.pods_of(plan.ref))
+        pods = sort_pods(self.view.pods(plan.ref))
         return await plan_pass(
             self.view,
             plan.workload,

@@ -26,6 +26,7 @@ from app.decide import PodDecision, describe_resources, format_resources, read_p
 from app.model.annotations import APPROVE, POD_INFO
 from app.model.apitime import rfc3339 as stamp
 from app.model.crd import RightsizingRecommendation
+from app.model.kube_types import PodDict
 from app.model.owners import WorkloadRef
 from app.model.quantities import same_values
 from app.model.workloads import Workload
@@ -74,12 +75,12 @@ def label(ref: WorkloadRef) -> str:
     return f"{ref.kind}/{ref.namespace}/{ref.name}"
 
 
-def pod_name(pod: Mapping[str, Any]) -> str:
+def pod_name(pod: PodDict) -> str:
     """The pod's name ("" without one)."""
     return str((pod.get("metadata") or {}).get("name") or "")
 
 
-def format_resources_of(view: ClusterView, pod: Mapping[str, Any]) -> Values:
+def format_resources_of(view: ClusterView, pod: PodDict) -> Values:
     """A pod's containers' resources as quantities (what kerf sizes)."""
     return {c: format_resources(r) for c, r in read_pod_facts(view, pod)[1].items()}
 
@@ -107,7 +108,7 @@ def plan_report(
     view: ClusterView,
     workload: Workload,
     obj: Mapping[str, Any],
-    running: Sequence[Mapping[str, Any]],
+    running: Sequence[PodDict],
     decisions: Sequence[PodDecision],
     record: RightsizingRecommendation | None,
     memory: WorkloadMemory,
@@ -271,7 +272,7 @@ def _new_in_place(recorded: Mapping[str, Any] | None, last_applied: Mapping[str,
     )
 
 
-def _runs(view: ClusterView, pod: Mapping[str, Any], values: Mapping[str, Any]) -> bool:
+def _runs(view: ClusterView, pod: PodDict, values: Mapping[str, Any]) -> bool:
     """The pod's spec has these values for their containers."""
     current = format_resources_of(view, pod)
     return same_values({c: v for c, v in current.items() if c in values}, values)
@@ -280,7 +281,7 @@ def _runs(view: ClusterView, pod: Mapping[str, Any], values: Mapping[str, Any]) 
 def _resized_note(
     view: ClusterView,
     values: Mapping[str, Any],
-    running: Sequence[Mapping[str, Any]],
+    running: Sequence[PodDict],
     done: Outcome,
 ) -> str:
     """The `Resized` event of a change: its values and how many pods have them in place
@@ -309,7 +310,7 @@ def _resized_note(
 def _last_applied(
     previous: dict[str, Any] | None,
     done: Outcome,
-    running: Sequence[Mapping[str, Any]],
+    running: Sequence[PodDict],
     decisions: Sequence[PodDecision],
     workload: Workload,
     view: ClusterView,
@@ -334,7 +335,7 @@ def _last_applied(
 
 
 def _unrecorded(
-    running: Sequence[Mapping[str, Any]],
+    running: Sequence[PodDict],
     decisions: Sequence[PodDecision],
     workload: Workload,
     view: ClusterView,
@@ -362,7 +363,7 @@ def _unrecorded(
     return None
 
 
-def admitted_with(pod: Mapping[str, Any], values: Mapping[str, Any]) -> bool:
+def admitted_with(pod: PodDict, values: Mapping[str, Any]) -> bool:
     """The webhook set these values when it admitted the pod (its info annotation names
     them): else they were set in place since."""
     text = ((pod.get("metadata") or {}).get("annotations") or {}).get(POD_INFO)
@@ -383,7 +384,7 @@ def _template(workload: Workload, container: str) -> dict[str, dict[str, str]]:
 
 def _summary(
     view: ClusterView,
-    running: Sequence[Mapping[str, Any]],
+    running: Sequence[PodDict],
     decisions: Sequence[PodDecision],
     done: Outcome,
     last_applied: Mapping[str, Any] | None,

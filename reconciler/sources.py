@@ -47,7 +47,7 @@ class SourceReporter:
         """Log and record an Event for every bad ConfigMap version not told yet; returns
         the number of Events written."""
         with view.lock:
-            states = view.recommendation_sources()
+            states = view.recommendations("sources")
         known = {s.key for s in states}
         for key in [k for k in self._told if k not in known]:
             del self._told[key]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any, Literal
+from typing import Literal
 
 from app.decide.actions import build_actions
 from app.decide.bounds import breaches_bounds
@@ -41,6 +41,7 @@ from app.decide.results import (
     format_resources,
 )
 from app.model.horizon import Horizon
+from app.model.kube_types import ContainerDict, PodDict
 from app.model.workloads import Workload
 from app.policy.plans import WorkloadPlan, plan_for
 from app.store.view import ClusterView
@@ -84,7 +85,7 @@ UNTOUCHED = frozenset({"Paused", "ProtectedNamespace", "AutomationDisabled", "Au
 
 def decide_pod(
     view: ClusterView,
-    pod: Mapping[str, Any],
+    pod: PodDict,
     *,
     now: datetime | Horizon,
     path: Path,
@@ -100,7 +101,7 @@ def decide_pod(
 
 def _decide_pod(
     view: ClusterView,
-    pod: Mapping[str, Any],
+    pod: PodDict,
     *,
     clock: Horizon,
     path: Path,
@@ -238,7 +239,7 @@ def _held(plan: WorkloadPlan) -> str:
     )
 
 
-def _absent_containers(plan: WorkloadPlan, containers: Mapping[str, Any]) -> list[str]:
+def _absent_containers(plan: WorkloadPlan, containers: Mapping[str, ContainerDict]) -> list[str]:
     """The containers the plan has values for that the pod does not have, when the plan
     names none the pod has (the values were written for another pod template)."""
     named = {c.container for c in plan.candidates}

@@ -32,6 +32,7 @@ from app.model.annotations import ARGS_KEY, MIRROR_POD, POD_INFO, dumps
 from app.model.args import apply_arg_ops
 from app.model.crd import AutomationStrategySpec
 from app.model.horizon import Horizon
+from app.model.kube_types import PodDict, as_pod
 from app.model.owners import WorkloadRef
 from app.model.quantities import GPU_FRACTION
 from app.model.workloads import Workload, target_containers
@@ -69,16 +70,17 @@ class AdmissionResult:
     template: bytes | None = field(default=None, compare=False)
 
 
-def _with_namespace(pod: Mapping[str, Any], namespace: str) -> Mapping[str, Any]:
-    """A CREATE request's object may lack metadata.namespace; the request carries it."""
+def _with_namespace(pod: Mapping[str, Any], namespace: str) -> PodDict:
+    """The request's pod, typed for the decisions. A CREATE request's object may lack
+    metadata.namespace; the request carries it."""
     meta = pod.get("metadata") or {}
     if meta.get("namespace") or not namespace:
-        return pod
-    return {**pod, "metadata": {**meta, "namespace": namespace}}
+        return as_pod(pod)
+    return as_pod({**pod, "metadata": {**meta, "namespace": namespace}})
 
 
 def _new_args(
-    view: ClusterView, pod: Mapping[str, Any], decision: PodDecision, clock: Horizon
+    view: ClusterView, pod: PodDict, decision: PodDecision, clock: Horizon
 ) -> dict[str, list[str]]:
     plan = decision.plan
     if plan is None or plan.args is None:
@@ -101,7 +103,7 @@ def _new_args(
     return changed
 
 
-def _already_applied(pod: Mapping[str, Any], fingerprint: str | None) -> bool:
+def _already_applied(pod: PodDict, fingerprint: str | None) -> bool:
     """Re-invocation: the pod carries our info annotation for this very recommendation."""
     text = ((pod.get("metadata") or {}).get("annotations") or {}).get(POD_INFO)
     if not text or fingerprint is None:
@@ -153,7 +155,7 @@ class _Memo:
         )
 
 
-def _template_key(pod: Mapping[str, Any]) -> bytes | None:
+def _template_key(pod: PodDict) -> bytes | None:
     """A digest of everything of the pod an admission decision reads, and nothing that
     differs between pods of one template (name, generateName, uid, labels): the
     namespace, kerf's annotations (pause, skip-containers, the pod info of a
@@ -186,7 +188,7 @@ def _template_key(pod: Mapping[str, Any]) -> bytes | None:
     return hashlib.sha256(text).digest()
 
 
-def _memoised(view: ClusterView, pod: Mapping[str, Any], now: datetime) -> AdmissionResult:
+def _memoised(view: ClusterView, pod: PodDict, now: datetime) -> AdmissionResult:
     """The decision for the pod, from the plan's memo when a valid one is there."""
     annotations = (pod.get("metadata") or {}).get("annotations") or {}
     owner = None if MIRROR_POD in annotations else view.owner_of(pod)
@@ -218,7 +220,7 @@ def memo_counts(view: ClusterView) -> tuple[int, int]:
 
 def _admit(
     view: ClusterView,
-    pod: Mapping[str, Any],
+    pod: PodDict,
     clock: Horizon,
     *,
     template: bytes | None = None,

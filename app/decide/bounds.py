@@ -4,15 +4,17 @@ the pod (admission) or the resize (running), so they are dropped, never written.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from app.decide.context import PASS, Action, Context, Result, final_resources, stop
 from app.decide.results import Filtered
+from app.model.kube_types import PodDict
 from app.model.workloads import Resources
+from app.store.inputs import BOUNDS, check_read
 from app.store.namespace_bounds import (
     Breach,
     NamespaceBounds,
     limit_range_breaches,
+    parse_bounds,
     pod_shape,
     quota_breaches,
 )
@@ -56,8 +58,26 @@ def filter_quotas(ctx: Context) -> Result:
     return _drop_breaches(ctx, RESOURCE_QUOTA_EXCEEDED, judge)
 
 
+def namespace_bounds(view: ClusterView, namespace: str) -> NamespaceBounds:
+    """The namespace's LimitRanges and ResourceQuotas, parsed once per version of them
+    (kept by the view's decision caches; a namespace with none keeps nothing, so a
+    request naming any namespace it likes grows nothing)."""
+    if view.check_reads:
+        check_read(view.reading, BOUNDS)
+    stamp = (BOUNDS.name, namespace)
+    found: NamespaceBounds | None = view.caches.derived(stamp, ())
+    if found is None:
+        limit_ranges = view.objects("LimitRange", namespace)
+        quotas = view.objects("ResourceQuota", namespace)
+        found, warnings = parse_bounds(limit_ranges, quotas)
+        view.warnings.extend(warnings)
+        if limit_ranges or quotas:
+            view.caches.keep_derived(stamp, (), found)
+    return found
+
+
 def _bounds(ctx: Context) -> NamespaceBounds:
-    return ctx.view.namespace_bounds(ctx.workload.namespace)
+    return namespace_bounds(ctx.view, ctx.workload.namespace)
 
 
 def _drop_breaches(ctx: Context, reason: str, judge: Judge) -> Result:
@@ -134,7 +154,7 @@ def _moves(ctx: Context, action: Action, direction: str) -> bool:
 
 def breaches_bounds(
     view: ClusterView,
-    pod: Mapping[str, Any],
+    pod: PodDict,
     namespace: str,
     current: Mapping[str, Resources],
     proposed: Mapping[str, Resources],
@@ -142,7 +162,7 @@ def breaches_bounds(
     """Whether values a pod is to be admitted with go past a bound its manifest's values
     do not (every filter on): checked where values reach a new pod without the
     filters, as a blocked change's baseline does."""
-    bounds = view.namespace_bounds(namespace)
+    bounds = namespace_bounds(view, namespace)
     if not (bounds.limit_ranges or bounds.quotas):
         return False
 

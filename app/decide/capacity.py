@@ -6,9 +6,11 @@ from collections.abc import Iterable
 
 from app.decide.context import IN_PLACE_RESOURCES, PASS, Action, Context, Result, block, stop
 from app.decide.qos_pairs import GUARANTEED_QOS
+from app.model.kube_types import node_name
 from app.model.quantities import format_resource, parse_resource
 from app.policy.feasibility import describe_largest, too_large
 from app.policy.selection import Target
+from app.store.allocatable import largest_allocatable, node_allocatable
 
 #: A value to set is more than any node's allocatable.
 INFEASIBLE = "Infeasible"
@@ -23,7 +25,7 @@ def check_feasible(ctx: Context) -> Result:
     """Block the plan when a value to set is more CPU or memory than any node's allocatable
     (a pod with it could never be scheduled or resized: Infeasible by definition). Not
     judged while the view holds no node."""
-    largest = ctx.view.largest_allocatable()
+    largest = largest_allocatable(ctx.view)
     if largest is None:
         return PASS
     over = [
@@ -58,13 +60,13 @@ def _request_increases(ctx: Context, actions: Iterable[Action]) -> dict[str, lis
 def _node_room(ctx: Context) -> dict[str, int] | None:
     """What the pod's node has left for increases (allocatable minus headroom minus the
     requests of its non-terminal pods); None when the node is unknown."""
-    node_name = (ctx.pod.get("spec") or {}).get("nodeName")
-    if not node_name:
+    node = node_name(ctx.pod)
+    if not node:
         return None
-    allocatable = ctx.view.node_allocatable(node_name)
+    allocatable = node_allocatable(ctx.view, node)
     if allocatable is None:
         return None
-    used_cpu, used_memory = ctx.view.node_requests(node_name)
+    used_cpu, used_memory = ctx.view.node_requests(node)
     cpu_headroom, memory_headroom = _headroom(ctx, allocatable[0])
     return {
         "cpu": allocatable[0] - cpu_headroom - used_cpu,
@@ -120,7 +122,7 @@ def filter_node_capacity(ctx: Context) -> Result:
     room = _node_room(ctx) if increases else None
     if room is None:
         return PASS
-    node_name = (ctx.pod.get("spec") or {}).get("nodeName")
+    node = node_name(ctx.pod)
     standing = ctx.actions
     dropped: list[tuple[Target, str]] = []
     for resource, actions in increases.items():
@@ -136,5 +138,5 @@ def filter_node_capacity(ctx: Context) -> Result:
     return Result(
         standing,
         tuple(dropped),
-        block=stop("InsufficientNodeCapacity", f"node {node_name} has no room for the increase"),
+        block=stop("InsufficientNodeCapacity", f"node {node} has no room for the increase"),
     )

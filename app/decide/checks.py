@@ -10,10 +10,9 @@ the results in order; it is the only writer of the decision.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
 from app.decide.audit import Step, check_audit
 from app.decide.bounds import (
@@ -49,6 +48,7 @@ from app.decide.value_rules import check_value_rules, validate_plan
 from app.model.annotations import PAUSE_UNTIL
 from app.model.durations import format_duration
 from app.model.horizon import Horizon
+from app.model.kube_types import PodDict
 from app.model.windows import freeze_verdict, maintenance_verdict, next_change
 from app.model.workloads import Resources, Workload
 from app.policy.guardrails import (
@@ -80,7 +80,7 @@ BOTH: frozenset[Path] = frozenset({"admission", "running"})
 RUNNING: frozenset[Path] = frozenset({"running"})
 
 #: A check on the pod alone (no plan): the message when it holds, else None.
-Gate = Callable[[ClusterView, Mapping[str, Any], Workload, datetime | Horizon], str | None]
+Gate = Callable[[ClusterView, PodDict, Workload, datetime | Horizon], str | None]
 #: A check of the fallback of a failed resize: (reason, message) when it holds, else None.
 FallbackCheck = Callable[[FallbackCase], tuple[str, str] | None]
 
@@ -109,7 +109,7 @@ class Check:
 
 
 def _automation_disabled(
-    view: ClusterView, pod: Mapping[str, Any], workload: Workload, now: datetime | Horizon
+    view: ClusterView, pod: PodDict, workload: Workload, now: datetime | Horizon
 ) -> str | None:
     """AutomationDisabled's pod-level form."""
     if view.global_config.automation_enabled:
@@ -118,7 +118,7 @@ def _automation_disabled(
 
 
 def _paused(
-    view: ClusterView, pod: Mapping[str, Any], workload: Workload, now: datetime | Horizon
+    view: ClusterView, pod: PodDict, workload: Workload, now: datetime | Horizon
 ) -> str | None:
     """Paused's pod-level form: a pause-until on the pod, its workload or namespace."""
     pause = paused_by(view, pod, workload, now)
@@ -129,10 +129,10 @@ def _paused(
 
 
 def _protected(
-    view: ClusterView, pod: Mapping[str, Any], workload: Workload, now: datetime | Horizon
+    view: ClusterView, pod: PodDict, workload: Workload, now: datetime | Horizon
 ) -> str | None:
     """ProtectedNamespace's pod-level form."""
-    if not is_protected(workload.namespace, view):
+    if not is_protected(workload, view):
         return None
     return f"namespace {workload.namespace} is protected"
 
@@ -391,7 +391,7 @@ def run_checks(ctx: Context, start: Result) -> Block | None:
 
 
 def pod_gate(
-    view: ClusterView, pod: Mapping[str, Any], workload: Workload, now: datetime | Horizon
+    view: ClusterView, pod: PodDict, workload: Workload, now: datetime | Horizon
 ) -> str | None:
     """The first check with a pod-level form that holds for a pod: AutomationDisabled,
     Paused or ProtectedNamespace (they also gate the args of a ContainerArgsPolicy at

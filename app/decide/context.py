@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Literal
 
 from app.decide.plan_facts import (
     QOS_RESOURCES,
@@ -22,6 +22,7 @@ from app.decide.pod_facts import is_guaranteed
 from app.decide.results import AuditProposal, Filtered
 from app.model.crd import AutomationStrategySpec, KerfResource
 from app.model.horizon import Horizon
+from app.model.kube_types import ContainerDict, PodDict
 from app.model.workloads import Resources, Workload
 from app.policy.guardrails import GuardrailSettings
 from app.policy.plans import WorkloadPlan, guardrails
@@ -38,7 +39,7 @@ class FallbackCase:
     """An accepted in-place resize that cannot finish, as the fallback's checks read it."""
 
     view: ClusterView
-    pod: Mapping[str, Any]
+    pod: PodDict
     workload: Workload
     facts: PlanFacts
     now: datetime
@@ -98,13 +99,13 @@ class Context:
     def __init__(
         self,
         view: ClusterView,
-        pod: Mapping[str, Any],
+        pod: PodDict,
         workload: Workload,
         plan: WorkloadPlan,
         facts: PlanFacts,
         clock: Horizon,
         path: Path,
-        containers: Mapping[str, Mapping[str, Any]],
+        containers: Mapping[str, ContainerDict],
         current: dict[str, Resources],
     ) -> None:
         self.view = view

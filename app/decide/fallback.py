@@ -2,23 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from datetime import datetime, timedelta
-from typing import Any
 
 from app.decide.checks import FALLBACK_CHECKS
 from app.decide.context import FallbackCase
 from app.decide.plan_facts import facts_for
 from app.decide.pod_facts import read_pod_facts, workload_for
 from app.decide.results import PodDecision
+from app.model.kube_types import PodDict
 from app.model.workloads import Workload
 from app.policy.plans import guardrails, plan_for
 from app.store.view import ClusterView
 
 
-def decide_fallback(
-    view: ClusterView, pod: Mapping[str, Any], *, now: datetime, cause: str
-) -> PodDecision:
+def decide_fallback(view: ClusterView, pod: PodDict, *, now: datetime, cause: str) -> PodDecision:
     """An accepted in-place resize that cannot finish (SPEC §7: Deferred past
     `apply.fallbackAfter`, Infeasible, Error, or a patch the API rejected): evict the pod
     when every contributing strategy allows eviction and a lone replica may be disrupted,

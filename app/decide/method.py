@@ -4,11 +4,11 @@ container."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 from app.decide.capacity import restore_outgrows
 from app.decide.context import IN_PLACE_RESOURCES, Context, FallbackCase, Result, stop
 from app.decide.plan_facts import common_methods
+from app.model.kube_types import ContainerDict
 from app.model.workloads import oom_looping
 
 IN_PLACE = "inPlace"
@@ -68,7 +68,7 @@ def resize_restarts(ctx: Context) -> bool:
 
 
 def restarts_container(
-    containers: Mapping[str, Mapping[str, Any]], changes: Iterable[tuple[str, str]]
+    containers: Mapping[str, ContainerDict], changes: Iterable[tuple[str, str]]
 ) -> bool:
     """Whether an in-place resize of these (container, resource) changes restarts a
     container: its resizePolicy is RestartContainer for a resource that changes. The

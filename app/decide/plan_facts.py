@@ -178,7 +178,7 @@ def _build_plan_facts(
     view: ClusterView, workload: Workload, plan: WorkloadPlan, names: tuple[str, ...]
 ) -> PlanFacts:
     selected = plan.select_for(names)
-    rows = view.rows_for(workload.ref)
+    rows = view.recommendations("rows", workload.ref)
     ordered = sorted(selected.items(), key=_target_order)
     items = [
         _prepare(view, target, candidate, rows.get(target.container))
@@ -186,7 +186,7 @@ def _build_plan_facts(
     ]
     regular = [i for i in items if not i.restore and i.strategy is not None]
     policies, strategies, audit = policies_of(regular)
-    record = view.recommendation_for(workload.ref)
+    record = view.recommendations("record", workload.ref)
     status = record.status if record else None
     last_applied = status.last_applied if status else None
     winners = tuple(_selected_value(target, candidate) for target, candidate in ordered)

@@ -7,11 +7,10 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from app.model.annotations import PAUSE_REASON, PAUSE_UNTIL, SKIP_CONTAINERS
 from app.model.horizon import Horizon
-from app.model.kube_types import ContainerDict
+from app.model.kube_types import ContainerDict, HPADict, PodDict, VPAContainerPolicyDict, VPADict
 from app.model.owners import WorkloadRef
 from app.model.workloads import (
     JAVA_OPTION_VARS,
@@ -34,7 +33,7 @@ _HEAP_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
 PodFacts = tuple[dict[str, ContainerDict], dict[str, Resources], WorkloadRef | None]
 
 
-def read_pod_facts(view: ClusterView, pod: Mapping[str, Any]) -> PodFacts:
+def read_pod_facts(view: ClusterView, pod: PodDict) -> PodFacts:
     """The containers kerf sizes, their parsed resources and the owner of a pod, in one
     lookup: kept per pod object of the view (shared: callers copy before they change
     anything), worked out afresh for a pod the view does not hold."""
@@ -43,14 +42,14 @@ def read_pod_facts(view: ClusterView, pod: Mapping[str, Any]) -> PodFacts:
 
 
 def pod_containers(
-    view: ClusterView, pod: Mapping[str, Any]
+    view: ClusterView, pod: PodDict
 ) -> tuple[dict[str, ContainerDict], dict[str, Resources]]:
     """The containers kerf sizes and their parsed resources (`read_pod_facts` without the
     owner, for a caller that has resolved it), kept by the view's decision caches for the
     pod objects the view holds."""
     meta = pod.get("metadata") or {}
     key = (str(meta.get("namespace") or "default"), str(meta.get("name") or ""))
-    if view.pod(*key) is not pod:
+    if view.get("Pod", *key) is not pod:
         containers = target_containers(pod)
         return containers, pod_resources(pod, containers)
     parsed: tuple[dict[str, ContainerDict], dict[str, Resources]] | None
@@ -62,7 +61,7 @@ def pod_containers(
     return parsed
 
 
-def skipped_containers(pod: Mapping[str, Any], workload: Workload) -> set[str]:
+def skipped_containers(pod: PodDict, workload: Workload) -> set[str]:
     """`skip-containers`: the pod's value wins (an empty value skips none)."""
     pod_annotations = (pod.get("metadata") or {}).get("annotations") or {}
     value = pod_annotations.get(SKIP_CONTAINERS)
@@ -90,7 +89,7 @@ def is_paused(annotations: Mapping[str, str] | None, now: datetime | Horizon) ->
     return until is not None and as_horizon(now).before(until)
 
 
-def jvm_heap_bytes(container: Mapping[str, Any]) -> int | None:
+def jvm_heap_bytes(container: ContainerDict) -> int | None:
     """A fixed JVM heap (-Xmx / -XX:MaxHeapSize) from command, args or JAVA_* env;
     the last occurrence wins, as in the JVM."""
     texts: list[str] = [*(container.get("command") or []), *(container.get("args") or [])]
@@ -104,9 +103,7 @@ def jvm_heap_bytes(container: Mapping[str, Any]) -> int | None:
     return heap
 
 
-def oom_killed_since(
-    pods: Iterable[Mapping[str, Any]], container: str, since: datetime | None
-) -> bool:
+def oom_killed_since(pods: Iterable[PodDict], container: str, since: datetime | None) -> bool:
     """Whether a container was OOM-killed (in any of the pods) after `since`."""
     for pod in pods:
         for name, terminated in oom_terminations(pod):
@@ -118,22 +115,23 @@ def oom_killed_since(
     return False
 
 
-def hpa_coupled_resources(hpas: Iterable[Mapping[str, Any]]) -> set[str]:
+def hpa_coupled_resources(hpas: Iterable[HPADict]) -> set[str]:
     """Resources an HPA scales on by Utilization (cpu or memory)."""
     coupled: set[str] = set()
     for hpa in hpas:
-        for metric in (hpa.get("spec") or {}).get("metrics") or []:
+        spec = hpa.get("spec") or {}
+        for metric in spec.get("metrics") or []:
             resource = metric.get("resource") or metric.get("containerResource") or {}
             target = resource.get("target") or {}
             if target.get("type") == "Utilization" and resource.get("name") in ("cpu", "memory"):
                 coupled.add(resource["name"])
-        legacy = (hpa.get("spec") or {}).get("targetCPUUtilizationPercentage")
+        legacy = spec.get("targetCPUUtilizationPercentage")
         if legacy is not None:
             coupled.add("cpu")
     return coupled
 
 
-def _container_policy(vpa: Mapping[str, Any], container: str) -> Mapping[str, Any] | None:
+def _container_policy(vpa: VPADict, container: str) -> VPAContainerPolicyDict | None:
     """The VPA's policy for a container: the one naming it, else the `*` one (as the VPA
     itself chooses)."""
     policies = ((vpa.get("spec") or {}).get("resourcePolicy") or {}).get("containerPolicies")
@@ -141,20 +139,20 @@ def _container_policy(vpa: Mapping[str, Any], container: str) -> Mapping[str, An
     for policy in policies or []:
         name = policy.get("containerName")
         if name == container:
-            return policy  # type: ignore[no-any-return]
+            return policy
         if name == "*":
             found = policy
     return found
 
 
-def _fields(policy: Mapping[str, Any] | None) -> tuple[str, ...]:
+def _fields(policy: VPAContainerPolicyDict | None) -> tuple[str, ...]:
     """The fields the VPA sets: requests, and limits too unless `RequestsOnly`."""
     if policy is not None and policy.get("controlledValues") == "RequestsOnly":
         return ("requests",)
     return ("requests", "limits")
 
 
-def _recommends(vpa: Mapping[str, Any]) -> bool:
+def _recommends(vpa: VPADict) -> bool:
     conditions = (vpa.get("status") or {}).get("conditions") or []
     return any(
         c.get("type") == "RecommendationProvided" and c.get("status") == "True" for c in conditions
@@ -162,7 +160,7 @@ def _recommends(vpa: Mapping[str, Any]) -> bool:
 
 
 def vpa_held_targets(
-    vpas: Iterable[Mapping[str, Any]], containers: Iterable[str], *, declared: bool
+    vpas: Iterable[VPADict], containers: Iterable[str], *, declared: bool
 ) -> dict[tuple[str, str, str], str]:
     """The (container, field, resource) values VerticalPodAutoscalers hold, each with the
     name of the first VPA that holds it (Kubex's `enableVpaFilter`, and with `declared`
@@ -204,9 +202,7 @@ def vpa_held_targets(
     return held
 
 
-def workload_for(
-    view: ClusterView, pod: Mapping[str, Any], owner: WorkloadRef | None
-) -> Workload | None:
+def workload_for(view: ClusterView, pod: PodDict, owner: WorkloadRef | None) -> Workload | None:
     """The pod's workload; one not (yet) in the view is stood in for by the pod's labels,
     so a pod created right after its Deployment is still sized."""
     if owner is None:
@@ -242,7 +238,7 @@ class Pause:
 
 
 def paused_by(
-    view: ClusterView, pod: Mapping[str, Any], workload: Workload, now: datetime | Horizon
+    view: ClusterView, pod: PodDict, workload: Workload, now: datetime | Horizon
 ) -> Pause | None:
     """The pause that holds the pod, the pod's own first, or None."""
     clock = as_horizon(now)
@@ -251,7 +247,7 @@ def paused_by(
         return _pause("pod", pod_annotations)
     if is_paused(workload.annotations, clock):
         return _pause("workload", workload.annotations)
-    namespace_obj = view.namespace_object(workload.namespace) or {}
+    namespace_obj = view.get("Namespace", "", workload.namespace) or {}
     namespace_annotations = (namespace_obj.get("metadata") or {}).get("annotations")
     if is_paused(namespace_annotations, clock):
         return _pause("namespace", namespace_annotations)
@@ -262,6 +258,7 @@ def _pause(source: str, annotations: Mapping[str, str] | None) -> Pause:
     return Pause(source, (annotations or {}).get(PAUSE_REASON, "").strip())
 
 
-def is_protected(namespace: str, view: ClusterView) -> bool:
-    """kerf's own namespace and GlobalConfiguration.protectedNamespacePatterns."""
-    return namespace == view.own_namespace or protected_by_pattern(view, namespace)
+def is_protected(workload: Workload, view: ClusterView) -> bool:
+    """Whether a workload's namespace is kerf's own or named by
+    GlobalConfiguration.protectedNamespacePatterns."""
+    return workload.namespace == view.own_namespace or protected_by_pattern(view, workload)

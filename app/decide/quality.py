@@ -38,7 +38,7 @@ def check_stale(ctx: Context) -> Result:
 def check_hpa(ctx: Context) -> Result:
     """HPACoupled: the resources an HPA scales on by utilization are dropped, and the
     change is blocked when nothing is left."""
-    coupled = hpa_coupled_resources(ctx.view.hpas_for(ctx.workload))
+    coupled = hpa_coupled_resources(ctx.view.autoscalers("HorizontalPodAutoscaler", ctx.workload))
     if not (coupled and ctx.check_on("enable_hpa_filter")):
         return PASS
     kept = [a for a in ctx.actions if a.item.restore or a.target.resource not in coupled]
@@ -88,7 +88,7 @@ def check_vpa(ctx: Context) -> Result:
     requests undo each other). `enableVpaFilter` is off only when every strategy behind
     the change turns it off; `blockResizeOnVpaControlledResources` counts for a strategy
     that keeps `enableVpaFilter` on, and is on when any such strategy turns it on."""
-    vpas = ctx.view.vpas_for(ctx.workload)
+    vpas = ctx.view.autoscalers("VerticalPodAutoscaler", ctx.workload)
     if not vpas or not ctx.check_on("enable_vpa_filter"):
         return PASS
     declared = any(

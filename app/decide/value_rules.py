@@ -184,7 +184,7 @@ class _ValueFacts:
         if found is None:
             ctx = self.ctx
             # A new pod has no status yet: OOM evidence comes from its siblings.
-            pods = ctx.view.pods_of(ctx.workload.ref) if ctx.path == "admission" else [ctx.pod]
+            pods = ctx.view.pods(ctx.workload.ref) if ctx.path == "admission" else [ctx.pod]
             found = (
                 oom_killed_since(pods, container, self.last_change),
                 jvm_heap_bytes(ctx.containers.get(container, {})),

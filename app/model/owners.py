@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from app.model.kube_types import OwnerReferenceDict
+from app.model.kube_types import OwnerReferenceDict, PodDict
 
 __all__ = ["OwnerLookup", "WorkloadRef", "controller_ref", "resolve_owner"]
 
@@ -72,7 +72,7 @@ def _owner_from_replicaset_name(
     return WorkloadRef("ReplicaSet", namespace, replicaset)
 
 
-def resolve_owner(pod: Mapping[str, Any], lookup: OwnerLookup) -> WorkloadRef | None:
+def resolve_owner(pod: PodDict, lookup: OwnerLookup) -> WorkloadRef | None:
     """The workload that owns ``pod``, or ``None`` for a bare pod.
 
     - ReplicaSet → its Deployment or Rollout owner; a ReplicaSet with neither is the

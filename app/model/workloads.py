@@ -5,9 +5,16 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
-from app.model.kube_types import ContainerDict, ContainerStatusDict
+from app.model.kube_types import (
+    RESOURCE_FIELDS,
+    ContainerDict,
+    ContainerStatusDict,
+    PodDict,
+    PodSpecDict,
+    PodTemplateDict,
+)
 from app.model.owners import WorkloadRef
 from app.model.quantities import GPU_FRACTION, QuantityError, parse_resource
 
@@ -41,7 +48,7 @@ def parse_time(value: Any) -> datetime | None:
     return datetime.fromisoformat(str(value))
 
 
-def container_resources(container: Mapping[str, Any], *, owned: bool = False) -> ContainerResources:
+def container_resources(container: ContainerDict, *, owned: bool = False) -> ContainerResources:
     """Requests and limits of a container spec as plain string maps; with `owned` (the
     caller gives the spec up), a map whose values are all strings is kept, not copied."""
     resources = container.get("resources") or {}
@@ -57,12 +64,12 @@ def _string_map(values: Mapping[str, Any] | None, owned: bool) -> dict[str, str]
     return {k: str(v) for k, v in (values or {}).items()}
 
 
-def pod_template(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+def pod_template(obj: Mapping[str, Any]) -> PodTemplateDict:
     """The pod template of a workload object (CronJob: through its jobTemplate)."""
     spec = obj.get("spec") or {}
     if obj.get("kind") == "CronJob":
         spec = ((spec.get("jobTemplate") or {}).get("spec")) or {}
-    return spec.get("template") or {}
+    return cast(PodTemplateDict, spec.get("template") or {})
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,13 +125,13 @@ class Workload:
         )
 
 
-def is_sidecar(container: Mapping[str, Any]) -> bool:
+def is_sidecar(container: ContainerDict) -> bool:
     """An init container that keeps running beside the app (`restartPolicy: Always`):
     kerf sizes it like an app container, and Kubernetes resizes it in place."""
     return container.get("restartPolicy") == "Always"
 
 
-def target_statuses(pod: Mapping[str, Any]) -> Iterator[ContainerStatusDict]:
+def target_statuses(pod: PodDict) -> Iterator[ContainerStatusDict]:
     """The kubelet's statuses of the containers kerf sizes: `containerStatuses`, and the
     sidecars' entries of `initContainerStatuses` (a sidecar reports there)."""
     status = pod.get("status") or {}
@@ -139,7 +146,7 @@ def target_statuses(pod: Mapping[str, Any]) -> Iterator[ContainerStatusDict]:
         yield from (s for s in init if s.get("name") in sidecars)
 
 
-def oom_terminations(pod: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]]:
+def oom_terminations(pod: PodDict) -> Iterator[tuple[str, Mapping[str, Any]]]:
     """(container name, its `terminated` state) for every OOM kill a pod's container
     statuses record, in the current state or the last one."""
     state_key: Literal["lastState", "state"]
@@ -150,7 +157,7 @@ def oom_terminations(pod: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str,
                 yield str(status.get("name")), terminated
 
 
-def oom_looping(pod: Mapping[str, Any]) -> set[str]:
+def oom_looping(pod: PodDict) -> set[str]:
     """The pod's containers in an OOM loop: last ended by an OOM kill, and waiting in
     CrashLoopBackOff or killed more than once (between back-offs it runs for a moment)."""
     looping = set()
@@ -163,7 +170,7 @@ def oom_looping(pod: Mapping[str, Any]) -> set[str]:
     return looping
 
 
-def target_containers(pod: Mapping[str, Any]) -> dict[str, ContainerDict]:
+def target_containers(pod: PodDict) -> dict[str, ContainerDict]:
     """Containers kerf sizes: the app containers and sidecars (init containers that keep
     running, `restartPolicy: Always`); plain init containers run once and are left alone."""
     spec = pod.get("spec") or {}
@@ -176,23 +183,22 @@ def target_containers(pod: Mapping[str, Any]) -> dict[str, ContainerDict]:
     return found
 
 
-def resources_of(container: Mapping[str, Any]) -> Resources:
-    """Parsed requests and limits of a container spec."""
+def resources_of(container: ContainerDict | PodSpecDict) -> Resources:
+    """Parsed requests and limits of a container spec (or of a pod spec: its pod-level
+    resources)."""
     raw = container.get("resources") or {}
     return {
         fld: {r: parse_resource(r, q) for r, q in (raw.get(fld) or {}).items()}
-        for fld in ("requests", "limits")
+        for fld in RESOURCE_FIELDS
     }
 
 
-def resources_by_container(containers: Mapping[str, Mapping[str, Any]]) -> dict[str, Resources]:
+def resources_by_container(containers: Mapping[str, ContainerDict]) -> dict[str, Resources]:
     """Parsed resources of containers by name (e.g. those `target_containers` finds)."""
     return {name: resources_of(spec) for name, spec in containers.items()}
 
 
-def pod_resources(
-    pod: Mapping[str, Any], containers: Mapping[str, Mapping[str, Any]]
-) -> dict[str, Resources]:
+def pod_resources(pod: PodDict, containers: Mapping[str, ContainerDict]) -> dict[str, Resources]:
     """Parsed resources of a pod's `containers` (`target_containers(pod)`). A KAI pod's
     `gpu-fraction` annotation counts as a request of its first container, so a fraction
     is selected, filtered and compared like any other value (app/policy/kai.py); a fraction

@@ -11,6 +11,7 @@ from typing import Any, Literal
 from app.decide import PodDecision, decide_pod, describe_resources, format_resources
 from app.model.owners import WorkloadRef
 from app.model.workloads import WORKLOAD_KINDS
+from app.policy.plans import policies_for
 from app.policy.rollback import rollback_state
 from app.policy.rollback_monitor import rollback_policy_for, summary
 from app.recommend.gpu_inputs import gpu_summaries
@@ -116,7 +117,7 @@ def rollback_json(view: ClusterView, selection: Selection = Selection()) -> list
     for workload in sorted(view.workloads(), key=lambda w: (w.namespace, w.kind, w.name)):
         if not selection.admits(workload.ref, workload.namespace):
             continue
-        policy = rollback_policy_for(workload, view.policies_for_namespace(workload.namespace))
+        policy = rollback_policy_for(workload, policies_for(view, workload))
         state = rollback_state(view, workload)
         if policy is None and state is None:
             continue
@@ -157,7 +158,7 @@ def explain(
     elif (
         selection.namespace is not None
         and not pods
-        and view.namespace_object(selection.namespace) is None
+        and view.get("Namespace", "", selection.namespace) is None
     ):
         raise SelectionError(f"no namespace {selection.namespace} (and no pods in it)")
     return {
@@ -177,7 +178,7 @@ def gpu_json(view: ClusterView, selection: Selection = Selection()) -> list[dict
     for workload in view.workloads():
         if not selection.admits(workload.ref, workload.namespace):
             continue
-        record = view.recommendation_for(workload.ref)
+        record = view.recommendations("record", workload.ref)
         status = record.status.gpu if record is not None and record.status else None
         if status is not None:
             found.append((workload.kind, workload.namespace, workload.name, status))

@@ -29,6 +29,7 @@ from datetime import datetime
 from typing import Any
 
 from app.decide import PodDecision, decide_pod, read_pod_facts
+from app.model.kube_types import PodDict
 from app.model.owners import WorkloadRef
 from app.model.quantities import parse_resource
 from app.model.workloads import Workload, oom_terminations
@@ -234,7 +235,7 @@ def container_totals(
 def upsize_reason(
     view: ClusterView,
     ref: WorkloadRef,
-    pod: Mapping[str, Any],
+    pod: PodDict,
     decision: PodDecision,
     container: str,
     resource: str,
@@ -256,7 +257,7 @@ def upsize_reason(
         else None
     )
     if resource == "cpu":
-        row = view.rows_for(ref).get(container)
+        row = view.recommendations("rows", ref).get(container)
         ratio = row.cpu_throttling_ratio if row is not None else None
         if ratio is not None and ratio >= guardrails(view, policy).throttling_ratio:
             return THROTTLED
@@ -265,7 +266,7 @@ def upsize_reason(
     return f"{selected.policy_kind} {selected.policy_name}" if selected is not None else "policy"
 
 
-def _live(pod: Mapping[str, Any]) -> bool:
+def _live(pod: PodDict) -> bool:
     return (pod.get("status") or {}).get("phase") not in TERMINAL_PHASES
 
 
@@ -284,7 +285,7 @@ def workload_totals(view: ClusterView, workload: Workload, now: datetime) -> Wor
     not_applied: Counter[str] = Counter()
     messages: dict[str, str] = {}
     pods = 0
-    for pod in view.pods_of(workload.ref):
+    for pod in view.pods(workload.ref):
         if not _live(pod):
             continue
         pods += 1

@@ -27,6 +27,7 @@ from typing import Any, Literal
 
 from app.decide import PodDecision, decide_fallback, fallback_after
 from app.model.durations import format_duration
+from app.model.kube_types import PodDict
 from app.model.quantities import same_values
 from app.model.workloads import Workload
 from app.policy.plans import plan_for
@@ -50,7 +51,7 @@ class Action:
     """The one write a pass makes to a pod, with what it carries."""
 
     kind: ActionKind
-    pod: Mapping[str, Any]
+    pod: PodDict
     #: resize, or an eviction that applies a plan: the pod's decision (its values are
     #: recorded as applied); a fallback's: `decide_fallback`'s; None for an eviction that
     #: applies no plan of its own (an unschedulable pod replaced)
@@ -102,9 +103,9 @@ class Memory:
     """What the reconciler remembers of its own writes that a decision must respect."""
 
     #: the pod was acted on and the view has not shown it changed since
-    awaiting: Callable[[Mapping[str, Any]], bool]
+    awaiting: Callable[[PodDict], bool]
     #: the API's message for this pod's proposal, rejected before (never sent again)
-    rejected: Callable[[Mapping[str, Any], PodDecision], str | None]
+    rejected: Callable[[PodDict, PodDecision], str | None]
     #: the values of the in-place rollout under way that the status does not show yet
     unreported: Mapping[str, Any] | None
 
@@ -131,9 +132,9 @@ def restores(decision: PodDecision) -> bool:
 
 def disruption_under_way(
     workload: Workload,
-    pods: Sequence[Mapping[str, Any]],
-    running: Sequence[Mapping[str, Any]],
-    besides: Mapping[str, Any] | None = None,
+    pods: Sequence[PodDict],
+    running: Sequence[PodDict],
+    besides: PodDict | None = None,
 ) -> bool:
     """A disruption is still under way: a pod terminating or not Ready (`besides`, the pod
     about to be replaced, aside), or fewer pods than replicas (a replacement not yet
@@ -157,24 +158,24 @@ def webhook_unavailable(
 
 
 def _readiness_counts(
-    running: Sequence[Mapping[str, Any]], decisions: Sequence[PodDecision]
-) -> list[Mapping[str, Any]]:
+    running: Sequence[PodDict], decisions: Sequence[PodDecision]
+) -> list[PodDict]:
     """The running pods whose readiness holds a disruption back: all but those still
     waiting for a rollback restore. Those are unready because of the change being rolled
     back (an OOM loop); waiting for them to recover would keep the bad values in force."""
     return [p for p, d in zip(running, decisions, strict=True) if not restores(d)]
 
 
-def _pod_name(pod: Mapping[str, Any]) -> str:
+def _pod_name(pod: PodDict) -> str:
     return str((pod.get("metadata") or {}).get("name") or "")
 
 
 def fall_back(
     view: ClusterView,
     workload: Workload,
-    pods: Sequence[Mapping[str, Any]],
-    running: Sequence[Mapping[str, Any]],
-    pod: Mapping[str, Any],
+    pods: Sequence[PodDict],
+    running: Sequence[PodDict],
+    pod: PodDict,
     cause: str,
     detail: str,
     now: datetime,
@@ -202,8 +203,8 @@ def fall_back(
 def _follow(
     view: ClusterView,
     workload: Workload,
-    pods: Sequence[Mapping[str, Any]],
-    running: Sequence[Mapping[str, Any]],
+    pods: Sequence[PodDict],
+    running: Sequence[PodDict],
     now: datetime,
     timings: Timings,
     held: tuple[str, str] | None,
@@ -250,8 +251,8 @@ def _follow(
 def plan_rollout(
     view: ClusterView,
     workload: Workload,
-    pods: Sequence[Mapping[str, Any]],
-    running: Sequence[Mapping[str, Any]],
+    pods: Sequence[PodDict],
+    running: Sequence[PodDict],
     decisions: Sequence[PodDecision],
     memory: Memory,
     now: datetime,
@@ -321,7 +322,7 @@ def _with(waiting: Rollout, rollout: Rollout) -> Rollout:
 def plan_replacement(
     view: ClusterView,
     workload: Workload,
-    pods: Sequence[Mapping[str, Any]],
+    pods: Sequence[PodDict],
     rollback: Step,
     memory: Memory,
     timings: Timings,

@@ -28,7 +28,7 @@ from app.policy.selection import (
 )
 from app.policy.sync import PROACTIVE_KINDS, SyncResult, policy_matches, sync_workload
 from app.store.inputs import PLAN_READS
-from app.store.scope import matches_any_pattern
+from app.store.scope import match_namespace, matches_any_pattern
 from app.store.sources import NO_NEWS, WorkloadSources
 
 if TYPE_CHECKING:
@@ -94,8 +94,8 @@ def _plan_for(view: ClusterView, workload: Workload) -> WorkloadPlan:
     config = view.global_config
     sync = sync_workload(
         workload,
-        view.policies_for_namespace(workload.namespace),
-        view.rows_for(workload.ref),
+        policies_for(view, workload),
+        view.recommendations("rows", workload.ref),
         rollback_state(view, workload),
         multi_policy=config.multi_policy_container_rightsizing_enabled,
     )
@@ -119,13 +119,34 @@ def _plan_for(view: ClusterView, workload: Workload) -> WorkloadPlan:
 def _sources_about(view: ClusterView, workload: Workload) -> WorkloadSources:
     """What the recommendation ConfigMaps say about a workload that a proactive policy
     matches (the others take no values from them)."""
-    news = view.recommendation_news(workload.ref)
+    news = view.recommendations("news", workload.ref)
     if news is NO_NEWS:
         return news
-    for policy in view.policies_for_namespace(workload.namespace):
+    for policy in policies_for(view, workload):
         if policy.kind in PROACTIVE_KINDS and policy_matches(policy, workload):
             return news
     return NO_NEWS
+
+
+def policies_for(view: ClusterView, workload: Workload) -> list[KerfResource]:
+    """Policies that may match a workload (scope not yet checked): the namespaced
+    policies of its namespace and the cluster policies whose namespace selector admits
+    that name (found once per namespace of a workload the view holds, until a kerf
+    object changes: a stand-in workload's namespace is any name a pod sends)."""
+    namespace = workload.namespace
+    cluster: list[KerfResource] | None = view.caches.setting(("cluster-policies", namespace))
+    if cluster is None:
+        cluster = [p for p in view.policies(None) if _namespace_admits(p, namespace)]
+        if view.workload(workload.ref) is not None:
+            view.caches.keep_setting(("cluster-policies", namespace), cluster)
+    return [*view.policies(namespace), *cluster]
+
+
+def _namespace_admits(policy: KerfResource, namespace: str) -> bool:
+    scope = getattr(policy.spec, "scope", None)  # type: ignore[attr-defined]
+    if scope is None:  # cluster singletons and strategies carry no scope
+        return False
+    return match_namespace(scope.namespace_selector, namespace)
 
 
 def policy_priorities(view: ClusterView) -> dict[str, int]:
@@ -151,13 +172,15 @@ def guardrails(view: ClusterView, policy: KerfResource | None) -> GuardrailSetti
     return settings
 
 
-def protected_by_pattern(view: ClusterView, namespace: str) -> bool:
-    """Whether GlobalConfiguration.protectedNamespacePatterns names a namespace, kept per
-    namespace the view holds until a kerf object changes."""
+def protected_by_pattern(view: ClusterView, workload: Workload) -> bool:
+    """Whether GlobalConfiguration.protectedNamespacePatterns names a workload's
+    namespace, kept per namespace of a workload the view holds (a stand-in workload's
+    namespace is any name a pod sends) until a kerf object changes."""
     config = view.global_config  # read first: a stage that reads settings declares KERF
+    namespace = workload.namespace
     found: bool | None = view.caches.setting(("protected", namespace))
     if found is None:
         found = matches_any_pattern(config.protected_namespace_patterns, namespace)
-        if view.get("Namespace", "", namespace) is not None:  # not any name a pod sends
+        if view.workload(workload.ref) is not None:
             view.caches.keep_setting(("protected", namespace), found)
     return found

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from app.model.kube_types import RESOURCE_FIELDS, PodConditionDict
+from app.model.kube_types import RESOURCE_FIELDS, PodConditionDict, PodDict, node_name
 from app.model.quantities import resource_amounts
 from app.model.workloads import parse_time, target_containers, target_statuses
 
@@ -27,7 +27,7 @@ class ResizeProgress:
     message: str = ""
 
 
-def _condition(pod: Mapping[str, Any], kind: str) -> PodConditionDict | None:
+def _condition(pod: PodDict, kind: str) -> PodConditionDict | None:
     conditions: Sequence[PodConditionDict] = (pod.get("status") or {}).get("conditions") or ()
     for condition in conditions:
         if condition.get("type") == kind and condition.get("status") == "True":
@@ -44,7 +44,7 @@ def _reported(values: Mapping[str, Any] | None) -> dict[str, int | None]:
     return {r: v for r, v in resource_amounts(values).items() if r in REPORTED_RESOURCES}
 
 
-def resources_running(pod: Mapping[str, Any]) -> bool:
+def resources_running(pod: PodDict) -> bool:
     """Every container runs with the CPU and memory its spec asks, as far as the kubelet
     reports them (`containerStatuses[].resources`, compared as amounts, not spellings)."""
     statuses = {s.get("name"): s for s in target_statuses(pod)}
@@ -64,7 +64,7 @@ def resources_running(pod: Mapping[str, Any]) -> bool:
     return True
 
 
-def resize_progress(pod: Mapping[str, Any]) -> ResizeProgress:
+def resize_progress(pod: PodDict) -> ResizeProgress:
     """The stage of the pod's resize from `PodResizePending` (Deferred, Infeasible) and
     `PodResizeInProgress` (Error), else from whether the resources run as asked."""
     pending = _condition(pod, "PodResizePending")
@@ -84,22 +84,22 @@ def resize_progress(pod: Mapping[str, Any]) -> ResizeProgress:
     return ResizeProgress("none")
 
 
-def is_ready(pod: Mapping[str, Any]) -> bool:
+def is_ready(pod: PodDict) -> bool:
     """The pod's Ready condition is True."""
     return _condition(pod, "Ready") is not None
 
 
-def is_terminating(pod: Mapping[str, Any]) -> bool:
+def is_terminating(pod: PodDict) -> bool:
     """The pod is being deleted or has ended."""
     return bool((pod.get("metadata") or {}).get("deletionTimestamp")) or (
         (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
     )
 
 
-def is_running(pod: Mapping[str, Any]) -> bool:
+def is_running(pod: PodDict) -> bool:
     """Bound to a node, phase Running, not terminating: a pod the running path decides."""
     return (
-        bool((pod.get("spec") or {}).get("nodeName"))
+        bool(node_name(pod))
         and (pod.get("status") or {}).get("phase") == "Running"
         and not is_terminating(pod)
     )

@@ -10,9 +10,9 @@ ReplicaSet's (or StatefulSet's) new pod is admitted by the webhook with the rest
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from app.model.annotations import parse_key
+from app.model.kube_types import PodDict, node_name
 from app.model.workloads import ContainerResources
 from app.policy.rollback_health import is_live, is_unschedulable, pod_name, runs_values
 
@@ -27,11 +27,11 @@ def restore_keys(annotations: Mapping[str, str]) -> dict[str, str]:
 
 
 def unschedulable_to_replace(
-    pods: Sequence[Mapping[str, Any]],
+    pods: Sequence[PodDict],
     restore: Mapping[str, ContainerResources] | None,
     published: Mapping[str, str],
     planned: Mapping[str, str],
-) -> Mapping[str, Any] | None:
+) -> PodDict | None:
     """The first live, unbound, Unschedulable pod that does not carry the restore values,
     once the restore is published on the workload (`published`, the workload's annotations,
     hold the restore keys of `planned`, the plan's): before that the webhook would admit its
@@ -44,7 +44,7 @@ def unschedulable_to_replace(
     for pod in sorted(pods, key=pod_name):
         if (
             is_live(pod)
-            and not (pod.get("spec") or {}).get("nodeName")
+            and not node_name(pod)
             and is_unschedulable(pod)
             and not runs_values(pod, restore)
         ):

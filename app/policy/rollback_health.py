@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 
 from app.model.annotations import DOMAIN, POD_INFO
-from app.model.kube_types import RESOURCE_FIELDS
+from app.model.kube_types import RESOURCE_FIELDS, PodDict
 from app.model.quantities import GPU_FRACTION, QuantityError, parse_resource
 from app.model.workloads import ContainerResources, parse_time, target_containers, target_statuses
 from app.policy.guardrails import GuardrailSettings
@@ -77,17 +77,17 @@ class PodHealth:
         return self.reason is None
 
 
-def pod_name(pod: Mapping[str, Any]) -> str:
+def pod_name(pod: PodDict) -> str:
     """The pod's name ("" when missing)."""
     return str((pod.get("metadata") or {}).get("name") or "")
 
 
-def pod_created(pod: Mapping[str, Any]) -> datetime | None:
+def pod_created(pod: PodDict) -> datetime | None:
     """The pod's creationTimestamp."""
     return parse_time((pod.get("metadata") or {}).get("creationTimestamp"))
 
 
-def is_live(pod: Mapping[str, Any]) -> bool:
+def is_live(pod: PodDict) -> bool:
     """A pod that still counts: not being deleted, not evicted or otherwise failed by the
     node (a Failed pod's own crash is read from its container statuses)."""
     meta = pod.get("metadata") or {}
@@ -115,7 +115,7 @@ def _terminated_since(entry: Mapping[str, Any], since: datetime | None) -> bool:
     return finished is not None and finished >= at_api_precision(since)
 
 
-def _throttling(pod: Mapping[str, Any]) -> dict[str, float]:
+def _throttling(pod: PodDict) -> dict[str, float]:
     text = ((pod.get("metadata") or {}).get("annotations") or {}).get(CPU_THROTTLING)
     if not text:
         return {}
@@ -137,12 +137,12 @@ def _unschedulable(status: Mapping[str, Any]) -> str | None:
     return None
 
 
-def is_unschedulable(pod: Mapping[str, Any]) -> bool:
+def is_unschedulable(pod: PodDict) -> bool:
     """The scheduler found no node for the pod (`PodScheduled=False`, `Unschedulable`)."""
     return _unschedulable(pod.get("status") or {}) is not None
 
 
-def restart_counts(pods: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, int]]:
+def restart_counts(pods: Iterable[PodDict]) -> dict[str, dict[str, int]]:
     """Each pod's restart count per container (pod uid → container → count): the baseline
     taken when a change is sent."""
     counts: dict[str, dict[str, int]] = {}
@@ -156,7 +156,7 @@ def restart_counts(pods: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, int
 
 
 def pod_health(
-    pod: Mapping[str, Any],
+    pod: PodDict,
     thresholds: HealthThresholds,
     since: datetime | None,
     baseline: Mapping[str, int] | None = None,
@@ -209,7 +209,7 @@ def pod_health(
     return PodHealth(name, found[0][0], "; ".join(detail for _, detail in found))
 
 
-def running_resources(pod: Mapping[str, Any]) -> dict[str, ContainerResources]:
+def running_resources(pod: PodDict) -> dict[str, ContainerResources]:
     """The resources each container runs with: the kubelet's `status.containerStatuses[]
     .resources` once reported (an in-place resize counts only when actuated), else the
     spec's; a KAI pod's `gpu-fraction` as its first container's request, as every
@@ -235,7 +235,7 @@ def running_resources(pod: Mapping[str, Any]) -> dict[str, ContainerResources]:
     return result
 
 
-def runs_values(pod: Mapping[str, Any], values: Mapping[str, ContainerResources]) -> bool:
+def runs_values(pod: PodDict, values: Mapping[str, ContainerResources]) -> bool:
     """Whether the pod runs every value listed in `values` (quantities compared by amount,
     so 1000m equals 1). Containers the pod does not have are ignored; an empty map is
     never matched."""
@@ -256,7 +256,7 @@ def runs_values(pod: Mapping[str, Any], values: Mapping[str, ContainerResources]
     return True
 
 
-def pod_info(pod: Mapping[str, Any]) -> tuple[str | None, dict[str, ContainerResources]]:
+def pod_info(pod: PodDict) -> tuple[str | None, dict[str, ContainerResources]]:
     """(fingerprint, containers) of the webhook's pod-rightsizing-info annotation."""
     text = ((pod.get("metadata") or {}).get("annotations") or {}).get(POD_INFO)
     if not text:
@@ -283,7 +283,7 @@ class Applied:
     baseline: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
 
 
-def carries(pod: Mapping[str, Any], fingerprint: str, applied: Applied | None) -> bool:
+def carries(pod: PodDict, fingerprint: str, applied: Applied | None) -> bool:
     """Whether the pod runs the recommendation with this fingerprint: the webhook set it at
     admission (pod-rightsizing-info names it and the pod still runs those values — an
     in-place rollback leaves the annotation but changes the values), or the reconciler

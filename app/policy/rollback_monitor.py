@@ -34,8 +34,9 @@ from app.model.annotations import parse_key, recommendation_fingerprint
 from app.model.apitime import rfc3339, rfc3339_as_kept
 from app.model.crd import Condition, LastApplied, LastRollback, RollbackPolicy
 from app.model.durations import parse_duration
+from app.model.kube_types import PodDict
 from app.model.workloads import ContainerResources, Workload
-from app.policy.plans import guardrails, plan_for
+from app.policy.plans import guardrails, plan_for, policies_for
 from app.policy.rollback import (
     RESTORING_MODES,
     AnyRollbackPolicy,
@@ -106,7 +107,7 @@ class MonitorInputs:
 
     policy: AnyRollbackPolicy | None
     fingerprint: str | None
-    pods: Sequence[Mapping[str, Any]] = ()
+    pods: Sequence[PodDict] = ()
     replicas: int | None = None
     manifest: Mapping[str, ContainerResources] = field(default_factory=dict)
     thresholds: HealthThresholds = field(default_factory=HealthThresholds)
@@ -272,7 +273,7 @@ def _period(policy: AnyRollbackPolicy) -> Any:
     return parse_duration(policy.spec.monitoring_period)
 
 
-def _live(inputs: MonitorInputs) -> list[Mapping[str, Any]]:
+def _live(inputs: MonitorInputs) -> list[PodDict]:
     return sorted((p for p in inputs.pods if is_live(p)), key=pod_name)
 
 
@@ -374,8 +375,8 @@ class Verdict:
     cohort: int
     unhealthy: tuple[PodHealth, ...]
     #: live pods that carry the recommendation, and those of them that are healthy
-    carrying: tuple[Mapping[str, Any], ...]
-    adopted_pods: tuple[Mapping[str, Any], ...]
+    carrying: tuple[PodDict, ...]
+    adopted_pods: tuple[PodDict, ...]
     any_pod: bool
 
     @property
@@ -417,7 +418,7 @@ def adoption(state: RollbackState, policy: AnyRollbackPolicy, inputs: MonitorInp
     )
 
 
-def _uid(pod: Mapping[str, Any]) -> str:
+def _uid(pod: PodDict) -> str:
     return str((pod.get("metadata") or {}).get("uid") or "")
 
 
@@ -681,16 +682,16 @@ def monitor_inputs(view: ClusterView, workload: Workload) -> MonitorInputs:
     replicas and template values, the strictest health thresholds of the policies that
     contributed, and what the reconciler last applied (its RightsizingRecommendation)."""
     plan = plan_for(view, workload)
-    record = view.recommendation_for(workload.ref)
+    record = view.recommendations("record", workload.ref)
     contributing = {
         (p.kind, p.metadata.namespace, p.metadata.name): p
         for key, p in plan.sync.sources.items()
         if (info := parse_key(key)) is not None and info.kind != "RollbackPolicy"
     }
     return MonitorInputs(
-        policy=rollback_policy_for(workload, view.policies_for_namespace(workload.namespace)),
+        policy=rollback_policy_for(workload, policies_for(view, workload)),
         fingerprint=monitored_fingerprint(plan.sync.annotations),
-        pods=view.pods_of(workload.ref),
+        pods=view.pods(workload.ref),
         replicas=workload.replicas,
         manifest=dict(workload.containers),
         thresholds=thresholds_for(guardrails(view, p) for p in contributing.values()),

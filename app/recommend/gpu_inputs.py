@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from app.model.crd import GpuPrometheusMetric, GpuReactivePolicy, GpuStatus, KerfResource
 from app.model.durations import parse_duration
+from app.model.kube_types import PodDict
 from app.model.quantities import GPU_FRACTION
 from app.model.workloads import Workload, target_containers
 from app.policy.enablement import GPU
@@ -69,7 +70,7 @@ def policy_label(policy: KerfResource) -> str:
     return f"{policy.kind} {namespace + '/' if namespace else ''}{policy.metadata.name}"
 
 
-def is_kai(pod: Mapping[str, Any]) -> bool:
+def is_kai(pod: PodDict) -> bool:
     """A pod KAI shares a GPU with: it carries a `gpu-fraction`."""
     return GPU_FRACTION in ((pod.get("metadata") or {}).get("annotations") or {})
 
@@ -82,7 +83,7 @@ def _number(text: Any) -> float:
     return value if value > 0 else 0.0
 
 
-def pod_gpu(pod: Mapping[str, Any]) -> PodGpu:
+def pod_gpu(pod: PodDict) -> PodGpu:
     """A pod's GPU allocation per container: its `nvidia.com/gpu` limit (else request), or
     for a KAI pod its `gpu-fraction`, held by its first container."""
     meta = pod.get("metadata") or {}

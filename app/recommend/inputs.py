@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.model.kube_types import ResourcesDict
+from app.model.kube_types import PodDict, ResourcesDict
 from app.model.owners import WorkloadRef
 from app.model.quantities import QuantityError, parse_resource
 from app.model.workloads import Workload, oom_terminations, parse_time, target_containers
@@ -146,11 +146,11 @@ def _limit_ratios(spec: Mapping[str, Mapping[str, str]]) -> dict[str, float]:
     return ratios
 
 
-def _pod_container(pod: Mapping[str, Any], name: str) -> ResourcesDict:
+def _pod_container(pod: PodDict, name: str) -> ResourcesDict:
     return (target_containers(pod).get(name) or {}).get("resources") or {}
 
 
-def _running_since(pod: Mapping[str, Any]) -> float | None:
+def _running_since(pod: PodDict) -> float | None:
     """When a running pod was created (the view keeps no start time; creation is earlier,
     which only makes the partial-answer check stricter for pods slow to start)."""
     if (pod.get("status") or {}).get("phase") != "Running":
@@ -160,7 +160,7 @@ def _running_since(pod: Mapping[str, Any]) -> float | None:
 
 
 def _missing_replica(
-    pods: Sequence[Mapping[str, Any]],
+    pods: Sequence[PodDict],
     pool: _Pooled | None,
     container: str,
     settled_before: float,
@@ -195,7 +195,7 @@ def usage_for(
     pooled = _pool(view, answers)
     result: dict[WorkloadRef, list[ContainerUsage] | Refusal] = {}
     for workload in view.workloads():
-        pods = view.pods_of(workload.ref)
+        pods = view.pods(workload.ref)
         containers: list[ContainerUsage] = []
         refusal: Refusal | None = None
         for name, spec in sorted(workload.containers.items()):
@@ -212,7 +212,7 @@ def usage_for(
 def _container_usage(
     name: str,
     spec: Mapping[str, Mapping[str, str]],
-    pods: Sequence[Mapping[str, Any]],
+    pods: Sequence[PodDict],
     pool: _Pooled | None,
     window: Window,
 ) -> ContainerUsage:
@@ -246,7 +246,7 @@ def _container_usage(
     )
 
 
-def _oom_in_view(pods: Sequence[Mapping[str, Any]], container: str, window: Window) -> int | None:
+def _oom_in_view(pods: Sequence[PodDict], container: str, window: Window) -> int | None:
     """The memory limit (bytes, 0 without one) of a replica whose status records an OOM
     kill of `container` inside the window, or None when none does."""
     found: int | None = None

@@ -13,7 +13,7 @@ from dataclasses import replace
 from app.model.crd import KerfResource, ProactivePolicy, RecommenderSettings
 from app.model.durations import parse_duration
 from app.model.workloads import Workload
-from app.policy.plans import policy_priorities
+from app.policy.plans import policies_for, policy_priorities
 from app.policy.sync import policy_matches, policy_rank
 from app.recommend.rules import RuleSettings
 from app.store.view import ClusterView
@@ -23,7 +23,7 @@ def settings_policy(view: ClusterView, workload: Workload) -> ProactivePolicy | 
     """The proactive policy whose `recommender` block sizes `workload`, if any."""
     candidates = [
         p
-        for p in view.policies_for_namespace(workload.namespace)
+        for p in policies_for(view, workload)
         if isinstance(p, ProactivePolicy)
         and p.spec.recommender is not None
         and policy_matches(p, workload)

@@ -3,7 +3,8 @@
 `DecisionCaches` holds what decisions derive from the view and keep between pods: the
 workload plans, the decision caches of each plan, the admission memo and the templates
 seen once (not memoised yet), the versions of the admission inputs no plan covers, the
-settings derived from kerf objects, and the parsed containers of pods. The view tells it
+values derived from one version of such an input, the settings derived from kerf
+objects, and the parsed containers of pods. The view tells it
 what changed; it decides what that drops. Its docstring is the one place that says
 what each cache keys on and what drops each entry.
 """
@@ -88,11 +89,17 @@ class DecisionCaches(Generic[P]):
       the nodes' allocatable). `touch` gives a new object, so a key dropped
       (`forget_stamp`: the workload or its last pod went) and set again never repeats
       an earlier version. An absent stamp reads `NEVER`.
-    - **kerf settings**: by ("priorities",), ("guardrails", policy key or None) and
-      ("protected", namespace), what the kerf objects alone decide: the policy-type
-      priorities, a policy's merged guardrails, whether a protected namespace pattern
-      names a namespace (kept only for namespaces the view holds: a request names any
-      it likes). All dropped when any kerf object but a RightsizingRecommendation
+    - **by input version**: by (stamp key, key), a value derived from that input alone
+      (`app/store/allocatable.py`: each node's parsed allocatable and the largest, under the
+      node-allocatable version; `app/store/namespace_bounds.py`: a namespace's parsed bounds,
+      under its version). All of an input's go when its version changes (`touch`) or is
+      forgotten.
+    - **kerf settings**: by ("priorities",), ("guardrails", policy key or None),
+      ("protected", namespace) and ("cluster-policies", namespace), what the kerf objects
+      alone decide: the policy-type priorities, a policy's merged guardrails, whether a
+      protected namespace pattern names a namespace (kept only for namespaces the view
+      holds), the cluster policies a namespace's name admits (kept only for namespaces of
+      workloads the view holds): a request names any namespace it likes. All dropped when any kerf object but a RightsizingRecommendation
       changes (`drop_settings`).
     - **parsed pods**: by pod key, the parsed containers of the `MAX_PARSED_PODS` most
       recently decided pods. Dropped when the pod changes or goes (`drop_parsed`).
@@ -104,6 +111,8 @@ class DecisionCaches(Generic[P]):
     #: (plan memo, key) of every remembered admission decision, oldest first
     _memo_order: deque[tuple[dict[Any, Any], Any]] = field(default_factory=deque)
     _stamps: dict[StampKey, object] = field(default_factory=dict)
+    #: by stamp key: key -> a value derived from the input's current version
+    _derived: dict[StampKey, dict[Any, Any]] = field(default_factory=dict)
     _settings: dict[tuple[Any, ...], Any] = field(default_factory=dict)
     _parsed: OrderedDict[PodKey, Any] = field(default_factory=OrderedDict)
     _sightings: OrderedDict[Any, None] = field(default_factory=OrderedDict)
@@ -210,10 +219,23 @@ class DecisionCaches(Generic[P]):
     def touch(self, key: StampKey) -> None:
         """An input outside the plans changed: give it a new version."""
         self._stamps[key] = object()
+        self._derived.pop(key, None)
 
     def forget_stamp(self, key: StampKey) -> None:
         """Drop an input's version (its absence then says what 0 says)."""
         self._stamps.pop(key, None)
+        self._derived.pop(key, None)
+
+    # ------------------------------------------------------------------ by input version
+
+    def derived(self, stamp: StampKey, key: Any) -> Any:
+        """What `keep_derived` kept under `key` from the input's current version, or None."""
+        return self._derived.get(stamp, {}).get(key)
+
+    def keep_derived(self, stamp: StampKey, key: Any, value: Any) -> None:
+        """Keep a value derived from the input's current version alone, until the input
+        changes."""
+        self._derived.setdefault(stamp, {})[key] = value
 
     # ------------------------------------------------------------------ kerf settings
 

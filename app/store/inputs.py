@@ -27,6 +27,7 @@ from enum import Enum
 from typing import Any, Literal, Protocol
 
 from app.model.crd import ACTED_ON_KINDS
+from app.model.kube_types import PodDict, as_pod
 from app.model.owners import WorkloadRef
 from app.model.records import record_targets
 from app.model.workloads import WORKLOAD_KINDS, oom_terminations
@@ -79,7 +80,7 @@ class Input:
 
 
 def _oom_evidence(pod: Obj | None) -> bool:
-    return pod is not None and next(oom_terminations(pod), None) is not None
+    return pod is not None and next(oom_terminations(as_pod(pod)), None) is not None
 
 
 def _allocatable(node: Obj | None) -> Any:
@@ -110,7 +111,8 @@ NODES = Input(
     "node-allocatable",
     frozenset({"Node"}),
     Which.EVERY,
-    matters=lambda old, new: _allocatable(old) != _allocatable(new),
+    # a node that comes or goes changes the largest, even one with no allocatable yet
+    matters=lambda old, new: old is None or new is None or _allocatable(old) != _allocatable(new),
 )
 NODE_USAGE = Input(
     "node-usage",
@@ -154,6 +156,14 @@ class UndeclaredInput(Exception):
     """A stage read an input it does not declare."""
 
 
+def check_read(reading: tuple[str, tuple[Input, ...]] | None, *declared: Input) -> None:
+    """A stage (`reading`: its name and declared inputs, None when no stage is being
+    decided) reads an input (any of `declared`): it must declare it."""
+    if reading is not None and not any(d in reading[1] for d in declared):
+        names = " or ".join(d.name for d in declared)
+        raise UndeclaredInput(f"stage {reading[0]} reads {names} and does not declare it")
+
+
 @dataclass(frozen=True, slots=True)
 class Reach:
     """What a change of one object may touch: every workload, those of some namespaces,
@@ -179,9 +189,9 @@ NO_REACH = Reach()
 class Lookup(Protocol):
     """What `reach` needs of the view."""
 
-    def owner_of(self, pod: Obj) -> WorkloadRef | None: ...
+    def owner_of(self, pod: PodDict) -> WorkloadRef | None: ...
 
-    def is_recommendation_source(self, namespace: str, name: str) -> bool: ...
+    def recommendations(self, ask: Literal["is-source"], of: tuple[str, str]) -> bool: ...
 
 
 def target_of(obj: Obj) -> WorkloadKey | None:
@@ -242,7 +252,7 @@ def _reach_of(
     if which is Which.EVERY:
         return Reach(every=True, stamps=_stamps(declared, ()))
     if which is Which.SOURCES:
-        return Reach(every=lookup.is_recommendation_source(namespace, name))
+        return Reach(every=lookup.recommendations("is-source", (namespace, name)))
     if which in (Which.NAMESPACE, Which.NAMESPACED):
         scope = name if which is Which.NAMESPACE else namespace
         return Reach(namespaces=frozenset({scope}), stamps=_stamps(declared, scope))
@@ -252,7 +262,7 @@ def _reach_of(
             return NO_REACH
         return Reach(workloads=frozenset({target}), stamps=_stamps(declared, target))
     if which is Which.PODS:
-        owner = lookup.owner_of(of) if of is not None else None
+        owner = lookup.owner_of(as_pod(of)) if of is not None else None
         if owner is None:
             return NO_REACH
         return Reach(workloads=frozenset({owner.key}), stamps=_stamps(declared, owner.key))
@@ -313,7 +323,7 @@ class RunningView(Protocol):
 
     def get(self, kind: str, namespace: str, name: str) -> Obj | None: ...
 
-    def pods_of(self, ref: WorkloadRef) -> list[Obj]: ...
+    def pods(self, owner: WorkloadRef) -> list[PodDict]: ...
 
 
 _ADMISSION_KEYS = _stamp_keys("admission")
@@ -333,7 +343,7 @@ def running_inputs(view: RunningView, workload: WorkloadRef, plan: object) -> tu
     versions of the other watched inputs, and the pods. A pass over identical inputs
     decides the same."""
     obj = view.get(*workload.key)
-    pods: Iterable[Obj] = view.pods_of(workload) if "running" in PODS.paths else ()
+    pods: Iterable[Obj] = view.pods(workload) if "running" in PODS.paths else ()
     return (obj, plan, *view.caches.stamps(_RUNNING_KEYS(workload)), *pods)
 
 

@@ -14,9 +14,12 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Literal
 
+from app.model.kube_types import LimitRangeDict, PodDict, ResourceQuotaDict
 from app.model.quantities import QuantityError, format_resource, parse_quantity, parse_resource
 from app.model.workloads import Resources, is_sidecar, resources_of
 
+#: the bounds of a LimitRange item kerf reads
+_MIN_MAX: tuple[Literal["min"], Literal["max"]] = ("min", "max")
 #: the kinds a namespace bounds its pods with
 BOUND_KINDS = ("LimitRange", "ResourceQuota")
 
@@ -104,23 +107,30 @@ class NamespaceBounds:
     quotas: tuple[QuotaBounds, ...] = ()
 
 
-def parse_bounds(objects: Iterable[Mapping[str, Any]]) -> tuple[NamespaceBounds, list[str]]:
-    """A namespace's LimitRanges and ResourceQuotas, in name order, and what did not parse."""
-    ranges: list[LimitRangeBounds] = []
-    quotas: list[QuotaBounds] = []
-    warnings: list[str] = []
-    for obj in sorted(objects, key=lambda o: str((o.get("metadata") or {}).get("name"))):
-        if obj.get("kind") == "LimitRange":
-            limit_range, bad = parse_limit_range(obj)
-            ranges.append(limit_range)
-        else:
-            quota, bad = parse_quota(obj)
-            quotas.append(quota)
-        warnings.extend(bad)
-    return NamespaceBounds(tuple(ranges), tuple(quotas)), warnings
+def parse_bounds(
+    limit_ranges: Iterable[LimitRangeDict], quotas: Iterable[ResourceQuotaDict]
+) -> tuple[NamespaceBounds, list[str]]:
+    """A namespace's LimitRanges and ResourceQuotas, each in name order, and what did not
+    parse (in name order over both)."""
+    parsed: list[tuple[str, LimitRangeBounds | QuotaBounds, list[str]]] = [
+        *(_named(obj, parse_limit_range(obj)) for obj in limit_ranges),
+        *(_named(obj, parse_quota(obj)) for obj in quotas),
+    ]
+    parsed.sort(key=lambda p: p[0])
+    ranges = [b for _, b, _ in parsed if isinstance(b, LimitRangeBounds)]
+    quota_bounds = [b for _, b, _ in parsed if isinstance(b, QuotaBounds)]
+    warnings = [w for _, _, bad in parsed for w in bad]
+    return NamespaceBounds(tuple(ranges), tuple(quota_bounds)), warnings
 
 
-def parse_limit_range(obj: Mapping[str, Any]) -> tuple[LimitRangeBounds, list[str]]:
+def _named(
+    obj: LimitRangeDict | ResourceQuotaDict,
+    parsed: tuple[LimitRangeBounds | QuotaBounds, list[str]],
+) -> tuple[str, LimitRangeBounds | QuotaBounds, list[str]]:
+    return (str((obj.get("metadata") or {}).get("name")), *parsed)
+
+
+def parse_limit_range(obj: LimitRangeDict) -> tuple[LimitRangeBounds, list[str]]:
     """A LimitRange's pod and container items, and a warning per value that does not
     parse (the API server validates them, so only a hand-made view has any)."""
     meta = obj.get("metadata") or {}
@@ -132,7 +142,7 @@ def parse_limit_range(obj: Mapping[str, Any]) -> tuple[LimitRangeBounds, list[st
         if kind not in ("Container", "Pod"):
             continue  # PersistentVolumeClaim items bound no pod
         amounts: dict[str, Amounts] = {}
-        for key in ("min", "max"):
+        for key in _MIN_MAX:
             amounts[key] = {}
             for resource, text in (entry.get(key) or {}).items():
                 try:
@@ -145,11 +155,12 @@ def parse_limit_range(obj: Mapping[str, Any]) -> tuple[LimitRangeBounds, list[st
                 ratio[resource] = parse_quantity(text)
             except QuantityError as exc:
                 warnings.append(f"LimitRange {namespace}/{name}: ratio.{resource}: {exc}")
-        items.append(LimitItem(kind, amounts["min"], amounts["max"], ratio))
+        role: Literal["Container", "Pod"] = "Container" if kind == "Container" else "Pod"
+        items.append(LimitItem(role, amounts["min"], amounts["max"], ratio))
     return LimitRangeBounds(namespace, name, tuple(items)), warnings
 
 
-def parse_quota(obj: Mapping[str, Any]) -> tuple[QuotaBounds, list[str]]:
+def parse_quota(obj: ResourceQuotaDict) -> tuple[QuotaBounds, list[str]]:
     """A ResourceQuota's enforced hard limits (its status, as admission reads them; the
     spec until the quota controller has written one), what is used and its scopes."""
     meta = obj.get("metadata") or {}
@@ -190,7 +201,7 @@ def _quota_base(key: str) -> str:
     return key
 
 
-def pod_shape(pod: Mapping[str, Any], resources: Mapping[str, Resources]) -> PodShape:
+def pod_shape(pod: PodDict, resources: Mapping[str, Resources]) -> PodShape:
     """The pod as the plugins read it, with `resources` in place of the named
     containers' own."""
     spec = pod.get("spec") or {}

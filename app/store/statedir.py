@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import orjson
 import yaml
@@ -247,7 +247,11 @@ def _quantity_problem(doc: Mapping[str, Any]) -> str | None:
     if not isinstance(spec, Mapping):
         return None
     prefix = "spec.template.spec" if doc.get("kind") in WORKLOAD_KINDS else "spec"
-    for group in ("containers", "initContainers"):
+    groups: tuple[Literal["containers"], Literal["initContainers"]] = (
+        "containers",
+        "initContainers",
+    )
+    for group in groups:
         for index, container in enumerate(spec.get(group) or []):
             resources = (container or {}).get("resources") or {}
             for fld in ("requests", "limits"):

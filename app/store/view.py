@@ -1,20 +1,22 @@
 """The cluster view: the objects decisions need, in memory and indexed.
 
 Fed from a state directory (`app/store/statedir.py`) or from watches (webhook, reconciler).
-Policies are indexed by namespace (namespaced kinds) and by the namespaces a cluster
-policy's selector admits (computed once per namespace), so deciding for a pod never scans
-every policy. Planning a workload's policies is `app/policy/plans.py`, over this view. What
-decisions keep between pods (plans, the admission memo, input versions, parsed pods) is
-owned by `app.store.decision_cache.DecisionCaches`: the view tells it what changed, and which
-input versions a change ended (`app.store.inputs.reach`).
+The view is a store: it keeps the objects, indexes them (pods by owner and node,
+policies by namespace, autoscalers by namespace) and answers queries; it plans nothing
+and caches no derived value. Planning a workload's policies is `app/policy/plans.py`, what
+nodes offer `app/store/allocatable.py`, a namespace's parsed bounds `app/store/namespace_bounds.py`,
+all over this view. What decisions keep between pods (plans, the admission memo, input
+versions, parsed pods, values derived from one input version) is owned by
+`app.store.decision_cache.DecisionCaches`: the view tells it what changed, and which input
+versions a change ended (`app.store.inputs.reach`).
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal, cast, overload
 
 from app.model.crd import (
     STORED_KINDS,
@@ -23,9 +25,22 @@ from app.model.crd import (
     KerfResource,
     RightsizingRecommendation,
 )
+from app.model.kube_types import (
+    HPADict,
+    LimitRangeDict,
+    NamespaceDict,
+    NodeDict,
+    ObjectDict,
+    PodDict,
+    ResourceQuotaDict,
+    TargetRefDict,
+    VPADict,
+    as_pod,
+    node_name,
+)
 from app.model.kubex_rows import DEFAULT_CONFIGMAP as KUBEX_CONFIGMAP
 from app.model.owners import WorkloadRef, controller_ref, resolve_owner
-from app.model.quantities import QuantityError, parse_resource
+from app.model.quantities import QuantityError
 from app.model.recommendations import RecommendationRow, is_recommendation_configmap
 from app.model.records import record_name, record_targets, stored
 from app.model.workloads import (
@@ -47,22 +62,21 @@ from app.store.inputs import (
     SOURCES,
     Input,
     Reach,
-    UndeclaredInput,
+    check_read,
     reach,
     workload_stamp_keys,
 )
-from app.store.namespace_bounds import (
-    BOUND_KINDS,
-    NamespaceBounds,
-    parse_bounds,
-    pod_shape,
-    pod_totals,
-)
-from app.store.scope import match_namespace
+from app.store.namespace_bounds import BOUND_KINDS, pod_shape, pod_totals
 from app.store.slim import project, reference, share_field_sets
 from app.store.sources import RecommendationSources, SourceKey, SourceState, WorkloadSources
 
+#: what `ClusterView.recommendations` is asked
+RecommendationAsk = Literal["rows", "news", "record", "sources", "is-source"]
 ObjectKey = tuple[str, str, str]  # (kind, namespace, name); namespace "" when cluster-scoped
+#: a namespace's bound, as the view keeps it
+Bound = LimitRangeDict | ResourceQuotaDict
+#: any object `get` answers
+KubeObject = PodDict | NamespaceDict | NodeDict | ObjectDict
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 INTERMEDIATE_OWNER_KINDS = frozenset({"ReplicaSet", "Job"})
 #: Plain Kubernetes kinds the view keeps (besides workloads and kerf CRs).
@@ -79,6 +93,12 @@ CORE_KINDS = frozenset(
         *BOUND_KINDS,
     }
 )
+#: the input a read of a plain object of a kind is, when a decision stage reads it by key
+_READ_BY_KIND: dict[str, Input] = {
+    "Namespace": NAMESPACE,
+    "Node": NODES,
+    **{kind: BOUNDS for kind in BOUND_KINDS},
+}
 
 
 def object_key(obj: Mapping[str, Any]) -> ObjectKey:
@@ -87,13 +107,13 @@ def object_key(obj: Mapping[str, Any]) -> ObjectKey:
     return (str(obj.get("kind")), str(meta.get("namespace") or ""), str(meta.get("name")))
 
 
-def _pod_key(pod: Mapping[str, Any]) -> tuple[str, str]:
+def _pod_key(pod: PodDict) -> tuple[str, str]:
     """(namespace, name) of a pod, as the view keys it."""
     meta = pod.get("metadata") or {}
     return (str(meta.get("namespace") or "default"), str(meta.get("name") or ""))
 
 
-def _intermediate_owner(pod: Mapping[str, Any]) -> ObjectKey | None:
+def _intermediate_owner(pod: PodDict) -> ObjectKey | None:
     """(kind, namespace, name) of the ReplicaSet or Job a pod's controller reference names:
     the object its resolved owner depends on."""
     ref = controller_ref(pod)
@@ -103,7 +123,12 @@ def _intermediate_owner(pod: Mapping[str, Any]) -> ObjectKey | None:
     return (str(ref.get("kind")), namespace, str(ref.get("name", "")))
 
 
-def _requests_of(pod: Mapping[str, Any]) -> tuple[int, int]:
+def _names(ref: TargetRefDict | None, workload: Workload) -> bool:
+    """Whether an autoscaler's target reference names the workload."""
+    return ref is not None and ref.get("kind") == workload.kind and ref.get("name") == workload.name
+
+
+def _requests_of(pod: PodDict) -> tuple[int, int]:
     """(cpu millicores, memory bytes) a pod takes from its node, counted as the kubelet
     admits it and the scheduler places it (`pod_totals`: sidecars summed, each plain init
     container with the sidecars before it, the larger) plus its RuntimeClass's overhead."""
@@ -139,12 +164,11 @@ class ClusterView:
         self._kerf: dict[ObjectKey, KerfResource] = {}
         self._ns_policies: dict[str, dict[ObjectKey, KerfResource]] = {}
         self._cluster_policies: dict[ObjectKey, KerfResource] = {}
-        self._cluster_for_ns: dict[str, list[KerfResource]] = {}
         self._workloads: dict[ObjectKey, Workload] = {}
-        self._objects: dict[ObjectKey, Mapping[str, Any]] = {}
-        self._pods: dict[tuple[str, str], Mapping[str, Any]] = {}
+        self._objects: dict[ObjectKey, ObjectDict] = {}
+        self._pods: dict[tuple[str, str], PodDict] = {}
         self._pods_by_node: dict[str, dict[tuple[str, str], tuple[int, int]]] = {}
-        self._pods_by_owner: dict[ObjectKey, dict[tuple[str, str], Mapping[str, Any]]] = {}
+        self._pods_by_owner: dict[ObjectKey, dict[tuple[str, str], PodDict]] = {}
         #: the resolved owner of every pod of the view (a bare pod has none); resolved when
         #: the pod arrives and again when the ReplicaSet or Job it names changes
         self._pod_owner: dict[tuple[str, str], WorkloadRef] = {}
@@ -152,21 +176,15 @@ class ClusterView:
         #: (tuples: a controller has few pods, and the collector stops tracking a tuple of
         #: strings, which keeps full collections of a large view short)
         self._pods_by_controller: dict[ObjectKey, tuple[tuple[str, str], ...]] = {}
-        self._allocatable: dict[str, tuple[Mapping[str, Any], tuple[int, int]]] = {}
-        #: the largest CPU and memory any node offers, worked out again after a Node
-        #: changes (None: not known yet)
-        self._largest: tuple[int, int] | None = None
-        self._hpas: dict[str, dict[str, Mapping[str, Any]]] = {}
+        self._hpas: dict[str, dict[str, HPADict]] = {}
         #: VerticalPodAutoscalers by namespace (an optional input: the CRD is often absent)
-        self._vpas: dict[str, dict[str, Mapping[str, Any]]] = {}
+        self._vpas: dict[str, dict[str, VPADict]] = {}
         self._sources = RecommendationSources(kubex=self.kubex_source)
         #: plans, the admission memo, input versions, parsed pods (see its docstring)
         self.caches: DecisionCaches[Plan] = DecisionCaches()
         self._node_totals: dict[str, list[int]] = {}
-        #: LimitRanges and ResourceQuotas by namespace, and their parsed form (dropped when
-        #: one of the namespace's changes)
-        self._bound_objects: dict[str, dict[tuple[str, str], Mapping[str, Any]]] = {}
-        self._bounds: dict[str, NamespaceBounds] = {}
+        #: LimitRanges and ResourceQuotas by namespace
+        self._bound_objects: dict[str, dict[tuple[str, str], Bound]] = {}
         #: while on (tests turn it on), a read of an input by a stage that does not
         #: declare it raises `UndeclaredInput` (`app.store.inputs`)
         self.check_reads = False
@@ -216,7 +234,8 @@ class ClusterView:
         if kind in BOUND_KINDS:
             return self._bound_objects.get(namespace, {}).get((kind, name))
         if kind == "ConfigMap":
-            return (namespace, name) if self.is_recommendation_source(namespace, name) else None
+            key = (namespace, name)
+            return key if self.recommendations("is-source", key) else None
         found = self._kerf.get((kind, namespace, name))
         return found if found is not None else self._objects.get((kind, namespace, name))
 
@@ -226,10 +245,6 @@ class ClusterView:
             self.caches.touch(key)
         return found
 
-    def is_recommendation_source(self, namespace: str, name: str) -> bool:
-        """Whether the view reads a ConfigMap as a recommendation source."""
-        return (namespace, name) == self.kubex_source or self._sources.knows(namespace, name)
-
     def _apply(self, obj: Mapping[str, Any]) -> None:
         if isinstance(obj, KerfResource):
             self._apply_kerf(obj)
@@ -238,22 +253,23 @@ class ClusterView:
         kind, namespace, name = key = object_key(obj)
         if kind in WORKLOAD_KINDS:
             self._workloads[key] = Workload.from_object(obj, owned=True)  # a fresh projection
-            self._objects[key] = reference(obj)  # the Workload holds the rest
+            self._objects[key] = cast(ObjectDict, reference(obj))  # the Workload holds the rest
             self._drop_plan(key)
             if kind in INTERMEDIATE_OWNER_KINDS:
                 self._reresolve_owners(key)
         elif kind == "Pod":
+            pod = as_pod(obj)
             self._remove_pod(namespace, name)
-            self._pods[(namespace, name)] = obj
-            controller = _intermediate_owner(obj)
+            self._pods[(namespace, name)] = pod
+            controller = _intermediate_owner(pod)
             if controller is not None:
                 pods = self._pods_by_controller.get(controller, ())
                 self._pods_by_controller[controller] = (*pods, (namespace, name))
-            self._index_owner((namespace, name), obj)
-            node = (obj.get("spec") or {}).get("nodeName")
-            if node and (obj.get("status") or {}).get("phase") not in TERMINAL_PHASES:
+            self._index_owner((namespace, name), pod)
+            node = node_name(pod)
+            if node and (pod.get("status") or {}).get("phase") not in TERMINAL_PHASES:
                 try:
-                    cpu, memory = _requests_of(obj)
+                    cpu, memory = _requests_of(pod)
                 except QuantityError as exc:  # the API server refuses these; never crash on one
                     self.warnings.append(f"Pod {namespace}/{name}: {exc}")
                     cpu = memory = 0
@@ -262,12 +278,11 @@ class ClusterView:
                 totals[0] += cpu
                 totals[1] += memory
         elif kind == "HorizontalPodAutoscaler":
-            self._hpas.setdefault(namespace, {})[name] = obj
+            self._hpas.setdefault(namespace, {})[name] = cast(HPADict, obj)
         elif kind == "VerticalPodAutoscaler":
-            self._vpas.setdefault(namespace, {})[name] = obj
+            self._vpas.setdefault(namespace, {})[name] = cast(VPADict, obj)
         elif kind in BOUND_KINDS:
-            self._bound_objects.setdefault(namespace, {})[(kind, name)] = obj
-            self._bounds.pop(namespace, None)
+            self._bound_objects.setdefault(namespace, {})[(kind, name)] = cast(Bound, obj)
         elif kind == "ConfigMap":
             if not (is_recommendation_configmap(obj) or (namespace, name) == self.kubex_source):
                 return  # not a recommendation source
@@ -278,12 +293,8 @@ class ClusterView:
             self.warnings.extend(bad.warning for bad in state.invalid)
             self._drop_plans()
         else:
-            self._objects[key] = obj
-            if kind == "Node":
-                self._largest = None
-            if kind == "Namespace":
-                self._cluster_for_ns.pop(name, None)
-            elif kind in INTERMEDIATE_OWNER_KINDS:
+            self._objects[key] = cast(ObjectDict, obj)
+            if kind in INTERMEDIATE_OWNER_KINDS:
                 self._reresolve_owners(key)
 
     def _delete(self, kind: str, namespace: str, name: str) -> None:
@@ -297,15 +308,13 @@ class ClusterView:
         elif kind == "VerticalPodAutoscaler":
             self._vpas.get(namespace, {}).pop(name, None)
         elif kind in BOUND_KINDS:
-            if self._bound_objects.get(namespace, {}).pop((kind, name), None) is not None:
-                self._bounds.pop(namespace, None)
+            self._bound_objects.get(namespace, {}).pop((kind, name), None)
         elif kind == "ConfigMap":
             if self._sources.delete(namespace, name):
                 self._drop_plans()
         else:
             self._workloads.pop(key, None)
-            if self._objects.pop(key, None) is not None and kind == "Node":
-                self._largest = None
+            self._objects.pop(key, None)
             self._drop_plan(key)
             for stamp in workload_stamp_keys(key):
                 self.caches.forget_stamp(stamp)
@@ -325,7 +334,6 @@ class ClusterView:
             return  # strategies, singletons, recommendations: looked up by key
         if type(obj).cluster_scoped:
             self._cluster_policies[key] = obj
-            self._cluster_for_ns.clear()
         else:
             self._ns_policies.setdefault(key[1], {})[key] = obj
 
@@ -334,7 +342,6 @@ class ClusterView:
             return
         self._cluster_policies.pop(key, None)
         self._ns_policies.get(key[1], {}).pop(key, None)
-        self._cluster_for_ns.clear()
         self._kerf_changed(key)
 
     def _kerf_changed(self, key: ObjectKey) -> None:
@@ -354,9 +361,9 @@ class ClusterView:
 
     def _record_changed(self, key: ObjectKey) -> None:
         """A RightsizingRecommendation came, changed or went: only the plan of the workload
-        it is named after reads it (`recommendation_for`); the reconciler writes one per
-        change, and dropping every plan for each cost the next pass of every workload a
-        rebuilt plan."""
+        it is named after reads it (`recommendations("record", …)`); the reconciler writes
+        one per change, and dropping every plan for each cost the next pass of every
+        workload a rebuilt plan."""
         for target in record_targets(key[1], key[2]):
             self._drop_plan(target)
 
@@ -368,7 +375,7 @@ class ClusterView:
             controller = _intermediate_owner(old)
             if controller is not None:
                 self._forget_controlled(controller, (namespace, name))
-            node = (old.get("spec") or {}).get("nodeName")
+            node = node_name(old)
             usage = self._pods_by_node.get(node, {}).pop((namespace, name), None) if node else None
             if node and usage is not None:
                 totals = self._node_totals[node]
@@ -382,7 +389,7 @@ class ClusterView:
         else:  # ReplicaSets come and go with every rollout: drop their entries
             self._pods_by_controller.pop(controller, None)
 
-    def _index_owner(self, pod_key: tuple[str, str], pod: Mapping[str, Any]) -> None:
+    def _index_owner(self, pod_key: tuple[str, str], pod: PodDict) -> None:
         owner = resolve_owner(pod, self)
         if owner is not None:
             known = self._workloads.get(owner.key)
@@ -416,14 +423,76 @@ class ClusterView:
 
     def _read(self, *declared: Input) -> None:
         """A stage reads an input (any of `declared`): it must declare it."""
-        stage = self.reading
-        if stage is not None and not any(d in stage[1] for d in declared):
-            names = " or ".join(d.name for d in declared)
-            raise UndeclaredInput(f"stage {stage[0]} reads {names} and does not declare it")
+        check_read(self.reading, *declared)
 
-    def get(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
-        """A plain object (ReplicaSet, Job, workload, Node, Namespace …) by key."""
+    # A kind named as a literal answers its TypedDict, any other ObjectDict. mypy calls a
+    # literal overload beside a `str` one unsafe: a `str` that holds "Pod" gets the wider
+    # ObjectDict, which is what such a caller reads it as.
+    @overload
+    def get(  # type: ignore[overload-overlap]
+        self, kind: Literal["Pod"], namespace: str, name: str
+    ) -> PodDict | None: ...
+
+    @overload
+    def get(  # type: ignore[overload-overlap]
+        self, kind: Literal["Namespace"], namespace: str, name: str
+    ) -> NamespaceDict | None: ...
+
+    @overload
+    def get(  # type: ignore[overload-overlap]
+        self, kind: Literal["Node"], namespace: str, name: str
+    ) -> NodeDict | None: ...
+
+    @overload
+    def get(self, kind: str, namespace: str, name: str) -> ObjectDict | None: ...
+
+    def get(self, kind: str, namespace: str, name: str) -> KubeObject | None:
+        """A plain object (Pod, ReplicaSet, Job, workload, Node, Namespace …) by key
+        (namespace "" for cluster kinds)."""
+        if kind == "Pod":
+            return self._pods.get((namespace, name))
+        if self.check_reads and kind in _READ_BY_KIND:
+            self._read(_READ_BY_KIND[kind])
         return self._objects.get((kind, namespace, name))
+
+    @overload
+    def objects(  # type: ignore[overload-overlap]
+        self, kind: Literal["Node"], namespace: None = None
+    ) -> list[NodeDict]: ...
+
+    @overload
+    def objects(  # type: ignore[overload-overlap]
+        self, kind: Literal["LimitRange"], namespace: str | None
+    ) -> list[LimitRangeDict]: ...
+
+    @overload
+    def objects(  # type: ignore[overload-overlap]
+        self, kind: Literal["ResourceQuota"], namespace: str | None
+    ) -> list[ResourceQuotaDict]: ...
+
+    @overload
+    def objects(self, kind: str, namespace: str | None = None) -> list[ObjectDict]: ...
+
+    def objects(
+        self, kind: str, namespace: str | None = None
+    ) -> Sequence[NodeDict | Bound | ObjectDict]:
+        """Every plain object of a kind the view keeps by key (Node, Namespace, LimitRange,
+        ResourceQuota …), or of a namespace's."""
+        if self.check_reads and kind in _READ_BY_KIND:
+            self._read(_READ_BY_KIND[kind])
+        if kind in BOUND_KINDS:
+            spaces = [namespace] if namespace is not None else list(self._bound_objects)
+            return [
+                obj
+                for ns in spaces
+                for (k, _), obj in self._bound_objects.get(ns, {}).items()
+                if k == kind
+            ]
+        return [
+            obj
+            for (k, ns, _), obj in self._objects.items()
+            if k == kind and (namespace is None or ns == namespace)
+        ]
 
     def kerf_objects(self, kind: str) -> list[KerfResource]:
         """Every kerf custom resource of a kind."""
@@ -433,10 +502,6 @@ class ClusterView:
         """A kerf custom resource by key (namespace "" for cluster kinds)."""
         return self._kerf.get((kind, namespace, name))
 
-    def recommendation_sources(self) -> list[SourceState]:
-        """The state of every recommendation ConfigMap, ordered by namespace and name."""
-        return sorted(self._sources.states(), key=lambda s: s.key)
-
     @property
     def global_config(self) -> GlobalConfigurationSpec:
         """GlobalConfiguration spec (defaults when the singleton is absent)."""
@@ -445,18 +510,14 @@ class ClusterView:
         obj = self._kerf.get(("GlobalConfiguration", "", "global-config"))
         return obj.spec if isinstance(obj, GlobalConfiguration) else DEFAULT_CONFIG
 
-    def policies_for_namespace(self, namespace: str) -> list[KerfResource]:
-        """Policies that may match a workload in a namespace (scope not yet checked)."""
+    def policies(self, namespace: str | None) -> list[KerfResource]:
+        """The namespaced policies of a namespace, or (None) every cluster policy: which
+        of them a workload's namespace admits is `app.policy.plans.policies_for`."""
         if self.check_reads:
             self._read(KERF)
-        cluster = self._cluster_for_ns.get(namespace)
-        if cluster is None:
-            cluster = [
-                p for p in self._cluster_policies.values() if _namespace_admits(p, namespace)
-            ]
-            if self._known_namespace(namespace):
-                self._cluster_for_ns[namespace] = cluster
-        return [*self._ns_policies.get(namespace, {}).values(), *cluster]
+        if namespace is None:
+            return list(self._cluster_policies.values())
+        return list(self._ns_policies.get(namespace, {}).values())
 
     def workload(self, ref: WorkloadRef) -> Workload | None:
         """A known workload."""
@@ -466,70 +527,27 @@ class ClusterView:
         """Every workload in the view."""
         return self._workloads.values()
 
-    def pods(self) -> Iterable[Mapping[str, Any]]:
-        """Every pod in the view."""
-        return self._pods.values()
+    @overload
+    def pods(self) -> Iterable[PodDict]: ...
 
-    def pod(self, namespace: str, name: str) -> Mapping[str, Any] | None:
-        """A pod by namespace and name."""
-        return self._pods.get((namespace, name))
+    @overload
+    def pods(self, owner: WorkloadRef) -> list[PodDict]: ...
 
-    def pods_of(self, ref: WorkloadRef) -> list[Mapping[str, Any]]:
-        """The known pods of a workload."""
+    def pods(self, owner: WorkloadRef | None = None) -> Iterable[PodDict]:
+        """Every pod in the view, or the known pods of a workload."""
+        if owner is None:
+            return self._pods.values()
         if self.check_reads:
             self._read(OOM_EVIDENCE, PODS)
-        return list(self._pods_by_owner.get(ref.key, {}).values())
+        return list(self._pods_by_owner.get(owner.key, {}).values())
 
-    def namespace_object(self, name: str) -> Mapping[str, Any] | None:
-        """A Namespace object."""
-        if self.check_reads:
-            self._read(NAMESPACE)
-        return self._objects.get(("Namespace", "", name))
-
-    def node_allocatable(self, name: str) -> tuple[int, int] | None:
-        """(cpu millicores, memory bytes) a node offers, parsed once per Node object."""
-        if self.check_reads:
-            self._read(NODES)
-        node = self._objects.get(("Node", "", name))
-        if node is None:
-            return None
-        cached = self._allocatable.get(name)
-        if cached is None or cached[0] is not node:
-            allocatable = (node.get("status") or {}).get("allocatable") or {}
-            try:
-                amounts = (
-                    parse_resource("cpu", allocatable.get("cpu", "0")),
-                    parse_resource("memory", allocatable.get("memory", "0")),
-                )
-            except QuantityError as exc:
-                self.warnings.append(f"Node {name}: {exc}")
-                amounts = (0, 0)
-            cached = self._allocatable[name] = (node, amounts)
-        return cached[1]
-
-    def largest_allocatable(self) -> tuple[int, int] | None:
-        """The largest (cpu millicores, memory bytes) any node offers (each the largest
-        over the nodes), or None when the view holds no node."""
-        if self.check_reads:
-            self._read(NODES)
-        if self._largest is None:
-            nodes = [n for (k, _, n) in self._objects if k == "Node"]
-            amounts = [a for a in map(self.node_allocatable, nodes) if a is not None]
-            if not amounts:
-                return None
-            self._largest = (max(a[0] for a in amounts), max(a[1] for a in amounts))
-        return self._largest
-
-    def namespace_bounds(self, namespace: str) -> NamespaceBounds:
-        """The namespace's LimitRanges and ResourceQuotas, parsed once per change of any."""
-        if self.check_reads:
-            self._read(BOUNDS)
-        found = self._bounds.get(namespace)
-        if found is None:
-            found, warnings = parse_bounds(self._bound_objects.get(namespace, {}).values())
-            self.warnings.extend(warnings)
-            self._bounds[namespace] = found
-        return found
+    def owner_of(self, pod: PodDict) -> WorkloadRef | None:
+        """The workload that owns a pod: kept for the pod objects of the view (resolved
+        again whenever the ReplicaSet or Job they name changes), resolved for others."""
+        key = _pod_key(pod)
+        if self._pods.get(key) is pod:
+            return self._pod_owner.get(key)
+        return resolve_owner(pod, self)
 
     def node_requests(self, node: str) -> tuple[int, int]:
         """Sum of (cpu millicores, memory bytes) requested by non-terminal pods on a node."""
@@ -538,69 +556,78 @@ class ClusterView:
         cpu, memory = self._node_totals.get(node, (0, 0))
         return cpu, memory
 
-    def hpas_for(self, workload: Workload) -> list[Mapping[str, Any]]:
-        """HPAs whose scaleTargetRef is the workload."""
+    @overload
+    def autoscalers(
+        self, kind: Literal["HorizontalPodAutoscaler"], workload: Workload
+    ) -> list[HPADict]: ...
+
+    @overload
+    def autoscalers(
+        self, kind: Literal["VerticalPodAutoscaler"], workload: Workload
+    ) -> list[VPADict]: ...
+
+    def autoscalers(self, kind: str, workload: Workload) -> list[HPADict] | list[VPADict]:
+        """The HorizontalPodAutoscalers or VerticalPodAutoscalers (`kind`) whose target
+        reference names the workload."""
         if self.check_reads:
             self._read(AUTOSCALERS)
-        return [
-            hpa
-            for hpa in self._hpas.get(workload.namespace, {}).values()
-            if ((hpa.get("spec") or {}).get("scaleTargetRef") or {}).get("kind") == workload.kind
-            and ((hpa.get("spec") or {}).get("scaleTargetRef") or {}).get("name") == workload.name
-        ]
+        if kind == "HorizontalPodAutoscaler":
+            hpas = self._hpas.get(workload.namespace, {}).values()
+            return [
+                h for h in hpas if _names((h.get("spec") or {}).get("scaleTargetRef"), workload)
+            ]
+        vpas = self._vpas.get(workload.namespace, {}).values()
+        return [v for v in vpas if _names((v.get("spec") or {}).get("targetRef"), workload)]
 
-    def vpas_for(self, workload: Workload) -> list[Mapping[str, Any]]:
-        """VerticalPodAutoscalers whose targetRef is the workload."""
-        if self.check_reads:
-            self._read(AUTOSCALERS)
-        return [
-            vpa
-            for vpa in self._vpas.get(workload.namespace, {}).values()
-            if ((vpa.get("spec") or {}).get("targetRef") or {}).get("kind") == workload.kind
-            and ((vpa.get("spec") or {}).get("targetRef") or {}).get("name") == workload.name
-        ]
+    @overload
+    def recommendations(
+        self, ask: Literal["rows"], of: WorkloadRef
+    ) -> Mapping[str, RecommendationRow]: ...
 
-    def rows_for(self, ref: WorkloadRef) -> Mapping[str, RecommendationRow]:
-        """The recommendation rows of a workload, by container: without those Kubex holds
-        while GlobalConfiguration's `respectKubexAutomation` is on."""
+    @overload
+    def recommendations(self, ask: Literal["news"], of: WorkloadRef) -> WorkloadSources: ...
+
+    @overload
+    def recommendations(
+        self, ask: Literal["record"], of: WorkloadRef
+    ) -> RightsizingRecommendation | None: ...
+
+    @overload
+    def recommendations(self, ask: Literal["sources"]) -> list[SourceState]: ...
+
+    @overload
+    def recommendations(self, ask: Literal["is-source"], of: SourceKey) -> bool: ...
+
+    def recommendations(
+        self, ask: RecommendationAsk, of: WorkloadRef | SourceKey | None = None
+    ) -> object:
+        """What the view holds of recommendations, as asked:
+
+        - `rows` of a workload: its recommendation rows by container, without those Kubex
+          holds while GlobalConfiguration's `respectKubexAutomation` is on;
+        - `news` of a workload: what the recommendation ConfigMaps say about it beyond its
+          rows (those that failed, its skipped rows, the containers Kubex holds);
+        - `record` of a workload: the RightsizingRecommendation kerf keeps for it;
+        - `sources`: the state of every recommendation ConfigMap, by namespace and name;
+        - `is-source` of a (namespace, name): whether the view reads that ConfigMap as a
+          recommendation source.
+        """
+        if ask == "sources":
+            return sorted(self._sources.states(), key=lambda s: s.key)
+        if ask == "is-source":
+            assert isinstance(of, tuple)
+            return of == self.kubex_source or self._sources.knows(*of)
+        assert isinstance(of, WorkloadRef)
+        if ask == "record":
+            if self.check_reads:
+                self._read(RECORD)
+            found = self._kerf.get(
+                ("RightsizingRecommendation", of.namespace, record_name(of.kind, of.name))
+            )
+            return found if isinstance(found, RightsizingRecommendation) else None
         if self.check_reads:
             self._read(SOURCES)
         respect = self.global_config.respect_kubex_automation
-        return self._sources.rows_for(ref.key, respect_kubex=respect)
-
-    def recommendation_for(self, ref: WorkloadRef) -> RightsizingRecommendation | None:
-        """The RightsizingRecommendation kerf keeps for a workload."""
-        if self.check_reads:
-            self._read(RECORD)
-        found = self._kerf.get(
-            ("RightsizingRecommendation", ref.namespace, record_name(ref.kind, ref.name))
-        )
-        return found if isinstance(found, RightsizingRecommendation) else None
-
-    def owner_of(self, pod: Mapping[str, Any]) -> WorkloadRef | None:
-        """The workload that owns a pod: kept for the pod objects of the view (resolved
-        again whenever the ReplicaSet or Job they name changes), resolved for others."""
-        key = _pod_key(pod)
-        if self._pods.get(key) is pod:
-            return self._pod_owner.get(key)
-        return resolve_owner(pod, self)
-
-    def recommendation_news(self, ref: WorkloadRef) -> WorkloadSources:
-        """What the recommendation ConfigMaps say about a workload beyond its rows: those
-        that failed, its skipped rows, the containers Kubex holds."""
-        if self.check_reads:
-            self._read(SOURCES)
-        respect = self.global_config.respect_kubex_automation
-        return self._sources.about(ref.key, respect_kubex=respect)
-
-    def _known_namespace(self, namespace: str) -> bool:
-        """Whether the view holds this Namespace. Only such names key the per-namespace
-        caches: an admission request names any namespace it likes, and must not grow them."""
-        return ("Namespace", "", namespace) in self._objects
-
-
-def _namespace_admits(policy: KerfResource, namespace: str) -> bool:
-    scope = getattr(policy.spec, "scope", None)  # type: ignore[attr-defined]
-    if scope is None:  # cluster singletons and strategies carry no scope
-        return False
-    return match_namespace(scope.namespace_selector, namespace)
+        if ask == "rows":
+            return self._sources.rows_for(of.key, respect_kubex=respect)
+        return self._sources.about(of.key, respect_kubex=respect)

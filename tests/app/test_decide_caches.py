@@ -9,7 +9,8 @@ from typing import Any
 
 from app.model.annotations import PAUSE_UNTIL
 from app.model.owners import WorkloadRef
-from app.policy.plans import MAX_NAME_SETS, plan_for, protected_by_pattern
+from app.model.workloads import Workload
+from app.policy.plans import MAX_NAME_SETS, plan_for, policies_for, protected_by_pattern
 from app.store import decision_cache
 from tests.app import builders as b
 
@@ -177,17 +178,20 @@ def test_pods_naming_many_container_sets_do_not_grow_the_plan() -> None:
 
 
 def test_unknown_namespaces_are_not_kept() -> None:
-    """A request names any namespace it likes: only namespaces the view holds key the
-    per-namespace caches."""
+    """A request names any namespace it likes: only namespaces of workloads the view
+    holds key the per-namespace caches."""
     v = b.view(*static_objects())
     for index in range(100):
-        protected_by_pattern(v, f"made-up-{index}")
-        v.policies_for_namespace(f"made-up-{index}")
-    assert not any(v.caches.setting(("protected", f"made-up-{i}")) is not None for i in range(100))
-    assert not any(ns.startswith("made-up") for ns in v._cluster_for_ns)
-    protected_by_pattern(v, b.NS)
-    v.policies_for_namespace(b.NS)
-    assert v.caches.setting(("protected", b.NS)) is not None and b.NS in v._cluster_for_ns
+        stand_in = Workload.from_object(b.deployment(namespace=f"made-up-{index}"))
+        protected_by_pattern(v, stand_in)
+        policies_for(v, stand_in)
+    for key in ("protected", "cluster-policies"):
+        assert not any(v.caches.setting((key, f"made-up-{i}")) is not None for i in range(100))
+    held = next(iter(v.workloads()))
+    protected_by_pattern(v, held)
+    policies_for(v, held)
+    assert v.caches.setting(("protected", b.NS)) is not None
+    assert v.caches.setting(("cluster-policies", b.NS)) is not None
 
 
 # ------------------------------------------------------------------ what a change drops
@@ -242,7 +246,7 @@ def test_only_the_most_recently_decided_pods_keep_their_parsed_containers(
     monkeypatch.setattr(decision_cache, "MAX_PARSED_PODS", 2)
     names = [f"web-7d4b9-{index}" for index in range(4)]
     v = b.view(*static_objects(), *(b.pod(name) for name in names))
-    kept = [v.pod(b.NS, name) for name in names]
+    kept = [v.get("Pod", b.NS, name) for name in names]
     assert all(v.owner_of(pod) == WorkloadRef("Deployment", b.NS, "web") for pod in kept)
     assert not v.caches.parsed_keys()
     first = [b.decide(v, pod) for pod in kept]

@@ -203,7 +203,7 @@ def test_the_view_moves_the_admission_versions_when_the_namespace_or_an_hpa_chan
 
 def test_the_view_drops_a_pods_parse_when_the_pod_changes() -> None:
     v = web_view()
-    pod = v.pod(b.NS, "web-7d4b9-aaaaa")
+    pod = v.get("Pod", b.NS, "web-7d4b9-aaaaa")
     read_pod_facts(v, pod)
     assert v.caches.parsed_keys() == [(b.NS, "web-7d4b9-aaaaa")]
     v.apply(b.pod(phase="Pending"))
@@ -223,7 +223,7 @@ def test_kerf_settings_are_kept_until_dropped() -> None:
 
 def test_the_view_drops_the_kerf_settings_when_a_kerf_object_changes_not_a_record() -> None:
     v = web_view()
-    protected_by_pattern(v, b.NS)
+    protected_by_pattern(v, next(iter(v.workloads())))
     guardrails(v, None)
     v.apply(b.recommendation())
     assert v.caches.setting(("protected", b.NS)) is not None
@@ -231,4 +231,4 @@ def test_the_view_drops_the_kerf_settings_when_a_kerf_object_changes_not_a_recor
     v.apply(b.global_config(protectedNamespacePatterns=["sh*"]))
     assert v.caches.setting(("protected", b.NS)) is None
     assert v.caches.setting(("guardrails", None)) is None
-    assert protected_by_pattern(v, b.NS)
+    assert protected_by_pattern(v, next(iter(v.workloads())))

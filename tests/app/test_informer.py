@@ -92,7 +92,7 @@ async def api(sim: Simulator) -> AsyncIterator[client.ApiClient]:
 
 
 def pods_of(view: ClusterView, name: str) -> list[dict[str, Any]]:
-    return view.pods_of(WorkloadRef("Deployment", "shop", name))  # type: ignore[return-value]
+    return view.pods(WorkloadRef("Deployment", "shop", name))  # type: ignore[return-value]
 
 
 def policy_cpu(view: ClusterView, name: str = "web") -> str | None:
@@ -106,7 +106,8 @@ async def test_initial_list_fills_the_view(api: client.ApiClient) -> None:
     async with running_feed(api, view, sleep=Sleeps(), clock=lambda: NOW):
         assert view.synced and view.synced_at == NOW
         assert (
-            view.namespace_object("shop") is not None and view.get("Node", "", "node-a") is not None
+            view.get("Namespace", "", "shop") is not None
+            and view.get("Node", "", "node-a") is not None
         )
         web = view.workload(WorkloadRef("Deployment", "shop", "web"))
         assert web is not None and web.kind == "Deployment"
@@ -114,7 +115,7 @@ async def test_initial_list_fills_the_view(api: client.ApiClient) -> None:
         assert view.kerf_object("AutomationStrategy", "shop", "default") is not None
         assert policy_cpu(view) == "250m"
         # Only the labelled ConfigMap is a recommendation source, and it was read.
-        rows = view.rows_for(WorkloadRef("Deployment", "shop", "api"))
+        rows = view.recommendations("rows", WorkloadRef("Deployment", "shop", "api"))
         assert rows["app"].requests == {"cpu": "300m", "memory": "384Mi"}
         # List items of built-in kinds come without kind/apiVersion; the view needs kind.
         pod = pods_of(view, "web")[0]
@@ -127,7 +128,7 @@ async def test_added_modified_deleted_reach_the_view(sim: Simulator, api: client
     async with running_feed(api, view, sleep=Sleeps()):
         core, apps = client.CoreV1Api(api), client.AppsV1Api(api)
         await core.create_namespace({"metadata": {"name": "late"}})
-        await eventually(lambda: view.namespace_object("late"), "namespace ADDED")
+        await eventually(lambda: view.get("Namespace", "", "late"), "namespace ADDED")
 
         await apps.patch_namespaced_deployment("api", "shop", {"spec": {"replicas": 3}})
         await eventually(lambda: len(pods_of(view, "api")) == 3, "pods of the scaled Deployment")
@@ -144,7 +145,8 @@ async def test_added_modified_deleted_reach_the_view(sim: Simulator, api: client
         await eventually(lambda: policy_cpu(view) is None, "policy DELETED")
         await core.delete_namespaced_config_map("kerf-recommendations", "shop")
         await eventually(
-            lambda: not view.rows_for(WorkloadRef("Deployment", "shop", "api")), "ConfigMap DELETED"
+            lambda: not view.recommendations("rows", WorkloadRef("Deployment", "shop", "api")),
+            "ConfigMap DELETED",
         )
 
 
@@ -205,14 +207,17 @@ async def test_kubexs_configmap_is_watched_by_name(api: client.ApiClient) -> Non
     async with running_feed(api, view, sleep=Sleeps()) as feed:
         assert sum(i.resource.kind == "ConfigMap" for i in feed.informers) == 2
         # Kubex's row wins over the labelled ConfigMap's (300m too, but kerf's format).
-        assert view.rows_for(api_ref)["app"].origin == "kubex"
-        assert [s.name for s in view.recommendation_sources()] == ["recs", "kerf-recommendations"]
+        assert view.recommendations("rows", api_ref)["app"].origin == "kubex"
+        assert [s.name for s in view.recommendations("sources")] == ["recs", "kerf-recommendations"]
         await core.patch_namespaced_config_map("recs", "kubex", {"data": kubex_file(350)})
         await eventually(
-            lambda: view.rows_for(api_ref)["app"].requests == {"cpu": "350m"}, "MODIFIED"
+            lambda: view.recommendations("rows", api_ref)["app"].requests == {"cpu": "350m"},
+            "MODIFIED",
         )
         await core.delete_namespaced_config_map("recs", "kubex")
-        await eventually(lambda: view.rows_for(api_ref)["app"].origin == "kerf", "DELETED")
+        await eventually(
+            lambda: view.recommendations("rows", api_ref)["app"].origin == "kerf", "DELETED"
+        )
 
 
 async def test_410_relists_and_drops_what_was_deleted_meanwhile(
@@ -466,7 +471,7 @@ async def test_managed_fields_are_not_kept(sim: Simulator, api: client.ApiClient
     assert (await stored.json())["metadata"]["managedFields"] == managed
     view = ClusterView()
     async with running_feed(api, view, sleep=Sleeps()):
-        namespace = view.namespace_object("tidy")
+        namespace = view.get("Namespace", "", "tidy")
         assert namespace is not None and "managedFields" not in namespace["metadata"]
 
 

@@ -410,7 +410,7 @@ def test_a_state_dir_reads_kubexs_configmap(tmp_path: Path) -> None:
         yaml.safe_dump(kubex_configmap(kubex_row())), encoding="utf-8"
     )
     v = load_view([tmp_path])
-    assert [s.name for s in v.recommendation_sources()] == ["recommendations"]
+    assert [s.name for s in v.recommendations("sources")] == ["recommendations"]
     assert b.final(b.decide(v, b.pod())) == KUBEX_VALUES
 
 

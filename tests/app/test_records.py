@@ -29,7 +29,7 @@ def test_the_view_keeps_no_status_model_and_reads_back_the_same_status() -> None
     given = _record()
     view = ClusterView()
     view.apply(given)
-    kept = view.recommendation_for(REF)
+    kept = view.recommendations("record", REF)
     assert isinstance(kept, StoredRecommendation)
     assert not any(isinstance(v, RecommendationStatus) for v in vars(kept).values())
     assert kept.status == given.status
@@ -40,27 +40,27 @@ def test_the_view_keeps_no_status_model_and_reads_back_the_same_status() -> None
 def test_the_record_is_one_object_until_a_new_version_arrives() -> None:
     view = ClusterView()
     view.apply(_record())
-    first = view.recommendation_for(REF)
-    assert view.recommendation_for(REF) is first
+    first = view.recommendations("record", REF)
+    assert view.recommendations("record", REF) is first
     view.apply(_record())
-    assert view.recommendation_for(REF) is not first
+    assert view.recommendations("record", REF) is not first
 
 
 def test_reads_of_one_version_parse_its_status_once_while_recent() -> None:
     view = ClusterView()
     view.apply(_record())
-    kept = view.recommendation_for(REF)
+    kept = view.recommendations("record", REF)
     assert kept is not None
     first = kept.status
     assert kept.status is first  # a pass reads it several times: parsed once
     for n in range(RECENT):  # other records' statuses read since: parsed again
         view.apply(b.recommendation(f"other-{n}", applied_at=b.NOW))
-        other = view.recommendation_for(WorkloadRef("Deployment", b.NS, f"other-{n}"))
+        other = view.recommendations("record", WorkloadRef("Deployment", b.NS, f"other-{n}"))
         assert other is not None and other.status is not None
     again = kept.status
     assert again is not first and again == first
     view.apply(_record())  # a new version: its own status
-    newer = view.recommendation_for(REF)
+    newer = view.recommendations("record", REF)
     assert newer is not None and newer.status is not again and newer.status == again
 
 
@@ -68,7 +68,7 @@ def test_a_record_without_status_reads_none() -> None:
     given = _record().model_copy(update={"status": None})
     view = ClusterView()
     view.apply(given)
-    kept = view.recommendation_for(REF)
+    kept = view.recommendations("record", REF)
     assert kept is not None and kept.status is None
 
 

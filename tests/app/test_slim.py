@@ -69,7 +69,7 @@ def _assert_same_reads(full: ClusterView, slimmed: ClusterView) -> int:
     compared = 0
     for pod in full.pods():
         meta = pod["metadata"]
-        kept = slimmed.pod(meta.get("namespace") or "default", meta["name"])
+        kept = slimmed.get("Pod", meta.get("namespace") or "default", meta["name"])
         assert kept is not None
         assert _pod_reads(kept) == _pod_reads(pod)
         for path in ("running", "admission"):

@@ -76,7 +76,7 @@ def test_a_bad_configmap_stops_only_the_workloads_it_feeds() -> None:
     assert "ConfigMap shop/other: recommendations.json is not JSON" in api.message
     # Another namespace's workload with its own rows is not touched.
     assert b.decide(v, b.pod(namespace="cart")).outcome == "apply"
-    assert [s.failure is not None for s in v.recommendation_sources()] == [False, True, False]
+    assert [s.failure is not None for s in v.recommendations("sources")] == [False, True, False]
 
 
 def test_a_configmap_that_breaks_keeps_its_rows_and_stops_their_workloads_only() -> None:

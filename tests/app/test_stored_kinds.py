@@ -18,6 +18,8 @@ from app.model.crd import (
     StoredKind,
     parse_object,
 )
+from app.model.workloads import Workload
+from app.policy.plans import policies_for
 from app.store.view import ClusterView
 from reconciler.service import RECONCILER_RESOURCES
 from tools.crdgen import validate_against_crd
@@ -130,4 +132,12 @@ def test_no_decision_reads_a_stored_kind() -> None:
     stored = view.kerf_object("ClusterCompactionPolicy", "", "pack")
     assert isinstance(stored, StoredKind)
     # A cluster kind with a scope, and still not a candidate policy of any namespace.
-    assert view.policies_for_namespace("production") == []
+    assert (
+        policies_for(
+            view,
+            Workload.from_object(
+                {"kind": "Deployment", "metadata": {"name": "web", "namespace": "production"}}
+            ),
+        )
+        == []
+    )

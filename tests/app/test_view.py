@@ -8,6 +8,8 @@ import pytest
 
 from app.decide import decide_pod
 from app.model.owners import WorkloadRef
+from app.model.workloads import Workload
+from app.policy.plans import policies_for
 from app.store.slim import project
 from app.store.statedir import LoadError, load_view
 from tests.app import builders as b
@@ -73,8 +75,10 @@ def test_cluster_policy_index_follows_namespace_selector() -> None:
         ),
         b.static("n", namespace="prod-eu"),
     )
-    assert {p.metadata.name for p in v.policies_for_namespace("prod-eu")} == {"c", "n"}
-    assert {p.metadata.name for p in v.policies_for_namespace("staging")} == set()
+    in_prod = Workload.from_object(b.deployment(namespace="prod-eu"))
+    in_staging = Workload.from_object(b.deployment(namespace="staging"))
+    assert {p.metadata.name for p in policies_for(v, in_prod)} == {"c", "n"}
+    assert {p.metadata.name for p in policies_for(v, in_staging)} == set()
 
 
 def test_node_requests_skip_terminal_pods() -> None:
@@ -109,9 +113,9 @@ def test_node_requests_count_sidecars_init_containers_and_overhead() -> None:
     assert v.node_requests("node-a") == (2050, 1168 * 1024 * 1024)
 
 
-def test_hpas_for_matches_scale_target() -> None:
+def test_autoscalers_match_their_target_reference() -> None:
     v = b.view(b.deployment(), b.hpa("web"), b.hpa("api"))
-    (hpa,) = v.hpas_for(next(iter(v.workloads())))
+    (hpa,) = v.autoscalers("HorizontalPodAutoscaler", next(iter(v.workloads())))
     assert hpa["spec"]["scaleTargetRef"]["name"] == "web"
 
 
@@ -120,13 +124,16 @@ def test_unreadable_recommendation_source_keeps_its_rows_and_blocks_proactive() 
     v = b.view(*b.base_objects(), b.proactive(), good)
     broken = {**good, "data": {"recommendations.json": "{not json"}}
     v.apply(broken)
-    assert any(s.failure for s in v.recommendation_sources())
+    assert any(s.failure for s in v.recommendations("sources"))
     assert "recommendations.json is not JSON" in v.warnings[-1]
-    assert v.rows_for(WorkloadRef("Deployment", "shop", "web"))["app"].requests["cpu"] == "300m"
+    assert (
+        v.recommendations("rows", WorkloadRef("Deployment", "shop", "web"))["app"].requests["cpu"]
+        == "300m"
+    )
     d = b.decide(v, b.pod())
     assert (d.outcome, d.reason) == ("blocked", "HubUnreachable")
     v.apply(good)
-    assert not any(s.failure for s in v.recommendation_sources())
+    assert not any(s.failure for s in v.recommendations("sources"))
     assert b.decide(v, b.pod()).outcome == "apply"
 
 
@@ -155,11 +162,11 @@ def test_a_replicaset_arriving_after_its_pod_changes_the_kept_owner() -> None:
     assert v.owner_of(p) == WorkloadRef("Deployment", b.NS, "web")
     v.apply(_replicaset("web-7d4b9", "Rollout", "web-canary"))
     assert v.owner_of(p) == WorkloadRef("Rollout", b.NS, "web-canary")
-    assert v.pods_of(WorkloadRef("Rollout", b.NS, "web-canary")) == [project(p)]
-    assert v.pods_of(WorkloadRef("Deployment", b.NS, "web")) == []
+    assert v.pods(WorkloadRef("Rollout", b.NS, "web-canary")) == [project(p)]
+    assert v.pods(WorkloadRef("Deployment", b.NS, "web")) == []
     v.delete("ReplicaSet", b.NS, "web-7d4b9")
     assert v.owner_of(p) == WorkloadRef("Deployment", b.NS, "web")
-    assert v.pods_of(WorkloadRef("Deployment", b.NS, "web")) == [project(p)]
+    assert v.pods(WorkloadRef("Deployment", b.NS, "web")) == [project(p)]
 
 
 def test_a_job_change_changes_the_kept_owner_of_its_pods() -> None:

@@ -164,7 +164,7 @@ def test_an_hpa_deleted_frees_a_blocked_workload_at_once() -> None:
     queued: list[WorkloadRef | None] = []
     v = _view(queued)
     v.apply(b.hpa("web", "memory") | {"metadata": {"name": "web-hpa-mem", "namespace": b.NS}})
-    pod = v.pod(b.NS, "web-7d4b9-aaaaa")
+    pod = v.get("Pod", b.NS, "web-7d4b9-aaaaa")
     assert pod is not None
     assert decide_pod(v, pod, now=b.NOW, path="running").reason == "HPACoupled"
     quiet = _running_inputs(v)
@@ -182,13 +182,13 @@ def test_every_input_is_read_by_a_stage() -> None:
 
 
 def _reads_hpas_undeclared(ctx: Context) -> Result:
-    ctx.view.hpas_for(ctx.workload)
+    ctx.view.autoscalers("HorizontalPodAutoscaler", ctx.workload)
     return PASS
 
 
 def test_a_stage_that_reads_an_undeclared_input_fails(monkeypatch: pytest.MonkeyPatch) -> None:
     v = _view([])
-    pod = v.pod(b.NS, "web-7d4b9-aaaaa")
+    pod = v.get("Pod", b.NS, "web-7d4b9-aaaaa")
     assert pod is not None
     assert decide_pod(v, pod, now=b.NOW, path="running").outcome == "apply"
     stage = Check(("NewGuardrail",), _reads_hpas_undeclared, (inputs.NODES,))

@@ -288,7 +288,7 @@ _VIEWED = (
 
 def _view_version(view: ClusterView, kind: str, namespace: str, name: str) -> str | None:
     if kind == "Pod":
-        obj = view.pod(namespace, name)
+        obj = view.get("Pod", namespace, name)
     elif kind == "RightsizingRecommendation":
         record = view.kerf_object(kind, namespace, name)
         return record.metadata.resource_version if record is not None else None

@@ -68,7 +68,9 @@ async def test_a_vpa_holds_the_workload_until_it_is_off_or_gone(tmp_path: Path) 
             await create(kerf, "staticpolicies", static_policy(name, name, TARGET))
             workload = Workload.from_object(deployment(name, replicas=2))
             await eventually(
-                lambda w=workload: any(v["status"]["conditions"] for v in hook.vpas_for(w)),
+                lambda w=workload: any(
+                    v["status"]["conditions"] for v in hook.autoscalers("VerticalPodAutoscaler", w)
+                ),
                 f"the webhook to see {name}-vpa's recommendation",
             )
             await client.AppsV1Api(kerf.api).create_namespaced_deployment(
