@@ -88,10 +88,10 @@ def test_the_recommender_may_read_all_it_watches_and_write_configmaps(
         assert ("", "configmaps", verb) in granted
     lease = permissions(overlay, "Role", "kerf-recommender-lease")
     assert lease == {
-        ("coordination.k8s.io", "leases", "create", "*"),
-        ("coordination.k8s.io", "leases", "get", "kerf-recommender"),
-        ("coordination.k8s.io", "leases", "update", "kerf-recommender"),
+        ("coordination.k8s.io", "leases", verb, "*")
+        for verb in ("get", "list", "watch", "create", "update", "delete")
     }
+    assert one(overlay, "Role", "kerf-recommender-lease")["metadata"]["namespace"] == NAMESPACE
 
 
 @pytest.mark.parametrize(
