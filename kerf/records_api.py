@@ -1,6 +1,7 @@
 """The RightsizingRecommendations of a cluster, for `kerf approve` and `kerf status`: read,
-annotated and watched through the API server, each call bounded by `--api-timeout`, any
-failure one line naming the server (SnapshotError, which `kerf` prints)."""
+annotated and watched through the API server (and the shard sets' Leases, for `kerf status
+--shards`), each call bounded by `--api-timeout`, any failure one line naming the server
+(SnapshotError, which `kerf` prints)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from app.informer import api_client_from_config
 from app.models import API_GROUP
 from app.patch_types import PatchType
 from app.reachability import describe, format_seconds, server_of
+from app.shards import SHARD_SET_LABEL
 from app.snapshot import SnapshotError
 
 VERSION = "v1alpha1"
@@ -112,6 +114,17 @@ class Records:
             key=lambda r: (r["metadata"].get("namespace", ""), r["metadata"]["name"]),
         )
         return items, str((listing.get("metadata") or {}).get("resourceVersion") or "")
+
+    async def shard_leases(self, namespace: str) -> tuple[dict[str, Any], ...]:
+        """The Leases of the shard sets in kerf's `namespace` (`kerf status --shards`), as
+        the API returns them."""
+        listing: dict[str, Any] = await self._call(
+            f"listing leases in {namespace}",
+            self.custom.list_namespaced_custom_object(
+                "coordination.k8s.io", "v1", namespace, "leases", label_selector=SHARD_SET_LABEL
+            ),
+        )
+        return tuple(listing.get("items") or ())
 
     async def get(self, namespace: str, name: str) -> dict[str, Any] | None:
         """One record, None when there is none."""

@@ -1,0 +1,142 @@
+"""`kerf status --shards`: which replica holds which buckets, from the shard sets' Leases
+(`app.shards`), as table rows.
+
+A bucket Lease is held while it names a holder and its `renewTime` is within its
+`leaseDurationSeconds` of now; expired when it names a holder that stopped renewing (the
+other replicas claim it once they have seen it unchanged that long); free when released
+(no holder) or never created below the highest bucket seen. The command reads the times
+the holders wrote against its own clock: a skewed clock shifts the ages, not who holds
+what.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from app.reachability import format_seconds
+from app.shards import BUCKET, MEMBER, SHARD_ROLE_LABEL, SHARD_SET_LABEL
+from app.workloads import parse_time
+
+HEADER = ["SET", "REPLICA", "BUCKETS", "RANGES", "RENEWED"]
+#: the shard sets, in the order they are printed
+SHARD_SETS = ("reconciler", "recommender")
+FREE = "(free)"
+EXPIRED = "(expired)"
+NONE = "-"
+
+
+@dataclass(frozen=True, slots=True)
+class ShardLease:
+    """One Lease of a shard set, as the table needs it."""
+
+    shard_set: str
+    role: str
+    name: str
+    holder: str
+    #: seconds since its last renewal by now's clock; None when never renewed
+    age_s: float | None
+    duration_s: float
+
+    @property
+    def live(self) -> bool:
+        """Names a holder who renewed it within its duration."""
+        return bool(self.holder) and self.age_s is not None and self.age_s < self.duration_s
+
+
+def shard_lease(lease: Mapping[str, Any], now: datetime) -> ShardLease | None:
+    """A Lease as a shard set's member or bucket; None when it is not one (no shard
+    labels, or a set or role kerf does not have)."""
+    meta = lease.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    shard_set, role = labels.get(SHARD_SET_LABEL), labels.get(SHARD_ROLE_LABEL)
+    if shard_set not in SHARD_SETS or role not in (MEMBER, BUCKET):
+        return None
+    spec = lease.get("spec") or {}
+    renewed = parse_time(spec.get("renewTime") or spec.get("acquireTime"))
+    return ShardLease(
+        shard_set=str(shard_set),
+        role=str(role),
+        name=str(meta.get("name") or ""),
+        holder=str(spec.get("holderIdentity") or ""),
+        age_s=None if renewed is None else max(0.0, (now - renewed).total_seconds()),
+        duration_s=float(spec.get("leaseDurationSeconds") or 0),
+    )
+
+
+def bucket_index(lease: ShardLease) -> int | None:
+    """The bucket a bucket Lease stands for: `kerf-<set>-bucket-NN` is NN; `kerf-<set>`
+    (one bucket: the single leader's Lease) is 0; None for another name."""
+    if lease.name == f"kerf-{lease.shard_set}":
+        return 0
+    prefix = f"kerf-{lease.shard_set}-bucket-"
+    suffix = lease.name.removeprefix(prefix)
+    if suffix != lease.name and suffix.isdigit():
+        return int(suffix)
+    return None
+
+
+def compact(buckets: Iterable[int]) -> str:
+    """Bucket numbers as runs: `00-15,32,40-41`; `-` for none."""
+    runs: list[list[int]] = []
+    for b in sorted(set(buckets)):
+        if runs and b == runs[-1][1] + 1:
+            runs[-1][1] = b
+        else:
+            runs.append([b, b])
+    return ",".join(f"{a:02d}" if a == z else f"{a:02d}-{z:02d}" for a, z in runs) or NONE
+
+
+def _renewed(member: ShardLease | None) -> str:
+    if member is None or member.age_s is None:
+        return NONE
+    age = f"{format_seconds(member.age_s)} ago"
+    if not member.holder:
+        return f"{age}, left"
+    return age if member.live else f"{age}, expired"
+
+
+def set_rows(shard_set: str, leases: Iterable[ShardLease]) -> list[list[str]]:
+    """The rows of one shard set: a replica per line (the members, and any holder of a live
+    bucket without a member Lease), by identity; then the expired and the free buckets,
+    when there are any. No row when the set has no Lease."""
+    members: dict[str, ShardLease] = {}
+    buckets: dict[int, ShardLease] = {}
+    for lease in leases:
+        if lease.shard_set != shard_set:
+            continue
+        if lease.role == MEMBER:
+            identity = lease.holder or lease.name.removeprefix(f"kerf-{shard_set}-member-")
+            members[identity] = lease
+        elif (index := bucket_index(lease)) is not None:
+            buckets[index] = lease
+    if not members and not buckets:
+        return []
+    held: dict[str, list[int]] = {}
+    expired: list[int] = []
+    for index, lease in buckets.items():
+        if lease.live:
+            held.setdefault(lease.holder, []).append(index)
+        elif lease.holder:
+            expired.append(index)
+    total = max(buckets, default=-1) + 1
+    free = [b for b in range(total) if b not in buckets or not buckets[b].holder]
+    rows = []
+    for identity in sorted(set(members) | set(held)):
+        mine = held.get(identity, [])
+        renewed = _renewed(members.get(identity))
+        rows.append([shard_set, identity, str(len(mine)), compact(mine), renewed])
+    if expired:
+        rows.append([shard_set, EXPIRED, str(len(expired)), compact(expired), NONE])
+    if free:
+        rows.append([shard_set, FREE, str(len(free)), compact(free), NONE])
+    return rows
+
+
+def shard_rows(leases: Iterable[Mapping[str, Any]], now: datetime) -> list[list[str]]:
+    """The table under HEADER for `leases` (Lease objects as the API returns them; other
+    Leases are left out): the reconciler's set, then the recommender's."""
+    parsed = [s for lease in leases if (s := shard_lease(lease, now)) is not None]
+    return [row for shard_set in SHARD_SETS for row in set_rows(shard_set, parsed)]
