@@ -143,10 +143,10 @@ async def test_a_paused_leader_writes_nothing_after_resuming() -> None:
 
 async def test_every_write_passes_the_fence() -> None:
     sent: list[str] = []
-    refused: list[str] = []
+    refused: list[tuple[str, str | None]] = []
 
-    def fence(resource: str) -> None:
-        refused.append(resource)
+    def fence(resource: str, namespace: str | None = None) -> None:
+        refused.append((resource, namespace))
         raise NotLeading("no")
 
     writer = ApiWriter(Recorder(sent), fence=fence)  # type: ignore[arg-type]
@@ -162,7 +162,8 @@ async def test_every_write_passes_the_fence() -> None:
         with pytest.raises(NotLeading):
             await write
     assert sent == []
-    assert len(refused) == 6
+    # each names the namespace it is written in: sharded, the fence asks for its bucket
+    assert len(refused) == 6 and {namespace for _, namespace in refused} == {"shop"}
 
 
 async def test_a_candidate_waits_a_whole_duration_of_its_own_clock() -> None:
