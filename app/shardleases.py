@@ -98,12 +98,15 @@ class ShardLeases:
         #: what `on_change` was last told this replica holds
         self._published: frozenset[int] = frozenset()
         self._in_round = False
+        #: the member Lease has been renewed once (claims start in the next round)
+        self._announced = False
         #: buckets given up on purpose since the last publication (not counted as lost)
         self._released: set[int] = set()
         #: the last rebalance, for the log and `kerf status`
         self.members = 1
         self.fair_share = buckets
-        #: set once the first round is over (the buckets claimed in it are held)
+        #: set once a round has claimed (the first only announces the member): the
+        #: buckets this replica starts with are held
         self.settled = asyncio.Event()
 
     def _elector(self, name: str, role: str, bucket: int | None = None) -> LeaderElector:
@@ -161,7 +164,6 @@ class ShardLeases:
         """A round every `retry_s` until cancelled."""
         while True:
             await self.round()
-            self.settled.set()
             await self._sleep(self.timings.retry_s)
 
     async def round(self) -> None:
@@ -205,11 +207,11 @@ class ShardLeases:
         plan = rebalance(self.identity, self.buckets, members, observed, held=held)
         self.members, self.fair_share = plan.members, plan.fair_share
         legacy = self._legacy.observe(await self._listing_legacy())
-        claim = (
-            ()
-            if legacy is not None and legacy.live and legacy.holder != self.identity
-            else plan.claim
-        )
+        # The first round only announces this member: replicas started together then
+        # see one another before any claims, instead of the first taking every bucket.
+        first, self._announced = not self._announced, True
+        blocked = legacy is not None and legacy.live and legacy.holder != self.identity
+        claim = () if first or blocked else plan.claim
         self._released.update(plan.release)
         await asyncio.gather(*(self.electors[b].release() for b in plan.release))
         await asyncio.gather(
@@ -218,6 +220,8 @@ class ShardLeases:
                 for b in (*plan.keep, *claim)
             )
         )
+        if not first:
+            self.settled.set()
 
     async def _listing_legacy(self) -> dict[str, Any] | None:
         return await LeaseClient(self._requester, self.namespace, self._legacy.name).get()
