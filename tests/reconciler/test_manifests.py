@@ -100,7 +100,7 @@ def test_the_lease_role_keeps_to_the_leases_of_kerf_s_namespace(
     assert grants(role) == expand(
         "coordination.k8s.io",
         ["leases"],
-        ("get", "list", "watch", "create", "update", "delete"),
+        ("get", "list", "create", "update"),
     )
 
 

@@ -98,12 +98,13 @@ metadata:
 rules:
   {{- if gt (int (.shards | default 1)) 1 }}
   # Its member Leases `{{ .name }}-member-<pod>` and bucket Leases `{{ .name }}-bucket-NN`
-  # (docs/reconciler.md, Shards): listed by label to count the members and find the free
-  # buckets, created, renewed and given up. A member Lease is named after its pod, which a
-  # resourceName cannot say in advance, so the grant covers the Leases of this namespace.
+  # (docs/reconciler.md, Shards): listed by label each round, created, renewed, and given
+  # up by an update that empties the holder; `{{ .name }}`, a previous version's leader,
+  # is read. A member Lease is named after its pod, which a resourceName cannot say in
+  # advance, so the grant covers the Leases of this namespace.
   - apiGroups: [coordination.k8s.io]
     resources: [leases]
-    verbs: [get, list, watch, create, update, delete]
+    verbs: [get, list, create, update]
   {{- else }}
   - apiGroups: [coordination.k8s.io]
     resources: [leases]
