@@ -7,6 +7,10 @@ other replicas claim it once they have seen it unchanged that long); free when r
 (no holder) or never created below the highest bucket seen. The command reads the times
 the holders wrote against its own clock: a skewed clock shifts the ages, not who holds
 what.
+
+The single leader's Lease, `kerf-<set>` without shard labels (`--shards 1`, or a version
+before sharding), is a row of its own: while it is live a sharded replica claims nothing.
+It is shown when live, or when its set has no shard Lease.
 """
 
 from __future__ import annotations
@@ -26,6 +30,9 @@ SHARD_SETS = ("reconciler", "recommender")
 FREE = "(free)"
 EXPIRED = "(expired)"
 NONE = "-"
+#: the role of the single leader's Lease (no shard labels)
+LEADER = "leader"
+ONE_LEADER = "(one leader)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,13 +53,21 @@ class ShardLease:
         return bool(self.holder) and self.age_s is not None and self.age_s < self.duration_s
 
 
+def leader_lease_name(shard_set: str) -> str:
+    """The single leader's Lease of a shard set."""
+    return f"kerf-{shard_set}"
+
+
 def shard_lease(lease: Mapping[str, Any], now: datetime) -> ShardLease | None:
-    """A Lease as a shard set's member or bucket; None when it is not one (no shard
-    labels, or a set or role kerf does not have)."""
+    """A Lease as a shard set's member, bucket or single leader; None when it is none of
+    them (another set or role, or another Lease)."""
     meta = lease.get("metadata") or {}
     labels = meta.get("labels") or {}
     shard_set, role = labels.get(SHARD_SET_LABEL), labels.get(SHARD_ROLE_LABEL)
-    if shard_set not in SHARD_SETS or role not in (MEMBER, BUCKET):
+    if shard_set is None and role is None:
+        leaders = {leader_lease_name(s): s for s in SHARD_SETS}
+        shard_set, role = leaders.get(str(meta.get("name"))), LEADER
+    if shard_set not in SHARD_SETS or role not in (MEMBER, BUCKET, LEADER):
         return None
     spec = lease.get("spec") or {}
     renewed = parse_time(spec.get("renewTime") or spec.get("acquireTime"))
@@ -69,7 +84,7 @@ def shard_lease(lease: Mapping[str, Any], now: datetime) -> ShardLease | None:
 def bucket_index(lease: ShardLease) -> int | None:
     """The bucket a bucket Lease stands for: `kerf-<set>-bucket-NN` is NN; `kerf-<set>`
     (one bucket: the single leader's Lease) is 0; None for another name."""
-    if lease.name == f"kerf-{lease.shard_set}":
+    if lease.name == leader_lease_name(lease.shard_set):
         return 0
     prefix = f"kerf-{lease.shard_set}-bucket-"
     suffix = lease.name.removeprefix(prefix)
@@ -89,31 +104,41 @@ def compact(buckets: Iterable[int]) -> str:
     return ",".join(f"{a:02d}" if a == z else f"{a:02d}-{z:02d}" for a, z in runs) or NONE
 
 
-def _renewed(member: ShardLease | None) -> str:
-    if member is None or member.age_s is None:
+def _renewed(lease: ShardLease | None) -> str:
+    """How long ago a member (or the single leader) renewed its Lease, and whether it
+    has left (released it) or expired."""
+    if lease is None or lease.age_s is None:
         return NONE
-    age = f"{format_seconds(member.age_s)} ago"
-    if not member.holder:
+    age = f"{format_seconds(lease.age_s)} ago"
+    if not lease.holder:
         return f"{age}, left"
-    return age if member.live else f"{age}, expired"
+    return age if lease.live else f"{age}, expired"
 
 
 def set_rows(shard_set: str, leases: Iterable[ShardLease]) -> list[list[str]]:
-    """The rows of one shard set: a replica per line (the members, and any holder of a live
-    bucket without a member Lease), by identity; then the expired and the free buckets,
-    when there are any. No row when the set has no Lease."""
+    """The rows of one shard set: the single leader's Lease (when live, or alone); a
+    replica per line (the members, and any holder of a live bucket without a member
+    Lease), by identity; then the expired and the free buckets, when there are any. No
+    row when the set has no Lease."""
     members: dict[str, ShardLease] = {}
     buckets: dict[int, ShardLease] = {}
+    leader: ShardLease | None = None
     for lease in leases:
         if lease.shard_set != shard_set:
             continue
-        if lease.role == MEMBER:
+        if lease.role == LEADER:
+            leader = lease
+        elif lease.role == MEMBER:
             identity = lease.holder or lease.name.removeprefix(f"kerf-{shard_set}-member-")
             members[identity] = lease
         elif (index := bucket_index(lease)) is not None:
             buckets[index] = lease
+    rows = []
+    if leader is not None and (leader.live or not (members or buckets)):
+        holder = leader.holder or "(none)"
+        rows.append([shard_set, holder, "all", ONE_LEADER, _renewed(leader)])
     if not members and not buckets:
-        return []
+        return rows
     held: dict[str, list[int]] = {}
     expired: list[int] = []
     for index, lease in buckets.items():
@@ -123,7 +148,6 @@ def set_rows(shard_set: str, leases: Iterable[ShardLease]) -> list[list[str]]:
             expired.append(index)
     total = max(buckets, default=-1) + 1
     free = [b for b in range(total) if b not in buckets or not buckets[b].holder]
-    rows = []
     for identity in sorted(set(members) | set(held)):
         mine = held.get(identity, [])
         renewed = _renewed(members.get(identity))

@@ -19,6 +19,7 @@ from app.informer import api_client_from_config
 from app.models import API_GROUP
 from app.patch_types import PatchType
 from app.reachability import describe, format_seconds, server_of
+from app.shard_status import SHARD_SETS, leader_lease_name
 from app.shards import SHARD_SET_LABEL
 from app.snapshot import SnapshotError
 
@@ -33,6 +34,8 @@ KIND_ALIASES = {
     "rs": "replicaset",
     "ro": "rollout",
 }
+#: the Leases' API group (read as plain objects, as the records are)
+LEASE_GROUP = "coordination.k8s.io"
 _T = TypeVar("_T")
 
 
@@ -117,14 +120,24 @@ class Records:
 
     async def shard_leases(self, namespace: str) -> tuple[dict[str, Any], ...]:
         """The Leases of the shard sets in kerf's `namespace` (`kerf status --shards`), as
-        the API returns them."""
+        the API returns them: those with a shard set's label, and each set's single
+        leader's Lease, which has none, when it exists."""
         listing: dict[str, Any] = await self._call(
             f"listing leases in {namespace}",
             self.custom.list_namespaced_custom_object(
-                "coordination.k8s.io", "v1", namespace, "leases", label_selector=SHARD_SET_LABEL
+                LEASE_GROUP, "v1", namespace, "leases", label_selector=SHARD_SET_LABEL
             ),
         )
-        return tuple(listing.get("items") or ())
+        found = list(listing.get("items") or ())
+        listed = {str((lease.get("metadata") or {}).get("name")) for lease in found}
+        for name in sorted({leader_lease_name(s) for s in SHARD_SETS} - listed):
+            read = self.custom.get_namespaced_custom_object(
+                LEASE_GROUP, "v1", namespace, "leases", name
+            )
+            # A 404 (what `_call` lets through of a read): that set has no single leader.
+            with contextlib.suppress(client.ApiException):
+                found.append(await self._call(f"reading leases {namespace}/{name}", read))
+        return tuple(found)
 
     async def get(self, namespace: str, name: str) -> dict[str, Any] | None:
         """One record, None when there is none."""

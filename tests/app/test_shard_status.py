@@ -144,3 +144,34 @@ def test_a_renewal_ahead_of_this_clock_is_no_negative_age() -> None:
     assert shard_rows([ahead, bucket("reconciler", 0, "a", -5, buckets=1)], NOW) == [
         ["reconciler", "a", "1", "00", "0s ago"]
     ]
+
+
+def leader(shard_set: str, holder: str, age_s: float) -> dict[str, Any]:
+    """The single leader's Lease: `kerf-<set>`, no shard labels (`--shards 1`)."""
+    return lease(f"kerf-{shard_set}", {}, holder, age_s)
+
+
+def test_one_leader_is_one_row_for_every_bucket() -> None:
+    assert shard_rows([leader("reconciler", "kerf-reconciler-a", 1)], NOW) == [
+        ["reconciler", "kerf-reconciler-a", "all", "(one leader)", "1s ago"]
+    ]
+    assert shard_rows([leader("recommender", "", 3)], NOW) == [
+        ["recommender", "(none)", "all", "(one leader)", "3s ago, left"]
+    ]
+
+
+def test_a_previous_version_s_leader_shows_while_it_is_live_only() -> None:
+    sharded = [
+        member("reconciler", "new", 1),
+        bucket("reconciler", 0, "new", 1, buckets=2),
+        bucket("reconciler", 1, "", 1, buckets=2),
+    ]
+    # The old leader still renews (while it does, the new replicas claim nothing more).
+    assert shard_rows([leader("reconciler", "old", 1), *sharded], NOW) == [
+        ["reconciler", "old", "all", "(one leader)", "1s ago"],
+        ["reconciler", "new", "1", "00", "1s ago"],
+        ["reconciler", "(free)", "1", "01", "-"],
+    ]
+    # Released, or long expired, once the shards run: not shown.
+    for stale in (leader("reconciler", "", 1), leader("reconciler", "old", 600)):
+        assert shard_rows([stale, *sharded], NOW)[0][1] == "new"

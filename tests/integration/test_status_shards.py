@@ -100,6 +100,8 @@ async def test_status_shards_prints_each_replica_s_buckets(tmp_path: Path) -> No
             ),
         ]
         others = [
+            # Released by the single leader of a version before sharding: not shown.
+            lease("kerf-reconciler", {}, ""),
             lease("kerf-webhook", {}, "kerf-webhook-x"),
             lease("someone-else", {"app": "x"}, "x"),
         ]
@@ -138,6 +140,15 @@ async def test_status_shards_prints_each_replica_s_buckets(tmp_path: Path) -> No
         assert [line.split()[:3] for line in elsewhere.stdout.splitlines()[1:]] == [
             ["reconciler", "elsewhere", "0"]
         ]
+
+        # `--shards 1`: the single leader's Lease, without shard labels.
+        await client.CoreV1Api(api).create_namespace({"metadata": {"name": "single"}})
+        await leases.create_namespaced_lease("single", lease("kerf-reconciler", {}, "rec-0"))
+        single = await kerf(sim.kubeconfig_path, "--shards", "--kerf-namespace", "single")
+        assert single.returncode == 0, single.stderr
+        [row] = [line.split() for line in single.stdout.splitlines()[1:]]
+        assert row[:5] == ["reconciler", "rec-0", "all", "(one", "leader)"]
+        assert re.fullmatch(r"\d+s|\d+m\d+s", row[5]) and row[6:] == ["ago"]
 
         none = await kerf(sim.kubeconfig_path, "--shards", "--kerf-namespace", "kube-system")
         assert (none.returncode, none.stdout) == (0, "")
