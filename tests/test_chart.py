@@ -542,3 +542,13 @@ def test_notes_say_the_next_steps_and_what_uninstall_leaves() -> None:
     assert f"kubectl delete namespace {NAMESPACE}" in notes
     assert "kerf cleanup" in notes
     assert "deploy/kerf-recommender" not in notes
+    assert f"kerf status --shards --kerf-namespace {NAMESPACE}" in notes
+    assert "Which of the 2 reconciler replicas works which of the 64 buckets" in notes
+
+
+def test_notes_name_no_buckets_for_one_leader() -> None:
+    argv = [helm(), "install", "kerf", str(CHART), "-n", NAMESPACE, "--dry-run=client"]
+    argv += ["--set", "reconciler.shards=1"]
+    done = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "--shards" not in done.stdout.split("NOTES:", 1)[1]
