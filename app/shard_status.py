@@ -117,9 +117,9 @@ def _renewed(lease: ShardLease | None) -> str:
 
 def set_rows(shard_set: str, leases: Iterable[ShardLease]) -> list[list[str]]:
     """The rows of one shard set: the single leader's Lease (when live, or alone); a
-    replica per line (the members, and any holder of a live bucket without a member
-    Lease), by identity; then the expired and the free buckets, when there are any. No
-    row when the set has no Lease."""
+    replica per line (the members that have not left, and any holder of a live bucket
+    without a member Lease), by identity; then the expired and the free buckets, when
+    there are any. No row when the set has no Lease."""
     members: dict[str, ShardLease] = {}
     buckets: dict[int, ShardLease] = {}
     leader: ShardLease | None = None
@@ -129,8 +129,10 @@ def set_rows(shard_set: str, leases: Iterable[ShardLease]) -> list[list[str]]:
         if lease.role == LEADER:
             leader = lease
         elif lease.role == MEMBER:
-            identity = lease.holder or lease.name.removeprefix(f"kerf-{shard_set}-member-")
-            members[identity] = lease
+            # A member that left (released its Lease on SIGTERM) holds nothing: its Lease
+            # stays behind, one per pod that ever ran, and is not shown.
+            if lease.holder:
+                members[lease.holder] = lease
         elif (index := bucket_index(lease)) is not None:
             buckets[index] = lease
     rows = []
