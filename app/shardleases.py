@@ -154,6 +154,11 @@ class ShardLeases:
         """`app.leader.write_fence` on the bucket of each write's namespace."""
         return write_fence(self.guard, withheld)
 
+    def cluster_fence(self, withheld: Counter) -> Fence:
+        """A fence on the cluster bucket whatever the namespace: for the writes one
+        replica makes for the whole cluster (docs/decisions.md)."""
+        return write_fence(lambda namespace: self.guard(None), withheld)
+
     def answered(self, outlived: Counter, logger: logging.Logger) -> Answered:
         """`app.leader.answer_check` on the bucket of each write's namespace."""
         return answer_check(self.guard, outlived, logger)
