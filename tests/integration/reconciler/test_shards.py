@@ -32,7 +32,9 @@ from tests.integration.reconciler.harness import (
 )
 
 BUCKETS = 8
-NAMESPACES = [f"team-{i}" for i in range(6)]
+#: in five of the eight buckets (names alike, such as team-0 ... team-5, share the high
+#: bits of FNV-1a and so one bucket)
+NAMESPACES = ["payments", "search", "billing", "mail", "cart", "ads"]
 WANTED = {"cpu": "250m", "memory": "256Mi"}
 
 
@@ -131,6 +133,7 @@ async def test_replicas_split_the_buckets_and_write_only_for_their_own(tmp_path:
             assert write.lease_holders.get(lease) == write.user, write
             by_writer.setdefault(write.user, set()).add(write.namespace)
         assert set().union(*by_writer.values()) == set(NAMESPACES)
+        assert len(by_writer) >= 2  # five buckets, at most three a replica
         leases = {
             lease["metadata"]["name"]: lease
             for lease in kerf.sim.store.iter(LEASES)
@@ -172,3 +175,32 @@ async def test_one_shard_is_todays_single_leader(tmp_path: Path) -> None:
             if lease["metadata"]["name"].startswith("kerf-reconciler")
         }
         assert names == {"kerf-reconciler"}
+
+
+async def test_a_joining_replica_takes_buckets_and_the_views_follow(tmp_path: Path) -> None:
+    """The first replica holds every bucket; once a second joins, the first releases
+    half: its view drops their workloads (a relist), the second's lists them."""
+    options = replace(FAST, shards=BUCKETS)
+    async with running_kerf(tmp_path) as kerf:
+        await workloads(kerf)
+        async with contextlib.AsyncExitStack() as stack:
+            first, *_ = await stack.enter_async_context(replica(kerf, "r0", options))
+            await wait_for(kerf, lambda: resized(kerf), "every namespace's pods resized", 120)
+            assert first.shards.held() == set(range(BUCKETS))
+            second, *_ = await stack.enter_async_context(replica(kerf, "r1", options))
+
+            def views_follow() -> bool:
+                a, b = first.shards.held(), second.shards.held()
+                if len(a) != BUCKETS // 2 or len(b) != BUCKETS // 2:
+                    return False
+                for service, mine in ((first, a), (second, b)):
+                    kept = {w.namespace for w in service.view.workloads()}
+                    pods = {p["metadata"]["namespace"] for p in service.view.pods()}
+                    owned = {ns for ns in NAMESPACES if bucket_of(ns, BUCKETS) in mine}
+                    if kept != owned or not pods <= owned:
+                        return False
+                return True
+
+            await eventually(views_follow, "the buckets split and each view following", 60)
+            assert first.metrics.bucket_rebalances.labels("released")._value.get() == BUCKETS // 2
+            assert first.metrics.buckets_held._value.get() == BUCKETS // 2
