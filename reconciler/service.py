@@ -213,6 +213,12 @@ class Reconciler:
         if self._accepting:
             self._inputs_due.set()
 
+    def on_relisted(self) -> None:
+        """The view has every object of the buckets held now: each workload is looked at
+        again (a workload listed before its pods was passed over without them)."""
+        if self._accepting:
+            self.enqueue_all()
+
     @property
     def leading(self) -> bool:
         """This replica may write: it leads (sharded: it holds bucket 00, the writer for
