@@ -1,6 +1,7 @@
 """The RightsizingRecommendations of a cluster, for `kerf approve` and `kerf status`: read,
-annotated and watched through the API server, each call bounded by `--api-timeout`, any
-failure one line naming the server (SnapshotError, which `kerf` prints)."""
+annotated and watched through the API server (and the shard sets' Leases, for `kerf status
+--shards`), each call bounded by `--api-timeout`, any failure one line naming the server
+(SnapshotError, which `kerf` prints)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ from app.kube.reachability import describe, format_seconds, server_of
 from app.kube.snapshot import SnapshotError
 from app.model.crd import API_GROUP
 from app.model.patch_types import PatchType
+from app.model.shards import SHARD_SET_LABEL
+from kerf.shard_status import SHARD_SETS, leader_lease_name
 
 VERSION = "v1alpha1"
 PLURAL = "rightsizingrecommendations"
@@ -31,6 +34,8 @@ KIND_ALIASES = {
     "rs": "replicaset",
     "ro": "rollout",
 }
+#: the Leases' API group (read as plain objects, as the records are)
+LEASE_GROUP = "coordination.k8s.io"
 _T = TypeVar("_T")
 
 
@@ -112,6 +117,27 @@ class Records:
             key=lambda r: (r["metadata"].get("namespace", ""), r["metadata"]["name"]),
         )
         return items, str((listing.get("metadata") or {}).get("resourceVersion") or "")
+
+    async def shard_leases(self, namespace: str) -> tuple[dict[str, Any], ...]:
+        """The Leases of the shard sets in kerf's `namespace` (`kerf status --shards`), as
+        the API returns them: those with a shard set's label, and each set's single
+        leader's Lease, which has none, when it exists."""
+        listing: dict[str, Any] = await self._call(
+            f"listing leases in {namespace}",
+            self.custom.list_namespaced_custom_object(
+                LEASE_GROUP, "v1", namespace, "leases", label_selector=SHARD_SET_LABEL
+            ),
+        )
+        found = list(listing.get("items") or ())
+        listed = {str((lease.get("metadata") or {}).get("name")) for lease in found}
+        for name in sorted({leader_lease_name(s) for s in SHARD_SETS} - listed):
+            read = self.custom.get_namespaced_custom_object(
+                LEASE_GROUP, "v1", namespace, "leases", name
+            )
+            # A 404 (what `_call` lets through of a read): that set has no single leader.
+            with contextlib.suppress(client.ApiException):
+                found.append(await self._call(f"reading leases {namespace}/{name}", read))
+        return tuple(found)
 
     async def get(self, namespace: str, name: str) -> dict[str, Any] | None:
         """One record, None when there is none."""

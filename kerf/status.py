@@ -1,6 +1,8 @@
 """`kerf status`: one line per managed workload, from its RightsizingRecommendation: the
 phase, a reason true for it, the values current → target per container, and what kerf
-does next and when; `-w` goes on with a line per change, through a watch."""
+does next and when; `-w` goes on with a line per change, through a watch. `--shards`:
+one line per replica of the reconciler and the recommender, the buckets it holds, from
+their Leases (kerf/shard_status.py)."""
 
 from __future__ import annotations
 
@@ -13,6 +15,8 @@ from typing import Any
 from app.kube.apitimeout import add_api_timeout_argument
 
 HEADER = ["NAMESPACE", "WORKLOAD", "PHASE", "REASON", "CURRENT → TARGET", "NEXT"]
+#: where the chart and the kustomize base install kerf
+DEFAULT_KERF_NAMESPACE = "kerf-system"
 
 
 def add_status_command(sub: argparse._SubParsersAction) -> None:
@@ -36,15 +40,53 @@ def add_status_command(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--kubeconfig", type=Path, default=None, help="kubeconfig (default: as kubectl finds it)"
     )
+    p.add_argument(
+        "--shards",
+        action="store_true",
+        help="instead: which replica of the reconciler and of the recommender holds which "
+        "buckets, how long ago it renewed, and the expired and free buckets",
+    )
+    p.add_argument(
+        "--kerf-namespace",
+        default=DEFAULT_KERF_NAMESPACE,
+        metavar="NS",
+        help=f"with --shards: the namespace kerf runs in (default: {DEFAULT_KERF_NAMESPACE})",
+    )
     add_api_timeout_argument(p, "give up when the API server does not answer within this")
     p.set_defaults(handler=status_command)
 
 
 def status_command(args: argparse.Namespace) -> int:
+    if args.shards and (args.watch or args.namespace):
+        raise argparse.ArgumentTypeError(
+            "--shards reads kerf's own Leases: it takes no -w or -n (--kerf-namespace "
+            "names kerf's namespace)"
+        )
     try:
-        return asyncio.run(_status(args))
+        return asyncio.run(_shards(args) if args.shards else _status(args))
     except KeyboardInterrupt:
         return 130
+
+
+async def _shards(args: argparse.Namespace) -> int:
+    from app.runtime.clock import utc_now
+    from kerf.records_api import Records
+    from kerf.report_table import render_table
+    from kerf.shard_status import HEADER as SHARD_HEADER
+    from kerf.shard_status import shard_rows
+
+    async with Records.connect(args.kubeconfig, args.api_timeout) as records:
+        leases = await records.shard_leases(args.kerf_namespace)
+    rows = shard_rows(leases, utc_now())
+    if not rows:
+        print(
+            f"kerf status: no shard Leases in namespace {args.kerf_namespace}: kerf does not "
+            "run there, or its services have not started (--kerf-namespace)",
+            file=sys.stderr,
+        )
+        return 0
+    sys.stdout.write(render_table([SHARD_HEADER, *rows]))
+    return 0
 
 
 async def _status(args: argparse.Namespace) -> int:

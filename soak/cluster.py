@@ -217,7 +217,7 @@ async def start_cluster(workdir: Path, seed: int, session: aiohttp.ClientSession
         metrics = free_port()
         argv = [KERF, "reconciler", "--kubeconfig", str(config), "--metrics-host", "127.0.0.1"]
         argv += ["--metrics-port", str(metrics), "--resync-interval", "30"]
-        argv += ["--lease-duration", str(LEASE_DURATION_S)]
+        argv += ["--lease-duration", str(LEASE_DURATION_S), "--shards", "1"]
         reconcilers.append(_service(identity, argv, workdir, metrics))
     cluster = Cluster(
         sim,

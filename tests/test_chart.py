@@ -89,8 +89,12 @@ def test_helm_lint_passes(sets: tuple[str, ...]) -> None:
 
 @pytest.mark.parametrize(
     "sets",
-    [(), ("recommender.enabled=true", "certificates.certManager.enabled=true")],
-    ids=["defaults", "recommender-and-cert-manager"],
+    [
+        (),
+        ("recommender.enabled=true", "certificates.certManager.enabled=true"),
+        ("reconciler.shards=1", "recommender.enabled=true", "recommender.shards=1"),
+    ],
+    ids=["defaults", "recommender-and-cert-manager", "one-shard"],
 )
 def test_every_kubernetes_object_validates_strictly(sets: tuple[str, ...]) -> None:
     version = kubernetes_validate.latest_version()
@@ -254,17 +258,66 @@ def test_the_recommender_is_off_by_default_and_runs_kerf_recommend_when_on(
     ]
 
 
-def test_the_recommender_elects_a_leader_on_its_own_lease() -> None:
+#: What a sharded service does with its member and bucket Leases, in its own namespace.
+SHARD_LEASES = {
+    ("coordination.k8s.io", "leases", verb, "*") for verb in ("get", "list", "create", "update")
+}
+
+
+def one_leader_lease(name: str) -> set[tuple[str, ...]]:
+    """`--shards=1`: create its Lease, then read and renew that one only."""
+    return {
+        ("coordination.k8s.io", "leases", "create", "*"),
+        ("coordination.k8s.io", "leases", "get", name),
+        ("coordination.k8s.io", "leases", "update", name),
+    }
+
+
+def test_the_recommender_shares_the_buckets_on_leases_of_its_own() -> None:
     on = template("recommender.enabled=true")
     assert one(on, "Deployment", "kerf-recommender")["spec"]["replicas"] == 2
     args = args_of(on, "kerf-recommender")
     assert {"--lease-duration=15", "--renew-deadline=10", "--retry-period=2"} <= set(args)
-    lease = {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"]}
-    rules = one(on, "Role", "kerf-recommender-lease")["rules"]
-    assert {**lease, "verbs": ["create"]} in rules
-    assert {**lease, "resourceNames": ["kerf-recommender"], "verbs": ["get", "update"]} in rules
+    assert "--shards=64" in args
+    assert permissions(on, "Role", "kerf-recommender-lease") == SHARD_LEASES
     binding = one(on, "RoleBinding", "kerf-recommender-lease")
     assert binding["subjects"][0]["name"] == "kerf-recommender"
+    single = template("recommender.enabled=true", "recommender.shards=1")
+    assert "--shards=1" in args_of(single, "kerf-recommender")
+    assert permissions(single, "Role", "kerf-recommender-lease") == one_leader_lease(
+        "kerf-recommender"
+    )
+
+
+@pytest.mark.parametrize(
+    ("sets", "replicas", "shards"),
+    [((), 2, 64), (("reconciler.replicas=4", "reconciler.shards=16"), 4, 16)],
+    ids=["defaults", "four-replicas"],
+)
+def test_the_reconciler_runs_its_replicas_on_the_buckets(
+    sets: tuple[str, ...], replicas: int, shards: int
+) -> None:
+    objects = template(*sets)
+    assert one(objects, "Deployment", "kerf-reconciler")["spec"]["replicas"] == replicas
+    args = args_of(objects, "kerf-reconciler")
+    assert f"--shards={shards}" in args
+    assert build_parser().parse_args(args).shards == shards
+    role = one(objects, "Role", "kerf-reconciler-lease")
+    assert role["metadata"]["namespace"] == NAMESPACE
+    assert permissions(objects, "Role", "kerf-reconciler-lease") == SHARD_LEASES
+    binding = one(objects, "RoleBinding", "kerf-reconciler-lease")
+    assert binding["roleRef"]["name"] == "kerf-reconciler-lease"
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": "kerf-reconciler", "namespace": NAMESPACE}
+    ]
+
+
+def test_one_shard_is_one_leader_with_its_lease_only() -> None:
+    objects = template("reconciler.shards=1")
+    assert "--shards=1" in args_of(objects, "kerf-reconciler")
+    assert permissions(objects, "Role", "kerf-reconciler-lease") == one_leader_lease(
+        "kerf-reconciler"
+    )
 
 
 def test_cert_manager_issues_the_certificate_and_injects_the_ca_bundle() -> None:
@@ -298,7 +351,7 @@ def test_the_recommender_deployment_runs_its_service_account_and_values(
     deployment = one(with_recommender, "Deployment", "kerf-recommender")
     pod = deployment["spec"]["template"]["spec"]
     assert deployment["metadata"]["namespace"] == NAMESPACE
-    assert deployment["spec"]["replicas"] == 2  # one leader, one warm follower
+    assert deployment["spec"]["replicas"] == 2  # sharing the buckets
     assert pod["serviceAccountName"] == "kerf-recommender"
     assert (
         one(with_recommender, "ServiceAccount", "kerf-recommender")["metadata"]["namespace"]
@@ -313,6 +366,7 @@ def test_the_recommender_deployment_runs_its_service_account_and_values(
         "--lease-duration=15",
         "--renew-deadline=10",
         "--retry-period=2",
+        "--shards=64",
         "--dry-run",
         "--limits=keep",
     ]
@@ -344,15 +398,14 @@ def test_the_recommender_may_read_all_it_watches_and_write_configmaps(
     ]
 
 
-def test_the_recommender_may_hold_its_lease_and_no_other(
+def test_the_recommender_may_hold_leases_in_its_namespace_only(
     with_recommender: list[dict[str, Any]],
 ) -> None:
-    lease = permissions(with_recommender, "Role", "kerf-recommender-lease")
-    assert lease == {
-        ("coordination.k8s.io", "leases", "create", "*"),
-        ("coordination.k8s.io", "leases", "get", "kerf-recommender"),
-        ("coordination.k8s.io", "leases", "update", "kerf-recommender"),
-    }
+    role = one(with_recommender, "Role", "kerf-recommender-lease")
+    assert role["metadata"]["namespace"] == NAMESPACE
+    assert permissions(with_recommender, "Role", "kerf-recommender-lease") == SHARD_LEASES
+    cluster_wide = _grants(with_recommender, "ClusterRole", "kerf-recommender")
+    assert not {g for g in cluster_wide if g[:2] == ("coordination.k8s.io", "leases")}
     binding = one(with_recommender, "RoleBinding", "kerf-recommender-lease")
     assert binding["metadata"]["namespace"] == NAMESPACE
     assert binding["subjects"] == [
@@ -399,6 +452,11 @@ def test_an_unknown_key_is_refused_naming_it(value: str, named: str) -> None:
         ("reconciler.evictionRate=-1", "/reconciler/evictionRate"),
         ("reconciler.retryPeriod=0.0", "/reconciler/retryPeriod"),
         ("reconciler.dryRun=maybe", "/reconciler/dryRun"),
+        ("reconciler.replicas=0", "/reconciler/replicas"),
+        ("reconciler.shards=0", "/reconciler/shards"),
+        ("reconciler.shards=257", "/reconciler/shards"),
+        ("reconciler.shards=eight", "/reconciler/shards"),
+        ("recommender.shards=0", "/recommender/shards"),
         ("image.pullPolicy=Sometimes", "/image/pullPolicy"),
         ("recommender.interval=1y", "/recommender/interval"),
         ("recommender.prometheus=prometheus:9090", "/recommender/prometheus"),
@@ -484,3 +542,13 @@ def test_notes_say_the_next_steps_and_what_uninstall_leaves() -> None:
     assert f"kubectl delete namespace {NAMESPACE}" in notes
     assert "kerf cleanup" in notes
     assert "deploy/kerf-recommender" not in notes
+    assert f"kerf status --shards --kerf-namespace {NAMESPACE}" in notes
+    assert "Which of the 2 reconciler replicas works which of the 64 buckets" in notes
+
+
+def test_notes_name_no_buckets_for_one_leader() -> None:
+    argv = [helm(), "install", "kerf", str(CHART), "-n", NAMESPACE, "--dry-run=client"]
+    argv += ["--set", "reconciler.shards=1"]
+    done = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "--shards" not in done.stdout.split("NOTES:", 1)[1]

@@ -139,3 +139,41 @@ def test_a_recommender_row_shows_runs_rows_skips_and_prometheus_errors() -> None
         assert metric in used, f"the recommender row does not show {metric}"
     skipped = [e for e in expressions(panels[:end]) if "kerf_recommender_workloads" in e]
     assert any("by (reason)" in e and 'outcome="refused"' in e for e in skipped), skipped
+
+
+def row_panels(dashboard: dict[str, Any], title: str) -> list[dict[str, Any]]:
+    """The panels under the row `title`, up to the next row."""
+    start = next(i for i, p in enumerate(dashboard["panels"]) if p["title"] == title)
+    assert dashboard["panels"][start]["type"] == "row"
+    panels = dashboard["panels"][start + 1 :]
+    end = next((i for i, p in enumerate(panels) if p["type"] == "row"), len(panels))
+    return panels[:end]
+
+
+def test_a_shards_row_shows_buckets_per_replica_rebalances_and_withheld_writes() -> None:
+    dashboard = json.loads(DASHBOARD.read_text())
+    panels = row_panels(dashboard, "Shards")
+    found = list(expressions(panels))
+    used = {m for expr in found for m in METRIC.findall(expr)}
+    for service in ("reconciler", "recommender"):
+        for metric in ("buckets_held", "bucket_rebalances_total", "writes_withheld_total"):
+            assert f"kerf_{service}_{metric}" in used, f"the Shards row does not show {metric}"
+        held = f"kerf_{service}_buckets_held"
+        assert any(f"sum by (pod) ({held})" in e for e in found), "buckets held per replica"
+        rebalances = f"kerf_{service}_bucket_rebalances_total"
+        assert any("by (reason)" in e and rebalances in e for e in found)
+    # Writes withheld for a lost bucket: the leader Lease's (bucket "") are not a bucket's.
+    withheld = [e for e in found if "writes_withheld_total" in e]
+    assert withheld and all('bucket!=""' in e for e in withheld)
+    assert any("by (pod, bucket)" in e for e in withheld)
+
+
+def test_no_two_panels_overlap() -> None:
+    taken: dict[tuple[int, int], str] = {}
+    for panel in json.loads(DASHBOARD.read_text())["panels"]:
+        grid = panel["gridPos"]
+        assert grid["x"] + grid["w"] <= 24, panel["title"]
+        for x in range(grid["x"], grid["x"] + grid["w"]):
+            for y in range(grid["y"], grid["y"] + grid["h"]):
+                assert (x, y) not in taken, f"{panel['title']} overlaps {taken[(x, y)]}"
+                taken[(x, y)] = panel["title"]

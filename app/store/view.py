@@ -128,7 +128,7 @@ def _names(ref: TargetRefDict | None, workload: Workload) -> bool:
     return ref is not None and ref.get("kind") == workload.kind and ref.get("name") == workload.name
 
 
-def _requests_of(pod: PodDict) -> tuple[int, int]:
+def node_requests_of(pod: PodDict) -> tuple[int, int]:
     """(cpu millicores, memory bytes) a pod takes from its node, counted as the kubelet
     admits it and the scheduler places it (`pod_totals`: sidecars summed, each plain init
     container with the sidecars before it, the larger) plus its RuntimeClass's overhead."""
@@ -269,7 +269,7 @@ class ClusterView:
             node = node_name(pod)
             if node and (pod.get("status") or {}).get("phase") not in TERMINAL_PHASES:
                 try:
-                    cpu, memory = _requests_of(pod)
+                    cpu, memory = node_requests_of(pod)
                 except QuantityError as exc:  # the API server refuses these; never crash on one
                     self.warnings.append(f"Pod {namespace}/{name}: {exc}")
                     cpu = memory = 0

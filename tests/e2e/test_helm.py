@@ -184,9 +184,12 @@ def test_the_chart_s_recommender_runs_with_its_service_account_on_the_real_serve
             "--prometheus=http://prometheus.monitoring.svc:9090",
         ]
         wait_until(lambda: running(admin, "kerf-recommender", 1), "the recommender's pod")
+        # Its member and bucket Leases, in kerf's namespace only (docs/reconciler.md, Shards).
         assert can_i(admin, "create", "leases", "-n", NAMESPACE)
-        assert can_i(admin, "update", "leases/kerf-recommender", "-n", NAMESPACE)
-        assert not can_i(admin, "update", "leases/kerf-reconciler", "-n", NAMESPACE)
+        assert can_i(admin, "list", "leases", "-n", NAMESPACE)
+        assert can_i(admin, "update", "leases/kerf-recommender-bucket-00", "-n", NAMESPACE)
+        assert not can_i(admin, "update", "leases", "-n", "shop")
+        assert not can_i(admin, "delete", "leases", "-n", NAMESPACE)
         assert not can_i(admin, "delete", "configmaps", "-n", "shop")
 
         admin("create", "namespace", "shop")

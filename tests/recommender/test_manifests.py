@@ -68,6 +68,7 @@ def test_the_deployment_runs_kerf_recommend_with_flags_it_takes(
     parsed = build_parser().parse_args(container["args"])
     assert parsed.prometheus == PROMETHEUS
     assert not parsed.once and not parsed.dry_run
+    assert parsed.shards == 64
     # The probes ask the port the service listens on.
     [port] = container["ports"]
     assert port["containerPort"] == parsed.metrics_port
@@ -88,10 +89,9 @@ def test_the_recommender_may_read_all_it_watches_and_write_configmaps(
         assert ("", "configmaps", verb) in granted
     lease = permissions(overlay, "Role", "kerf-recommender-lease")
     assert lease == {
-        ("coordination.k8s.io", "leases", "create", "*"),
-        ("coordination.k8s.io", "leases", "get", "kerf-recommender"),
-        ("coordination.k8s.io", "leases", "update", "kerf-recommender"),
+        ("coordination.k8s.io", "leases", verb, "*") for verb in ("get", "list", "create", "update")
     }
+    assert one(overlay, "Role", "kerf-recommender-lease")["metadata"]["namespace"] == NAMESPACE
 
 
 @pytest.mark.parametrize(

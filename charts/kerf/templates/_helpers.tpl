@@ -85,7 +85,8 @@ capabilities:
   verbs: [get, list, watch]
 {{- end }}
 
-{{/* A Role and RoleBinding for one named Lease (create cannot be limited to a name). */}}
+{{/* A Role and RoleBinding for the Leases of one service: its one named Lease (create
+cannot be limited to a name); sharded (`shards` above 1), its member and bucket Leases too. */}}
 {{- define "kerf.leaseRole" -}}
 apiVersion: rbac.authorization.k8s.io/v1
 kind: Role
@@ -95,6 +96,16 @@ metadata:
   labels:
     {{- include "kerf.labels" .root | nindent 4 }}
 rules:
+  {{- if gt (int (.shards | default 1)) 1 }}
+  # Its member Leases `{{ .name }}-member-<pod>` and bucket Leases `{{ .name }}-bucket-NN`
+  # (docs/reconciler.md, Shards): listed by label each round, created, renewed, and given
+  # up by an update that empties the holder; `{{ .name }}`, a previous version's leader,
+  # is read. A member Lease is named after its pod, which a resourceName cannot say in
+  # advance, so the grant covers the Leases of this namespace.
+  - apiGroups: [coordination.k8s.io]
+    resources: [leases]
+    verbs: [get, list, create, update]
+  {{- else }}
   - apiGroups: [coordination.k8s.io]
     resources: [leases]
     verbs: [create]
@@ -102,6 +113,7 @@ rules:
     resources: [leases]
     resourceNames: [{{ .name }}]
     verbs: [get, update]
+  {{- end }}
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: RoleBinding

@@ -1,0 +1,168 @@
+"""`kerf status --shards`: which replica holds which buckets, from the shard sets' Leases
+(`app.model.shards`), as table rows.
+
+A bucket Lease is held while it names a holder and its `renewTime` is within its
+`leaseDurationSeconds` of now; expired when it names a holder that stopped renewing (the
+other replicas claim it once they have seen it unchanged that long); free when released
+(no holder) or never created below the highest bucket seen. The command reads the times
+the holders wrote against its own clock: a skewed clock shifts the ages, not who holds
+what.
+
+The single leader's Lease, `kerf-<set>` without shard labels (`--shards 1`, or a version
+before sharding), is a row of its own: while it is live a sharded replica claims nothing.
+It is shown when live, or when its set has no shard Lease.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from app.kube.reachability import format_seconds
+from app.model.shards import BUCKET, MEMBER, SHARD_ROLE_LABEL, SHARD_SET_LABEL
+from app.model.workloads import parse_time
+
+HEADER = ["SET", "REPLICA", "BUCKETS", "RANGES", "RENEWED"]
+#: the shard sets, in the order they are printed
+SHARD_SETS = ("reconciler", "recommender")
+FREE = "(free)"
+EXPIRED = "(expired)"
+NONE = "-"
+#: the role of the single leader's Lease (no shard labels)
+LEADER = "leader"
+ONE_LEADER = "(one leader)"
+
+
+@dataclass(frozen=True, slots=True)
+class ShardLease:
+    """One Lease of a shard set, as the table needs it."""
+
+    shard_set: str
+    role: str
+    name: str
+    holder: str
+    #: seconds since its last renewal by now's clock; None when never renewed
+    age_s: float | None
+    duration_s: float
+
+    @property
+    def live(self) -> bool:
+        """Names a holder who renewed it within its duration."""
+        return bool(self.holder) and self.age_s is not None and self.age_s < self.duration_s
+
+
+def leader_lease_name(shard_set: str) -> str:
+    """The single leader's Lease of a shard set."""
+    return f"kerf-{shard_set}"
+
+
+def shard_lease(lease: Mapping[str, Any], now: datetime) -> ShardLease | None:
+    """A Lease as a shard set's member, bucket or single leader; None when it is none of
+    them (another set or role, or another Lease)."""
+    meta = lease.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    shard_set, role = labels.get(SHARD_SET_LABEL), labels.get(SHARD_ROLE_LABEL)
+    if shard_set is None and role is None:
+        leaders = {leader_lease_name(s): s for s in SHARD_SETS}
+        shard_set, role = leaders.get(str(meta.get("name"))), LEADER
+    if shard_set not in SHARD_SETS or role not in (MEMBER, BUCKET, LEADER):
+        return None
+    spec = lease.get("spec") or {}
+    renewed = parse_time(spec.get("renewTime") or spec.get("acquireTime"))
+    return ShardLease(
+        shard_set=str(shard_set),
+        role=str(role),
+        name=str(meta.get("name") or ""),
+        holder=str(spec.get("holderIdentity") or ""),
+        age_s=None if renewed is None else max(0.0, (now - renewed).total_seconds()),
+        duration_s=float(spec.get("leaseDurationSeconds") or 0),
+    )
+
+
+def bucket_index(lease: ShardLease) -> int | None:
+    """The bucket a bucket Lease stands for: `kerf-<set>-bucket-NN` is NN; `kerf-<set>`
+    (one bucket: the single leader's Lease) is 0; None for another name."""
+    if lease.name == leader_lease_name(lease.shard_set):
+        return 0
+    prefix = f"kerf-{lease.shard_set}-bucket-"
+    suffix = lease.name.removeprefix(prefix)
+    if suffix != lease.name and suffix.isdigit():
+        return int(suffix)
+    return None
+
+
+def compact(buckets: Iterable[int]) -> str:
+    """Bucket numbers as runs: `00-15,32,40-41`; `-` for none."""
+    runs: list[list[int]] = []
+    for b in sorted(set(buckets)):
+        if runs and b == runs[-1][1] + 1:
+            runs[-1][1] = b
+        else:
+            runs.append([b, b])
+    return ",".join(f"{a:02d}" if a == z else f"{a:02d}-{z:02d}" for a, z in runs) or NONE
+
+
+def _renewed(lease: ShardLease | None) -> str:
+    """How long ago a member (or the single leader) renewed its Lease, and whether it
+    has left (released it) or expired."""
+    if lease is None or lease.age_s is None:
+        return NONE
+    age = f"{format_seconds(lease.age_s)} ago"
+    if not lease.holder:
+        return f"{age}, left"
+    return age if lease.live else f"{age}, expired"
+
+
+def set_rows(shard_set: str, leases: Iterable[ShardLease]) -> list[list[str]]:
+    """The rows of one shard set: the single leader's Lease (when live, or alone); a
+    replica per line (the members that have not left, and any holder of a live bucket
+    without a member Lease), by identity; then the expired and the free buckets, when
+    there are any. No row when the set has no Lease."""
+    members: dict[str, ShardLease] = {}
+    buckets: dict[int, ShardLease] = {}
+    leader: ShardLease | None = None
+    for lease in leases:
+        if lease.shard_set != shard_set:
+            continue
+        if lease.role == LEADER:
+            leader = lease
+        elif lease.role == MEMBER:
+            # A member that left (released its Lease on SIGTERM) holds nothing: its Lease
+            # stays behind, one per pod that ever ran, and is not shown.
+            if lease.holder:
+                members[lease.holder] = lease
+        elif (index := bucket_index(lease)) is not None:
+            buckets[index] = lease
+    rows = []
+    if leader is not None and (leader.live or not (members or buckets)):
+        holder = leader.holder or "(none)"
+        rows.append([shard_set, holder, "all", ONE_LEADER, _renewed(leader)])
+    if not members and not buckets:
+        return rows
+    held: dict[str, list[int]] = {}
+    expired: list[int] = []
+    for index, lease in buckets.items():
+        if lease.live:
+            held.setdefault(lease.holder, []).append(index)
+        elif lease.holder:
+            expired.append(index)
+    total = max(buckets, default=-1) + 1
+    free = [b for b in range(total) if b not in buckets or not buckets[b].holder]
+    for identity in sorted(set(members) | set(held)):
+        mine = held.get(identity, [])
+        renewed = _renewed(members.get(identity))
+        rows.append([shard_set, identity, str(len(mine)), compact(mine), renewed])
+    if expired:
+        rows.append([shard_set, EXPIRED, str(len(expired)), compact(expired), NONE])
+    if free:
+        rows.append([shard_set, FREE, str(len(free)), compact(free), NONE])
+    return rows
+
+
+def shard_rows(leases: Iterable[Mapping[str, Any]], now: datetime) -> list[list[str]]:
+    """The table under HEADER for `leases` (Lease objects as the API returns them; other
+    Leases are left out): the reconciler's set, then the recommender's."""
+    parsed = [s for lease in leases if (s := shard_lease(lease, now)) is not None]
+    return [row for shard_set in SHARD_SETS for row in set_rows(shard_set, parsed)]
