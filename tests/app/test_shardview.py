@@ -7,6 +7,7 @@ from typing import Any
 
 from app.kube.shardview import ShardedView, ShardFilter
 from app.model.shards import bucket_of
+from app.store.allocatable import node_allocatable
 
 BUCKETS = 4
 
@@ -47,7 +48,7 @@ def test_only_the_held_buckets_are_kept_but_every_pod_counts_on_its_node() -> No
     view.apply(pod(mine, "a"))
     view.apply(pod(theirs, "b", cpu="250m"))
     assert [p["metadata"]["namespace"] for p in view.pods()] == [mine]
-    assert view.node_allocatable("n1") is not None
+    assert node_allocatable(view, "n1") is not None
     assert view.node_requests("n1")[0] == 750
     # the other bucket's pod changes and goes: its share of the node follows
     view.apply(pod(theirs, "b", cpu="100m"))

@@ -17,6 +17,7 @@ from kubernetes_asyncio import client
 
 from app.kube.leadertimings import LeaderTimings
 from app.model.shards import bucket_lease_name, bucket_of
+from app.store.allocatable import node_allocatable
 from reconciler.main import Options, build_service
 from reconciler.service import run_cluster
 from tests.cluster import GROUP, VERSION, custom, eventually, strategy
@@ -124,7 +125,7 @@ async def test_replicas_split_the_buckets_and_write_only_for_their_own(tmp_path:
                 assert all(bucket_of(ns, BUCKETS) in mine for ns in pods), (pods, mine)
                 kept = {w.namespace for w in service.view.workloads()}
                 assert kept == {ns for ns in NAMESPACES if bucket_of(ns, BUCKETS) in mine}
-                assert service.view.node_allocatable("node-a") is not None
+                assert node_allocatable(service.view, "node-a") is not None
             # bucket 00's holder is the one that writes for the whole cluster
             assert [s.leading for s in services].count(True) == 1
         by_writer: dict[str, set[str]] = {}
