@@ -20,7 +20,7 @@ LARGE_SIZE := $(if $(filter sim,$(CLUSTER)),,$(REAL_SIZE))
 # The image the manifests name (tests/test_image.py checks they agree).
 IMAGE ?= kerf:$(VERSION)
 
-.PHONY: install test test-compiled e2e soak lint fmt run demo demo-real explain report crds reference image image-name kerf-image bench bench-webhook bench-instructions bench-reconciler bench-startup certs tools cluster-tools node-tools node-images conformance-resize prometheus chromium clean
+.PHONY: install test test-compiled e2e soak soak-sharded lint fmt run demo demo-real explain report crds reference image image-name kerf-image bench bench-webhook bench-instructions bench-reconciler bench-startup certs tools cluster-tools node-tools node-images conformance-resize prometheus chromium clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -111,7 +111,14 @@ conformance-resize: $(STAMP) cluster-tools
 # leader kills and stops, API faults and pod churn for about three minutes, then its checks;
 # SEED=N replays a schedule.
 soak: $(STAMP) $(KUBECTL)
-	KUBECTL=$(CURDIR)/$(KUBECTL) $(BIN)/python -m soak $(if $(SEED),--seed $(SEED))
+	KUBECTL=$(CURDIR)/$(KUBECTL) $(BIN)/python -m soak $(if $(SEED),--seed $(SEED)) $(if $(DURATION),--duration $(DURATION))
+
+# The same chaos on three sharded reconciler replicas (SHARDS buckets), the writer killed
+# and stopped being the holder of the workloads' bucket; its checks count writes per
+# bucket holder. DURATION=SECONDS shortens the chaos.
+SHARDS ?= 16
+soak-sharded: $(STAMP) $(KUBECTL)
+	KUBECTL=$(CURDIR)/$(KUBECTL) $(BIN)/python -m soak --shards $(SHARDS) $(if $(SEED),--seed $(SEED)) $(if $(DURATION),--duration $(DURATION))
 
 # ruff, then mypy over app (strict) and the services (pyproject.toml's [tool.mypy]).
 lint: $(STAMP)

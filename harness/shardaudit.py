@@ -137,7 +137,11 @@ class ShardAudit:
     def holder_at(self, bucket: int, when: datetime) -> str | None:
         """Who held the bucket's Lease at `when` (None: nobody)."""
         for term in self.terms:
-            if term.bucket == bucket and term.start <= when and (term.end is None or when < term.end):
+            if (
+                term.bucket == bucket
+                and term.start <= when
+                and (term.end is None or when < term.end)
+            ):
                 return term.holder
         return None
 
