@@ -14,9 +14,9 @@ from typing import Any
 
 import aiohttp
 
+from app.shards import fair_share
 from soak import checks
 from soak.chaos import Chaos, Timeline
-from app.shards import fair_share
 from soak.cluster import Cluster, start_cluster, stop_cluster
 from soak.observe import PODS, Observer, is_healthy
 from soak.workloads import NAMESPACE, PHASE_B, WORKLOADS, Values, workload_of_pod
