@@ -2,8 +2,9 @@
 by verb), over one raw transport that parses with orjson and counts every call.
 
 Writes go through `Writer` (`--dry-run` and `--state-dir` make none: `reconciler.dryrun`).
-`ApiWriter` passes each write through one fence just before sending it: a replica that no
-longer leads sends nothing.
+`ApiWriter` passes each write through one fence just before sending it, with the namespace
+it is written in: a replica that no longer leads (sharded: no longer holds that
+namespace's bucket) sends nothing.
 """
 
 from __future__ import annotations
@@ -31,6 +32,13 @@ def object_path(api_version: str, kind: str, namespace: str, name: str) -> str:
     """The REST path of an object; namespace "" for a cluster-scoped one."""
     scope = f"/namespaces/{namespace}" if namespace else ""
     return f"{_api_path(api_version)}{scope}/{plural(kind)}/{name}"
+
+
+def namespace_of(path: str) -> str | None:
+    """The namespace a REST path is in, as the API server scopes it; None when it names
+    a cluster-scoped object. Sharded, the fence asks for that namespace's bucket."""
+    _, found, rest = path.partition("/namespaces/")
+    return rest.split("/", 1)[0] if found and "/" in rest else None
 
 
 def resize_body(pod: Mapping[str, Any], containers: Mapping[str, Any]) -> dict[str, Any]:
@@ -94,15 +102,16 @@ class ApiWriter:
         body: Any,
         content_type: str = JSON,
     ) -> dict[str, Any]:
+        namespace = namespace_of(path)
         # As late as kerf can check: only a pause between here and the bytes leaving
         # the socket escapes it (docs/reconciler.md, "A paused leader").
         if self._fence is not None:
-            self._fence(resource)
+            self._fence(resource, namespace)
         try:
             return await self._t.request(verb, resource, method, path, body, content_type)
         finally:
             if self._answered is not None:
-                self._answered(resource)
+                self._answered(resource, namespace)
 
     async def patch_annotations(
         self, obj: Mapping[str, Any], patch: Mapping[str, str | None]
