@@ -9,9 +9,9 @@ next successful write naming anyone else — a release (no holder) or a takeover
 is known by the user its writes carry (a ServiceAccount of its own on the real control
 plane, a token of its own on kubesim) and the holder its Lease writes name.
 
-A write for a workload belongs to the bucket of its namespace (`app.shards.bucket_of`); a
-write for no namespace (or in kerf's own, but its Leases) to the cluster bucket, whose
-holder writes what belongs to no namespace (`app.shards.CLUSTER_BUCKET`). `foreign_writes` lists each one sent by a replica that did not hold that bucket when the
+A write belongs to the bucket of its namespace (`app.shards.bucket_of`), as the replicas'
+fence judges it; a write of a cluster-scoped object to the cluster bucket, whose holder
+writes what belongs to no namespace (`app.shards.CLUSTER_BUCKET`). `foreign_writes` lists each one sent by a replica that did not hold that bucket when the
 server received it: the bucket's holder at that instant is the only replica that may write
 for it, so two replicas can never both write a workload within one term."""
 
@@ -81,7 +81,7 @@ class ShardAudit:
     entries: Sequence[AuditEntry]
     #: the namespace's bucket (app.shards.bucket_of with the replicas' bucket count)
     bucket_of: Callable[[str], int]
-    #: kerf's namespace, where the Leases live (its writes belong to no workload)
+    #: kerf's namespace, where the Leases live
     namespace: str = "kerf-system"
     #: the bucket whose holder writes what belongs to no namespace
     cluster_bucket: int = 0
@@ -155,14 +155,14 @@ class ShardAudit:
 
     def workload_writes(self) -> list[tuple[str, int, AuditEntry]]:
         """(replica, bucket, entry) of each write a replica sent but its Lease writes: for
-        a namespace, its bucket; for none (or kerf's own), the cluster bucket."""
+        a namespace, its bucket; for a cluster-scoped object, the cluster bucket."""
         writes = []
         for entry in self.entries:
             writer = self.identities.get(entry.user)
             if writer is None or entry.resource == _ELECTION:
                 continue
-            cluster_wide = not entry.namespace or entry.namespace == self.namespace
-            bucket = self.cluster_bucket if cluster_wide else self.bucket_of(entry.namespace)
+            namespace = entry.namespace
+            bucket = self.bucket_of(namespace) if namespace else self.cluster_bucket
             writes.append((writer, bucket, entry))
         return writes
 

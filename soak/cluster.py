@@ -124,17 +124,15 @@ class Cluster:
         await self.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(objects))
 
     def lease_of(self, namespace: str) -> str:
-        """ "namespace/name" of the Lease whose holder writes for `namespace`: the leader's,
-        or sharded the bucket's of the namespace (the cluster bucket's for no namespace or
-        kerf's own)."""
+        """The Lease ("namespace/name") whose holder writes for `namespace`: the leader's,
+        or sharded the bucket's of the namespace (the cluster bucket's for no namespace)."""
         if self.shards == 1:
             return LEASE
-        cluster_wide = namespace in ("", KERF_NAMESPACE)
-        bucket = CLUSTER_BUCKET if cluster_wide else bucket_of(namespace, self.shards)
+        bucket = bucket_of(namespace, self.shards) if namespace else CLUSTER_BUCKET
         return f"{KERF_NAMESPACE}/{bucket_lease_name('reconciler', bucket, self.shards)}"
 
     def bucket_leases(self) -> list[str]:
-        """ "namespace/name" of every bucket's Lease (the leader's alone, unsharded)."""
+        """Every bucket's Lease, "namespace/name" (the leader's alone, unsharded)."""
         if self.shards == 1:
             return [LEASE]
         names = (bucket_lease_name("reconciler", b, self.shards) for b in range(self.shards))
