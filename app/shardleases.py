@@ -98,12 +98,15 @@ class ShardLeases:
         #: what `on_change` was last told this replica holds
         self._published: frozenset[int] = frozenset()
         self._in_round = False
+        #: the member Lease has been renewed once (claims start in the next round)
+        self._announced = False
         #: buckets given up on purpose since the last publication (not counted as lost)
         self._released: set[int] = set()
         #: the last rebalance, for the log and `kerf status`
         self.members = 1
         self.fair_share = buckets
-        #: set once the first round is over (the buckets claimed in it are held)
+        #: set once a round has claimed (the first only announces the member): the
+        #: buckets this replica starts with are held
         self.settled = asyncio.Event()
 
     def _elector(self, name: str, role: str, bucket: int | None = None) -> LeaderElector:
@@ -151,6 +154,11 @@ class ShardLeases:
         """`app.leader.write_fence` on the bucket of each write's namespace."""
         return write_fence(self.guard, withheld)
 
+    def cluster_fence(self, withheld: Counter) -> Fence:
+        """A fence on the cluster bucket whatever the namespace: for the writes one
+        replica makes for the whole cluster (docs/decisions.md)."""
+        return write_fence(lambda namespace: self.guard(None), withheld)
+
     def answered(self, outlived: Counter, logger: logging.Logger) -> Answered:
         """`app.leader.answer_check` on the bucket of each write's namespace."""
         return answer_check(self.guard, outlived, logger)
@@ -161,7 +169,6 @@ class ShardLeases:
         """A round every `retry_s` until cancelled."""
         while True:
             await self.round()
-            self.settled.set()
             await self._sleep(self.timings.retry_s)
 
     async def round(self) -> None:
@@ -205,11 +212,11 @@ class ShardLeases:
         plan = rebalance(self.identity, self.buckets, members, observed, held=held)
         self.members, self.fair_share = plan.members, plan.fair_share
         legacy = self._legacy.observe(await self._listing_legacy())
-        claim = (
-            ()
-            if legacy is not None and legacy.live and legacy.holder != self.identity
-            else plan.claim
-        )
+        # The first round only announces this member: replicas started together then
+        # see one another before any claims, instead of the first taking every bucket.
+        first, self._announced = not self._announced, True
+        blocked = legacy is not None and legacy.live and legacy.holder != self.identity
+        claim = () if first or blocked else plan.claim
         self._released.update(plan.release)
         await asyncio.gather(*(self.electors[b].release() for b in plan.release))
         await asyncio.gather(
@@ -218,6 +225,8 @@ class ShardLeases:
                 for b in (*plan.keep, *claim)
             )
         )
+        if not first:
+            self.settled.set()
 
     async def _listing_legacy(self) -> dict[str, Any] | None:
         return await LeaseClient(self._requester, self.namespace, self._legacy.name).get()

@@ -54,6 +54,13 @@ def bucket_range(bucket: int, buckets: int) -> tuple[int, int]:
     return -(-(bucket << 64) // buckets), -(-((bucket + 1) << 64) // buckets)
 
 
+def namespace_of(path: str) -> str | None:
+    """The namespace a REST path is in, as the API server scopes it; None when it names
+    a cluster-scoped object. Sharded, the fence asks for that namespace's bucket."""
+    _, found, rest = path.partition("/namespaces/")
+    return rest.split("/", 1)[0] if found and "/" in rest else None
+
+
 def fair_share(buckets: int, members: int) -> int:
     """How many buckets one of `members` replicas holds at most: ⌈buckets / members⌉."""
     return math.ceil(buckets / max(1, members))

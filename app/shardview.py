@@ -27,7 +27,6 @@ fence, `app.shardleases`).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -41,7 +40,7 @@ from app.view import (
     INTERMEDIATE_OWNER_KINDS,
     TERMINAL_PHASES,
     ClusterView,
-    _requests_of,
+    node_requests_of,
     object_key,
 )
 from app.workloads import WORKLOAD_KINDS
@@ -129,7 +128,7 @@ class ShardedView(ClusterView):
         if not node or (pod.get("status") or {}).get("phase") in TERMINAL_PHASES:
             return
         try:
-            cpu, memory = _requests_of(pod)
+            cpu, memory = node_requests_of(pod)
         except QuantityError:  # the API server refuses these; counted as none
             return
         with self.lock:
@@ -160,23 +159,27 @@ class ShardedFeed(ClusterFeed):
         super().__init__(*args, **kwargs)
         self._relist_due = asyncio.Event()
         self._tasks: dict[int, asyncio.Task[None]] = {}
+        #: set while every resource is listed with the buckets held now (no relist due or
+        #: under way)
+        self.complete = asyncio.Event()
 
     def relist(self) -> None:
         """List the per-workload resources again, soon (requests made before it starts
         are one relist)."""
+        self.complete.clear()
         self._relist_due.set()
 
     async def run(self) -> None:
         """Run every informer until cancelled, relisting when asked."""
+        # The first list is made with the buckets held now: nothing to list again yet.
+        self._relist_due.clear()
         try:
             for index, informer in enumerate(self.informers):
                 self._start(index, informer)
             while True:
                 await self._relist_due.wait()
                 self._relist_due.clear()
-                for index, informer in enumerate(self.informers):
-                    if informer.resource.kind in PER_WORKLOAD_KINDS:
-                        await self._restart(index, informer)
+                await self._relist()
         finally:
             for task in self._tasks.values():
                 task.cancel()
@@ -187,11 +190,22 @@ class ShardedFeed(ClusterFeed):
             informer.run(), name=f"informer {informer.resource.kind}"
         )
 
-    async def _restart(self, index: int, informer: Informer) -> None:
-        task = self._tasks[index]
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
-        # The list ends by deleting what it no longer holds: the lost buckets' objects.
-        informer.resource_version = None
-        self._start(index, informer)
+    async def _relist(self) -> None:
+        again = [
+            (index, informer)
+            for index, informer in enumerate(self.informers)
+            if informer.resource.kind in PER_WORKLOAD_KINDS
+        ]
+        for index, _ in again:
+            self._tasks[index].cancel()
+        await asyncio.gather(*(self._tasks[index] for index, _ in again), return_exceptions=True)
+        for index, informer in again:
+            # The list ends by deleting what it no longer holds: the lost buckets' objects.
+            informer.resource_version = None
+            informer.listed = False
+            self._start(index, informer)
+
+    def _contact(self, informer: Informer) -> None:
+        super()._contact(informer)
+        if not self._relist_due.is_set() and not self.unlisted():
+            self.complete.set()

@@ -10,8 +10,11 @@ is known by the user its writes carry (a ServiceAccount of its own on the real c
 plane, a token of its own on kubesim) and the holder its Lease writes name.
 
 A write belongs to the bucket of its namespace (`app.shards.bucket_of`), as the replicas'
-fence judges it; a write of a cluster-scoped object to the cluster bucket, whose holder
-writes what belongs to no namespace (`app.shards.CLUSTER_BUCKET`). `foreign_writes` lists each one sent by a replica that did not hold that bucket when the
+fence judges it; a write of a cluster-scoped object to the cluster bucket
+(`app.shards.CLUSTER_BUCKET`). The cluster bucket's holder also writes the reports about
+what every replica keeps (Events and conditions of policies, ConfigMaps, stored Kubex
+kinds) wherever those live: a write of anything but a workload's own objects
+(`WORKLOAD_RESOURCES`) may come from either holder. `foreign_writes` lists each one sent by a replica that did not hold that bucket when the
 server received it: the bucket's holder at that instant is the only replica that may write
 for it, so two replicas can never both write a workload within one term."""
 
@@ -27,6 +30,20 @@ from harness.audit import AuditEntry
 BUCKET_LEASE_PREFIX = "kerf-reconciler-bucket-"
 #: Leases carry no workload; the member Leases and the leader Lease are the election's own.
 _ELECTION = "leases"
+#: What a workload's own writes touch: only its namespace's bucket holder writes these.
+WORKLOAD_RESOURCES = frozenset(
+    {
+        "pods",
+        "deployments",
+        "statefulsets",
+        "daemonsets",
+        "replicasets",
+        "jobs",
+        "cronjobs",
+        "rightsizingrecommendations",
+        "rollbackpolicies",
+    }
+)
 
 
 class AuditMismatch(Exception):
@@ -174,17 +191,26 @@ class ShardAudit:
             if since is not None and entry.received < since:
                 continue
             holder = self.holder_at(bucket, entry.received)
-            if holder != writer:
+            if holder != writer and not self._cluster_report(writer, entry):
                 foreign.append(ForeignWrite(entry, writer, bucket, holder))
         return foreign
 
+    def _cluster_report(self, writer: str, entry: AuditEntry) -> bool:
+        """A report about something every replica keeps, by the cluster bucket's holder."""
+        if entry.resource in WORKLOAD_RESOURCES:
+            return False
+        return self.holder_at(self.cluster_bucket, entry.received) == writer
+
     def writers_per_term(self) -> dict[Term, set[str]]:
-        """Each term's workload writers (a term written by two is a split brain)."""
+        """Each term's writers of workloads' own objects (a term written by two is a split
+        brain)."""
         writers: dict[Term, set[str]] = defaultdict(set)
         by_bucket: dict[int, list[Term]] = defaultdict(list)
         for term in self.terms:
             by_bucket[term.bucket].append(term)
         for writer, bucket, entry in self.workload_writes():
+            if entry.resource not in WORKLOAD_RESOURCES:
+                continue
             for term in by_bucket[bucket]:
                 if term.start <= entry.received and (term.end is None or entry.received < term.end):
                     writers[term].add(writer)
@@ -222,7 +248,9 @@ class ShardAudit:
         """Workload writes each replica sent within its own terms."""
         counts: dict[str, int] = defaultdict(int)
         for writer, bucket, entry in self.workload_writes():
-            if self.holder_at(bucket, entry.received) == writer:
+            if self.holder_at(bucket, entry.received) == writer or self._cluster_report(
+                writer, entry
+            ):
                 counts[writer] += 1
         return dict(counts)
 

@@ -52,6 +52,7 @@ from app.leader import Fence
 from app.models import API_VERSION, GpuReactivePolicy, GpuStatus, plural
 from app.patch_types import PatchType
 from app.records import record_name
+from app.shards import namespace_of
 from app.transport import ApiTransport
 from app.view import ClusterView
 from app.workloads import Workload
@@ -257,7 +258,7 @@ class GpuReactor:
         if self._dry_run:
             return False
         if fence is not None:
-            fence(resource)
+            fence(resource, namespace_of(path))
         try:
             await self._transport.request(
                 verb,

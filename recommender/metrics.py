@@ -74,7 +74,7 @@ def recommender_metrics(registry: CollectorRegistry | None = None) -> Recommende
         writes_withheld=Counter(
             "kerf_recommender_writes_withheld_total",
             "Writes not sent, by resource and bucket: this replica no longer held the Lease "
-            "the write needs (bucket \"\": the leader Lease; else the bucket Lease of the "
+            'the write needs (bucket "": the leader Lease; else the bucket Lease of the '
             "workload's namespace) within its renew deadline.",
             ["resource", "bucket"],
             registry=registry,

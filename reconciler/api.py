@@ -18,6 +18,7 @@ from app.informer import ApiStatusError
 from app.leader import Answered, Fence
 from app.models import API_VERSION, plural
 from app.patch_types import PatchType
+from app.shards import namespace_of
 from app.transport import JSON, ApiTransport
 from reconciler.metrics import ReconcilerMetrics
 
@@ -32,13 +33,6 @@ def object_path(api_version: str, kind: str, namespace: str, name: str) -> str:
     """The REST path of an object; namespace "" for a cluster-scoped one."""
     scope = f"/namespaces/{namespace}" if namespace else ""
     return f"{_api_path(api_version)}{scope}/{plural(kind)}/{name}"
-
-
-def namespace_of(path: str) -> str | None:
-    """The namespace a REST path is in, as the API server scopes it; None when it names
-    a cluster-scoped object. Sharded, the fence asks for that namespace's bucket."""
-    _, found, rest = path.partition("/namespaces/")
-    return rest.split("/", 1)[0] if found and "/" in rest else None
 
 
 def resize_body(pod: Mapping[str, Any], containers: Mapping[str, Any]) -> dict[str, Any]:

@@ -93,7 +93,7 @@ def reconciler_metrics(registry: CollectorRegistry | None = None) -> ReconcilerM
         writes_withheld=Counter(
             "kerf_reconciler_writes_withheld_total",
             "Writes not sent, by resource and bucket: this replica no longer held the Lease "
-            "the write needs (bucket \"\": the leader Lease; else the bucket Lease of the "
+            'the write needs (bucket "": the leader Lease; else the bucket Lease of the '
             "workload's namespace) within its renew deadline.",
             ["resource", "bucket"],
             registry=registry,

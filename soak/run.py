@@ -120,7 +120,12 @@ async def _verdicts(cluster: Cluster, observer: Observer) -> list[checks.Check]:
         checks.policed_pods(pods, expected_values(), _records(cluster)),
         checks.requests_within_limits(pods, seen.over_limit),
         checks.events_per_change(seen.changes, seen.evictions, _kerf_events(cluster)),
-        checks.writes_by_leader(cluster.sim.writes.entries, cluster.tokens, cluster.lease_of),
+        checks.writes_by_leader(
+            cluster.sim.writes.entries,
+            cluster.tokens,
+            cluster.lease_of,
+            cluster_lease=cluster.lease_of(""),
+        ),
         checks.evictions_within_budgets(seen.evictions, seen.pdb_breaks, seen.pod_deletes),
         await _ownership(cluster),
         checks.no_tracebacks(logs),

@@ -102,3 +102,18 @@ def test_writes_for_no_namespace_belong_to_the_cluster_bucket() -> None:
 def test_one_user_for_two_replicas_is_refused() -> None:
     with pytest.raises(AuditMismatch, match="a user of its own"):
         audit(lease(0, "u0", 1, "r0"), lease(0, "u0", 2, "r1"))
+
+
+def test_the_cluster_bucket_s_holder_may_report_in_any_namespace_but_not_write_workloads() -> None:
+    def event(t: float, user: str) -> AuditEntry:
+        return AuditEntry(user, "create", "events", "", "ns-a", "e", 201, at(t), at(t))
+
+    log = audit(
+        lease(0, "u0", 0, "r0"),
+        lease(0, "u1", 1, "r1"),
+        event(1, "u0"),  # a policy's Event in ns-a, by the cluster bucket's holder
+        event(1, "u1"),  # a workload's Event, by ns-a's bucket holder
+        resize(2, "u0", "ns-a"),
+    )
+    assert [(w.writer, w.entry.resource) for w in log.foreign_writes()] == [("r0", "pods")]
+    assert log.writes_per_holder() == {"r0": 1, "r1": 1}

@@ -107,6 +107,10 @@ def test_sharded_each_write_is_judged_by_the_lease_of_its_namespace_s_bucket() -
     verdict = checks.writes_by_leader(sound, TOKENS, buckets.__getitem__)
     assert verdict.ok and "by the Lease holder (r0: 1, r1: 2)" in verdict.figures
     crossed = checks.writes_by_leader([*sound, sharded(3, "t0", "b")], TOKENS, buckets.__getitem__)
+    report = Write(4, "create", "", "events", "b", "e", "", "t0", 201, holders)
+    assert checks.writes_by_leader(
+        [*sound, report], TOKENS, buckets.__getitem__, cluster_lease=buckets["a"]
+    ).ok
     assert not crossed.ok
     assert crossed.problems == [
         "write 3: r0 patch b/pods/p/resize while 'r1' held kerf-system/kerf-reconciler-bucket-02"
