@@ -54,6 +54,7 @@ def replica(
     kubeconfig: str,
     identity: str,
     replicas: int,
+    lease_s: float,
     cpus: set[int] | None,
     barrier: Any,
     out: Any,
@@ -67,6 +68,7 @@ def replica(
     configure_logging("warning")
     from app.leadertimings import LeaderTimings
     from app.shards import fair_share
+    from app.shardview import ShardedFeed
     from reconciler.execution import ExecutionConfig
     from reconciler.main import Options, build_service
     from reconciler.service import ServiceConfig
@@ -75,8 +77,7 @@ def replica(
         # as benchmarks.reconciler: no periodic re-decision inside a long first pass
         execution=ExecutionConfig(follow_s=0.5, steady_horizon=timedelta(hours=1)),
         service=ServiceConfig(workers=8, resync_s=1e9, queue_rate=1e6),
-        # a first pass of minutes on a loaded machine: the Leases must not lapse in it
-        leader=LeaderTimings(),
+        leader=LeaderTimings.scaled(lease_s),
         shards=BUCKETS,
     )
 
@@ -86,10 +87,14 @@ def replica(
                 api_client, options, namespace="kerf-system", identity=identity
             )
             shards = service.shards
-            assert shards is not None
+            assert shards is not None and isinstance(feed, ShardedFeed)
             figures: dict[str, Any] = {"identity": identity}
             cpu0, t0 = _cpu(), time.perf_counter()
-            tasks = [asyncio.create_task(feed.run()), asyncio.create_task(shards.run())]
+            # As `kerf reconciler` starts: the first claims in, then the view listed
+            # with the buckets held (reconciler.service.run_cluster).
+            tasks = [asyncio.create_task(shards.run())]
+            await shards.settled.wait()
+            tasks.append(asyncio.create_task(feed.run()))
             await feed.wait_synced()
             figures["cold_start"] = {
                 "seconds": round(time.perf_counter() - t0, 2),
@@ -98,11 +103,17 @@ def replica(
             }
             share = fair_share(BUCKETS, replicas)
             deadline = time.monotonic() + SETTLE_S
-            while shards.members != replicas or len(shards.held()) != share:
+            while (
+                shards.members != replicas
+                or len(shards.held()) != share
+                or not feed.complete.is_set()
+            ):
                 if time.monotonic() > deadline:
                     raise RuntimeError(f"{identity} holds {len(shards.held())} of {share} buckets")
                 await asyncio.sleep(0.2)
             figures["buckets"] = sorted(shards.held())
+            figures["workloads"] = len(list(service.view.workloads()))
+            figures["settled_seconds"] = round(time.perf_counter() - t0, 2)
             loop = asyncio.get_running_loop()
             await loop.run_in_executor(None, barrier.wait)
             workers = [asyncio.create_task(service.work()) for _ in range(service.config.workers)]
@@ -153,7 +164,15 @@ def run_replicas(args: argparse.Namespace, replicas: int) -> dict[str, Any]:
             recv, send = context.Pipe(duplex=False)
             process = context.Process(
                 target=replica,
-                args=(kubeconfig, f"bench-{index}", replicas, client_cpus, barrier, send),
+                args=(
+                    kubeconfig,
+                    f"bench-{index}",
+                    replicas,
+                    args.lease_duration,
+                    client_cpus,
+                    barrier,
+                    send,
+                ),
                 name=f"kerf-bench-replica-{index}",
             )
             process.start()
@@ -242,6 +261,7 @@ def table(figures: dict[str, Any]) -> list[str]:
     """The main figures, a column per replica count."""
     runs = figures["runs"]
     rows = [
+        ("workloads, per replica", lambda r: [x["workloads"] for x in r["per_replica"]]),
         ("peak RSS MiB, max replica", lambda r: r["peak_rss_mib_max"]),
         ("peak RSS MiB, per replica", lambda r: r["peak_rss_mib_per_replica"]),
         ("first pass wall s", lambda r: r["first_pass"]["wall_seconds"]),
@@ -274,6 +294,12 @@ def main(argv: list[str] | None = None) -> int:
         help="the replica counts to run, comma-separated (default 1,2,4)",
     )
     parser.add_argument("--timeout", type=float, default=7200.0)
+    parser.add_argument(
+        "--lease-duration",
+        type=float,
+        default=15.0,
+        help="the Leases' duration, client-go's proportions for the rest (default 15)",
+    )
     parser.add_argument("--out", type=Path, default=Path(".bench/shards.json"))
     args = parser.parse_args(argv)
     if any(n < 1 or BUCKETS % n for n in args.replicas):

@@ -52,7 +52,8 @@ ARGS = ("--resync-interval", "10", "--lease-duration", str(LEASE_S), "--shards",
 TARGET_A = {"cpu": "150m", "memory": "192Mi"}
 TARGET_B = {"cpu": "200m", "memory": "256Mi"}
 NAMESPACES = 4
-BUCKET_LEASES = "kerf.dev/shard-set=reconciler,kerf.dev/shard-role=bucket"
+SHARD_SET = "kerf.dev/shard-set=reconciler"
+BUCKET_LEASES = f"{SHARD_SET},kerf.dev/shard-role=bucket"
 LOG_TAIL = 40
 _TESTS = itertools.count(1)
 
@@ -109,17 +110,19 @@ class Shards:
         return all(list(holders.values()).count(i) <= share for i in identities)
 
     def workloads(self) -> None:
-        """NAMESPACES namespaces, a Deployment of two pods in each, running."""
-        for index in range(NAMESPACES):
-            ns = make_namespace(self.kerf, f"{self.prefix}-{index}")
+        """NAMESPACES namespaces in buckets of their own, a Deployment of two pods in each,
+        running."""
+        for name in spread_names(self.prefix, NAMESPACES):
+            ns = make_namespace(self.kerf, name)
             ns.apply(deployment("web"))
             self.namespaces.append(ns)
         for ns in self.namespaces:
             ns.running("web", 2)
 
     def police(self, target: dict[str, str]) -> None:
+        """Each Deployment to `target`, with no cooldown between changes."""
         for ns in self.namespaces:
-            ns.apply(static_policy({"app": {"requests": target}}))
+            ns.apply(static_policy({"app": {"requests": target}}, guardrails={"cooldown": "0s"}))
 
     def converged(self, target: dict[str, str]) -> bool:
         for ns in self.namespaces:
@@ -170,10 +173,22 @@ class Shards:
         )
 
 
+def spread_names(prefix: str, count: int) -> list[str]:
+    """`count` namespace names in distinct buckets. The names differ in their first
+    character: FNV-1a's top bits, which pick the bucket, hardly change with the last
+    characters, so `team-1`, `team-2`, … mostly share one bucket."""
+    names: dict[int, str] = {}
+    for letter in "abcdefghijklmnopqrstuvwxyz":
+        name = f"{letter}-{prefix}"
+        names.setdefault(bucket_of(name, BUCKETS), name)
+    return sorted(names.values())[:count]
+
+
 @pytest.fixture
 def shards(cluster: Kerf) -> Iterator[Shards]:
-    """The test's replicas (stopped after it, releasing their buckets) and namespaces
-    (deleted after it)."""
+    """The test's replicas (stopped after it) and namespaces (deleted after it), and the
+    shard set's Leases: a killed replica's would stay, and count as a member for a Lease
+    duration in the next test's replicas' eyes."""
     test = Shards(cluster, f"shards-{next(_TESTS)}")
     try:
         yield test
@@ -183,6 +198,7 @@ def shards(cluster: Kerf) -> Iterator[Shards]:
                 os.killpg(replica.process.pid, signal.SIGCONT)
             replica.stop()
             cluster.reconcilers.remove(replica)
+        cluster.kubectl("-n", NAMESPACE, "delete", "leases", "-l", SHARD_SET)
         for ns in test.namespaces:
             delete_namespace(cluster, ns.name)
 
