@@ -211,12 +211,17 @@ class LeaderElector:
         # An answer that took longer than the deadline renews nothing this replica may use.
         self._set(self._fresh())
 
-    async def release(self) -> None:
-        """Give the Lease up (graceful shutdown): empty holder, so others take it now."""
+    async def release(self, answered: Callable[[], Awaitable[None]] | None = None) -> None:
+        """Give the Lease up (graceful shutdown, or a bucket above a fair share): empty
+        holder, so others take it now. `answered`, when given, is awaited once this
+        replica has stopped writing and before the Lease goes: the writes it sent before
+        are answered before another holder can write."""
         if not self.is_leader:
             return
         self._set(False, released=True)
         try:
+            if answered is not None:
+                await answered()
             lease = await self._lease.get()
             if lease is None or (lease.get("spec") or {}).get("holderIdentity") != self.identity:
                 return

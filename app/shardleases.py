@@ -98,10 +98,15 @@ class ShardLeases:
         #: what `on_change` was last told this replica holds
         self._published: frozenset[int] = frozenset()
         self._in_round = False
+        #: the task running the rounds (`run`)
+        self._runner: asyncio.Task[Any] | None = None
         #: the member Lease has been renewed once (claims start in the next round)
         self._announced = False
         #: buckets given up on purpose since the last publication (not counted as lost)
         self._released: set[int] = set()
+        #: writes sent through `writes`' fence and not answered yet, by bucket
+        self._in_flight: dict[int, int] = {}
+        self._idle: dict[int, asyncio.Event] = {}
         #: the last rebalance, for the log and `kerf status`
         self.members = 1
         self.fair_share = buckets
@@ -154,19 +159,59 @@ class ShardLeases:
         """`app.leader.write_fence` on the bucket of each write's namespace."""
         return write_fence(self.guard, withheld)
 
-    def cluster_fence(self, withheld: Counter) -> Fence:
-        """A fence on the cluster bucket whatever the namespace: for the writes one
-        replica makes for the whole cluster (docs/decisions.md)."""
-        return write_fence(lambda namespace: self.guard(None), withheld)
+    def writes(
+        self,
+        withheld: Counter,
+        outlived: Counter,
+        logger: logging.Logger,
+        *,
+        cluster: bool = False,
+    ) -> tuple[Fence, Answered]:
+        """The fence and the answer check of a writer, on the bucket of each write's
+        namespace (`cluster`: on bucket 00 whatever the namespace, for the writes one
+        replica makes for the whole cluster, docs/decisions.md). The writes between the
+        two are counted per bucket: a bucket given up is released only once they are
+        answered, so its next holder never writes beside one of them."""
 
-    def answered(self, outlived: Counter, logger: logging.Logger) -> Answered:
-        """`app.leader.answer_check` on the bucket of each write's namespace."""
-        return answer_check(self.guard, outlived, logger)
+        def which(namespace: str | None) -> int:
+            return CLUSTER_BUCKET if cluster else self.bucket_for(namespace)
+
+        def guard(namespace: str | None) -> tuple[LeaderElector, str]:
+            bucket = which(namespace)
+            return self.electors[bucket], f"{bucket:02d}"
+
+        check = write_fence(guard, withheld)
+        after = answer_check(guard, outlived, logger)
+
+        def fence(resource: str, namespace: str | None = None) -> None:
+            check(resource, namespace)
+            bucket = which(namespace)
+            self._in_flight[bucket] = self._in_flight.get(bucket, 0) + 1
+            self._idle.setdefault(bucket, asyncio.Event()).clear()
+
+        def answered(resource: str, namespace: str | None = None) -> None:
+            bucket = which(namespace)
+            self._in_flight[bucket] -= 1
+            if not self._in_flight[bucket]:
+                self._idle[bucket].set()
+            after(resource, namespace)
+
+        return fence, answered
+
+    async def _answered(self, bucket: int) -> None:
+        """Wait until no write sent for the bucket is still without its answer."""
+        if self._in_flight.get(bucket):
+            await self._idle[bucket].wait()
+
+    async def _release(self, bucket: int) -> None:
+        self._released.add(bucket)
+        await self.electors[bucket].release(lambda: self._answered(bucket))
 
     # ----------------------------------------------------------------- running
 
     async def run(self) -> None:
         """A round every `retry_s` until cancelled."""
+        self._runner = asyncio.current_task()
         while True:
             await self.round()
             await self._sleep(self.timings.retry_s)
@@ -217,13 +262,13 @@ class ShardLeases:
         first, self._announced = not self._announced, True
         blocked = legacy is not None and legacy.live and legacy.holder != self.identity
         claim = () if first or blocked else plan.claim
-        self._released.update(plan.release)
-        await asyncio.gather(*(self.electors[b].release() for b in plan.release))
+        # Released beside the renewals: a release waits for its bucket's writes under way.
         await asyncio.gather(
+            *(self._release(b) for b in plan.release),
             *(
                 self._step(self.electors[b], listed.get(self.electors[b].name))
                 for b in (*plan.keep, *claim)
-            )
+            ),
         )
         if not first:
             self.settled.set()
@@ -279,12 +324,14 @@ class ShardLeases:
         self.on_change(frozenset(gained), frozenset(lost))
 
     async def release(self) -> None:
-        """Give every bucket and the member Lease up (graceful shutdown)."""
+        """Give every bucket and the member Lease up (graceful shutdown); the rounds stop
+        first, so no renewal races the releases."""
+        if self._runner is not None and self._runner is not asyncio.current_task():
+            self._runner.cancel()
+            await asyncio.gather(self._runner, return_exceptions=True)
         self._in_round = True
         try:
-            held = self.held()
-            self._released.update(held)
-            await asyncio.gather(*(self.electors[b].release() for b in held))
+            await asyncio.gather(*(self._release(b) for b in self.held()))
             await self.member.release()
         finally:
             self._in_round = False

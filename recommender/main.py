@@ -191,18 +191,14 @@ async def serve_cluster(options: Options, stop: asyncio.Event) -> int:
         shards: ShardLeases | None = None
         if shard_filter is not None and isinstance(feed, ShardedFeed):
             shards = _shard_leases(api_client, options, metrics, shard_filter, feed, gained)
-        shard_task = asyncio.create_task(shards.run(), name="shards") if shards else None
-        feed_task: asyncio.Task[None] | None = None
+        tasks = [asyncio.create_task(shards.run(), name="shards")] if shards else []
         api = PrometheusApi(session, options.prometheus)
         reactor = GpuReactor(
             view, session, api_client, options.prometheus, dry_run=options.dry_run, metrics=metrics
         )
         try:
-            # Sharded, the view is listed with the buckets it starts with (app/shardview.py).
-            if shards is not None and await _first_of(shards.settled.wait(), stop.wait()) == 1:
-                return 0
-            feed_task = asyncio.create_task(feed.run(), name="feed")
             if options.once:
+                tasks.append(asyncio.create_task(feed.run(), name="feed"))
                 if not await _synced_or_stopped(feed, stop, options.first_sync_bound):
                     return 0
                 analysis = await run_one(view, api, api_client, options, metrics)
@@ -214,6 +210,11 @@ async def serve_cluster(options: Options, stop: asyncio.Event) -> int:
                 reachable=lambda: feed.reachability.reachable,
             )
             async with serving(app, options.metrics_host, options.metrics_port):
+                # Sharded, the view is listed with the buckets it starts with
+                # (app/shardview.py).
+                if shards is not None and await _first_of(shards.settled.wait(), stop.wait()):
+                    return 0
+                tasks.append(asyncio.create_task(feed.run(), name="feed"))
                 if not await _synced_or_stopped(feed, stop, options.first_sync_bound):
                     return 0
                 if options.dry_run:
@@ -253,11 +254,10 @@ async def serve_cluster(options: Options, stop: asyncio.Event) -> int:
         finally:
             if shards is not None and stop.is_set():
                 await shards.release()
-            for task in (feed_task, shard_task):
-                if task is not None:
-                    task.cancel()
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await task
+            for task in tasks:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
 
 
 def _shard_leases(

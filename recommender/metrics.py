@@ -94,7 +94,8 @@ def recommender_metrics(registry: CollectorRegistry | None = None) -> Recommende
         ),
         leader=Gauge(
             "kerf_recommender_leader",
-            "1 while this replica holds the leader Lease.",
+            "1 while this replica holds the leader Lease (sharded: bucket 00's, whose "
+            "holder writes for the whole cluster).",
             registry=registry,
         ),
         last_success=Gauge(

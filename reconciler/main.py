@@ -173,16 +173,14 @@ def build_service(
             timings=options.leader,
             on_change=lambda gained, lost: holder[0].on_buckets(gained, lost),
         )
-        writer = ApiWriter(
-            transport,
-            fence=shards.fence(metrics.writes_withheld),
-            answered=shards.answered(metrics.writes_outlived, leader_log),
+        fence, answered = shards.writes(
+            metrics.writes_withheld, metrics.writes_outlived, leader_log
         )
-        cluster_writer = ApiWriter(
-            transport,
-            fence=shards.cluster_fence(metrics.writes_withheld),
-            answered=shards.answered(metrics.writes_outlived, leader_log),
+        writer = ApiWriter(transport, fence=fence, answered=answered)
+        fence, answered = shards.writes(
+            metrics.writes_withheld, metrics.writes_outlived, leader_log, cluster=True
         )
+        cluster_writer = ApiWriter(transport, fence=fence, answered=answered)
     view = WatchedView(
         lambda ref: holder[0].on_change(ref),
         lambda: holder[0].on_input(),

@@ -140,7 +140,8 @@ def reconciler_metrics(registry: CollectorRegistry | None = None) -> ReconcilerM
         ),
         leader=Gauge(
             "kerf_reconciler_leader",
-            "1 while this replica holds the leader Lease.",
+            "1 while this replica holds the leader Lease (sharded: bucket 00's, whose "
+            "holder writes for the whole cluster).",
             registry=registry,
         ),
         synced=Gauge(
