@@ -236,7 +236,6 @@ class ShardLeases:
         listed = {
             str(lease["metadata"]["name"]): lease for lease in await self._listing.list(selector)
         }
-        await self._step(self.member, listed.get(self.member.name))
         members: dict[str, Seen] = {}
         for name, lease in listed.items():
             labels = lease["metadata"].get("labels") or {}
@@ -256,14 +255,14 @@ class ShardLeases:
         held = [b for b, elector in enumerate(self.electors) if elector.is_leader]
         plan = rebalance(self.identity, self.buckets, members, observed, held=held)
         self.members, self.fair_share = plan.members, plan.fair_share
-        legacy = self._legacy.observe(await self._listing_legacy())
         # The first round only announces this member: replicas started together then
         # see one another before any claims, instead of the first taking every bucket.
         first, self._announced = not self._announced, True
-        blocked = legacy is not None and legacy.live and legacy.holder != self.identity
-        claim = () if first or blocked else plan.claim
-        # Released beside the renewals: a release waits for its bucket's writes under way.
+        claim = () if first or await self._old_leader_lives(plan.claim) else plan.claim
+        # One step for every Lease this replica writes; a release waits for its bucket's
+        # writes under way.
         await asyncio.gather(
+            self._step(self.member, listed.get(self.member.name)),
             *(self._release(b) for b in plan.release),
             *(
                 self._step(self.electors[b], listed.get(self.electors[b].name))
@@ -273,8 +272,14 @@ class ShardLeases:
         if not first:
             self.settled.set()
 
-    async def _listing_legacy(self) -> dict[str, Any] | None:
-        return await LeaseClient(self._requester, self.namespace, self._legacy.name).get()
+    async def _old_leader_lives(self, claims: tuple[int, ...]) -> bool:
+        """A single leader of a previous version holds its Lease (read only when there
+        is something to claim: once claimed, the buckets are renewed as they are)."""
+        if not claims:
+            return False
+        lease = await LeaseClient(self._requester, self.namespace, self._legacy.name).get()
+        seen = self._legacy.observe(lease)
+        return seen is not None and seen.live and seen.holder != self.identity
 
     def _watcher(self, name: str) -> LeaderElector:
         watcher = self._elector(name, MEMBER)

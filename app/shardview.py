@@ -27,7 +27,7 @@ fence, `app.shardleases`).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from app.informer import ClusterFeed, Informer
@@ -162,6 +162,11 @@ class ShardedFeed(ClusterFeed):
         #: set while every resource is listed with the buckets held now (no relist due or
         #: under way)
         self.complete = asyncio.Event()
+        #: called once a relist is in: the objects of a gained bucket arrive in any order
+        #: across the resources (a workload before its pods), so whoever acts on them looks
+        #: at them again once all are in
+        self.on_relisted: Callable[[], object] = lambda: None
+        self._relisting = False
 
     def relist(self) -> None:
         """List the per-workload resources again, soon (requests made before it starts
@@ -199,6 +204,7 @@ class ShardedFeed(ClusterFeed):
         for index, _ in again:
             self._tasks[index].cancel()
         await asyncio.gather(*(self._tasks[index] for index, _ in again), return_exceptions=True)
+        self._relisting = True
         for index, informer in again:
             # The list ends by deleting what it no longer holds: the lost buckets' objects.
             informer.resource_version = None
@@ -207,5 +213,9 @@ class ShardedFeed(ClusterFeed):
 
     def _contact(self, informer: Informer) -> None:
         super()._contact(informer)
-        if not self._relist_due.is_set() and not self.unlisted():
-            self.complete.set()
+        if self.complete.is_set() or self._relist_due.is_set() or self.unlisted():
+            return
+        self.complete.set()
+        if self._relisting:
+            self._relisting = False
+            self.on_relisted()

@@ -26,7 +26,7 @@ from harness.wait import wait_until
 KERF = str(Path(sys.executable).parent / "kerf")
 #: a resync every 10 s (the scenarios that check a steady cluster wait for resync passes),
 #: and a follower that takes over 6 s after the leader stops renewing
-RECONCILER_ARGS = ("--resync-interval", "10", "--lease-duration", "6")
+RECONCILER_ARGS = ("--resync-interval", "10", "--lease-duration", "6", "--shards", "1")
 #: how long a service may take to stop after SIGTERM before it is killed
 STOP_S = 30.0
 

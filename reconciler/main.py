@@ -220,6 +220,8 @@ def build_service(
         relist=feed.relist if isinstance(feed, ShardedFeed) else None,
     )
     holder.append(service)
+    if isinstance(feed, ShardedFeed):
+        feed.on_relisted = service.on_relisted
     return feed, service
 
 

@@ -213,6 +213,12 @@ class Reconciler:
         if self._accepting:
             self._inputs_due.set()
 
+    def on_relisted(self) -> None:
+        """The view has every object of the buckets held now: each workload is looked at
+        again (a workload listed before its pods was passed over without them)."""
+        if self._accepting:
+            self.enqueue_all()
+
     @property
     def leading(self) -> bool:
         """This replica may write: it leads (sharded: it holds bucket 00, the writer for
@@ -323,7 +329,8 @@ class Reconciler:
         """The rollback policies' counters, written where they changed (leader only;
         sharded, each by the holder of its namespace's bucket, bucket 00 for the
         cluster's), and the GlobalConfiguration's status."""
-        if self.stands_down():
+        # A follower of the single leader has nothing to write (and says nothing).
+        if (self.shards is None and not self.leading) or self.stands_down():
             return
         try:
             await write_policy_status(self.view, self.reconciler.writer, owns=self.owns)

@@ -245,9 +245,7 @@ async def start_cluster(
         metrics = free_port()
         argv = [KERF, "reconciler", "--kubeconfig", str(config), "--metrics-host", "127.0.0.1"]
         argv += ["--metrics-port", str(metrics), "--resync-interval", "30"]
-        argv += ["--lease-duration", str(LEASE_DURATION_S)]
-        if shards > 1:
-            argv += ["--shards", str(shards)]
+        argv += ["--lease-duration", str(LEASE_DURATION_S), "--shards", str(shards)]
         reconcilers.append(_service(identity, argv, workdir, metrics))
     cluster = Cluster(
         sim,
