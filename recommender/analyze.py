@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
@@ -95,12 +95,21 @@ class Analysis:
 
 
 async def _answers(
-    api: PrometheusApi, settings: Settings, window: Window, metrics: RecommenderMetrics
+    api: PrometheusApi,
+    settings: Settings,
+    window: Window,
+    metrics: RecommenderMetrics,
+    namespaces: Collection[str] | None = None,
 ) -> Answers:
     q = settings.queries
 
     def render(template: str) -> str:
-        return q.render(template, window_s=window.end - window.start, rate_s=settings.rate_s)
+        return q.render(
+            template,
+            window_s=window.end - window.start,
+            rate_s=settings.rate_s,
+            namespaces=namespaces,
+        )
 
     async def counted(name: str, call: Any) -> Any:
         try:
@@ -141,13 +150,18 @@ async def analyze(
     settings: Settings,
     metrics: RecommenderMetrics,
     now: datetime,
+    *,
+    own_namespaces: bool = False,
 ) -> Analysis:
-    """Every workload's rows (or reason) from the window that ends at `now`."""
+    """Every workload's rows (or reason) from the window that ends at `now`. With
+    `own_namespaces` (sharded: the view holds only this replica's buckets) Prometheus is
+    asked only about the namespaces of the view's workloads."""
     end = now.timestamp()
     window = Window(end - settings.window_s, end, settings.step_s)
     refs = sorted((w.ref for w in view.workloads()), key=lambda r: r.key)
+    namespaces = {ref.namespace for ref in refs} if own_namespaces else None
     try:
-        answers = await _answers(api, settings, window, metrics)
+        answers = await _answers(api, settings, window, metrics, namespaces)
     except Unreachable as exc:
         return _failed(now, refs, Refusal("PrometheusUnreachable", str(exc)))
     except AnswerError as exc:

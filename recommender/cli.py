@@ -11,7 +11,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from app.kube.apitimeout import add_api_timeout_argument
-from app.kube.leaderflags import add_leader_arguments, leader_timings
+from app.kube.leaderflags import (
+    add_leader_arguments,
+    add_shard_argument,
+    leader_timings,
+    shard_count,
+)
 from app.model.durations import DurationError, parse_flag_duration
 from app.model.quantities import QuantityError, parse_resource
 from app.recommend.prometheus_query import Queries
@@ -225,6 +230,7 @@ def add_recommend_arguments(parser: argparse.ArgumentParser) -> None:
             help=f"{what} (default: {getattr(_QUERIES, name)})",
         )
     add_leader_arguments(parser)
+    add_shard_argument(parser)
     parser.add_argument(
         "--metrics-port",
         type=int,
@@ -305,6 +311,10 @@ def recommend_command(args: argparse.Namespace) -> int:
     if isinstance(timings, str):
         print(f"kerf recommend: {timings}", file=sys.stderr)
         return 2
+    shards = shard_count(args)
+    if isinstance(shards, str):
+        print(f"kerf recommend: {shards}", file=sys.stderr)
+        return 2
     options = Options(
         prometheus=args.prometheus,
         settings=settings,
@@ -317,6 +327,7 @@ def recommend_command(args: argparse.Namespace) -> int:
         metrics_host=args.metrics_host,
         metrics_port=args.metrics_port,
         leader=timings,
+        shards=shards,
         api_timeout_s=args.api_timeout,
     )
     try:

@@ -119,7 +119,7 @@ async def write_plan(
     body = _body(plan.namespace, plan.rows)
     transport = ApiTransport(api_client)
     if fence is not None:
-        fence("configmaps")
+        fence("configmaps", plan.namespace)
     if not plan.exists:
         collection = f"/api/v1/namespaces/{plan.namespace}/configmaps"
         await transport.request("create", "configmaps", "POST", collection, body)

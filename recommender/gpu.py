@@ -27,6 +27,7 @@ from app.model.crd import API_VERSION, GpuReactivePolicy, GpuStatus, plural
 from app.model.durations import parse_duration
 from app.model.patch_types import PatchType
 from app.model.records import record_name
+from app.model.shards import namespace_of
 from app.model.workloads import Workload
 from app.recommend.gpu_inputs import (
     PROMETHEUS_UNAVAILABLE,
@@ -257,7 +258,7 @@ class GpuReactor:
         if self._dry_run:
             return False
         if fence is not None:
-            fence(resource)
+            fence(resource, namespace_of(path))
         try:
             await self._transport.request(
                 verb,

@@ -5,6 +5,11 @@ at once when it becomes the leader and then every interval.
 Every ConfigMap write asks the fence first (`app.kube.leader.write_fence`): a replica that has
 not renewed the Lease within its renew deadline (paused, cut off) sends nothing, and its
 run is dropped, not retried; whoever leads runs again from fresh data.
+
+Sharded (`--shards` above 1, `run_sharded`), every replica runs, over the workloads of
+the buckets it holds (its view keeps no others, `app.kube.shardview`), each write fenced on
+the bucket of its namespace: at once when it gains buckets and the view has their
+objects, and then every interval.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from typing import Any
 
 from app.kube.leader import Fence, LeaderElector, NotLeading, write_fence
 from app.kube.leadertimings import LeaderTimings
+from app.kube.shardleases import ShardLeases
 from app.kube.transport import Requester
 from recommender.metrics import RecommenderMetrics
 
@@ -118,3 +124,38 @@ async def run_leading(
         with contextlib.suppress(asyncio.CancelledError):
             await election
     await elector.release()
+
+
+async def run_sharded(
+    shards: ShardLeases,
+    run: Run,
+    metrics: RecommenderMetrics,
+    *,
+    complete: asyncio.Event,
+    gained: asyncio.Event,
+    interval_s: float,
+    stop: asyncio.Event,
+    also: Sequence[Periodic] = (),
+) -> None:
+    """While this replica holds buckets, `run` once the view has their objects
+    (`complete`), again as soon as it `gained` more, and every `interval_s`; each of
+    `also` beside it on its own interval. Writes go through the bucket fence. The shard
+    set runs (and is released) outside: its first claims come before the view is listed."""
+    fence = shards.fence(metrics.writes_withheld)
+    never = asyncio.Event()
+    beside = [
+        asyncio.create_task(_every(r, every, fence, stop, never, shards.identity))
+        for r, every in also
+    ]
+    try:
+        while not stop.is_set():
+            if await _first(stop.wait(), complete.wait()) == 0:
+                break
+            gained.clear()
+            if shards.held():
+                await _run_once(run, fence, shards.identity)
+            await _first(stop.wait(), gained.wait(), asyncio.sleep(interval_s))
+    finally:
+        for task in beside:
+            task.cancel()
+        await asyncio.gather(*beside, return_exceptions=True)

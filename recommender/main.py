@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import aiohttp
 from kubernetes_asyncio import client
@@ -26,7 +26,10 @@ from app.kube.informer import WEBHOOK_RESOURCES, ClusterFeed, Resource, api_clie
 from app.kube.leader import Fence
 from app.kube.leadertimings import LeaderTimings
 from app.kube.lease import holder_identity, own_namespace
+from app.kube.shardleases import ShardLeases
+from app.kube.shardview import ShardedFeed, ShardedView, ShardFilter
 from app.kube.transport import ApiTransport
+from app.model.shards import CLUSTER_BUCKET, DEFAULT_BUCKETS
 from app.runtime.clock import utc_now
 from app.runtime.health import health_app, serving
 from app.store.statedir import load_view
@@ -35,12 +38,15 @@ from recommender.analyze import Analysis, Settings, analyze, record
 from recommender.configmaps import store
 from recommender.defaults import DEFAULT_METRICS_PORT
 from recommender.gpu import GpuOutcome, GpuReactor, check_interval_s
-from recommender.leadership import run_leading
+from recommender.leadership import run_leading, run_sharded
 from recommender.metrics import RecommenderMetrics, recommender_metrics
 from recommender.output import write_json, write_table
 from recommender.prometheus import PrometheusApi
 
 logger = logging.getLogger("kerf.recommender")
+
+#: the shard set's name in its Leases (`app.model.shards`); one bucket is `kerf-recommender`
+SHARD_SET = "recommender"
 
 #: What the recommender reads from the cluster: workloads, the pods that name them and the
 #: intermediate owners between (its ConfigMaps it reads itself, before each write), and the
@@ -83,6 +89,9 @@ class Options:
     metrics_host: str = "0.0.0.0"
     metrics_port: int = DEFAULT_METRICS_PORT
     leader: LeaderTimings = LeaderTimings()
+    #: buckets of the namespace hash (`app.model.shards`) the service's replicas share; 1: a
+    #: single leader runs for every namespace (`--once` and `--dry-run` always do)
+    shards: int = DEFAULT_BUCKETS
     #: how long `once` or `dry_run` waits for the API server before the first run
     #: (app/kube/firstsync.py); the service waits as long as it takes
     api_timeout_s: float = DEFAULT_API_TIMEOUT_S
@@ -128,10 +137,17 @@ async def run_one(
     metrics: RecommenderMetrics,
     fence: Fence | None = None,
 ) -> Analysis:
-    """One analysis of the cluster, recorded and stored (unless a dry run), each write
-    through `fence` when one is given."""
+    """One analysis of the cluster (sharded: of the view's buckets), recorded and stored
+    (unless a dry run), each write through `fence` when one is given."""
     with metrics.run_seconds.time():
-        analysis = await analyze(view, api, options.settings, metrics, options.now or utc_now())
+        analysis = await analyze(
+            view,
+            api,
+            options.settings,
+            metrics,
+            options.now or utc_now(),
+            own_namespaces=isinstance(view, ShardedView) and view.shard_filter is not None,
+        )
         # `--once` prints the failure itself (print_analysis): said once, not logged too.
         record(analysis, metrics, log_failure=not options.once)
         await store(api_client, analysis, metrics, dry_run=options.dry_run, fence=fence)
@@ -167,15 +183,22 @@ async def serve_cluster(options: Options, stop: asyncio.Event) -> int:
     ):
         if options.first_sync_bound is not None:
             quiet_for_one_shot(api_client)
-        view = ClusterView()
-        feed = ClusterFeed(api_client, view, RECOMMENDER_RESOURCES)
-        feed_task = asyncio.create_task(feed.run(), name="feed")
+        sharded = options.shards > 1 and not options.once and not options.dry_run
+        shard_filter = ShardFilter(options.shards) if sharded else None
+        view = ShardedView(shard_filter=shard_filter)
+        feed = (ShardedFeed if sharded else ClusterFeed)(api_client, view, RECOMMENDER_RESOURCES)
+        gained = asyncio.Event()
+        shards: ShardLeases | None = None
+        if shard_filter is not None and isinstance(feed, ShardedFeed):
+            shards = _shard_leases(api_client, options, metrics, shard_filter, feed, gained)
+        tasks = [asyncio.create_task(shards.run(), name="shards")] if shards else []
         api = PrometheusApi(session, options.prometheus)
         reactor = GpuReactor(
             view, session, api_client, options.prometheus, dry_run=options.dry_run, metrics=metrics
         )
         try:
             if options.once:
+                tasks.append(asyncio.create_task(feed.run(), name="feed"))
                 if not await _synced_or_stopped(feed, stop, options.first_sync_bound):
                     return 0
                 analysis = await run_one(view, api, api_client, options, metrics)
@@ -187,6 +210,11 @@ async def serve_cluster(options: Options, stop: asyncio.Event) -> int:
                 reachable=lambda: feed.reachability.reachable,
             )
             async with serving(app, options.metrics_host, options.metrics_port):
+                # Sharded, the view is listed with the buckets it starts with
+                # (app/kube/shardview.py).
+                if shards is not None and await _first_of(shards.settled.wait(), stop.wait()):
+                    return 0
+                tasks.append(asyncio.create_task(feed.run(), name="feed"))
                 if not await _synced_or_stopped(feed, stop, options.first_sync_bound):
                     return 0
                 if options.dry_run:
@@ -199,6 +227,18 @@ async def serve_cluster(options: Options, stop: asyncio.Event) -> int:
                 async def leading_run(fence: Fence) -> Analysis:
                     return await run_one(view, api, api_client, options, metrics, fence)
 
+                if shards is not None and isinstance(feed, ShardedFeed):
+                    await run_sharded(
+                        shards,
+                        leading_run,
+                        metrics,
+                        complete=feed.complete,
+                        gained=gained,
+                        interval_s=options.interval_s,
+                        stop=stop,
+                        also=[(reactor.run, lambda: check_interval_s(view))],
+                    )
+                    return 0
                 await run_leading(
                     ApiTransport(api_client),
                     leading_run,
@@ -212,9 +252,56 @@ async def serve_cluster(options: Options, stop: asyncio.Event) -> int:
                 )
             return 0
         finally:
-            feed_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await feed_task
+            if shards is not None and stop.is_set():
+                await shards.release()
+            for task in tasks:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+
+
+def _shard_leases(
+    api_client: client.ApiClient,
+    options: Options,
+    metrics: RecommenderMetrics,
+    shard_filter: ShardFilter,
+    feed: ShardedFeed,
+    gained: asyncio.Event,
+) -> ShardLeases:
+    """The recommender's shard set: a change of the held buckets changes what the view
+    keeps, lists the per-workload resources again and (gained) runs again."""
+
+    def changed(more: frozenset[int], fewer: frozenset[int]) -> None:
+        shard_filter.held = shards.held()
+        metrics.leader.set(1 if shards.holds(CLUSTER_BUCKET) else 0)
+        feed.relist()
+        if more:
+            gained.set()
+
+    shards = ShardLeases(
+        ApiTransport(api_client),
+        own_namespace(),
+        holder_identity(),
+        shard_set=SHARD_SET,
+        buckets=options.shards,
+        held_gauge=metrics.buckets_held,
+        rebalances=metrics.bucket_rebalances,
+        logger=logging.getLogger("kerf.recommender.leader"),
+        timings=options.leader,
+        on_change=changed,
+    )
+    return shards
+
+
+async def _first_of(*waits: Any) -> int:
+    """Wait for the first of `waits`; its index (the others are cancelled)."""
+    tasks = [asyncio.ensure_future(w) for w in waits]
+    try:
+        done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in tasks:
+            task.cancel()
+    return min(tasks.index(task) for task in done)
 
 
 def run_recommender(options: Options) -> int:

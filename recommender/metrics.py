@@ -21,6 +21,8 @@ class RecommenderMetrics:
     rows: Gauge
     writes: Counter
     writes_withheld: Counter
+    buckets_held: Gauge
+    bucket_rebalances: Counter
     leader: Gauge
     last_success: Gauge
     gpu_evaluations: Counter
@@ -71,14 +73,29 @@ def recommender_metrics(registry: CollectorRegistry | None = None) -> Recommende
         ),
         writes_withheld=Counter(
             "kerf_recommender_writes_withheld_total",
-            "Writes not sent, by resource: this replica no longer held the leader Lease "
-            "within its renew deadline.",
-            ["resource"],
+            "Writes not sent, by resource and bucket: this replica no longer held the Lease "
+            'the write needs (bucket "": the leader Lease; else the bucket Lease of the '
+            "workload's namespace) within its renew deadline.",
+            ["resource", "bucket"],
+            registry=registry,
+        ),
+        buckets_held=Gauge(
+            "kerf_recommender_buckets_held",
+            "Bucket Leases this replica holds (sharded with --shards; 0 with one bucket, "
+            "where kerf_recommender_leader tells).",
+            registry=registry,
+        ),
+        bucket_rebalances=Counter(
+            "kerf_recommender_bucket_rebalances_total",
+            "Bucket Leases this replica gained or gave up, by reason: claimed, released "
+            "(above its fair share, or at shutdown) or lost (not renewed in time, or taken).",
+            ["reason"],
             registry=registry,
         ),
         leader=Gauge(
             "kerf_recommender_leader",
-            "1 while this replica holds the leader Lease.",
+            "1 while this replica holds the leader Lease (sharded: bucket 00's, whose "
+            "holder writes for the whole cluster).",
             registry=registry,
         ),
         last_success=Gauge(

@@ -2,8 +2,9 @@
 by verb), over one raw transport that parses with orjson and counts every call.
 
 Writes go through `Writer` (`--dry-run` and `--state-dir` make none: `reconciler.dryrun`).
-`ApiWriter` passes each write through one fence just before sending it: a replica that no
-longer leads sends nothing.
+`ApiWriter` passes each write through one fence just before sending it, with the namespace
+it is written in: a replica that no longer leads (sharded: no longer holds that
+namespace's bucket) sends nothing.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from app.kube.leader import Answered, Fence
 from app.kube.transport import JSON, ApiTransport
 from app.model.crd import API_VERSION, plural
 from app.model.patch_types import PatchType
+from app.model.shards import namespace_of
 from reconciler.metrics import ReconcilerMetrics
 
 EvictResult = Literal["evicted", "refused", "gone"]
@@ -94,15 +96,16 @@ class ApiWriter:
         body: Any,
         content_type: str = JSON,
     ) -> dict[str, Any]:
+        namespace = namespace_of(path)
         # As late as kerf can check: only a pause between here and the bytes leaving
         # the socket escapes it (docs/reconciler.md, "A paused leader").
         if self._fence is not None:
-            self._fence(resource)
+            self._fence(resource, namespace)
         try:
             return await self._t.request(verb, resource, method, path, body, content_type)
         finally:
             if self._answered is not None:
-                self._answered(resource)
+                self._answered(resource, namespace)
 
     async def patch_annotations(
         self, obj: Mapping[str, Any], patch: Mapping[str, str | None]

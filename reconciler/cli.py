@@ -10,7 +10,12 @@ from pathlib import Path
 
 from app.kube.apitimeout import add_api_timeout_argument
 from app.kube.kubexflags import add_kubex_argument
-from app.kube.leaderflags import add_leader_arguments, leader_timings
+from app.kube.leaderflags import (
+    add_leader_arguments,
+    add_shard_argument,
+    leader_timings,
+    shard_count,
+)
 from app.runtime.jsonlog import configure_logging
 from reconciler.defaults import DEFAULT_METRICS_PORT, DEFAULT_RESYNC_S, DEFAULT_WORKERS
 
@@ -69,6 +74,7 @@ def add_reconciler_arguments(parser: argparse.ArgumentParser) -> None:
         "--workers", type=int, default=DEFAULT_WORKERS, help="workloads handled at once"
     )
     add_leader_arguments(parser)
+    add_shard_argument(parser)
     add_kubex_argument(parser)
     parser.add_argument(
         "--log-level",
@@ -108,6 +114,10 @@ def reconciler_command(args: argparse.Namespace) -> int:
     if isinstance(timings, str):
         print(f"kerf reconciler: {timings}", file=sys.stderr)
         return 2
+    shards = shard_count(args)
+    if isinstance(shards, str):
+        print(f"kerf reconciler: {shards}", file=sys.stderr)
+        return 2
     options = Options(
         kubeconfig=args.kubeconfig,
         dry_run=args.dry_run,
@@ -117,6 +127,7 @@ def reconciler_command(args: argparse.Namespace) -> int:
         execution=ExecutionConfig(eviction_rate=args.eviction_rate),
         service=ServiceConfig(workers=args.workers, resync_s=args.resync_interval),
         leader=timings,
+        shards=shards,
         kubex=args.kubex_recommendations,
         api_timeout_s=args.api_timeout,
     )

@@ -30,12 +30,15 @@ from app.kube.lease import (
     holder_identity,
     own_namespace,
 )
+from app.kube.shardleases import ShardLeases
+from app.kube.shardview import ShardedFeed, ShardFilter
+from app.model.shards import DEFAULT_BUCKETS
 from app.runtime.clock import Clock, utc_now
 from app.runtime.health import health_app, serving
 from app.runtime.heap import freeze_page
 from app.store.statedir import load_view
 from app.store.view import ClusterView
-from reconciler.api import ApiWriter, PodReader, Transport
+from reconciler.api import ApiWriter, PodReader, Transport, Writer
 from reconciler.defaults import DEFAULT_METRICS_PORT
 from reconciler.dryrun import dry_pass, run_dry
 from reconciler.execution import ExecutionConfig
@@ -53,6 +56,8 @@ from reconciler.service import (
 logger = logging.getLogger("kerf.reconciler")
 
 LEASE_NAME = "kerf-reconciler"
+#: the shard set's name in its Leases (`app.model.shards`): one bucket is LEASE_NAME itself
+SHARD_SET = "reconciler"
 
 #: A successful read of the webhook Lease is reused this long (evictions are rate-limited
 #: to about one a second; one read per eviction is plenty).
@@ -71,6 +76,8 @@ class Options:
     execution: ExecutionConfig = ExecutionConfig()
     service: ServiceConfig = ServiceConfig()
     leader: LeaderTimings = LeaderTimings()
+    #: buckets of the namespace hash (`app.model.shards`); 1: a single leader, as before sharding
+    shards: int = DEFAULT_BUCKETS
     #: Kubex's recommendation ConfigMap (app/kube/kubexflags.py)
     kubex: KubexFlag = DEFAULT_FLAG
     #: how long `once` or `dry_run` waits for the API server before the first pass
@@ -133,25 +140,53 @@ def build_service(
     transport = Transport(api_client, metrics)
     holder: list[Reconciler] = []
     leader_log = logging.getLogger("kerf.reconciler.leader")
-    leader = LeaderElector(
-        transport,
-        namespace,
-        identity,
-        name=LEASE_NAME,
-        logger=leader_log,
-        timings=options.leader,
-        on_change=lambda leading: holder[0].on_leadership(leading),
-    )
-    writer = ApiWriter(
-        transport,
-        fence=write_fence(leader, metrics.writes_withheld),
-        answered=answer_check(leader, metrics.writes_outlived, leader_log),
-    )
+    leader: LeaderElector | None = None
+    shards: ShardLeases | None = None
+    shard_filter: ShardFilter | None = None
+    cluster_writer: Writer | None = None
+    if options.shards == 1:
+        leader = LeaderElector(
+            transport,
+            namespace,
+            identity,
+            name=LEASE_NAME,
+            logger=leader_log,
+            timings=options.leader,
+            on_change=lambda leading: holder[0].on_leadership(leading),
+        )
+        writer = ApiWriter(
+            transport,
+            fence=write_fence(leader, metrics.writes_withheld),
+            answered=answer_check(leader, metrics.writes_outlived, leader_log),
+        )
+    else:
+        shard_filter = ShardFilter(options.shards)
+        shards = ShardLeases(
+            transport,
+            namespace,
+            identity,
+            shard_set=SHARD_SET,
+            buckets=options.shards,
+            held_gauge=metrics.buckets_held,
+            rebalances=metrics.bucket_rebalances,
+            logger=leader_log,
+            timings=options.leader,
+            on_change=lambda gained, lost: holder[0].on_buckets(gained, lost),
+        )
+        fence, answered = shards.writes(
+            metrics.writes_withheld, metrics.writes_outlived, leader_log
+        )
+        writer = ApiWriter(transport, fence=fence, answered=answered)
+        fence, answered = shards.writes(
+            metrics.writes_withheld, metrics.writes_outlived, leader_log, cluster=True
+        )
+        cluster_writer = ApiWriter(transport, fence=fence, answered=answered)
     view = WatchedView(
         lambda ref: holder[0].on_change(ref),
         lambda: holder[0].on_input(),
         own_namespace=namespace,
         kubex_source=kubex_source(options.kubex, namespace),
+        shard_filter=shard_filter,
     )
     metrics.registry.register(SavingsCollector(view, clock))
     metrics.registry.register(RollbackStatesCollector(view))
@@ -169,11 +204,24 @@ def build_service(
         clock=clock,
         config=execution,
     )
-    service = Reconciler(view, reconciler, metrics, config=options.service, leader=leader)
-    holder.append(service)
     # The initial lists freeze what they load as they go (app.runtime.heap); the service freezes
     # the whole view once it is synced (start_accepting).
-    feed = ClusterFeed(api_client, view, RECONCILER_RESOURCES, on_initial_page=freeze_page)
+    feed = (ShardedFeed if shards is not None else ClusterFeed)(
+        api_client, view, RECONCILER_RESOURCES, on_initial_page=freeze_page
+    )
+    service = Reconciler(
+        view,
+        reconciler,
+        metrics,
+        config=options.service,
+        leader=leader,
+        shards=shards,
+        cluster_writer=cluster_writer,
+        relist=feed.relist if isinstance(feed, ShardedFeed) else None,
+    )
+    holder.append(service)
+    if isinstance(feed, ShardedFeed):
+        feed.on_relisted = service.on_relisted
     return feed, service
 
 

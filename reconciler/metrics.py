@@ -34,6 +34,8 @@ class ReconcilerMetrics:
     api_calls: Counter
     pass_failures: Counter
     writes_withheld: Counter
+    buckets_held: Gauge
+    bucket_rebalances: Counter
     writes_outlived: Counter
     pass_seconds: Histogram
     unchanged_passes: Counter
@@ -90,9 +92,10 @@ def reconciler_metrics(registry: CollectorRegistry | None = None) -> ReconcilerM
         ),
         writes_withheld=Counter(
             "kerf_reconciler_writes_withheld_total",
-            "Writes not sent, by resource: this replica no longer held the leader Lease "
-            "within its renew deadline.",
-            ["resource"],
+            "Writes not sent, by resource and bucket: this replica no longer held the Lease "
+            'the write needs (bucket "": the leader Lease; else the bucket Lease of the '
+            "workload's namespace) within its renew deadline.",
+            ["resource", "bucket"],
             registry=registry,
         ),
         writes_outlived=Counter(
@@ -122,9 +125,23 @@ def reconciler_metrics(registry: CollectorRegistry | None = None) -> ReconcilerM
         queue_depth=Gauge(
             "kerf_reconciler_queue_depth", "Workloads waiting in the work queue.", registry=registry
         ),
+        buckets_held=Gauge(
+            "kerf_reconciler_buckets_held",
+            "Bucket Leases this replica holds (sharded with --shards; 0 with one bucket, "
+            "where kerf_reconciler_leader tells).",
+            registry=registry,
+        ),
+        bucket_rebalances=Counter(
+            "kerf_reconciler_bucket_rebalances_total",
+            "Bucket Leases this replica gained or gave up, by reason: claimed, released "
+            "(above its fair share, or at shutdown) or lost (not renewed in time, or taken).",
+            ["reason"],
+            registry=registry,
+        ),
         leader=Gauge(
             "kerf_reconciler_leader",
-            "1 while this replica holds the leader Lease.",
+            "1 while this replica holds the leader Lease (sharded: bucket 00's, whose "
+            "holder writes for the whole cluster).",
             registry=registry,
         ),
         synced=Gauge(

@@ -3,7 +3,7 @@ governs are monitoring, rolled back (rollingBack or backingOff) and failed perma
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from app.model.crd import RollbackPolicy
@@ -37,13 +37,18 @@ def rollback_policies(view: ClusterView) -> Iterator[RollbackPolicy]:
         yield from (p for p in view.kerf_objects(kind) if isinstance(p, RollbackPolicy))
 
 
-async def write_policy_status(view: ClusterView, writer: Writer) -> int:
-    """Write the counters of every rollback policy whose status differs; returns the
-    number of writes (0 in a steady cluster)."""
+async def write_policy_status(
+    view: ClusterView, writer: Writer, *, owns: Callable[[str | None], bool] = lambda ns: True
+) -> int:
+    """Write the counters of every rollback policy whose status differs and whose
+    namespace this replica `owns` (None: a cluster policy); returns the number of writes
+    (0 in a steady cluster)."""
     states = governed_states(view)
     writes = 0
     for policy in rollback_policies(view):
         key = (policy.kind, policy.metadata.namespace or "", policy.metadata.name)
+        if not owns(key[1] or None):
+            continue
         counts = policy_counts(states.get(key, ()))
         wanted: dict[str, Any] = {
             "monitoring": counts["monitoring"],

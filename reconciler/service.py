@@ -4,6 +4,12 @@ resync, leader election, health and metrics, and a graceful stop (SPEC §7).
 Every replica keeps its view warm; only the leader works the queue (and so writes). A
 replica that stops leading drops its queue, and its passes under way send no more writes
 (`app.kube.leader.write_fence`): the next leader decides again from fresh state.
+
+Sharded (`--shards` above 1, `app.kube.shardleases`), a replica keeps and works only the
+workloads of the namespaces whose bucket Lease it holds (`app.kube.shardview`), each write
+fenced on that bucket; what concerns the whole cluster (the GlobalConfiguration's status,
+the ClusterRollbackPolicies' counters, the reports on recommendation ConfigMaps, static
+policies and stored Kubex kinds) the holder of bucket 00 writes (docs/decisions.md).
 A change of any input of a workload queues the workloads it may touch, as
 `app.store.inputs` derives them from what the decisions declare they read (its pods, itself,
 its RightsizingRecommendation, its autoscalers, its namespace and the bounds there; kerf
@@ -20,15 +26,18 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from app.kube.firstsync import first_sync
+from app.kube.firstsync import ApiUnavailable, first_sync
 from app.kube.informer import KERF_CRDS, WEBHOOK_RESOURCES, ClusterFeed, Resource, kerf_resources
 from app.kube.leader import LeaderElector, NotLeading
+from app.kube.shardleases import ShardLeases
+from app.kube.shardview import ShardedView
 from app.model.crd import STORED_KINDS, KerfResource
 from app.model.owners import WorkloadRef
 from app.policy.uninstall import stand_down
 from app.runtime.heap import freeze_loaded_state
 from app.store.inputs import Reach
 from app.store.view import ClusterView
+from reconciler.api import Writer
 from reconciler.defaults import DEFAULT_RESYNC_S, DEFAULT_WORKERS
 from reconciler.globalstatus import GlobalStatusReporter
 from reconciler.metrics import ReconcilerMetrics
@@ -51,7 +60,7 @@ RECONCILER_RESOURCES: tuple[Resource, ...] = (
 )
 
 
-class WatchedView(ClusterView):
+class WatchedView(ShardedView):
     """A ClusterView that tells which workloads a change may touch (`app.store.inputs.reach`,
     derived from what the decisions declare they read), and (`on_input`) when a Kubex
     kind kerf only stores changed: no workload is touched, only the reports are due."""
@@ -112,23 +121,29 @@ class Reconciler:
         *,
         config: ServiceConfig | None = None,
         leader: LeaderElector | None = None,
+        shards: ShardLeases | None = None,
+        cluster_writer: Writer | None = None,
+        relist: Callable[[], None] | None = None,
     ) -> None:
         self.view = view
         self.reconciler = reconciler
         self.metrics = metrics
         self.config = config or ServiceConfig()
         self.leader = leader
+        self.shards = shards
+        #: lists the per-workload resources again once the held buckets changed
+        self._relist = relist or (lambda: None)
         self.queue: WorkQueue[WorkloadRef] = WorkQueue(rate=self.config.queue_rate)
         self._all_pending = False
         self._accepting = False
         self.passes = 0
         instance, clock = reconciler.config.instance, reconciler.clock
-        self.sources = SourceReporter(reconciler.writer, instance=instance, clock=clock)
-        self.policy_events = PolicyEvents(reconciler.writer, instance=instance, clock=clock)
-        self.stored_kinds = StoredKindReporter(reconciler.writer, instance=instance, clock=clock)
-        self.global_status = GlobalStatusReporter(
-            reconciler.writer, reconciler.webhook_lease, clock=clock
-        )
+        #: the writes for the whole cluster (sharded: fenced on bucket 00)
+        cluster = cluster_writer or reconciler.writer
+        self.sources = SourceReporter(cluster, instance=instance, clock=clock)
+        self.policy_events = PolicyEvents(cluster, instance=instance, clock=clock)
+        self.stored_kinds = StoredKindReporter(cluster, instance=instance, clock=clock)
+        self.global_status = GlobalStatusReporter(cluster, reconciler.webhook_lease, clock=clock)
         #: set when a ConfigMap or kerf object changed, at leadership and resync: the bad
         #: recommendation ConfigMaps and the static policies no node can hold are told
         self._inputs_due = asyncio.Event()
@@ -179,9 +194,48 @@ class Reconciler:
             self._inputs_due.set()
             self.enqueue_all()
 
+    def on_buckets(self, gained: frozenset[int], lost: frozenset[int]) -> None:
+        """Sharded, the held buckets changed: the view keeps the new set's objects (a
+        relist brings the gained buckets' workloads, each queued as it arrives, and drops
+        the lost ones'), and what was remembered of the lost buckets' workloads is
+        forgotten: whoever holds them now decides from the cluster."""
+        assert self.shards is not None and self.view.shard_filter is not None
+        held = self.shards.held()
+        self.view.shard_filter.held = held
+        self.metrics.leader.set(1 if self.writes_cluster else 0)
+        if lost:
+            owns = self.view.shard_filter.owns
+            with self.view.lock:
+                kept = [w.ref.key for w in self.view.workloads() if owns(w.namespace)]
+            self.reconciler.keep(kept)
+        self.reconciler.forget_unreported()
+        self._relist()
+        if self._accepting:
+            self._inputs_due.set()
+
+    def on_relisted(self) -> None:
+        """The view has every object of the buckets held now: each workload is looked at
+        again (a workload listed before its pods was passed over without them)."""
+        if self._accepting:
+            self.enqueue_all()
+
     @property
     def leading(self) -> bool:
-        """This replica may write."""
+        """This replica may write: it leads (sharded: it holds bucket 00, the writer for
+        the whole cluster)."""
+        if self.shards is not None:
+            return self.writes_cluster
+        return self.leader is None or self.leader.leading()
+
+    @property
+    def writes_cluster(self) -> bool:
+        """This replica writes what concerns the whole cluster now."""
+        return self.owns(None)
+
+    def owns(self, namespace: str | None) -> bool:
+        """This replica may write for the namespace (None: for the whole cluster)."""
+        if self.shards is not None:
+            return self.shards.owns(namespace)
         return self.leader is None or self.leader.leading()
 
     # ----------------------------------------------------------------- working
@@ -204,7 +258,7 @@ class Reconciler:
             self.metrics.queue_latency.observe(waited)
             self.metrics.queue_depth.set(len(self.queue))
             try:
-                if self.leading and not self.stands_down():
+                if self.owns(ref.namespace) and not self.stands_down():
                     await self._pass(ref)
             finally:
                 self.queue.done(ref)
@@ -228,7 +282,7 @@ class Reconciler:
         try:
             again = await self.reconciler.reconcile(ref)
         except NotLeading:
-            # Leadership was lost mid-pass: the rest of it is dropped, not retried.
+            # Leadership (its bucket) was lost mid-pass: the rest is dropped, not retried.
             logger.info(
                 "dropped the pass over %s/%s/%s: no longer the leader",
                 ref.kind,
@@ -272,12 +326,16 @@ class Reconciler:
             await self.write_policy_status()
 
     async def write_policy_status(self) -> None:
-        """The rollback policies' counters, written where they changed (leader only)."""
-        if not self.leading or self.stands_down():
+        """The rollback policies' counters, written where they changed (leader only;
+        sharded, each by the holder of its namespace's bucket, bucket 00 for the
+        cluster's), and the GlobalConfiguration's status."""
+        # A follower of the single leader has nothing to write (and says nothing).
+        if (self.shards is None and not self.leading) or self.stands_down():
             return
         try:
-            await write_policy_status(self.view, self.reconciler.writer)
-            await self.global_status.report(self.view)
+            await write_policy_status(self.view, self.reconciler.writer, owns=self.owns)
+            if self.writes_cluster:
+                await self.global_status.report(self.view)
         except NotLeading:
             return  # whoever leads now writes them
         except Exception as exc:  # the next round tries again
@@ -332,12 +390,20 @@ async def run_cluster(
     leader election, the workers and the resync; on stop, in-flight passes finish, the
     Lease is released and the watches end. With `api_timeout_s` the first sync is
     bounded (`app.kube.firstsync`: ApiUnavailable); without, it waits as long as it takes."""
-    tasks = [asyncio.create_task(feed.run(), name="feed")]
-    leader = service.leader
+    tasks: list[asyncio.Task[Any]] = []
+    leader, shards = service.leader, service.shards
     if leader is not None and not once:
         tasks.append(asyncio.create_task(leader.run(), name="leader"))
     graceful = True
     try:
+        if shards is not None:
+            # The view is listed with the buckets this replica starts with, not listed
+            # whole first and then again (app/kube/shardview.py).
+            tasks.append(asyncio.create_task(shards.run(), name="shards"))
+            await _settled(shards, stop, api_timeout_s)
+            if stop.is_set():
+                return 0
+        tasks.append(asyncio.create_task(feed.run(), name="feed"))
         if api_timeout_s is None:
             await _first(feed.wait_synced(), stop.wait())
         else:
@@ -374,9 +440,25 @@ async def run_cluster(
     finally:
         if leader is not None and graceful:
             await leader.release()
+        if shards is not None and graceful:
+            await shards.release()
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def _settled(shards: ShardLeases, stop: asyncio.Event, bound_s: float | None) -> None:
+    """Wait until the shard set's first claims are in (or `stop`); with `bound_s`, at most
+    that long (ApiUnavailable: the Leases could not be reached)."""
+    try:
+        async with asyncio.timeout(bound_s):
+            await _first(shards.settled.wait(), stop.wait())
+    except TimeoutError:
+        raise ApiUnavailable(
+            f"could not claim the {shards.shard_set}'s bucket Leases in "
+            f"{shards.namespace} within {bound_s:g}s (the API server cannot be reached, or "
+            "Leases there may not be written)"
+        ) from None
 
 
 async def _first(*waits: Any) -> None:

@@ -15,7 +15,9 @@ candidates cannot both win (the loser gets 409). The holder stops at most
 On shutdown the leader releases the Lease (empty holder), so a follower takes over at once
 instead of waiting for the duration to run out.
 
-The reconciler and the recommender each elect their leader this way, on a Lease of their own.
+The reconciler and the recommender each elect their leader this way, on a Lease of their own;
+sharded (`app.kube.shardleases`), each bucket Lease is one more Lease elected this way, fed the
+copy a list of the shard set's Leases read (`step`) instead of a read of its own.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import math
 import time
 from collections.abc import Awaitable, Callable
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from prometheus_client import Counter
 
@@ -36,6 +38,7 @@ from app.kube.lease import LeaseClient
 from app.kube.reachability import is_outage
 from app.kube.transport import Requester
 from app.model.apitime import micro_time
+from app.model.shards import Seen
 from app.runtime.clock import Clock, utc_now
 
 
@@ -45,10 +48,18 @@ class NotLeading(Exception):
     decides again from fresh state."""
 
 
-#: Called with the resource just before a write is sent; raises NotLeading to refuse it.
-Fence = Callable[[str], None]
-#: Called with the resource once a write sent through the fence has its answer (or failed).
-Answered = Callable[[str], None]
+class Fence(Protocol):
+    """Called with the resource (and the namespace of the workload it is for, when it is
+    for one) just before a write is sent; raises NotLeading to refuse it."""
+
+    def __call__(self, resource: str, namespace: str | None = None) -> None: ...
+
+
+class Answered(Protocol):
+    """Called with the resource (and namespace, as the fence was) once a write sent
+    through the fence has its answer (or failed)."""
+
+    def __call__(self, resource: str, namespace: str | None = None) -> None: ...
 
 
 class LeaderElector:
@@ -68,8 +79,10 @@ class LeaderElector:
         monotonic: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         on_change: Callable[[bool], None] = lambda leading: None,
+        labels: dict[str, str] | None = None,
+        changes_logged_at: int = logging.INFO,
     ) -> None:
-        self._lease = LeaseClient(requester, namespace, name)
+        self._lease = LeaseClient(requester, namespace, name, labels)
         self._log = logger or logging.getLogger("kerf.leader")
         self.namespace = namespace
         self.identity = identity
@@ -79,6 +92,8 @@ class LeaderElector:
         self._monotonic = monotonic
         self._sleep = sleep
         self._on_change = on_change
+        #: the level "became the leader" is logged at (losing it: a level above)
+        self._changes_level = changes_logged_at
         self.is_leader = False
         self.elected = asyncio.Event()
         #: monotonic time the last successful renewal was sent
@@ -89,21 +104,25 @@ class LeaderElector:
     async def run(self) -> None:
         """Try to acquire, then renew, every `retry_s` until cancelled."""
         while True:
-            try:
-                # A renewal that hangs must not outlive the deadline it is meant to meet
-                # (asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancel
-                # that lands as the renewal finishes, and the loop would never stop).
-                async with asyncio.timeout(self.timings.renew_deadline_s):
-                    await self._try()
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                # An API server that cannot be reached is said once for the process
-                # (app/kube/reachability.py), not every retry period.
-                level = logging.DEBUG if is_outage(exc) else logging.WARNING
-                self._log.log(level, "leader election: %s: %s", type(exc).__name__, exc)
-            self.leading()
+            await self.attempt()
             await self._sleep(self.timings.retry_s)
+
+    async def attempt(self) -> None:
+        """One try to acquire or renew the Lease as read now; failures are logged."""
+        try:
+            # A renewal that hangs must not outlive the deadline it is meant to meet
+            # (asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancel
+            # that lands as the renewal finishes, and the loop would never stop).
+            async with asyncio.timeout(self.timings.renew_deadline_s):
+                await self.step(await self._lease.get())
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            # An API server that cannot be reached is said once for the process
+            # (app/kube/reachability.py), not every retry period.
+            level = logging.DEBUG if is_outage(exc) else logging.WARNING
+            self._log.log(level, "leader election (%s): %s: %s", self.name, type(exc).__name__, exc)
+        self.leading()
 
     def leading(self) -> bool:
         """This replica holds the Lease and renewed it within the renew deadline. Past the
@@ -124,35 +143,42 @@ class LeaderElector:
         if leading == self.is_leader:
             return
         self.is_leader = leading
-        fields = {"fields": {"identity": self.identity}}
+        fields = {"fields": {"identity": self.identity, "lease": self.name}}
         if leading:
             self.elected.set()
-            self._log.info("became the leader", extra=fields)
+            self._log.log(self._changes_level, "became the leader", extra=fields)
         else:
             self.elected.clear()
             if released:
-                self._log.info("released the leader Lease", extra=fields)
+                self._log.log(self._changes_level, "released the leader Lease", extra=fields)
             else:
-                self._log.warning("lost the leader Lease", extra=fields)
+                self._log.log(self._changes_level + 10, "lost the leader Lease", extra=fields)
         self._on_change(leading)
 
-    async def _try(self) -> None:
-        lease = await self._lease.get()
+    def observe(self, lease: dict[str, Any] | None) -> Seen | None:
+        """Note the Lease as read (None: absent): its holder, and how long its version has
+        gone unchanged by this replica's monotonic clock."""
         if lease is None:
-            await self._write(None, acquire=True)
-            return
+            return None
         now = self._monotonic()
         version = str(lease["metadata"].get("resourceVersion") or "")
         if self._observed is None or self._observed[0] != version:
             self._observed = (version, now)
         spec = lease.get("spec") or {}
-        holder = spec.get("holderIdentity") or ""
-        if holder and holder != self.identity:
-            duration = float(spec.get("leaseDurationSeconds") or self.timings.duration_s)
-            if now - self._observed[1] < duration:
-                self._set(False)
-                return
-        await self._write(lease, acquire=holder != self.identity)
+        duration = float(spec.get("leaseDurationSeconds") or self.timings.duration_s)
+        return Seen(str(spec.get("holderIdentity") or ""), now - self._observed[1], duration)
+
+    async def step(self, lease: dict[str, Any] | None) -> None:
+        """Acquire or renew the Lease as read (None: it does not exist): taken over only
+        once another holder's version has gone unchanged for its duration."""
+        seen = self.observe(lease)
+        if lease is None or seen is None:
+            await self._write(None, acquire=True)
+            return
+        if seen.holder and seen.holder != self.identity and seen.live:
+            self._set(False)
+            return
+        await self._write(lease, acquire=seen.holder != self.identity)
 
     def _spec(self, lease: dict[str, Any] | None, now: datetime, acquire: bool) -> dict[str, Any]:
         spec = dict((lease or {}).get("spec") or {})
@@ -185,12 +211,17 @@ class LeaderElector:
         # An answer that took longer than the deadline renews nothing this replica may use.
         self._set(self._fresh())
 
-    async def release(self) -> None:
-        """Give the Lease up (graceful shutdown): empty holder, so others take it now."""
+    async def release(self, answered: Callable[[], Awaitable[None]] | None = None) -> None:
+        """Give the Lease up (graceful shutdown, or a bucket above a fair share): empty
+        holder, so others take it now. `answered`, when given, is awaited once this
+        replica has stopped writing and before the Lease goes: the writes it sent before
+        are answered before another holder can write."""
         if not self.is_leader:
             return
         self._set(False, released=True)
         try:
+            if answered is not None:
+                await answered()
             lease = await self._lease.get()
             if lease is None or (lease.get("spec") or {}).get("holderIdentity") != self.identity:
                 return
@@ -203,30 +234,55 @@ class LeaderElector:
             self._log.warning("releasing the Lease failed: %s: %s", type(exc).__name__, exc)
 
 
-def write_fence(leader: LeaderElector, withheld: Counter) -> Fence:
-    """The check every write of a service passes just before it is sent: refused
-    (`NotLeading`, counted in `withheld` by resource) unless this replica leads within its
-    renew deadline."""
+#: The Lease a write for a namespace (None: for no workload) needs: its elector, and the
+#: `bucket` label a write refused or outlived is counted under ("" for the leader Lease).
+Guard = Callable[[str | None], tuple[LeaderElector, str]]
 
-    def fence(resource: str) -> None:
-        if not leader.leading():
-            withheld.labels(resource).inc()
-            raise NotLeading(f"not sent: {leader.identity} does not hold the leader Lease")
+
+def _guard(leader: LeaderElector | Guard) -> Guard:
+    if isinstance(leader, LeaderElector):
+        return lambda namespace: (leader, "")
+    return leader
+
+
+def write_fence(leader: LeaderElector | Guard, withheld: Counter) -> Fence:
+    """The check every write of a service passes just before it is sent: refused
+    (`NotLeading`, counted in `withheld` by resource and bucket) unless this replica holds
+    the Lease the write needs (the leader's, or sharded the bucket's of its namespace)
+    and renewed it within its renew deadline."""
+    guard = _guard(leader)
+
+    def fence(resource: str, namespace: str | None = None) -> None:
+        elector, bucket = guard(namespace)
+        if not elector.leading():
+            withheld.labels(resource, bucket).inc()
+            raise NotLeading(f"not sent: {elector.identity} does not hold the Lease {elector.name}")
 
     return fence
 
 
-def answer_check(leader: LeaderElector, outlived: Counter, logger: logging.Logger) -> Answered:
+def answer_check(
+    leader: LeaderElector | Guard, outlived: Counter, logger: logging.Logger
+) -> Answered:
     """Called once a write that passed the fence has its answer: a replica that no longer
-    leads by then sent it across a pause or a hang after the check (the window the fence
-    leaves, one write per pass under way), counted in `outlived` by resource and logged."""
+    holds the Lease by then sent it across a pause or a hang after the check (the window
+    the fence leaves, one write per pass under way), counted in `outlived` by resource and
+    logged."""
+    guard = _guard(leader)
 
-    def answered(resource: str) -> None:
-        if not leader.leading():
+    def answered(resource: str, namespace: str | None = None) -> None:
+        elector, _ = guard(namespace)
+        if not elector.leading():
             outlived.labels(resource).inc()
             logger.warning(
                 "a write sent as the leader was answered after the Lease was lost",
-                extra={"fields": {"identity": leader.identity, "resource": resource}},
+                extra={
+                    "fields": {
+                        "identity": elector.identity,
+                        "resource": resource,
+                        "lease": elector.name,
+                    }
+                },
             )
 
     return answered

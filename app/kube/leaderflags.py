@@ -6,6 +6,10 @@ from __future__ import annotations
 import argparse
 
 from app.kube.leadertimings import LEASE_DURATION_S, LeaderTimings
+from app.model.shards import DEFAULT_BUCKETS
+
+#: more buckets than this would be more Leases to renew than work to share
+MAX_BUCKETS = 256
 
 
 def add_leader_arguments(parser: argparse.ArgumentParser) -> None:
@@ -31,6 +35,25 @@ def add_leader_arguments(parser: argparse.ArgumentParser) -> None:
         help="how often the Lease is renewed, or tried for (default: a fifth of "
         "--lease-duration, at most 2)",
     )
+
+
+def add_shard_argument(parser: argparse.ArgumentParser) -> None:
+    """`--shards`: the buckets the namespaces are hashed into, each with its Lease."""
+    parser.add_argument(
+        "--shards",
+        type=int,
+        default=DEFAULT_BUCKETS,
+        metavar="N",
+        help="buckets of the namespace hash, each worked by the replica holding its Lease; "
+        "1: one leader works every namespace, as before sharding (default: %(default)s)",
+    )
+
+
+def shard_count(args: argparse.Namespace) -> int | str:
+    """The number of buckets asked for, or why it cannot be."""
+    if not 1 <= args.shards <= MAX_BUCKETS:
+        return f"--shards must be between 1 and {MAX_BUCKETS} (got {args.shards})"
+    return int(args.shards)
 
 
 def leader_timings(args: argparse.Namespace) -> LeaderTimings | str:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from app.kube.errors import ApiStatusError
 from app.kube.transport import Requester
@@ -48,6 +49,8 @@ class LeaseClient:
     requester: Requester
     namespace: str
     name: str
+    #: the labels it is created and updated with (a shard set's: `app.model.shards`)
+    labels: dict[str, str] | None = None
 
     @property
     def path(self) -> str:
@@ -83,6 +86,8 @@ class LeaseClient:
     def body(self, resource_version: str | None, spec: dict[str, Any]) -> dict[str, Any]:
         """The Lease object to send: `spec`, at `resource_version` when it is an update."""
         metadata: dict[str, Any] = {"name": self.name, "namespace": self.namespace}
+        if self.labels:
+            metadata["labels"] = dict(self.labels)
         if resource_version is not None:
             metadata["resourceVersion"] = resource_version
         return {
@@ -91,6 +96,12 @@ class LeaseClient:
             "metadata": metadata,
             "spec": spec,
         }
+
+    async def list(self, label_selector: str) -> list[dict[str, Any]]:
+        """The namespace's Leases with these labels (one request)."""
+        path = f"{self.collection}?labelSelector={quote(label_selector)}"
+        answer = await self.requester.request("list", "leases", "GET", path)
+        return list(answer.get("items") or [])
 
     async def renewed_at(self) -> datetime | None:
         """The Lease's renewTime; None when it does not exist (or was never renewed)."""

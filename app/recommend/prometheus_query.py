@@ -8,7 +8,7 @@ kube-state-metrics' usual series) and renders them for a window.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +19,7 @@ MAX_POINTS_PER_SERIES = 11_000
 
 #: Containers of the pod sandbox ("POD") and the pod-level cgroup (no container label)
 #: are not containers of the workload.
-_CONTAINERS = 'container!="",container!="POD"'
+_CONTAINERS = 'container!="",container!="POD"{namespaces}'
 
 DEFAULT_CPU = f"rate(container_cpu_usage_seconds_total{{{_CONTAINERS}}}[{{rate}}])"
 DEFAULT_MEMORY = f"container_memory_working_set_bytes{{{_CONTAINERS}}}"
@@ -33,7 +33,7 @@ DEFAULT_PERIODS = (
 )
 DEFAULT_OOM = (
     "max by (namespace, pod, container) (max_over_time("
-    'kube_pod_container_status_last_terminated_reason{reason="OOMKilled"}[{window}]))'
+    'kube_pod_container_status_last_terminated_reason{reason="OOMKilled"{namespaces}}[{window}]))'
     " or max by (namespace, pod, container) "
     f"(increase(container_oom_events_total{{{_CONTAINERS}}}[{{window}}]) > 0)"
 )
@@ -69,11 +69,30 @@ class Queries:
     periods: str = DEFAULT_PERIODS
     oom: str = DEFAULT_OOM
 
-    def render(self, template: str, *, window_s: float, rate_s: float) -> str:
-        """`template` with its placeholders replaced by Prometheus durations."""
-        return template.replace("{window}", promql_duration(window_s)).replace(
-            "{rate}", promql_duration(rate_s)
+    def render(
+        self,
+        template: str,
+        *,
+        window_s: float,
+        rate_s: float,
+        namespaces: Collection[str] | None = None,
+    ) -> str:
+        """`template` with its placeholders replaced: `{window}` and `{rate}` by
+        Prometheus durations, `{namespaces}` (inside a selector) by a matcher of
+        `namespaces`, or by nothing when every namespace is asked for (None)."""
+        return (
+            template.replace("{window}", promql_duration(window_s))
+            .replace("{rate}", promql_duration(rate_s))
+            .replace("{namespaces}", namespace_matcher(namespaces))
         )
+
+
+def namespace_matcher(namespaces: Collection[str] | None) -> str:
+    """`,namespace=~"a|b"` for a selector's end (namespace names are DNS labels: no
+    character a regex reads specially); "" for every namespace (None)."""
+    if namespaces is None:
+        return ""
+    return f',namespace=~"{"|".join(sorted(namespaces))}"'
 
 
 def promql_duration(seconds: float) -> str:

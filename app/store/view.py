@@ -103,7 +103,7 @@ def _intermediate_owner(pod: Mapping[str, Any]) -> ObjectKey | None:
     return (str(ref.get("kind")), namespace, str(ref.get("name", "")))
 
 
-def _requests_of(pod: Mapping[str, Any]) -> tuple[int, int]:
+def node_requests_of(pod: Mapping[str, Any]) -> tuple[int, int]:
     """(cpu millicores, memory bytes) a pod takes from its node, counted as the kubelet
     admits it and the scheduler places it (`pod_totals`: sidecars summed, each plain init
     container with the sidecars before it, the larger) plus its RuntimeClass's overhead."""
@@ -253,7 +253,7 @@ class ClusterView:
             node = (obj.get("spec") or {}).get("nodeName")
             if node and (obj.get("status") or {}).get("phase") not in TERMINAL_PHASES:
                 try:
-                    cpu, memory = _requests_of(obj)
+                    cpu, memory = node_requests_of(obj)
                 except QuantityError as exc:  # the API server refuses these; never crash on one
                     self.warnings.append(f"Pod {namespace}/{name}: {exc}")
                     cpu = memory = 0

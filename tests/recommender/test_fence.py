@@ -37,7 +37,7 @@ async def test_a_follower_sends_no_configmap_write(tmp_path: Path) -> None:
             )
         assert sim.store.get(("", "configmaps"), "shop", CONFIGMAP_NAME) is None
         assert [w for w in sim.http.requests.writes if w.resource == "configmaps"] == []
-        withheld = {"resource": "configmaps"}
+        withheld = {"resource": "configmaps", "bucket": ""}
         sample = metrics.registry.get_sample_value(
             "kerf_recommender_writes_withheld_total", withheld
         )

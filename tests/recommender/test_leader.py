@@ -1,7 +1,8 @@
 """Two `kerf recommend` replicas on kubesim against a real Prometheus (issue 18): only the
 holder of the Lease `kerf-recommender` queries Prometheus and writes the recommendations
 ConfigMap (kubesim's log of the writes it received, by token), and when the leader is
-killed the other replica takes the Lease over and writes; stopped, it releases the Lease."""
+killed the other replica takes the Lease over and writes; stopped, it releases the Lease.
+Sharded (issue 37), each replica writes the ConfigMaps of its buckets' namespaces only."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ import httpx
 import yaml
 from kubernetes_asyncio import client
 
+from app.model.shards import bucket_lease_name, bucket_of
 from app.recommend.rows import CONFIGMAP_NAME
 from harness.services import free_port
 from kubesim.requestlog import ServedWrite
@@ -64,7 +66,9 @@ class Recommender:
         return total
 
 
-def start(sim: Simulator, tmp: Path, identity: str, prometheus: str, end: float) -> Recommender:
+def start(
+    sim: Simulator, tmp: Path, identity: str, prometheus: str, end: float, shards: int
+) -> Recommender:
     kubeconfig = tmp / f"{identity}.kubeconfig"
     config = yaml.safe_load(sim.write_kubeconfig(kubeconfig).read_text())
     config["users"][0]["user"]["token"] = f"recommender-{identity}"
@@ -74,7 +78,7 @@ def start(sim: Simulator, tmp: Path, identity: str, prometheus: str, end: float)
     argv = [sys.executable, "-m", "kerf", "recommend", "--kubeconfig", str(kubeconfig)]
     argv += ["--prometheus", prometheus, "--now", stamp(end), "--interval", "1h"]
     argv += ["--rate-window", "15m", "--learning-period", "48h"]
-    argv += ["--lease-duration", LEASE_DURATION]
+    argv += ["--lease-duration", LEASE_DURATION, "--shards", str(shards)]
     argv += ["--metrics-host", "127.0.0.1", "--metrics-port", str(port)]
     env = {**os.environ, "POD_NAMESPACE": "kerf-system", "POD_NAME": identity}
     with open(log, "wb") as out:
@@ -86,9 +90,9 @@ def start(sim: Simulator, tmp: Path, identity: str, prometheus: str, end: float)
 
 @contextlib.asynccontextmanager
 async def recommenders(
-    sim: Simulator, tmp: Path, prometheus: str, end: float
+    sim: Simulator, tmp: Path, prometheus: str, end: float, shards: int = 1
 ) -> AsyncIterator[tuple[Recommender, Recommender]]:
-    a, b = (start(sim, tmp, name, prometheus, end) for name in ("a", "b"))
+    a, b = (start(sim, tmp, name, prometheus, end, shards) for name in ("a", "b"))
     try:
         yield a, b
     finally:
@@ -122,12 +126,12 @@ async def wait_for(
         await asyncio.sleep(0.05)
 
 
-def history(root: Path, end: float) -> Path:
-    """Two days of a steady Deployment's two replicas (gone from the cluster by now: their
-    generated names map them to it), as TSDB blocks."""
+def history(root: Path, end: float, namespaces: tuple[str, ...] = (NAMESPACE,)) -> Path:
+    """Two days of a steady Deployment's two replicas in each namespace (gone from the
+    cluster by now: their generated names map them to it), as TSDB blocks."""
     replicas = [
         Replica(
-            NAMESPACE,
+            namespace,
             f"steady-5f7c9-{suffix}",
             "app",
             constant(0.2),
@@ -135,6 +139,7 @@ def history(root: Path, end: float) -> Path:
             end - 2 * DAY,
             end,
         )
+        for namespace in namespaces
         for suffix in ("aaaaa", "bbbbb")
     ]
     backfill(openmetrics(replicas), root / "tsdb")
@@ -188,3 +193,49 @@ async def test_only_the_leader_writes_and_the_other_takes_over(tmp_path: Path) -
                 follower.process.send_signal(signal.SIGTERM)
                 assert await asyncio.to_thread(follower.process.wait, 60) == 0
                 assert holder(sim) == ""
+
+
+#: namespaces of different buckets of 8 (bucket_of)
+SHARDED = ("mail", "payments", "search")
+
+
+async def test_sharded_replicas_write_only_their_buckets_namespaces(tmp_path: Path) -> None:
+    end = (time.time() // 3600) * 3600 - 3600
+    storage = history(tmp_path, end, SHARDED)
+    with running_prometheus(storage) as url:
+        async with running_sim(tmp_path) as sim, sim.api_client() as api:
+            await sim.add_namespace("kerf-system")
+            for namespace in SHARDED:
+                await sim.add_namespace(namespace)
+                steady = deployment(
+                    "steady", 0, {"cpu": "500m", "memory": "512Mi"}, {"memory": "1Gi"}
+                )
+                steady["metadata"]["namespace"] = namespace
+                await client.AppsV1Api(api).create_namespaced_deployment(namespace, steady)
+            await sim.settle()
+            sim.writes.enabled = True
+            async with recommenders(sim, tmp_path, url, end, shards=8) as (a, b):
+
+                async def written() -> bool:
+                    return all(
+                        sim.store.get(CONFIGMAPS, ns, CONFIGMAP_NAME) is not None for ns in SHARDED
+                    )
+
+                await wait_for(written, "every namespace's ConfigMap")
+                writers: set[str] = set()
+                for write in sim.writes.entries:
+                    if write.resource != "configmaps":
+                        continue
+                    lease = "kerf-system/" + bucket_lease_name(
+                        "recommender", bucket_of(write.namespace, 8), 8
+                    )
+                    assert f"recommender-{write.lease_holders.get(lease)}" == write.user, write
+                    writers.add(write.user)
+                assert len(writers) >= 1
+
+                async def split() -> bool:
+                    held = [await r.metric("kerf_recommender_buckets_held") for r in (a, b)]
+                    return held == [4, 4]
+
+                await wait_for(split, "the buckets split four and four")
+                assert sim.store.get(LEASES, "kerf-system", "kerf-recommender") is None

@@ -98,7 +98,7 @@ async def test_the_defaults_are_client_gos_and_keep_their_order() -> None:
 async def test_a_leader_stops_before_its_lease_can_expire() -> None:
     server, clock, changes = LeaseServer(), Monotonic(), []
     a = elector(server, "a", clock, changes)
-    await a._try()
+    await a.attempt()
     assert a.leading() and changes == [True]
     clock.now += 9.9
     assert a.leading()
@@ -110,18 +110,18 @@ async def test_a_leader_stops_before_its_lease_can_expire() -> None:
 async def test_the_deadline_runs_from_when_the_renewal_was_sent() -> None:
     server, clock = LeaseServer(), Monotonic()
     a = elector(server, "a", clock)
-    await a._try()
+    await a.attempt()
     clock.now += 8.0
     # The renewal's answer takes 3 s: it renewed nothing this replica may rely on longer
     # than 10 s after it was sent.
     server.during_write = lambda: setattr(clock, "now", clock.now + 3.0)
-    await a._try()
+    await a.attempt()
     server.during_write = lambda: None
     assert a.leading()
     clock.now += 7.0  # 10 s after the renewal was sent, 7 s after its answer came
     assert not a.leading()
     server.during_write = lambda: setattr(clock, "now", clock.now + 11.0)
-    await a._try()  # an answer slower than the deadline: not the leader even on success
+    await a.attempt()  # an answer slower than the deadline: not the leader even on success
     assert not a.leading()
 
 
@@ -129,7 +129,7 @@ async def test_a_paused_leader_writes_nothing_after_resuming() -> None:
     # SIGSTOP for 20 s: the resumed process's first write, before any renewal, is refused.
     server, clock, metrics = LeaseServer(), Monotonic(), reconciler_metrics()
     a = elector(server, "a", clock)
-    await a._try()
+    await a.attempt()
     sent: list[str] = []
     writer = ApiWriter(Recorder(sent), fence=write_fence(a, metrics.writes_withheld))  # type: ignore[arg-type]
     await writer.resize(POD, {"app": {"requests": {"cpu": "250m"}}})
@@ -143,10 +143,10 @@ async def test_a_paused_leader_writes_nothing_after_resuming() -> None:
 
 async def test_every_write_passes_the_fence() -> None:
     sent: list[str] = []
-    refused: list[str] = []
+    refused: list[tuple[str, str | None]] = []
 
-    def fence(resource: str) -> None:
-        refused.append(resource)
+    def fence(resource: str, namespace: str | None = None) -> None:
+        refused.append((resource, namespace))
         raise NotLeading("no")
 
     writer = ApiWriter(Recorder(sent), fence=fence)  # type: ignore[arg-type]
@@ -162,7 +162,8 @@ async def test_every_write_passes_the_fence() -> None:
         with pytest.raises(NotLeading):
             await write
     assert sent == []
-    assert len(refused) == 6
+    # each names the namespace it is written in: sharded, the fence asks for its bucket
+    assert len(refused) == 6 and {namespace for _, namespace in refused} == {"shop"}
 
 
 async def test_a_candidate_waits_a_whole_duration_of_its_own_clock() -> None:
@@ -170,19 +171,19 @@ async def test_a_candidate_waits_a_whole_duration_of_its_own_clock() -> None:
     # takes over only after seeing the same version for leaseDurationSeconds.
     server, clock = LeaseServer(), Monotonic()
     a, b = elector(server, "a", clock), elector(server, "b", clock)
-    await a._try()
-    await b._try()
+    await a.attempt()
+    await b.attempt()
     assert not b.leading()
     clock.now += 14.9
-    await b._try()
+    await b.attempt()
     assert not b.leading()
     clock.now += 0.1
-    await b._try()
+    await b.attempt()
     assert b.leading()
     assert server.writes[-1] == ("update", "b")
     # The old leader, resumed, steps down by itself (deadline) and then sees b hold it.
     assert not a.leading()
-    await a._try()
+    await a.attempt()
     assert not a.leading()
     assert server.writes[-1] == ("update", "b")
 
@@ -190,12 +191,12 @@ async def test_a_candidate_waits_a_whole_duration_of_its_own_clock() -> None:
 async def test_a_renewal_keeps_the_candidate_waiting() -> None:
     server, clock = LeaseServer(), Monotonic()
     a, b = elector(server, "a", clock), elector(server, "b", clock)
-    await a._try()
-    await b._try()
+    await a.attempt()
+    await b.attempt()
     for _ in range(10):
         clock.now += 2.0
-        await a._try()
-        await b._try()
+        await a.attempt()
+        await b.attempt()
     assert a.leading() and not b.leading()
 
 
@@ -228,7 +229,7 @@ async def test_the_renewal_loop_steps_down_when_a_renewal_hangs() -> None:
         monotonic=clock,
         on_change=changes.append,
     )
-    await a._try()
+    await a.attempt()
     hung = asyncio.Event()
 
     async def hang(*args: Any, **kwargs: Any) -> dict[str, Any]:
@@ -275,7 +276,7 @@ class Dropped(WorkloadReconciler):
 
 
 def withheld(metrics: ReconcilerMetrics, resource: str) -> float:
-    return metrics.writes_withheld.labels(resource)._value.get()
+    return metrics.writes_withheld.labels(resource, "")._value.get()
 
 
 class PausedOnTheWay(Recorder):
@@ -294,7 +295,7 @@ class PausedOnTheWay(Recorder):
 async def test_a_write_that_outlived_the_lease_is_counted_and_the_next_is_withheld() -> None:
     server, clock, metrics = LeaseServer(), Monotonic(), reconciler_metrics()
     a = elector(server, "a", clock)
-    await a._try()
+    await a.attempt()
     sent: list[str] = []
     writer = ApiWriter(
         PausedOnTheWay(sent, clock),  # type: ignore[arg-type]

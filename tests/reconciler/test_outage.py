@@ -103,8 +103,13 @@ async def test_an_outage_is_said_once_a_minute_and_its_end_once(
         await sim.stop()
 
         stop = asyncio.Event()
+        # One leader: its informers start at once (sharded, they wait for the first
+        # claims, and the outage would be told by the shard set's list alone).
         options = Options(
-            kubeconfig=sim.kubeconfig_path, metrics_host="127.0.0.1", metrics_port=metrics_port
+            kubeconfig=sim.kubeconfig_path,
+            metrics_host="127.0.0.1",
+            metrics_port=metrics_port,
+            shards=1,
         )
         service = asyncio.create_task(serve_cluster(options, stop))
         try:

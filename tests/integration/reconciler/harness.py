@@ -44,6 +44,8 @@ FAST = Options(
     ),
     service=ServiceConfig(workers=2, resync_s=3600.0),
     leader=LeaderTimings.scaled(2.0),
+    # One leader, as these tests were written for; sharded runs say so (test_shards.py).
+    shards=1,
 )
 
 

@@ -139,7 +139,7 @@ async def test_a_replica_that_loses_the_lease_between_the_eviction_and_its_statu
         await wait_for(kerf, stepped_down, "the first replica to see it lost the Lease")
         release.set()
         # The first write after the eviction: its Event, told before the status.
-        withheld = metrics.writes_withheld.labels("events")
+        withheld = metrics.writes_withheld.labels("events", "")
 
         async def fenced() -> bool:
             return withheld._value.get() >= 1

@@ -76,7 +76,7 @@ def start(sim: Simulator, tmp: Path, identity: str) -> Replica:
     log = tmp / f"{identity}.log"
     argv = [sys.executable, "-m", "kerf", "reconciler", "--kubeconfig", str(kubeconfig)]
     argv += ["--metrics-host", "127.0.0.1", "--metrics-port", str(port)]
-    argv += ["--lease-duration", "3", "--resync-interval", "3600"]
+    argv += ["--lease-duration", "3", "--resync-interval", "3600", "--shards", "1"]
     env = {**os.environ, "POD_NAMESPACE": "kerf-system", "POD_NAME": identity}
     with open(log, "wb") as out:
         process = subprocess.Popen(

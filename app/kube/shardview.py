@@ -1,0 +1,221 @@
+"""What a sharded replica keeps: the objects of its buckets' namespaces, and every
+cluster-wide one.
+
+`ShardFilter` says which namespaces' per-workload objects (workloads, the ReplicaSets and
+Jobs between them and their pods, pods, autoscalers, LimitRanges and ResourceQuotas,
+RightsizingRecommendations) a view keeps: those whose namespace's bucket
+(`app.model.shards.bucket_of`) this replica holds. Everything else (nodes, namespaces, kerf's
+policies and strategies, recommendation ConfigMaps) every replica keeps, so each decides
+with the same inputs a single replica would.
+
+`ShardedView` consults the filter on every object the informers bring: one outside its
+buckets is not stored (and dropped, had it been stored while its bucket was held). Of a
+pod outside, only what it takes from its node is kept, so the room a resize needs on a
+node still counts every pod there (`node_requests`).
+
+When the held buckets change, the filter changes and `ShardedFeed.relist` lists the
+per-workload resources again: the informers of the other resources go on watching.
+That is the simplest way that is correct both ways. A gained bucket's objects arrive
+with the list (while a watch goes on, events of a namespace not kept were never
+stored, and nothing but a list brings them back); a lost bucket's are dropped as the
+list brings them through the filter, or at its end if they are gone. Buckets change
+only when members come or go, so a relist is rare; until it is in, the replica simply
+does not see the workloads it gained yet, and does not write for those it lost (the
+fence, `app.kube.shardleases`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from app.kube.informer import ClusterFeed, Informer
+from app.model.crd import KerfResource
+from app.model.quantities import QuantityError
+from app.model.shards import bucket_of
+from app.model.workloads import WORKLOAD_KINDS
+from app.store.inputs import NO_REACH, Reach
+from app.store.namespace_bounds import BOUND_KINDS
+from app.store.view import (
+    INTERMEDIATE_OWNER_KINDS,
+    TERMINAL_PHASES,
+    ClusterView,
+    node_requests_of,
+    object_key,
+)
+
+#: What belongs to a namespace's workloads: kept only for the buckets a replica holds.
+PER_WORKLOAD_KINDS = frozenset(
+    {
+        *WORKLOAD_KINDS,
+        *INTERMEDIATE_OWNER_KINDS,
+        "Pod",
+        "HorizontalPodAutoscaler",
+        "VerticalPodAutoscaler",
+        "RightsizingRecommendation",
+        *BOUND_KINDS,
+    }
+)
+
+
+class ShardFilter:
+    """The buckets a replica holds, asked per object: kept or not."""
+
+    def __init__(self, buckets: int, held: Iterable[int] = ()) -> None:
+        self.buckets = buckets
+        self.held: frozenset[int] = frozenset(held)
+        self._bucket: dict[str, int] = {}
+
+    def bucket(self, namespace: str) -> int:
+        """The namespace's bucket (remembered: every event of the namespace asks)."""
+        found = self._bucket.get(namespace)
+        if found is None:
+            found = self._bucket[namespace] = bucket_of(namespace, self.buckets)
+        return found
+
+    def owns(self, namespace: str) -> bool:
+        """The namespace's bucket is held."""
+        return self.bucket(namespace) in self.held
+
+    def keeps(self, kind: str, namespace: str) -> bool:
+        """Whether a view keeps an object: cluster-wide, or of a held bucket."""
+        return kind not in PER_WORKLOAD_KINDS or not namespace or self.owns(namespace)
+
+
+def _key(obj: Mapping[str, Any]) -> tuple[str, str, str]:
+    if isinstance(obj, KerfResource):
+        return obj.kind, obj.metadata.namespace or "", obj.metadata.name
+    return object_key(obj)
+
+
+class ShardedView(ClusterView):
+    """A ClusterView that keeps only what its `shard_filter` keeps (all without one)."""
+
+    def __init__(self, *, shard_filter: ShardFilter | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.shard_filter = shard_filter
+        #: pods outside the held buckets: (node, cpu, memory) each, and the totals by node
+        self._foreign: dict[tuple[str, str], tuple[str, int, int]] = {}
+        self._foreign_totals: dict[str, list[int]] = {}
+
+    def apply(self, obj: Mapping[str, Any]) -> Reach:
+        if self.shard_filter is None:
+            return super().apply(obj)
+        kind, namespace, name = _key(obj)
+        if self.shard_filter.keeps(kind, namespace):
+            if kind == "Pod":
+                self._forget_foreign(namespace, name)
+            return super().apply(obj)
+        if kind == "Pod":
+            self._count_foreign(obj, namespace, name)
+        return self._drop(kind, namespace, name)
+
+    def delete(self, kind: str, namespace: str, name: str) -> Reach:
+        if kind == "Pod":
+            self._forget_foreign(namespace, name)
+        return super().delete(kind, namespace, name)
+
+    def _drop(self, kind: str, namespace: str, name: str) -> Reach:
+        with self.lock:
+            if self._stored(kind, namespace, name) is None:
+                return NO_REACH
+        return super().delete(kind, namespace, name)
+
+    def _count_foreign(self, pod: Mapping[str, Any], namespace: str, name: str) -> None:
+        self._forget_foreign(namespace, name)
+        node = (pod.get("spec") or {}).get("nodeName")
+        if not node or (pod.get("status") or {}).get("phase") in TERMINAL_PHASES:
+            return
+        try:
+            cpu, memory = node_requests_of(pod)
+        except QuantityError:  # the API server refuses these; counted as none
+            return
+        with self.lock:
+            self._foreign[(namespace, name)] = (node, cpu, memory)
+            totals = self._foreign_totals.setdefault(node, [0, 0])
+            totals[0] += cpu
+            totals[1] += memory
+
+    def _forget_foreign(self, namespace: str, name: str) -> None:
+        with self.lock:
+            old = self._foreign.pop((namespace, name), None)
+            if old is not None:
+                totals = self._foreign_totals[old[0]]
+                totals[0] -= old[1]
+                totals[1] -= old[2]
+
+    def node_requests(self, node: str) -> tuple[int, int]:
+        cpu, memory = super().node_requests(node)
+        foreign = self._foreign_totals.get(node, (0, 0))
+        return cpu + foreign[0], memory + foreign[1]
+
+
+class ShardedFeed(ClusterFeed):
+    """A ClusterFeed whose per-workload resources can be listed again (`relist`) when the
+    buckets a replica holds change."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._relist_due = asyncio.Event()
+        self._tasks: dict[int, asyncio.Task[None]] = {}
+        #: set while every resource is listed with the buckets held now (no relist due or
+        #: under way)
+        self.complete = asyncio.Event()
+        #: called once a relist is in: the objects of a gained bucket arrive in any order
+        #: across the resources (a workload before its pods), so whoever acts on them looks
+        #: at them again once all are in
+        self.on_relisted: Callable[[], object] = lambda: None
+        self._relisting = False
+
+    def relist(self) -> None:
+        """List the per-workload resources again, soon (requests made before it starts
+        are one relist)."""
+        self.complete.clear()
+        self._relist_due.set()
+
+    async def run(self) -> None:
+        """Run every informer until cancelled, relisting when asked."""
+        # The first list is made with the buckets held now: nothing to list again yet.
+        self._relist_due.clear()
+        try:
+            for index, informer in enumerate(self.informers):
+                self._start(index, informer)
+            while True:
+                await self._relist_due.wait()
+                self._relist_due.clear()
+                await self._relist()
+        finally:
+            for task in self._tasks.values():
+                task.cancel()
+            await asyncio.gather(*self._tasks.values(), return_exceptions=True)
+
+    def _start(self, index: int, informer: Informer) -> None:
+        self._tasks[index] = asyncio.create_task(
+            informer.run(), name=f"informer {informer.resource.kind}"
+        )
+
+    async def _relist(self) -> None:
+        again = [
+            (index, informer)
+            for index, informer in enumerate(self.informers)
+            if informer.resource.kind in PER_WORKLOAD_KINDS
+        ]
+        for index, _ in again:
+            self._tasks[index].cancel()
+        await asyncio.gather(*(self._tasks[index] for index, _ in again), return_exceptions=True)
+        self._relisting = True
+        for index, informer in again:
+            # The list ends by deleting what it no longer holds: the lost buckets' objects.
+            informer.resource_version = None
+            informer.listed = False
+            self._start(index, informer)
+
+    def _contact(self, informer: Informer) -> None:
+        super()._contact(informer)
+        if self.complete.is_set() or self._relist_due.is_set() or self.unlisted():
+            return
+        self.complete.set()
+        if self._relisting:
+            self._relisting = False
+            self.on_relisted()

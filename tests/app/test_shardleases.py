@@ -1,0 +1,215 @@
+"""A shard set on Leases: replicas split the buckets, take over a silent member's after
+its Leases expire on their own clocks, give up their excess when a member joins, and
+release everything on shutdown; the fence follows the bucket of each write."""
+
+from __future__ import annotations
+
+import copy
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from prometheus_client import CollectorRegistry, Counter, Gauge
+
+from app.kube.informer import ApiStatusError
+from app.kube.leader import NotLeading
+from app.kube.leadertimings import LeaderTimings
+from app.kube.shardleases import ShardLeases
+from app.model.shards import SHARD_ROLE_LABEL, SHARD_SET_LABEL, bucket_of, fair_share
+
+TIMINGS = LeaderTimings(duration_s=15.0, renew_deadline_s=10.0, retry_s=2.0)
+
+
+class Monotonic:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class Leases:
+    """A namespace's Leases with optimistic concurrency and label selection."""
+
+    def __init__(self) -> None:
+        self.items: dict[str, dict[str, Any]] = {}
+        self.version = 0
+
+    async def request(
+        self, verb: str, resource: str, method: str, path: str, body: Any = None, **_: Any
+    ) -> dict[str, Any]:
+        url = urlsplit(path)
+        if method == "GET" and url.path.endswith("/leases"):
+            key, _, value = parse_qs(url.query)["labelSelector"][0].partition("=")
+            items = [
+                copy.deepcopy(lease)
+                for lease in self.items.values()
+                if (lease["metadata"].get("labels") or {}).get(key) == value
+            ]
+            return {"items": items}
+        name = url.path.rsplit("/", 1)[1]
+        if method == "GET":
+            if name not in self.items:
+                raise ApiStatusError(404, "not found")
+            return copy.deepcopy(self.items[name])
+        name = body["metadata"]["name"]
+        if method == "POST" and name in self.items:
+            raise ApiStatusError(409, "exists")
+        if method == "PUT" and (
+            name not in self.items
+            or body["metadata"]["resourceVersion"]
+            != self.items[name]["metadata"]["resourceVersion"]
+        ):
+            raise ApiStatusError(409, "the object has been modified")
+        self.version += 1
+        lease = copy.deepcopy(body)
+        lease["metadata"]["resourceVersion"] = str(self.version)
+        self.items[name] = lease
+        return copy.deepcopy(lease)
+
+    def holders(self) -> dict[int, str]:
+        return {
+            int(name.rsplit("-", 1)[1]): lease["spec"]["holderIdentity"]
+            for name, lease in self.items.items()
+            if lease["metadata"]["labels"][SHARD_ROLE_LABEL] == "bucket"
+            and lease["spec"]["holderIdentity"]
+        }
+
+
+class Replica:
+    def __init__(self, server: Leases, identity: str, buckets: int = 64) -> None:
+        self.clock = Monotonic()
+        registry = CollectorRegistry()
+        self.changes: list[tuple[frozenset[int], frozenset[int]]] = []
+        self.rebalances = Counter("r", "r", ["reason"], registry=registry)
+        self.withheld = Counter("w", "w", ["resource", "bucket"], registry=registry)
+        self.shards = ShardLeases(
+            server,  # type: ignore[arg-type]
+            "kerf-system",
+            identity,
+            shard_set="reconciler",
+            buckets=buckets,
+            held_gauge=Gauge("h", "h", registry=registry),
+            rebalances=self.rebalances,
+            timings=TIMINGS,
+            clock=lambda: datetime(2026, 12, 1, tzinfo=UTC),
+            monotonic=self.clock,
+            on_change=lambda gained, lost: self.changes.append((gained, lost)),
+        )
+
+    def count(self, reason: str) -> float:
+        return self.rebalances.labels(reason)._value.get()
+
+
+async def rounds(replicas: list[Replica], n: int = 4, step_s: float = 2.0) -> None:
+    for _ in range(n):
+        for replica in replicas:
+            await replica.shards.round()
+        for replica in replicas:
+            replica.clock.now += step_s
+
+
+def assert_split(server: Leases, replicas: list[Replica], buckets: int = 64) -> None:
+    holders = server.holders()
+    assert sorted(holders) == list(range(buckets))
+    held = [r.shards.held() for r in replicas]
+    assert sum(len(h) for h in held) == buckets  # no bucket held by two
+    for replica, mine in zip(replicas, held, strict=True):
+        assert mine == {b for b, h in holders.items() if h == replica.shards.identity}
+        assert len(mine) <= fair_share(buckets, len(replicas))
+
+
+async def test_replicas_split_the_buckets_with_labelled_leases() -> None:
+    server = Leases()
+    replicas = [Replica(server, f"r{i}") for i in range(3)]
+    await rounds(replicas)
+    assert_split(server, replicas)
+    assert "kerf-reconciler-bucket-00" in server.items
+    assert server.items["kerf-reconciler-member-r0"]["metadata"]["labels"] == {
+        SHARD_SET_LABEL: "reconciler",
+        SHARD_ROLE_LABEL: "member",
+    }
+    assert "kerf-reconciler" not in server.items  # the single leader's name: one bucket only
+    for replica in replicas:
+        assert replica.count("claimed") == len(replica.shards.held())
+
+
+async def test_a_lone_replica_holds_everything_and_one_bucket_is_the_leader_lease() -> None:
+    server = Leases()
+    alone = Replica(server, "r0", buckets=1)
+    await rounds([alone], 2)
+    assert alone.shards.held() == {0}
+    assert server.items["kerf-reconciler"]["spec"]["holderIdentity"] == "r0"
+
+
+async def test_a_joining_member_gets_buckets_released_to_it() -> None:
+    server = Leases()
+    first = Replica(server, "r0")
+    await rounds([first])
+    assert len(first.shards.held()) == 64
+    second = Replica(server, "r1")
+    await rounds([first, second])
+    assert_split(server, [first, second])
+    assert first.count("released") == 32 and first.count("lost") == 0
+
+
+async def test_a_silent_members_buckets_are_taken_over_once_they_expire() -> None:
+    server = Leases()
+    replicas = [Replica(server, f"r{i}") for i in range(3)]
+    await rounds(replicas)
+    silent, rest = replicas[0], replicas[1:]
+    theirs = silent.shards.held()
+    await rounds(rest, n=7)  # 14 s of the others' clocks: less than the 15 s duration
+    assert theirs <= set(server.holders()) and all(server.holders()[b] == "r0" for b in theirs)
+    await rounds(rest, n=4)
+    assert_split(server, rest)
+    # the silent one, resumed past its renew deadline, holds nothing it may write for
+    silent.clock.now += 30
+    assert silent.shards.held() == frozenset()
+    assert silent.changes[-1][1] == theirs
+    assert silent.count("lost") == len(theirs)
+
+
+async def test_the_fence_follows_the_bucket_of_each_write() -> None:
+    server = Leases()
+    replicas = [Replica(server, f"r{i}") for i in range(2)]
+    await rounds(replicas)
+    a, b = replicas
+    namespace = next(ns for ns in (f"ns-{i}" for i in range(100)) if a.shards.owns(ns))
+    bucket = bucket_of(namespace, 64)
+    a.shards.fence(a.withheld)("pods/resize", namespace)  # sent
+    with pytest.raises(NotLeading):
+        b.shards.fence(b.withheld)("pods/resize", namespace)
+    assert b.withheld.labels("pods/resize", f"{bucket:02d}")._value.get() == 1
+    cluster_writer = a if a.shards.holds(0) else b
+    cluster_writer.shards.fence(cluster_writer.withheld)("globalconfigurations/status")
+
+
+async def test_shutdown_releases_every_lease() -> None:
+    server = Leases()
+    replicas = [Replica(server, f"r{i}") for i in range(2)]
+    await rounds(replicas)
+    held = replicas[0].shards.held()
+    await replicas[0].shards.release()
+    assert replicas[0].shards.held() == frozenset()
+    assert all(server.holders().get(b) != "r0" for b in held)
+    assert server.items["kerf-reconciler-member-r0"]["spec"]["holderIdentity"] == ""
+    assert replicas[0].count("released") == len(held)
+    await rounds(replicas[1:], n=2)
+    assert len(replicas[1].shards.held()) == 64
+
+
+async def test_an_old_single_leader_keeps_the_shards_from_claiming() -> None:
+    server = Leases()
+    server.items["kerf-reconciler"] = {
+        "metadata": {"name": "kerf-reconciler", "resourceVersion": "0"},
+        "spec": {"holderIdentity": "old-leader", "leaseDurationSeconds": 15},
+    }
+    new = Replica(server, "r0")
+    await rounds([new], n=4)
+    assert new.shards.held() == frozenset()
+    server.items["kerf-reconciler"]["spec"]["holderIdentity"] = ""  # released on shutdown
+    server.items["kerf-reconciler"]["metadata"]["resourceVersion"] = "1"
+    await rounds([new], n=2)
+    assert len(new.shards.held()) == 64

@@ -1,0 +1,78 @@
+"""A sharded view keeps its buckets' per-workload objects and every cluster-wide one, and
+counts what other buckets' pods take from a node."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app.kube.shardview import ShardedView, ShardFilter
+from app.model.shards import bucket_of
+
+BUCKETS = 4
+
+
+def namespaces() -> tuple[str, str]:
+    """Two namespaces of different buckets."""
+    assert bucket_of("mail", BUCKETS) != bucket_of("payments", BUCKETS)
+    return "mail", "payments"
+
+
+def pod(namespace: str, name: str, cpu: str = "500m") -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "uid": f"{namespace}-{name}"},
+        "spec": {
+            "nodeName": "n1",
+            "containers": [{"name": "app", "resources": {"requests": {"cpu": cpu}}}],
+        },
+        "status": {"phase": "Running"},
+    }
+
+
+def node() -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": "n1"},
+        "status": {"allocatable": {"cpu": "4", "memory": "8Gi"}},
+    }
+
+
+def test_only_the_held_buckets_are_kept_but_every_pod_counts_on_its_node() -> None:
+    mine, theirs = namespaces()
+    shard_filter = ShardFilter(BUCKETS, {bucket_of(mine, BUCKETS)})
+    view = ShardedView(shard_filter=shard_filter)
+    view.apply(node())
+    view.apply(pod(mine, "a"))
+    view.apply(pod(theirs, "b", cpu="250m"))
+    assert [p["metadata"]["namespace"] for p in view.pods()] == [mine]
+    assert view.node_allocatable("n1") is not None
+    assert view.node_requests("n1")[0] == 750
+    # the other bucket's pod changes and goes: its share of the node follows
+    view.apply(pod(theirs, "b", cpu="100m"))
+    assert view.node_requests("n1")[0] == 600
+    view.delete("Pod", theirs, "b")
+    assert view.node_requests("n1")[0] == 500
+
+
+def test_a_lost_buckets_objects_are_dropped_as_they_come_through() -> None:
+    mine, theirs = namespaces()
+    shard_filter = ShardFilter(BUCKETS, {bucket_of(mine, BUCKETS), bucket_of(theirs, BUCKETS)})
+    view = ShardedView(shard_filter=shard_filter)
+    view.apply(pod(mine, "a"))
+    view.apply(pod(theirs, "b"))
+    assert len(list(view.pods())) == 2
+    shard_filter.held = frozenset({bucket_of(mine, BUCKETS)})
+    view.apply(pod(theirs, "b"))  # as a relist brings it
+    assert [p["metadata"]["namespace"] for p in view.pods()] == [mine]
+    assert view.node_requests("n1")[0] == 1000
+
+
+def test_without_a_filter_everything_is_kept() -> None:
+    mine, theirs = namespaces()
+    view = ShardedView()
+    view.apply(pod(mine, "a"))
+    view.apply(pod(theirs, "b"))
+    assert len(list(view.pods())) == 2
+    assert view.node_requests("n1")[0] == 1000

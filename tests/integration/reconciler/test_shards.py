@@ -1,0 +1,210 @@
+"""Sharded reconcilers on kubesim (issue 37 part 1): three replicas split the buckets,
+each keeps only its buckets' workloads, and every write for a workload is sent by the
+holder of its namespace's bucket Lease at that moment (the simulator's write log names
+the writer by its token and every Lease holder just after each write); with `--shards 1`
+one replica leads on today's Lease, as before sharding."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from kubernetes_asyncio import client
+
+from app.kube.leadertimings import LeaderTimings
+from app.model.shards import bucket_lease_name, bucket_of
+from reconciler.main import Options, build_service
+from reconciler.service import run_cluster
+from tests.cluster import GROUP, VERSION, custom, eventually, strategy
+from tests.integration.reconciler.harness import (
+    FAST,
+    LEASES,
+    Kerf,
+    create,
+    deployment,
+    requests_of,
+    running_kerf,
+    static_policy,
+    wait_for,
+)
+
+BUCKETS = 8
+#: Longer Leases than FAST's 2 s: a sharded replica renews several Leases a round, and on
+#: a loaded machine a 1.3 s renew deadline is missed, which is safe but churns buckets.
+SHARDED = replace(FAST, shards=BUCKETS, leader=LeaderTimings.scaled(6.0))
+#: in five of the eight buckets (names alike, such as team-0 ... team-5, share the high
+#: bits of FNV-1a and so one bucket)
+NAMESPACES = ["payments", "search", "billing", "mail", "cart", "ads"]
+WANTED = {"cpu": "250m", "memory": "256Mi"}
+
+
+@contextlib.asynccontextmanager
+async def replica(
+    kerf: Kerf, identity: str, options: Options
+) -> AsyncIterator[tuple[Any, asyncio.Event, asyncio.Task[int]]]:
+    """One reconciler replica on an API client of its own, whose token names it in the
+    simulator's write log."""
+    configuration = client.Configuration()
+    configuration.host = kerf.sim.url
+    # the key kerf's raw requests (app/kube/transport.py) authenticate with
+    configuration.api_key = {"BearerToken": identity}
+    configuration.api_key_prefix = {"BearerToken": "Bearer"}
+    async with client.ApiClient(configuration) as api:
+        feed, service = build_service(
+            api, options, namespace="kerf-system", identity=identity, clock=kerf.sim.clock.now
+        )
+        stop = asyncio.Event()
+        task = asyncio.create_task(run_cluster(feed, service, stop=stop))
+        try:
+            yield service, stop, task
+        finally:
+            stop.set()
+            await asyncio.wait_for(task, 20)
+
+
+async def workloads(kerf: Kerf) -> None:
+    apps = client.AppsV1Api(kerf.api)
+    for namespace in NAMESPACES:
+        await kerf.sim.add_namespace(namespace)
+        await custom(kerf.api).create_namespaced_custom_object(
+            GROUP, VERSION, namespace, "automationstrategies", strategy("default", namespace)
+        )
+        await apps.create_namespaced_deployment(namespace, deployment("web", namespace=namespace))
+    await kerf.settle()
+    for namespace in NAMESPACES:
+        await create(
+            kerf,
+            "staticpolicies",
+            static_policy("web", "web", WANTED, namespace=namespace),
+            namespace=namespace,
+        )
+
+
+async def resized(kerf: Kerf) -> bool:
+    for namespace in NAMESPACES:
+        pods = await kerf.pods("web", namespace)
+        statuses = [(p["status"].get("containerStatuses") or [{}])[0] for p in pods]
+        running = [(s.get("resources") or {}).get("requests") for s in statuses]
+        if len(pods) != 2 or running != [WANTED, WANTED]:
+            return False
+        if any(requests_of(p) != WANTED for p in pods):
+            return False
+    return True
+
+
+async def test_replicas_split_the_buckets_and_write_only_for_their_own(tmp_path: Path) -> None:
+    options = SHARDED
+    async with running_kerf(tmp_path) as kerf:
+        await workloads(kerf)
+        kerf.sim.writes.enabled = True
+        async with contextlib.AsyncExitStack() as stack:
+            services = [
+                (await stack.enter_async_context(replica(kerf, f"r{i}", options)))[0]
+                for i in range(3)
+            ]
+
+            def split() -> bool:
+                held = [s.shards.held() for s in services]
+                return sum(map(len, held)) == BUCKETS and frozenset().union(*held) == set(
+                    range(BUCKETS)
+                )
+
+            await eventually(split, "the buckets split between the replicas", 60)
+            await wait_for(kerf, lambda: resized(kerf), "every namespace's pods resized", 120)
+            held = [s.shards.held() for s in services]
+            assert all(held), held  # each replica works some buckets (3 x ⌈8/3⌉ >= 8)
+            assert all(len(h) <= 3 for h in held), held
+            for service, mine in zip(services, held, strict=True):
+                # its view keeps only its buckets' pods and workloads, and every node
+                pods = {p["metadata"]["namespace"] for p in service.view.pods()}
+                assert all(bucket_of(ns, BUCKETS) in mine for ns in pods), (pods, mine)
+                kept = {w.namespace for w in service.view.workloads()}
+                assert kept == {ns for ns in NAMESPACES if bucket_of(ns, BUCKETS) in mine}
+                assert service.view.node_allocatable("node-a") is not None
+            # bucket 00's holder is the one that writes for the whole cluster
+            assert [s.leading for s in services].count(True) == 1
+        by_writer: dict[str, set[str]] = {}
+        for write in kerf.sim.writes.entries:
+            if write.resource == "leases" or write.namespace not in NAMESPACES:
+                continue
+            lease = "kerf-system/" + bucket_lease_name(
+                "reconciler", bucket_of(write.namespace, BUCKETS), BUCKETS
+            )
+            assert write.lease_holders.get(lease) == write.user, write
+            by_writer.setdefault(write.user, set()).add(write.namespace)
+        assert set().union(*by_writer.values()) == set(NAMESPACES)
+        assert len(by_writer) >= 2  # five buckets, at most three a replica
+        leases = {
+            lease["metadata"]["name"]: lease
+            for lease in kerf.sim.store.iter(LEASES)
+            if lease["metadata"]["name"].startswith("kerf-reconciler")
+        }
+        assert "kerf-reconciler" not in leases
+        assert leases["kerf-reconciler-bucket-07"]["metadata"]["labels"] == {
+            "kerf.dev/shard-set": "reconciler",
+            "kerf.dev/shard-role": "bucket",
+        }
+        # shut down gracefully: every Lease released
+        assert all(not lease["spec"].get("holderIdentity") for lease in leases.values())
+
+
+async def test_one_shard_is_todays_single_leader(tmp_path: Path) -> None:
+    options = replace(FAST, shards=1)
+    async with running_kerf(tmp_path) as kerf:
+        await workloads(kerf)
+        kerf.sim.writes.enabled = True
+        async with contextlib.AsyncExitStack() as stack:
+            services = [
+                (await stack.enter_async_context(replica(kerf, f"r{i}", options)))[0]
+                for i in range(2)
+            ]
+            await wait_for(kerf, lambda: resized(kerf), "every namespace's pods resized", 120)
+            assert all(s.shards is None for s in services)
+            assert [s.leading for s in services].count(True) == 1
+            leader = next(s for s in services if s.leading)
+            assert {w.namespace for w in leader.view.workloads()} >= set(NAMESPACES)
+        writers = {
+            w.user
+            for w in kerf.sim.writes.entries
+            if w.resource != "leases" and w.namespace in NAMESPACES
+        }
+        assert len(writers) == 1
+        names = {
+            lease["metadata"]["name"]
+            for lease in kerf.sim.store.iter(LEASES)
+            if lease["metadata"]["name"].startswith("kerf-reconciler")
+        }
+        assert names == {"kerf-reconciler"}
+
+
+async def test_a_joining_replica_takes_buckets_and_the_views_follow(tmp_path: Path) -> None:
+    """The first replica holds every bucket; once a second joins, the first releases
+    half: its view drops their workloads (a relist), the second's lists them."""
+    options = SHARDED
+    async with running_kerf(tmp_path) as kerf:
+        await workloads(kerf)
+        async with contextlib.AsyncExitStack() as stack:
+            first, *_ = await stack.enter_async_context(replica(kerf, "r0", options))
+            await wait_for(kerf, lambda: resized(kerf), "every namespace's pods resized", 120)
+            assert first.shards.held() == set(range(BUCKETS))
+            second, *_ = await stack.enter_async_context(replica(kerf, "r1", options))
+
+            def views_follow() -> bool:
+                a, b = first.shards.held(), second.shards.held()
+                if len(a) != BUCKETS // 2 or len(b) != BUCKETS // 2:
+                    return False
+                for service, mine in ((first, a), (second, b)):
+                    kept = {w.namespace for w in service.view.workloads()}
+                    pods = {p["metadata"]["namespace"] for p in service.view.pods()}
+                    owned = {ns for ns in NAMESPACES if bucket_of(ns, BUCKETS) in mine}
+                    if kept != owned or not pods <= owned:
+                        return False
+                return True
+
+            await eventually(views_follow, "the buckets split and each view following", 60)
+            assert first.metrics.bucket_rebalances.labels("released")._value.get() == BUCKETS // 2
+            assert first.metrics.buckets_held._value.get() == BUCKETS // 2
