@@ -252,6 +252,8 @@ def measure(
         # would then measure that periodic re-decision instead of what they name.
         execution=ExecutionConfig(follow_s=0.5, steady_horizon=timedelta(hours=1)),
         service=ServiceConfig(workers=8, resync_s=1e9, queue_rate=1e6),
+        # one replica, the single leader (`make bench-shards` measures the sharded ones)
+        shards=1,
     )
 
     async def main() -> dict[str, Any]:

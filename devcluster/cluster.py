@@ -45,12 +45,17 @@ _POLL_S = 0.2
 CLIENT_QPS = 500
 #: Every write at level Metadata (who, what, when, the answer's code), nothing else: the
 #: reads and watches would be most of the log and tell nothing about who changed what.
+#: Lease writes in kerf's namespace at level Request: the holder each one names is what
+#: tells a renewal from a release, so the log alone gives each Lease's terms.
 AUDIT_POLICY = """apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: [RequestReceived]
 rules:
   - level: None
     verbs: [get, list, watch]
+  - level: Request
+    namespaces: [kerf-system]
+    resources: [{group: coordination.k8s.io, resources: [leases]}]
   - level: Metadata
 """
 

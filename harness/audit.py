@@ -1,6 +1,7 @@
 """The backend's audit log of writes (`Backend.audit_log`: kube-apiserver's log backend on
 the real control plane, its twin in kubesim), read as one entry per write request: who
-sent it, what it wrote, when it was received and answered, and the answer's code."""
+sent it, what it wrote, when it was received and answered, and the answer's code; for a
+Lease write (logged at level Request), the holder it named."""
 
 from __future__ import annotations
 
@@ -24,6 +25,9 @@ class AuditEntry:
     code: int
     received: datetime
     completed: datetime
+    #: the holderIdentity a Lease write sent ("" for a release; None: none sent, or not
+    #: a Lease write logged with its object)
+    holder: str | None = None
 
     @property
     def what(self) -> str:
@@ -46,6 +50,11 @@ def read_audit(path: Path) -> list[AuditEntry]:
         if event.get("stage") != "ResponseComplete":
             continue
         ref = event.get("objectRef") or {}
+        sent = event.get("requestObject")
+        holder = None
+        spec = sent.get("spec") if isinstance(sent, dict) else None
+        if ref.get("resource") == "leases" and isinstance(spec, dict) and "holderIdentity" in spec:
+            holder = str(spec["holderIdentity"] or "")
         entries.append(
             AuditEntry(
                 user=str((event.get("user") or {}).get("username") or ""),
@@ -57,6 +66,7 @@ def read_audit(path: Path) -> list[AuditEntry]:
                 code=int((event.get("responseStatus") or {}).get("code") or 0),
                 received=datetime.fromisoformat(event["requestReceivedTimestamp"]),
                 completed=datetime.fromisoformat(event["stageTimestamp"]),
+                holder=holder,
             )
         )
     return entries

@@ -13,7 +13,7 @@ import ssl
 import subprocess
 import sys
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -113,15 +113,20 @@ def _ready(service: Service, context: ssl.SSLContext | None) -> bool:
         return False
 
 
-def start_reconciler(kerf: Kerf, identity: str, account: str = "kerf-reconciler") -> Service:
+def start_reconciler(
+    kerf: Kerf,
+    identity: str,
+    account: str = "kerf-reconciler",
+    args: Sequence[str] = RECONCILER_ARGS,
+) -> Service:
     """One more reconciler replica (it leads once it holds the Lease), with a token of the
-    ServiceAccount `account`."""
+    ServiceAccount `account`, run with `args`."""
     port = free_port()
     config = service_kubeconfig(
         kerf.backend, kerf.kubectl, account, kerf.workdir / f"{identity}.kubeconfig"
     )
     argv = [KERF, "reconciler", "--kubeconfig", str(config), "--metrics-host", "127.0.0.1"]
-    argv += ["--metrics-port", str(port), *RECONCILER_ARGS]
+    argv += ["--metrics-port", str(port), *args]
     service = spawn(identity, argv, kerf.workdir, port)
     kerf.reconcilers.append(service)
     wait_until(lambda: _ready(service, None), f"{identity} to be ready")
@@ -129,9 +134,9 @@ def start_reconciler(kerf: Kerf, identity: str, account: str = "kerf-reconciler"
 
 
 @contextlib.contextmanager
-def running_kerf(backend: Backend, workdir: Path) -> Iterator[Kerf]:
-    """kerf installed and running on `backend` (one reconciler replica); both services
-    stopped on exit."""
+def running_kerf(backend: Backend, workdir: Path, *, reconciler: bool = True) -> Iterator[Kerf]:
+    """kerf installed and running on `backend` (one reconciler replica, none without
+    `reconciler`: the test starts its own); every service stopped on exit."""
     kubectl = Kubectl(backend.kubeconfig)
     install(kubectl)
     certs = workdir / "certs"
@@ -148,7 +153,8 @@ def running_kerf(backend: Backend, workdir: Path) -> Iterator[Kerf]:
         context = ssl.create_default_context(cafile=str(certs / "ca.crt"))
         wait_until(lambda: _ready(webhook, context), "the webhook to be ready")
         kubectl.apply(webhook_configuration(kerf.webhook_url, ca_bundle))
-        start_reconciler(kerf, "reconciler-0")
+        if reconciler:
+            start_reconciler(kerf, "reconciler-0")
         yield kerf
     finally:
         for service in [*kerf.reconcilers, webhook]:

@@ -243,6 +243,10 @@ class HttpApi:
                 sent = await _body(request, optional=True)
                 if isinstance(sent, dict):
                     name = str((sent.get("metadata") or {}).get("name") or "")
+        sent_lease = None
+        if route.rt.plural == "leases" and verb in ("create", "update", "patch"):
+            with contextlib.suppress(ApiError):
+                sent_lease = await _body(request, optional=True)
         token = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
         self.audit.record(
             verb=verb,
@@ -254,6 +258,7 @@ class HttpApi:
             uri=str(request.rel_url),
             code=code,
             received=received,
+            request_object=sent_lease,
         )
 
     def _record(

@@ -1,7 +1,9 @@
 """An audit log of the writes, in the shape kube-apiserver's log backend writes one
 (`--audit-log-path`, JSON lines of `audit.k8s.io/v1` Events at level Metadata, stage
-ResponseComplete only), so a test reads who wrote what, and when, the same way on both
-backends. kubesim authenticates nobody: a request's user is the bearer token it sent."""
+ResponseComplete only; a Lease write at level Request, with the object it sent, as
+devcluster's policy logs those in kerf's namespace), so a test reads who wrote what, and
+when, the same way on both backends. kubesim authenticates nobody: a request's user is the
+bearer token it sent."""
 
 from __future__ import annotations
 
@@ -42,8 +44,10 @@ class AuditLog:
         uri: str,
         code: int,
         received: datetime,
+        request_object: object = None,
     ) -> None:
-        """One write request, answered with `code`."""
+        """One write request, answered with `code`; `request_object` (what a Lease write
+        sent) is logged at level Request."""
         ref: dict[str, str] = {"resource": rt.plural, "apiVersion": rt.version}
         if rt.group:
             ref["apiGroup"] = rt.group
@@ -53,7 +57,7 @@ class AuditLog:
         event = {
             "kind": "Event",
             "apiVersion": "audit.k8s.io/v1",
-            "level": "Metadata",
+            "level": "Metadata" if request_object is None else "Request",
             "auditID": str(uuid.uuid4()),
             "stage": "ResponseComplete",
             "requestURI": uri,
@@ -61,6 +65,7 @@ class AuditLog:
             "user": {"username": user},
             "objectRef": ref,
             "responseStatus": {"metadata": {}, "code": code},
+            **({} if request_object is None else {"requestObject": request_object}),
             "requestReceivedTimestamp": _micro(received),
             "stageTimestamp": _micro(datetime.now(UTC)),
         }

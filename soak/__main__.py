@@ -1,4 +1,5 @@
-"""`python -m soak [--seed N] [--duration SECONDS] [--workdir DIR]` (`make soak`)."""
+"""`python -m soak [--seed N] [--duration SECONDS] [--workdir DIR] [--shards N]` (`make soak`,
+`make soak-sharded`)."""
 
 from __future__ import annotations
 
@@ -24,13 +25,23 @@ def main(argv: list[str] | None = None) -> int:
         "--duration", type=float, default=110.0, metavar="SECONDS", help="seconds of chaos"
     )
     parser.add_argument("--workdir", type=Path, help="where logs go (default: a new temp dir)")
+    parser.add_argument(
+        "--shards",
+        type=int,
+        default=1,
+        metavar="N",
+        help="three reconciler replicas sharing N buckets (default 1: a leader and a follower)",
+    )
     args = parser.parse_args(argv)
     if args.duration <= 0:
         print("python -m soak: --duration must be positive", file=sys.stderr)
         return 2
+    if args.shards < 1:
+        print("python -m soak: --shards must be at least 1", file=sys.stderr)
+        return 2
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1, 10**6)
     try:
-        return asyncio.run(soak(Options(seed, args.duration, args.workdir)))
+        return asyncio.run(soak(Options(seed, args.duration, args.workdir, args.shards)))
     except SoakError as exc:
         print(f"python -m soak: {exc}", file=sys.stderr)
         return 2

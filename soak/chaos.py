@@ -1,5 +1,6 @@
-"""The chaos, on a seeded schedule printed as it happens: the leader killed (SIGKILL) or
-stopped (SIGSTOP) for longer than the Lease every 15–25 s, API fault windows (500, 409,
+"""The chaos, on a seeded schedule printed as it happens: the leader (sharded: the holder
+of the workloads' bucket) killed (SIGKILL) or stopped (SIGSTOP) for longer than the Lease
+every 15–25 s, API fault windows (500, 409,
 429, slow answers, 410 on watches, answers lost after the commit), pods deleted and
 Deployments scaled, and the policies' values changed once midway, with one lost answer
 whose resource's watches then lag behind for a while."""
@@ -170,20 +171,21 @@ class Chaos:
         if self.timeline.counts["kill"] == self.timeline.counts["stop"] == 0:
             kill = self.rng.random() < 0.5
         holder = self.cluster.lease_holder()
+        lease = self.cluster.lease_of(NAMESPACE).split("/")[1]
         replica = self.cluster.replica(holder)
         if replica is None or not replica.running:
-            self.timeline.note("no-leader", f"no running leader to disrupt (Lease: {holder!r})")
+            self.timeline.note("no-leader", f"no running holder to disrupt ({lease}: {holder!r})")
             return
         if kill:
             await replica.kill()
-            self.timeline.note("kill", f"SIGKILL the leader {holder}")
+            self.timeline.note("kill", f"SIGKILL {holder}, the holder of {lease}")
             await asyncio.sleep(self.rng.uniform(1, 3))
             await replica.start()
             self.timeline.note("restart", f"{holder} restarted")
         else:
             pause = round(LEASE_DURATION_S + self.rng.uniform(2, 5), 1)
             replica.pause()
-            self.timeline.note("stop", f"SIGSTOP the leader {holder} for {pause}s")
+            self.timeline.note("stop", f"SIGSTOP {holder}, the holder of {lease}, for {pause}s")
             await asyncio.sleep(pause)
             replica.resume()
             self.timeline.note("cont", f"SIGCONT {holder}")

@@ -4,11 +4,12 @@ figures and whether it holds (issue 15 part 7)."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from app.model.quantities import parse_resource
+from harness.shardaudit import WORKLOAD_RESOURCES
 from kubesim.writes import Write
 from soak.observe import containers_of, over_limits
 from soak.workloads import Values, workload_of_pod
@@ -135,30 +136,48 @@ def events_per_change(
     return Check("one event per change", not problems, figures, problems)
 
 
-def writes_by_leader(writes: Iterable[Write], reconcilers: Mapping[str, str], lease: str) -> Check:
-    """Every write by a reconciler replica (but its election's own Lease writes) was made
-    while the Lease named that replica as its holder."""
-    total = by_holder = 0
+def writes_by_leader(
+    writes: Iterable[Write],
+    reconcilers: Mapping[str, str],
+    lease_of: Callable[[str], str],
+    own_namespace: str = "kerf-system",
+    cluster_lease: str | None = None,
+) -> Check:
+    """Every write by a reconciler replica (but its election's own Lease writes, in kerf's
+    namespace) was made while the Lease that covers the write's namespace (`lease_of`: the
+    leader's, or sharded the namespace's bucket's) named that replica as its holder; a
+    report about what every replica keeps (anything but a workload's own objects) may
+    also come from the holder of `cluster_lease` (sharded: the cluster bucket's)."""
+    total = 0
+    by_holder: Counter[str] = Counter()
     problems = []
     per_replica: Counter[str] = Counter()
     for write in writes:
         identity = reconcilers.get(write.user)
         if identity is None:
             continue
-        if write.resource == "leases" and f"{write.namespace}/{write.name}" == lease:
+        if write.resource == "leases" and write.namespace == own_namespace:
             continue
         total += 1
+        lease = lease_of(write.namespace)
         holder = write.lease_holders.get(lease, "")
-        if holder == identity:
-            by_holder += 1
+        reporter = cluster_lease is not None and write.resource not in WORKLOAD_RESOURCES
+        if holder == identity or (
+            reporter and write.lease_holders.get(str(cluster_lease), "") == identity
+        ):
+            by_holder[identity] += 1
             continue
         per_replica[identity] += 1
-        target = "/".join(x for x in (write.resource, write.name, write.subresource) if x)
+        target = "/".join(x for x in (write.namespace, write.resource, write.name) if x)
+        target += f"/{write.subresource}" if write.subresource else ""
         problems.append(
-            f"write {write.seq}: {identity} {write.verb} {target} while {holder!r} held the Lease"
+            f"write {write.seq}: {identity} {write.verb} {target} while {holder!r} held {lease}"
         )
-    figures = f"{total} writes by reconciler replicas: {by_holder} by the Lease holder, "
-    figures += f"{total - by_holder} by a replica that did not hold it"
+    held = sum(by_holder.values())
+    figures = f"{total} writes by reconciler replicas: {held} by the Lease holder"
+    if by_holder:
+        figures += " (" + ", ".join(f"{k}: {v}" for k, v in sorted(by_holder.items())) + ")"
+    figures += f", {total - held} by a replica that did not hold it"
     if per_replica:
         figures += " (" + ", ".join(f"{k}: {v}" for k, v in sorted(per_replica.items())) + ")"
     return Check("no write without the Lease", not problems and total > 0, figures, problems)
@@ -184,6 +203,27 @@ def one_leader(holder: str, leaders: Mapping[str, bool | None]) -> Check:
     problems += [f"{name} does not answer /metrics" for name in silent]
     figures = f"Lease holder {holder!r}; {len(leading)} of {len(leaders)} replicas lead"
     return Check("one leader at the end", not problems, figures, problems)
+
+
+def buckets_held(
+    holders: Mapping[str, str], held: Mapping[str, float | None], fair_share: int
+) -> Check:
+    """At the end every bucket Lease (`holders`: Lease → holder) names a replica, none
+    holds more than its fair share, and each replica's own count of the buckets it holds
+    (`held`, from its metrics; None: it did not answer) agrees with the Leases."""
+    problems = [f"{lease} has no holder" for lease, h in sorted(holders.items()) if not h]
+    counts = Counter(h for h in holders.values() if h)
+    problems += [f"{name} holds buckets but is no replica" for name in counts if name not in held]
+    for name, told in sorted(held.items()):
+        if told is None:
+            problems.append(f"{name} does not answer /metrics")
+        elif told != counts[name]:
+            problems.append(f"{name} says it holds {told:g} buckets, the Leases {counts[name]}")
+        if counts[name] > fair_share:
+            problems.append(f"{name} holds {counts[name]} buckets, above {fair_share}")
+    figures = ", ".join(f"{name}: {counts[name]}" for name in sorted(held))
+    figures = f"buckets held of {len(holders)} (fair share {fair_share}): {figures}"
+    return Check("every bucket held once at the end", not problems, figures, problems)
 
 
 def no_tracebacks(logs: Mapping[str, str]) -> Check:

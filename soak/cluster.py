@@ -1,7 +1,8 @@
 """The soak's cluster: kubesim in this process (so the chaos sets its faults and reads its
 write log directly), kerf installed from `manifests/` with kubectl as a user would, one
-`kerf webhook` and two `kerf reconciler` replicas as local processes, each with a
-kubeconfig of its own token so every write can be told apart."""
+`kerf webhook` and two `kerf reconciler` replicas (three, sharded, with `shards` > 1) as
+local processes, each with a kubeconfig of its own token so every write can be told
+apart."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from typing import Any
 import aiohttp
 import yaml
 
+from app.model.shards import CLUSTER_BUCKET, bucket_lease_name, bucket_of
 from kubesim.clock import Clock
 from kubesim.sim import Simulator
 from soak.processes import KerfProcess
@@ -30,7 +32,9 @@ KERF = str(Path(sys.executable).parent / "kerf")
 KERF_NAMESPACE = "kerf-system"
 LEASE = f"{KERF_NAMESPACE}/kerf-reconciler"
 LEASE_DURATION_S = 6.0
-REPLICAS = ("kerf-reconciler-0", "kerf-reconciler-1")
+#: one leader and a follower; sharded, a third to share the buckets with
+REPLICAS = 2
+SHARDED_REPLICAS = 3
 #: how long start-up steps may take on a loaded machine (a bound, not an expectation)
 START_TIMEOUT_S = 120.0
 
@@ -108,6 +112,8 @@ class Cluster:
     log: Path
     session: aiohttp.ClientSession
     processes: list[KerfProcess] = field(default_factory=list)
+    #: the reconcilers' buckets (`--shards`; 1: one leader on the Lease `LEASE`)
+    shards: int = 1
 
     async def kubectl(self, *args: str, stdin: str | None = None) -> str:
         """kubectl as the soak's administrator."""
@@ -117,11 +123,30 @@ class Cluster:
         """`kubectl apply -f -` of these objects."""
         await self.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(objects))
 
+    def lease_of(self, namespace: str) -> str:
+        """The Lease ("namespace/name") whose holder writes for `namespace`: the leader's,
+        or sharded the bucket's of the namespace (the cluster bucket's for no namespace)."""
+        if self.shards == 1:
+            return LEASE
+        bucket = bucket_of(namespace, self.shards) if namespace else CLUSTER_BUCKET
+        return f"{KERF_NAMESPACE}/{bucket_lease_name('reconciler', bucket, self.shards)}"
+
+    def bucket_leases(self) -> list[str]:
+        """Every bucket's Lease, "namespace/name" (the leader's alone, unsharded)."""
+        if self.shards == 1:
+            return [LEASE]
+        names = (bucket_lease_name("reconciler", b, self.shards) for b in range(self.shards))
+        return [f"{KERF_NAMESPACE}/{name}" for name in names]
+
+    def holder(self, lease: str) -> str:
+        """A Lease's holderIdentity ("" when there is none)."""
+        namespace, name = lease.split("/")
+        stored = self.sim.store.get(("coordination.k8s.io", "leases"), namespace, name) or {}
+        return str((stored.get("spec") or {}).get("holderIdentity") or "")
+
     def lease_holder(self) -> str:
-        """The reconciler Lease's holderIdentity ("" when there is none)."""
-        namespace, name = LEASE.split("/")
-        lease = self.sim.store.get(("coordination.k8s.io", "leases"), namespace, name) or {}
-        return str((lease.get("spec") or {}).get("holderIdentity") or "")
+        """Who writes for the soak's workloads: the holder of their namespace's Lease."""
+        return self.holder(self.lease_of(NAMESPACE))
 
     def replica(self, identity: str) -> KerfProcess | None:
         """The reconciler process of that identity."""
@@ -190,9 +215,11 @@ async def _workloads(cluster: Cluster) -> None:
     await cluster.apply(objects)
 
 
-async def start_cluster(workdir: Path, seed: int, session: aiohttp.ClientSession) -> Cluster:
-    """kubesim with three nodes, kerf installed, the soak's workloads, the webhook and both
-    reconciler replicas ready."""
+async def start_cluster(
+    workdir: Path, seed: int, session: aiohttp.ClientSession, shards: int = 1
+) -> Cluster:
+    """kubesim with three nodes, kerf installed, the soak's workloads, the webhook and the
+    reconciler replicas ready (three sharing `shards` buckets when more than one)."""
     log = workdir / "kubesim.log"
     logging.getLogger().addHandler(LogFile(log))
     sim = Simulator(clock=Clock(), seed=seed)
@@ -210,14 +237,15 @@ async def start_cluster(workdir: Path, seed: int, session: aiohttp.ClientSession
     webhook = _service("kerf-webhook", webhook_argv, workdir, port)
     tokens: dict[str, str] = {}
     reconcilers = []
-    for identity in REPLICAS:
+    count = REPLICAS if shards == 1 else SHARDED_REPLICAS
+    for identity in (f"kerf-reconciler-{i}" for i in range(count)):
         token = f"soak-{identity}"
         tokens[token] = identity
         config = _kubeconfig(sim.url, identity, token, workdir / f"{identity}.kubeconfig")
         metrics = free_port()
         argv = [KERF, "reconciler", "--kubeconfig", str(config), "--metrics-host", "127.0.0.1"]
         argv += ["--metrics-port", str(metrics), "--resync-interval", "30"]
-        argv += ["--lease-duration", str(LEASE_DURATION_S), "--shards", "1"]
+        argv += ["--lease-duration", str(LEASE_DURATION_S), "--shards", str(shards)]
         reconcilers.append(_service(identity, argv, workdir, metrics))
     cluster = Cluster(
         sim,
@@ -229,6 +257,7 @@ async def start_cluster(workdir: Path, seed: int, session: aiohttp.ClientSession
         log,
         session,
         [webhook, *reconcilers],
+        shards,
     )
     await _install(cluster)
     await _workloads(cluster)

@@ -115,10 +115,16 @@ class KerfProcess:
 
     async def is_leader(self, session: aiohttp.ClientSession) -> bool | None:
         """What its `kerf_reconciler_leader` gauge says (None when it does not answer)."""
+        value = await self.gauge(session, "kerf_reconciler_leader")
+        return None if value is None else value == 1.0
+
+    async def gauge(self, session: aiohttp.ClientSession, name: str) -> float | None:
+        """The sum of a metric's samples, 0 without any (None when it does not answer)."""
         text = await self.fetch(session, "/metrics")
         if text is None:
             return None
-        for line in text.splitlines():
-            if line.startswith("kerf_reconciler_leader "):
-                return float(line.split()[1]) == 1.0
-        return False
+        return sum(
+            float(line.rsplit(" ", 1)[1])
+            for line in text.splitlines()
+            if line.startswith((name + " ", name + "{"))
+        )

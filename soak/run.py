@@ -14,13 +14,16 @@ from typing import Any
 
 import aiohttp
 
+from app.model.shards import fair_share
 from soak import checks
 from soak.chaos import Chaos, Timeline
-from soak.cluster import LEASE, Cluster, start_cluster, stop_cluster
+from soak.cluster import Cluster, start_cluster, stop_cluster
 from soak.observe import PODS, Observer, is_healthy
 from soak.workloads import NAMESPACE, PHASE_B, WORKLOADS, Values, workload_of_pod
 
 KERF_CONTROLLER = "rightsizing.kubex.ai/kerf-reconciler"
+#: how many bucket Leases a replica says it holds
+BUCKETS_HELD = "kerf_reconciler_buckets_held"
 #: how long kerf may take to converge once the chaos ends (a bound, not an expectation)
 CONVERGE_TIMEOUT_S = 60.0
 
@@ -32,6 +35,8 @@ class Options:
     seed: int
     duration_s: float
     workdir: Path | None
+    #: the reconcilers' buckets (1: one leader and a follower, as before sharding)
+    shards: int = 1
 
 
 def expected_values() -> dict[str, Values]:
@@ -57,6 +62,22 @@ async def _leaders(cluster: Cluster) -> dict[str, bool | None]:
     return {r.name: a for r, a in zip(cluster.reconcilers, answers, strict=True)}
 
 
+async def _held(cluster: Cluster) -> dict[str, float | None]:
+    answers = await asyncio.gather(
+        *(r.gauge(cluster.session, BUCKETS_HELD) for r in cluster.reconcilers)
+    )
+    return {r.name: a for r, a in zip(cluster.reconcilers, answers, strict=True)}
+
+
+async def _ownership(cluster: Cluster) -> checks.Check:
+    """One leader, or sharded every bucket held once within the fair share."""
+    if cluster.shards == 1:
+        return checks.one_leader(cluster.lease_holder(), await _leaders(cluster))
+    holders = {lease: cluster.holder(lease) for lease in cluster.bucket_leases()}
+    share = fair_share(cluster.shards, len(cluster.reconcilers))
+    return checks.buckets_held(holders, await _held(cluster), share)
+
+
 def _whole(cluster: Cluster) -> bool:
     pods = cluster.sim.store.list(PODS, NAMESPACE)
     healthy = Counter(workload_of_pod(p["metadata"]["name"]) for p in pods if is_healthy(p))
@@ -66,7 +87,7 @@ def _whole(cluster: Cluster) -> bool:
 
 
 async def _converged(cluster: Cluster) -> bool:
-    """Every Deployment whole, every policed pod settled, one leader."""
+    """Every Deployment whole, every policed pod settled, one leader (every bucket held)."""
     if not _whole(cluster):
         return False
     statuses = _records(cluster)
@@ -75,7 +96,7 @@ async def _converged(cluster: Cluster) -> bool:
     pods = cluster.sim.store.list(PODS, NAMESPACE)
     if not checks.policed_pods(pods, expected_values(), statuses).ok:
         return False
-    return checks.one_leader(cluster.lease_holder(), await _leaders(cluster)).ok
+    return (await _ownership(cluster)).ok
 
 
 async def _converge(cluster: Cluster, timeline: Timeline) -> None:
@@ -86,7 +107,8 @@ async def _converge(cluster: Cluster, timeline: Timeline) -> None:
             timeline.note("unsettled", f"not converged {CONVERGE_TIMEOUT_S:.0f}s after the chaos")
             return
         await asyncio.sleep(1.0)
-    timeline.note("converged", "converged: Deployments whole, statuses settled, one leader")
+    owned = "one leader" if cluster.shards == 1 else "every bucket held"
+    timeline.note("converged", f"converged: Deployments whole, statuses settled, {owned}")
 
 
 async def _verdicts(cluster: Cluster, observer: Observer) -> list[checks.Check]:
@@ -98,9 +120,14 @@ async def _verdicts(cluster: Cluster, observer: Observer) -> list[checks.Check]:
         checks.policed_pods(pods, expected_values(), _records(cluster)),
         checks.requests_within_limits(pods, seen.over_limit),
         checks.events_per_change(seen.changes, seen.evictions, _kerf_events(cluster)),
-        checks.writes_by_leader(cluster.sim.writes.entries, cluster.tokens, LEASE),
+        checks.writes_by_leader(
+            cluster.sim.writes.entries,
+            cluster.tokens,
+            cluster.lease_of,
+            cluster_lease=cluster.lease_of(""),
+        ),
         checks.evictions_within_budgets(seen.evictions, seen.pdb_breaks, seen.pod_deletes),
-        checks.one_leader(cluster.lease_holder(), await _leaders(cluster)),
+        await _ownership(cluster),
         checks.no_tracebacks(logs),
     ]
 
@@ -109,9 +136,10 @@ def _report(options: Options, cluster: Cluster, chaos: Chaos, verdicts: list[che
     writes = cluster.sim.writes.entries
     by_kerf = [w for w in writes if w.user in cluster.tokens]
     counts = chaos.timeline.counts
-    print(f"\nsoak figures (seed {options.seed}, {options.duration_s:.0f}s of chaos)")
+    sharded = f", {options.shards} buckets over 3 replicas" if options.shards > 1 else ""
+    print(f"\nsoak figures (seed {options.seed}, {options.duration_s:.0f}s of chaos{sharded})")
     print(
-        f"  chaos: {counts['kill']} leader kills, {counts['stop']} leader stops, "
+        f"  chaos: {counts['kill']} kills, {counts['stop']} stops of the workloads' writer, "
         f"{sum(v for k, v in counts.items() if k.startswith('fault-'))} fault windows, "
         f"{counts['delete-pod']} pods deleted, {counts['scale']} scalings"
     )
@@ -150,7 +178,7 @@ async def soak(options: Options) -> int:
     print(f"soak: seed {options.seed}, {options.duration_s:.0f}s of chaos, logs in {workdir}")
     rng = random.Random(options.seed)
     async with aiohttp.ClientSession() as session:
-        cluster = await start_cluster(workdir, options.seed, session)
+        cluster = await start_cluster(workdir, options.seed, session, options.shards)
         containers = {w.name: w.containers for w in WORKLOADS}
         observer = Observer(cluster.sim.store, cluster.tokens, containers)
         try:

@@ -13,6 +13,10 @@ LEASE = "kerf-system/kerf-reconciler"
 TOKENS = {"t0": "r0", "t1": "r1"}
 
 
+def the_lease(namespace: str) -> str:
+    return LEASE  # one leader: every namespace's writer holds the one Lease
+
+
 def pod(name: str, requests: dict[str, str], limits: dict[str, str]) -> dict[str, Any]:
     resources = {"requests": requests, "limits": limits}
     return {
@@ -77,16 +81,50 @@ def test_one_event_per_change_counts_doubled_and_lost() -> None:
 
 def test_writes_by_a_replica_that_does_not_hold_the_lease_fail() -> None:
     held = [write(0, "t0", "r0"), write(1, "t1", "r1"), write(2, "other", "r0")]
-    verdict = checks.writes_by_leader(held, TOKENS, LEASE)
+    verdict = checks.writes_by_leader(held, TOKENS, the_lease)
     assert verdict.ok and verdict.figures.startswith("2 writes")
-    stale = checks.writes_by_leader([*held, write(3, "t0", "r1")], TOKENS, LEASE)
-    assert not stale.ok and "r0: 1" in stale.figures
+    stale = checks.writes_by_leader([*held, write(3, "t0", "r1")], TOKENS, the_lease)
+    assert not stale.ok and "1 by a replica that did not hold it (r0: 1)" in stale.figures
 
 
 def test_election_writes_to_the_lease_itself_are_not_counted() -> None:
     takeover = write(0, "t1", "r0", "leases", "kerf-reconciler", "kerf-system")
-    verdict = checks.writes_by_leader([takeover, write(1, "t1", "r1")], TOKENS, LEASE)
+    verdict = checks.writes_by_leader([takeover, write(1, "t1", "r1")], TOKENS, the_lease)
     assert verdict.ok and verdict.figures.startswith("1 writes")
+
+
+def test_sharded_each_write_is_judged_by_the_lease_of_its_namespace_s_bucket() -> None:
+    buckets = {
+        "a": "kerf-system/kerf-reconciler-bucket-01",
+        "b": "kerf-system/kerf-reconciler-bucket-02",
+    }
+    holders = {buckets["a"]: "r0", buckets["b"]: "r1"}
+
+    def sharded(seq: int, user: str, ns: str) -> Write:
+        return Write(seq, "patch", "", "pods", ns, "p", "resize", user, 200, holders)
+
+    sound = [sharded(0, "t0", "a"), sharded(1, "t1", "b"), sharded(2, "t1", "b")]
+    verdict = checks.writes_by_leader(sound, TOKENS, buckets.__getitem__)
+    assert verdict.ok and "by the Lease holder (r0: 1, r1: 2)" in verdict.figures
+    crossed = checks.writes_by_leader([*sound, sharded(3, "t0", "b")], TOKENS, buckets.__getitem__)
+    report = Write(4, "create", "", "events", "b", "e", "", "t0", 201, holders)
+    assert checks.writes_by_leader(
+        [*sound, report], TOKENS, buckets.__getitem__, cluster_lease=buckets["a"]
+    ).ok
+    assert not crossed.ok
+    assert crossed.problems == [
+        "write 3: r0 patch b/pods/p/resize while 'r1' held kerf-system/kerf-reconciler-bucket-02"
+    ]
+
+
+def test_every_bucket_held_once_within_the_fair_share_by_replicas_that_agree() -> None:
+    holders = {"l0": "r0", "l1": "r1", "l2": "r0"}
+    assert checks.buckets_held(holders, {"r0": 2, "r1": 1}, 2).ok
+    assert not checks.buckets_held({**holders, "l3": ""}, {"r0": 2, "r1": 1}, 2).ok
+    assert not checks.buckets_held(holders, {"r0": 2, "r1": 1}, 1).ok
+    assert not checks.buckets_held(holders, {"r0": 3, "r1": 1}, 2).ok
+    assert not checks.buckets_held(holders, {"r0": 2, "r1": None}, 2).ok
+    assert not checks.buckets_held({**holders, "l3": "gone"}, {"r0": 2, "r1": 1}, 2).ok
 
 
 def test_pdb_breaks_and_pod_deletions_fail() -> None:

@@ -1,0 +1,33 @@
+"""`make bench-shards` at a tiny size: two replicas share the buckets out and, between
+them, resize the pods one replica resizes, and the steady pass writes nothing."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+
+ROOT = Path(__file__).resolve().parents[2]
+SIZE = ["--workloads", "12", "--pods", "24", "--nodes", "2", "--policies", "4"]
+
+
+def test_two_replicas_split_the_buckets_and_resize_what_one_resizes(tmp_path: Path) -> None:
+    out = tmp_path / "shards.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.shards", *SIZE, "--namespaces", "12"]
+        + ["--replicas", "1,2", "--lease-duration", "3", "--timeout", "300"]
+        + ["--out", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    one, two = orjson.loads(out.read_bytes())["runs"]
+    held = [set(r["buckets"]) for r in two["per_replica"]]
+    assert [len(b) for b in held] == [32, 32] and not held[0] & held[1]
+    assert one["first_pass"]["resized_pods"] > 0
+    assert two["first_pass"]["resized_pods"] == one["first_pass"]["resized_pods"]
+    assert one["steady_pass"]["writes"] == two["steady_pass"]["writes"] == 0
