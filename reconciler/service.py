@@ -26,9 +26,10 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from app.kube.firstsync import ApiUnavailable, first_sync
+from app.kube.firstsync import POLL_S, REFUSED_STATUSES, ApiUnavailable, first_sync
 from app.kube.informer import KERF_CRDS, WEBHOOK_RESOURCES, ClusterFeed, Resource, kerf_resources
 from app.kube.leader import LeaderElector, NotLeading
+from app.kube.reachability import describe, format_seconds, is_outage, status_of
 from app.kube.shardleases import ShardLeases
 from app.kube.shardview import ShardedView
 from app.model.crd import STORED_KINDS, KerfResource
@@ -400,7 +401,7 @@ async def run_cluster(
             # The view is listed with the buckets this replica starts with, not listed
             # whole first and then again (app/kube/shardview.py).
             tasks.append(asyncio.create_task(shards.run(), name="shards"))
-            await _settled(shards, stop, api_timeout_s)
+            await _settled(shards, stop, api_timeout_s, feed.reachability.server)
             if stop.is_set():
                 return 0
         tasks.append(asyncio.create_task(feed.run(), name="feed"))
@@ -447,18 +448,33 @@ async def run_cluster(
         await asyncio.gather(*tasks, return_exceptions=True)
 
 
-async def _settled(shards: ShardLeases, stop: asyncio.Event, bound_s: float | None) -> None:
-    """Wait until the shard set's first claims are in (or `stop`); with `bound_s`, at most
-    that long (ApiUnavailable: the Leases could not be reached)."""
-    try:
-        async with asyncio.timeout(bound_s):
-            await _first(shards.settled.wait(), stop.wait())
-    except TimeoutError:
-        raise ApiUnavailable(
-            f"could not claim the {shards.shard_set}'s bucket Leases in "
-            f"{shards.namespace} within {bound_s:g}s (the API server cannot be reached, or "
-            "Leases there may not be written)"
-        ) from None
+async def _settled(
+    shards: ShardLeases, stop: asyncio.Event, bound_s: float | None, server: str
+) -> None:
+    """Wait until the shard set's first claims are in (or `stop`); with `bound_s` (a
+    one-shot run), at most that long, and not at all once the server refuses the Leases:
+    ApiUnavailable, one line that names the server and the error, as `first_sync` says."""
+    if bound_s is None:
+        await _first(shards.settled.wait(), stop.wait())
+        return
+    shards.quiet = True
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + bound_s
+    where = f"the {shards.shard_set}'s Leases in {shards.namespace}"
+    while not shards.settled.is_set() and not stop.is_set():
+        error = shards.last_error
+        if error is not None and status_of(error) in REFUSED_STATUSES:
+            raise ApiUnavailable(f"the API server {server} refuses {where}: {describe(error)}")
+        if loop.time() >= deadline:
+            bound = f"gave up after {format_seconds(bound_s)} (--api-timeout)"
+            if error is not None and is_outage(error):
+                raise ApiUnavailable(
+                    f"the API server {server} is unavailable: {describe(error)}; {bound}"
+                )
+            if error is not None:
+                raise ApiUnavailable(f"the API server {server} failed {where}: {describe(error)}")
+            raise ApiUnavailable(f"no answer from the API server {server} for {where}; {bound}")
+        await _first(shards.settled.wait(), stop.wait(), asyncio.sleep(POLL_S))
 
 
 async def _first(*waits: Any) -> None:

@@ -113,6 +113,10 @@ class ShardLeases:
         #: set once a round has claimed (the first only announces the member): the
         #: buckets this replica starts with are held
         self.settled = asyncio.Event()
+        #: what the last round failed with (None once one succeeds): a one-shot run says it
+        self.last_error: BaseException | None = None
+        #: a one-shot run's rounds log nothing: its last line says what went wrong
+        self.quiet = False
 
     def _elector(self, name: str, role: str, bucket: int | None = None) -> LeaderElector:
         return LeaderElector(
@@ -225,8 +229,11 @@ class ShardLeases:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            level = logging.DEBUG if is_outage(exc) else logging.WARNING
+            self.last_error = exc
+            level = logging.DEBUG if self.quiet or is_outage(exc) else logging.WARNING
             self._log.log(level, "shard leases: %s: %s", type(exc).__name__, exc)
+        else:
+            self.last_error = None
         finally:
             self._in_round = False
         self._publish()
