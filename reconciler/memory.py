@@ -27,8 +27,8 @@ ANNOTATIONS_WAIT_S = 30.0
 #: How long (seconds) a workload whose view is behind this reconciler's own writes waits
 #: before it looks again with no news. The watch brings each written version and queues
 #: the workload at once; a look before it would find the view as behind (under load the
-#: watches lag by seconds, and polling every `follow_s` made most of a pass's work), so
-#: this is only the net should that event never come.
+#: watches lag by seconds, and polling every `follow_s` made most of the passes), so this
+#: is only the net should that event never come.
 BEHIND_WAIT_S = 30.0
 
 
