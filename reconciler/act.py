@@ -312,6 +312,8 @@ class Actuator:
             name = record_name(ref.kind, ref.name)
             answer = await self.writer.patch_status(ref.namespace, name, report.patch)
             self._wrote(memory, "record", record_version(plan), answer, done)
+            if report.written is not None and _version(answer):
+                memory.seen_status = (_version(answer), report.written)
         # Recorded: the rollout held in memory until now is in the status.
         memory.unreported = None
         if report.log is not None:

@@ -24,6 +24,12 @@ from app.decide import PodDecision
 #: How long (seconds) a workload waits for the view to show annotations this reconciler
 #: wrote before it is decided again regardless (someone else may have changed them).
 ANNOTATIONS_WAIT_S = 30.0
+#: How long (seconds) a workload whose view is behind this reconciler's own writes waits
+#: before it looks again with no news. The watch brings each written version and queues
+#: the workload at once; a look before it would find the view as behind (under load the
+#: watches lag by seconds, and polling every `follow_s` made most of the passes), so this
+#: is only the net should that event never come.
+BEHIND_WAIT_S = 30.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,11 +43,14 @@ class Unreported:
 @dataclass(frozen=True, slots=True)
 class Steady:
     """A quiet pass: one over exactly these objects before `until` would decide the same
-    and write nothing; `timed`: `until` is when its decisions change."""
+    and write nothing; `timed`: `until` is when its decisions change. `again`: the pass
+    followed a rollout in place and looks again after that many seconds (a pass over the
+    same objects would only wait as it did)."""
 
     until: datetime
     inputs: tuple[Any, ...]
     timed: bool
+    again: float | None = None
 
 
 def _uid(pod: Mapping[str, Any]) -> str:
@@ -79,8 +88,8 @@ class WorkloadMemory:
     #: annotations this reconciler wrote and a monotonic deadline: until the view's
     #: workload shows them (or the deadline passes), the workload waits
     annotations_sent: tuple[dict[str, str | None], float] | None = None
-    #: (record version, digest of a status) found equal to that record's status (a
-    #: digest: 25,000 whole statuses would weigh ~100 MB)
+    #: (record version, digest of a status) found equal to that record's status, or
+    #: written as it (a digest: 25,000 whole statuses would weigh ~100 MB)
     seen_status: tuple[str, bytes] | None = None
     #: the last quiet pass
     steady: Steady | None = None
@@ -97,6 +106,10 @@ class WorkloadMemory:
             return True
         del self.sent[uid]
         return False
+
+    def awaits(self, pods: Iterable[Mapping[str, Any]]) -> bool:
+        """The view has not shown one of these pods changed since kerf acted on it."""
+        return bool(self.sent) and any(self.awaiting(p) for p in pods)
 
     def mark_sent(self, pod: Mapping[str, Any]) -> None:
         """Remember the version of a pod just acted on."""
@@ -146,6 +159,13 @@ class WorkloadMemory:
         stale.add(before)
         if after:
             stale.discard(after)
+
+    def wait_s(self) -> float:
+        """How long to wait for the view to catch up (`behind`, `unseen_annotations`)
+        before looking again regardless."""
+        if self.annotations_sent is None:
+            return BEHIND_WAIT_S
+        return max(0.05, min(BEHIND_WAIT_S, self.annotations_sent[1] - time.monotonic()))
 
     def remember_annotations(self, patch: Mapping[str, str | None]) -> None:
         """Remember what a write of workload annotations set (`unseen_annotations`)."""

@@ -12,7 +12,10 @@
 
 The workload's memory (`reconciler.memory`) is one record, dropped when the workload is
 gone. A pass that wrote nothing is remembered with the objects it read: until one of them
-changes or its decisions' horizon comes, a pass over it decides nothing again.
+changes or its decisions' horizon comes, a pass over it decides nothing again. So is one
+that only followed a rollout in place under way, until a pod changes or the rollout is due
+as Pending. A pass that finds the view behind this reconciler's own writes waits for the
+watch, which queues the workload again when the view catches up.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from typing import Any
 from app.kube.leader import NotLeading
 from app.model.owners import WorkloadRef
 from app.policy.plans import plan_for
+from app.policy.podstate import resize_progress
 from app.runtime.clock import Clock, utc_now
 from app.store.inputs import running_inputs
 from app.store.view import ClusterView
@@ -36,7 +40,7 @@ from reconciler.metrics import ReconcilerMetrics
 from reconciler.outcome import Outcome
 from reconciler.plan import LeaseAge, PassPlan, ReadPod, plan_pass, sort_pods, steady_until
 from reconciler.ratelimit import TokenBucket
-from reconciler.report import action_events, plan_report
+from reconciler.report import Report, action_events, plan_report
 
 logger = logging.getLogger("kerf.reconciler")
 
@@ -112,14 +116,18 @@ class WorkloadReconciler:
         memory = self.memory.get(ref.key)
         record = view.recommendations("record", ref)
         versions = {"workload": _version(obj), "record": _record_version(record)}
-        if memory.behind(versions) or memory.unseen_annotations(workload.annotations):
-            # The view has not seen this reconciler's last write to the workload or its
-            # record yet: a pass now would decide from what was there before (and write
-            # or record it again).
-            return self.config.follow_s
+        pods = sort_pods(view.pods(ref))
+        if (
+            memory.behind(versions)
+            or memory.unseen_annotations(workload.annotations)
+            or memory.awaits(pods)
+        ):
+            # The view has not seen this reconciler's last write to the workload, its
+            # record or a pod yet: a pass now would decide from what was there before (and
+            # write or record it again). The watch queues the workload when it does.
+            return memory.wait_s()
         now = self._clock()
         plan = plan_for(view, workload)
-        pods = sort_pods(view.pods(ref))
         # What the pass's decisions read, as the stages declare it (app/store/inputs.py).
         inputs = running_inputs(view, ref, plan)
         steady = memory.steady
@@ -128,6 +136,8 @@ class WorkloadReconciler:
             # has come: the last pass's outcome stands (it wrote nothing). Queuing it
             # cancelled the look at the time its decisions change: ask for it again.
             self.metrics.unchanged_passes.inc()
+            if steady.again is not None:
+                return min(steady.again, _seconds_until(steady.until, now))
             return _seconds_until(steady.until, now) if steady.timed else None
         memory.steady = None
         pass_plan = await plan_pass(
@@ -197,6 +207,15 @@ class WorkloadReconciler:
             memory.steady = Steady(until, plan.inputs, timed)
             if timed:
                 return _seconds_until(until, plan.now)
+        elif memory.unreported is not None and _follows(plan, report, done, self.config.follow_s):
+            # Until an input changes (the kubelet reports the resize done) or the rollout
+            # is due as Pending, a pass would only wait again: the polls of a rollout
+            # under way cost a lookup, not a plan.
+            until, _ = steady_until(plan, self.config.steady_horizon)
+            due = memory.unreported.since + self.config.pending_after
+            if due > plan.now:
+                until = min(until, due)
+            memory.steady = Steady(until, plan.inputs, True, again=done.requeue)
         return done.requeue
 
     async def _plan_again(self, plan: PassPlan, memory: WorkloadMemory) -> PassPlan:
@@ -214,6 +233,22 @@ class WorkloadReconciler:
             lease=self._lease,
             read_pod=None,
         )
+
+
+def _follows(plan: PassPlan, report: Report, done: Outcome, follow_s: float) -> bool:
+    """The pass only followed a rollout in place under way: no action, no write, no
+    rollback step, its status held until the rollout is done, and no resize that the node
+    defers or fails (their waits end at a time of their own)."""
+    return (
+        report.hold is not None
+        and not done.wrote
+        and done.requeue == follow_s
+        and plan.rollout.action is None
+        and plan.rollout.fallback is None
+        and plan.rollback is None
+        and plan.settle is None
+        and all(resize_progress(p).stage in ("none", "inProgress") for p in plan.running)
+    )
 
 
 def _take(plan: PassPlan, done: Outcome) -> None:

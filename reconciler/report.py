@@ -66,6 +66,9 @@ class Report:
     patch: dict[str, Any] | None = None
     #: the status found equal to this record version's (remembered: not compared again)
     seen: tuple[str, bytes] | None = None
+    #: the digest of the status `patch` writes: the version the write answers with holds
+    #: it, so the pass its echo queues need not compare it again
+    written: bytes | None = None
     #: the `decision` log line's fields (None: nothing new to say)
     log: dict[str, Any] | None = None
 
@@ -207,7 +210,8 @@ def plan_report(
             phase=status["phase"],
             values=(last_applied or {}).get("containers"),
         )
-    return Report(create=create, events=to_tell, patch=patch, seen=seen, log=log)
+    written = status_digest(status) if patch is not None else None
+    return Report(create=create, events=to_tell, patch=patch, seen=seen, written=written, log=log)
 
 
 def _status_patch(
