@@ -286,6 +286,7 @@ def _shard_leases(
         buckets=options.shards,
         held_gauge=metrics.buckets_held,
         rebalances=metrics.bucket_rebalances,
+        mismatch_gauge=metrics.bucket_count_mismatch,
         logger=logging.getLogger("kerf.recommender.leader"),
         timings=options.leader,
         on_change=changed,

@@ -169,6 +169,7 @@ def build_service(
             buckets=options.shards,
             held_gauge=metrics.buckets_held,
             rebalances=metrics.bucket_rebalances,
+            mismatch_gauge=metrics.bucket_count_mismatch,
             logger=leader_log,
             timings=options.leader,
             on_change=lambda gained, lost: holder[0].on_buckets(gained, lost),

@@ -211,11 +211,15 @@ class LeaderElector:
         # An answer that took longer than the deadline renews nothing this replica may use.
         self._set(self._fresh())
 
-    async def release(self, answered: Callable[[], Awaitable[None]] | None = None) -> None:
+    async def release(
+        self, answered: Callable[[], Awaitable[None]] | None = None, *, delete: bool = False
+    ) -> None:
         """Give the Lease up (graceful shutdown, or a bucket above a fair share): empty
         holder, so others take it now. `answered`, when given, is awaited once this
         replica has stopped writing and before the Lease goes: the writes it sent before
-        are answered before another holder can write."""
+        are answered before another holder can write. `delete`: delete it instead, at
+        the version read (a shard member's Lease, named after a pod that will not
+        return)."""
         if not self.is_leader:
             return
         self._set(False, released=True)
@@ -224,6 +228,9 @@ class LeaderElector:
                 await answered()
             lease = await self._lease.get()
             if lease is None or (lease.get("spec") or {}).get("holderIdentity") != self.identity:
+                return
+            if delete:
+                await self._lease.delete(lease["metadata"]["resourceVersion"])
                 return
             spec = dict(lease.get("spec") or {})
             spec.update(
