@@ -99,12 +99,13 @@ rules:
   {{- if gt (int (.shards | default 1)) 1 }}
   # Its member Leases `{{ .name }}-member-<pod>` and bucket Leases `{{ .name }}-bucket-NN`
   # (docs/reconciler.md, Shards): listed by label each round, created, renewed, and given
-  # up by an update that empties the holder; `{{ .name }}`, a previous version's leader,
+  # up by an update that empties the holder; a member Lease is deleted on shutdown, or
+  # by bucket 00's holder once long silent; `{{ .name }}`, a previous version's leader,
   # is read. A member Lease is named after its pod, which a resourceName cannot say in
   # advance, so the grant covers the Leases of this namespace.
   - apiGroups: [coordination.k8s.io]
     resources: [leases]
-    verbs: [get, list, create, update]
+    verbs: [get, list, create, update, delete]
   {{- else }}
   - apiGroups: [coordination.k8s.io]
     resources: [leases]
