@@ -260,7 +260,8 @@ def test_the_recommender_is_off_by_default_and_runs_kerf_recommend_when_on(
 
 #: What a sharded service does with its member and bucket Leases, in its own namespace.
 SHARD_LEASES = {
-    ("coordination.k8s.io", "leases", verb, "*") for verb in ("get", "list", "create", "update", "delete")
+    ("coordination.k8s.io", "leases", verb, "*")
+    for verb in ("get", "list", "create", "update", "delete")
 }
 
 
