@@ -261,7 +261,7 @@ class ShardLeases:
             str(lease["metadata"]["name"]): lease for lease in await self._listing.list(selector)
         }
         members: dict[str, Seen] = {}
-        #: member Leases long unchanged, at the version read
+        # member Leases long unchanged, at the version read
         stale: list[tuple[str, str]] = []
         mismatched: dict[str, int | None] = {}
         observed: dict[int, Seen] = {}
