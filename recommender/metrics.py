@@ -96,7 +96,8 @@ def recommender_metrics(registry: CollectorRegistry | None = None) -> Recommende
         bucket_count_mismatch=Gauge(
             "kerf_recommender_bucket_count_mismatch",
             "1 while a live Lease of this replica's shard set says another bucket count "
-            "(--shards changed in a rolling update): it claims no bucket until those go.",
+            "(--shards changed in a rolling update): it claims no bucket (with --shards 1: "
+            "does not take the leader Lease) until those go.",
             registry=registry,
         ),
         leader=Gauge(

@@ -142,7 +142,8 @@ def reconciler_metrics(registry: CollectorRegistry | None = None) -> ReconcilerM
         bucket_count_mismatch=Gauge(
             "kerf_reconciler_bucket_count_mismatch",
             "1 while a live Lease of this replica's shard set says another bucket count "
-            "(--shards changed in a rolling update): it claims no bucket until those go.",
+            "(--shards changed in a rolling update): it claims no bucket (with --shards 1: "
+            "does not take the leader Lease) until those go.",
             registry=registry,
         ),
         leader=Gauge(

@@ -266,9 +266,11 @@ SHARD_LEASES = {
 
 
 def one_leader_lease(name: str) -> set[tuple[str, ...]]:
-    """`--shards=1`: create its Lease, then read and renew that one only."""
+    """`--shards=1`: create its Lease, then read and renew that one only; list the shard
+    set's Leases before taking it."""
     return {
         ("coordination.k8s.io", "leases", "create", "*"),
+        ("coordination.k8s.io", "leases", "list", "*"),
         ("coordination.k8s.io", "leases", "get", name),
         ("coordination.k8s.io", "leases", "update", name),
     }

@@ -17,7 +17,9 @@ previous version: while that Lease is live under another holder, this replica cl
 nothing, so the old leader and the new shards never write side by side. In the same way,
 every Lease says the bucket count of the replica that wrote it (`BUCKETS_LABEL`): while a
 live Lease of the set says another count (`--shards` changed in a rolling update), this
-replica claims nothing and does not count that Lease's replica as a member.
+replica claims nothing and does not count that Lease's replica as a member; a single
+leader (`--shards 1`) does not take its Lease while a live one exists
+(`ShardedReplicas`).
 
 Member Leases do not pile up: a replica deletes its own on shutdown, and the holder of
 bucket 00 deletes those it has seen unchanged for STALE_MEMBER_DURATIONS durations (a few
@@ -434,3 +436,66 @@ class ShardLeases:
         finally:
             self._in_round = False
         self._publish()
+
+
+class ShardedReplicas:
+    """What a single leader (`--shards 1`) asks before it takes its Lease: that no
+    sharded replica of its set still holds a live member or bucket Lease (`--shards`
+    lowered to 1 in a rolling update), live as a takeover judges it: seen unchanged for
+    less than its duration by this replica's monotonic clock. Said once in the log when
+    they appear and once when they are gone, and in `mismatch_gauge`."""
+
+    def __init__(
+        self,
+        requester: Requester,
+        namespace: str,
+        identity: str,
+        *,
+        shard_set: str,
+        mismatch_gauge: Gauge,
+        logger: logging.Logger | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._listing = LeaseClient(requester, namespace, "")
+        self.identity = identity
+        self.shard_set = shard_set
+        self._gauge = mismatch_gauge
+        self._log = logger or logging.getLogger("kerf.shards")
+        self._monotonic = monotonic
+        #: each listed Lease's version and the monotonic time it was first seen
+        self._seen: dict[str, tuple[str, float]] = {}
+        self.live: list[str] = []
+
+    async def absent(self) -> bool:
+        """List the set's Leases (one request): True when none is live under another
+        holder."""
+        leases = await self._listing.list(f"{SHARD_SET_LABEL}={self.shard_set}")
+        now = self._monotonic()
+        seen: dict[str, tuple[str, float]] = {}
+        live = []
+        for lease in leases:
+            name = str(lease["metadata"]["name"])
+            version = str(lease["metadata"].get("resourceVersion") or "")
+            before = self._seen.get(name)
+            seen[name] = before if before is not None and before[0] == version else (version, now)
+            spec = lease.get("spec") or {}
+            holder = str(spec.get("holderIdentity") or "")
+            duration = float(spec.get("leaseDurationSeconds") or 0)
+            if holder and holder != self.identity and now - seen[name][1] < duration:
+                live.append(name)
+        self._seen = seen
+        was, self.live = self.live, sorted(live)
+        self._gauge.set(1 if live else 0)
+        fields = {"identity": self.identity, "shard_set": self.shard_set, "buckets": 1}
+        if live and not was:
+            self._log.warning(
+                "not taking the leader Lease: sharded replicas of another bucket count hold "
+                "live Leases (--shards changed while they run)",
+                extra={"fields": {**fields, "leases": self.live[:5]}},
+            )
+        elif was and not live:
+            self._log.info(
+                "taking the leader Lease: no live Lease of another bucket count",
+                extra={"fields": fields},
+            )
+        return not live

@@ -13,9 +13,9 @@ import pytest
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from app.kube.informer import ApiStatusError
-from app.kube.leader import NotLeading
+from app.kube.leader import LeaderElector, NotLeading
 from app.kube.leadertimings import LeaderTimings
-from app.kube.shardleases import ShardLeases
+from app.kube.shardleases import ShardedReplicas, ShardLeases
 from app.model.shards import (
     BUCKETS_LABEL,
     SHARD_ROLE_LABEL,
@@ -336,3 +336,57 @@ async def test_an_expired_lease_of_another_count_does_not_hold_claims_back() -> 
     # clock, new-0 claims every bucket, the expired ones of the other count included
     await rounds([new], n=8)
     assert len(new.shards.held()) == 64 and not new.shards.mismatched
+
+
+def single_leader(server: Leases, gauge: Gauge) -> tuple[LeaderElector, Monotonic]:
+    clock = Monotonic()
+    sharded = ShardedReplicas(
+        server,  # type: ignore[arg-type]
+        "kerf-system",
+        "single",
+        shard_set="reconciler",
+        mismatch_gauge=gauge,
+        monotonic=clock,
+    )
+    leader = LeaderElector(
+        server,  # type: ignore[arg-type]
+        "kerf-system",
+        "single",
+        name="kerf-reconciler",
+        timings=TIMINGS,
+        clock=lambda: datetime(2026, 12, 1, tzinfo=UTC),
+        monotonic=clock,
+        may_acquire=sharded.absent,
+    )
+    return leader, clock
+
+
+async def test_a_single_leader_waits_while_sharded_replicas_hold_leases() -> None:
+    """`--shards` lowered to 1 in a rolling update: the single leader does not take its
+    Lease while a sharded replica's Leases are live, and does once it has left."""
+    server = Leases()
+    sharded = Replica(server, "sharded-0", buckets=8)
+    await rounds([sharded])
+    gauge = Gauge("g", "g", registry=CollectorRegistry())
+    leader, clock = single_leader(server, gauge)
+    for _ in range(10):  # 20 s: longer than a Lease duration, the sharded one renewing
+        await leader.attempt()
+        await rounds([sharded], n=1)
+        clock.now += 2
+    assert not leader.leading() and "kerf-reconciler" not in server.items
+    assert gauge._value.get() == 1
+    await sharded.shards.release()
+    await leader.attempt()
+    assert leader.leading() and gauge._value.get() == 0
+
+
+async def test_a_single_leader_takes_over_once_a_killed_sharded_replica_expires() -> None:
+    server = Leases()
+    sharded = Replica(server, "sharded-0", buckets=8)
+    await rounds([sharded])
+    leader, clock = single_leader(server, Gauge("g", "g", registry=CollectorRegistry()))
+    await leader.attempt()
+    assert not leader.leading()
+    clock.now += TIMINGS.duration_s  # seen unchanged for a whole duration on its clock
+    await leader.attempt()
+    assert leader.leading()

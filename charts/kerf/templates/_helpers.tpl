@@ -86,7 +86,8 @@ capabilities:
 {{- end }}
 
 {{/* A Role and RoleBinding for the Leases of one service: its one named Lease (create
-cannot be limited to a name); sharded (`shards` above 1), its member and bucket Leases too. */}}
+cannot be limited to a name); sharded (`shards` above 1), its member and bucket Leases too;
+a shardable service at `shards: 1` lists its shard set's Leases too. */}}
 {{- define "kerf.leaseRole" -}}
 apiVersion: rbac.authorization.k8s.io/v1
 kind: Role
@@ -107,9 +108,13 @@ rules:
     resources: [leases]
     verbs: [get, list, create, update, delete]
   {{- else }}
+  {{- if .shards }}
+  # Its Lease `{{ .name }}`, created, read and renewed; before taking it, the shard set's
+  # Leases are listed by label (sharded replicas of a previous `shards` still running).
+  {{- end }}
   - apiGroups: [coordination.k8s.io]
     resources: [leases]
-    verbs: [create]
+    verbs: [create{{ if .shards }}, list{{ end }}]
   - apiGroups: [coordination.k8s.io]
     resources: [leases]
     resourceNames: [{{ .name }}]

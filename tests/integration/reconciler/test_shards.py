@@ -303,3 +303,37 @@ async def test_replicas_of_two_bucket_counts_never_both_claim(tmp_path: Path) ->
         )
         assert relabelled is not None
         assert relabelled["metadata"]["labels"][BUCKETS_LABEL] == str(BUCKETS)
+
+
+async def test_a_single_leader_waits_for_the_sharded_replicas(tmp_path: Path) -> None:
+    """`--shards` lowered to 1 in a rolling update: the single leader takes its Lease only
+    once the sharded replica is gone; meanwhile only the sharded one writes."""
+    async with running_kerf(tmp_path) as kerf:
+        await workloads(kerf)
+        kerf.sim.writes.enabled = True
+        async with contextlib.AsyncExitStack() as stack:
+            sharded, stop_sharded, task_sharded = await stack.enter_async_context(
+                replica(kerf, "sharded", replace(SHARDED, shards=4))
+            )
+            await eventually(lambda: len(sharded.shards.held()) == 4, "the shards settled", 60)
+            single, *_ = await stack.enter_async_context(
+                replica(kerf, "single", replace(SHARDED, shards=1))
+            )
+            await eventually(
+                lambda: single.metrics.bucket_count_mismatch._value.get() == 1,
+                "the single leader seeing the sharded replica",
+                60,
+            )
+            await wait_for(kerf, lambda: resized(kerf), "every namespace's pods resized", 120)
+            assert not single.leading
+            stop_sharded.set()
+            await asyncio.wait_for(task_sharded, 20)
+            writes_before = len(kerf.sim.writes.entries)
+            await eventually(lambda: single.leading, "the single leader leading", 60)
+            assert single.metrics.bucket_count_mismatch._value.get() == 0
+        writers = {
+            w.user
+            for w in kerf.sim.writes.entries[:writes_before]
+            if w.resource != "leases" and w.namespace in NAMESPACES
+        }
+        assert writers == {"sharded"}
