@@ -4,7 +4,10 @@
 A bucket Lease is held while it names a holder and its `renewTime` is within its
 `leaseDurationSeconds` of now; expired when it names a holder that stopped renewing (the
 other replicas claim it once they have seen it unchanged that long); free when released
-(no holder) or never created below the highest bucket seen. The command reads the times
+(no holder) or not created yet. The bucket count is the one the Leases' label
+`kerf.dev/shard-buckets` says (a Lease written before the label: the highest bucket
+seen). While Leases of two counts are in use (`--shards` changing in a rolling update)
+each count's rows are shown apart, the set named with its count. The command reads the times
 the holders wrote against its own clock: a skewed clock shifts the ages, not who holds
 what.
 
@@ -21,7 +24,7 @@ from datetime import datetime
 from typing import Any
 
 from app.kube.reachability import format_seconds
-from app.model.shards import BUCKET, MEMBER, SHARD_ROLE_LABEL, SHARD_SET_LABEL
+from app.model.shards import BUCKET, MEMBER, SHARD_ROLE_LABEL, SHARD_SET_LABEL, buckets_of
 from app.model.workloads import parse_time
 
 HEADER = ["SET", "REPLICA", "BUCKETS", "RANGES", "RENEWED"]
@@ -46,6 +49,8 @@ class ShardLease:
     #: seconds since its last renewal by now's clock; None when never renewed
     age_s: float | None
     duration_s: float
+    #: the bucket count its label says (None: no label, or the single leader's Lease)
+    buckets: int | None = None
 
     @property
     def live(self) -> bool:
@@ -78,6 +83,7 @@ def shard_lease(lease: Mapping[str, Any], now: datetime) -> ShardLease | None:
         holder=str(spec.get("holderIdentity") or ""),
         age_s=None if renewed is None else max(0.0, (now - renewed).total_seconds()),
         duration_s=float(spec.get("leaseDurationSeconds") or 0),
+        buckets=buckets_of(labels),
     )
 
 
@@ -120,27 +126,46 @@ def set_rows(shard_set: str, leases: Iterable[ShardLease]) -> list[list[str]]:
     replica per line (the members that have not left, and any holder of a live bucket
     without a member Lease), by identity; then the expired and the free buckets, when
     there are any. No row when the set has no Lease."""
-    members: dict[str, ShardLease] = {}
-    buckets: dict[int, ShardLease] = {}
     leader: ShardLease | None = None
+    by_count: dict[int | None, list[ShardLease]] = {}
     for lease in leases:
         if lease.shard_set != shard_set:
             continue
         if lease.role == LEADER:
             leader = lease
-        elif lease.role == MEMBER:
-            # A member that left (released its Lease on SIGTERM) holds nothing: its Lease
-            # stays behind, one per pod that ever ran, and is not shown.
-            if lease.holder:
-                members[lease.holder] = lease
+        # A member that left (released its Lease: a version that did not delete it on
+        # SIGTERM) holds nothing, and is not shown.
+        elif lease.holder or lease.role == BUCKET:
+            by_count.setdefault(lease.buckets, []).append(lease)
+    rows = []
+    if leader is not None and (leader.live or not by_count):
+        holder = leader.holder or "(none)"
+        rows.append([shard_set, holder, "all", ONE_LEADER, _renewed(leader)])
+    # The counts in use: of a running member or a live bucket. Another count's released
+    # or expired bucket Leases stay behind (they are never deleted) and are not shown.
+    in_use = [
+        count
+        for count, group in by_count.items()
+        if any(lease.live or lease.role == MEMBER for lease in group)
+    ]
+    shown = sorted(in_use or by_count, key=lambda count: count or 0)
+    for count in shown:
+        name = shard_set if len(shown) == 1 else f"{shard_set} ({count or '?'} buckets)"
+        rows += _count_rows(name, count, by_count[count])
+    return rows
+
+
+def _count_rows(name: str, count: int | None, leases: list[ShardLease]) -> list[list[str]]:
+    """The rows of one bucket count's members and buckets (None: unlabelled Leases, the
+    count inferred from the highest bucket)."""
+    members: dict[str, ShardLease] = {}
+    buckets: dict[int, ShardLease] = {}
+    for lease in leases:
+        if lease.role == MEMBER:
+            members[lease.holder] = lease
         elif (index := bucket_index(lease)) is not None:
             buckets[index] = lease
     rows = []
-    if leader is not None and (leader.live or not (members or buckets)):
-        holder = leader.holder or "(none)"
-        rows.append([shard_set, holder, "all", ONE_LEADER, _renewed(leader)])
-    if not members and not buckets:
-        return rows
     held: dict[str, list[int]] = {}
     expired: list[int] = []
     for index, lease in buckets.items():
@@ -148,16 +173,16 @@ def set_rows(shard_set: str, leases: Iterable[ShardLease]) -> list[list[str]]:
             held.setdefault(lease.holder, []).append(index)
         elif lease.holder:
             expired.append(index)
-    total = max(buckets, default=-1) + 1
+    total = count or max(buckets, default=-1) + 1
     free = [b for b in range(total) if b not in buckets or not buckets[b].holder]
     for identity in sorted(set(members) | set(held)):
         mine = held.get(identity, [])
         renewed = _renewed(members.get(identity))
-        rows.append([shard_set, identity, str(len(mine)), compact(mine), renewed])
+        rows.append([name, identity, str(len(mine)), compact(mine), renewed])
     if expired:
-        rows.append([shard_set, EXPIRED, str(len(expired)), compact(expired), NONE])
+        rows.append([name, EXPIRED, str(len(expired)), compact(expired), NONE])
     if free:
-        rows.append([shard_set, FREE, str(len(free)), compact(free), NONE])
+        rows.append([name, FREE, str(len(free)), compact(free), NONE])
     return rows
 
 

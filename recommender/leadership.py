@@ -22,13 +22,15 @@ from typing import Any
 
 from app.kube.leader import Fence, LeaderElector, NotLeading, write_fence
 from app.kube.leadertimings import LeaderTimings
-from app.kube.shardleases import ShardLeases
+from app.kube.shardleases import ShardedReplicas, ShardLeases
 from app.kube.transport import Requester
 from recommender.metrics import RecommenderMetrics
 
 logger = logging.getLogger("kerf.recommender")
 
 LEASE_NAME = "kerf-recommender"
+#: the shard set's name in its Leases (`app.model.shards`)
+SHARD_SET = "recommender"
 Run = Callable[[Fence], Awaitable[object]]
 #: A run of its own, every so many seconds (asked again after each run)
 Periodic = tuple[Run, Callable[[], float]]
@@ -100,6 +102,15 @@ async def run_leading(
         logger=logging.getLogger("kerf.recommender.leader"),
         timings=timings,
         on_change=on_change,
+        # `--shards` lowered to 1 in a rolling update: not while sharded replicas write
+        may_acquire=ShardedReplicas(
+            requester,
+            namespace,
+            identity,
+            shard_set=SHARD_SET,
+            mismatch_gauge=metrics.bucket_count_mismatch,
+            logger=logging.getLogger("kerf.recommender.leader"),
+        ).absent,
     )
     fence = write_fence(elector, metrics.writes_withheld)
     election = asyncio.create_task(elector.run(), name="leader")

@@ -38,15 +38,13 @@ from recommender.analyze import Analysis, Settings, analyze, record
 from recommender.configmaps import store
 from recommender.defaults import DEFAULT_METRICS_PORT
 from recommender.gpu import GpuOutcome, GpuReactor, check_interval_s
-from recommender.leadership import run_leading, run_sharded
+from recommender.leadership import SHARD_SET, run_leading, run_sharded
 from recommender.metrics import RecommenderMetrics, recommender_metrics
 from recommender.output import write_json, write_table
 from recommender.prometheus import PrometheusApi
 
 logger = logging.getLogger("kerf.recommender")
 
-#: the shard set's name in its Leases (`app.model.shards`); one bucket is `kerf-recommender`
-SHARD_SET = "recommender"
 
 #: What the recommender reads from the cluster: workloads, the pods that name them and the
 #: intermediate owners between (its ConfigMaps it reads itself, before each write), and the
@@ -286,6 +284,7 @@ def _shard_leases(
         buckets=options.shards,
         held_gauge=metrics.buckets_held,
         rebalances=metrics.bucket_rebalances,
+        mismatch_gauge=metrics.bucket_count_mismatch,
         logger=logging.getLogger("kerf.recommender.leader"),
         timings=options.leader,
         on_change=changed,

@@ -23,6 +23,7 @@ class RecommenderMetrics:
     writes_withheld: Counter
     buckets_held: Gauge
     bucket_rebalances: Counter
+    bucket_count_mismatch: Gauge
     leader: Gauge
     last_success: Gauge
     gpu_evaluations: Counter
@@ -90,6 +91,13 @@ def recommender_metrics(registry: CollectorRegistry | None = None) -> Recommende
             "Bucket Leases this replica gained or gave up, by reason: claimed, released "
             "(above its fair share, or at shutdown) or lost (not renewed in time, or taken).",
             ["reason"],
+            registry=registry,
+        ),
+        bucket_count_mismatch=Gauge(
+            "kerf_recommender_bucket_count_mismatch",
+            "1 while a live Lease of this replica's shard set says another bucket count "
+            "(--shards changed in a rolling update): it claims no bucket (with --shards 1: "
+            "does not take the leader Lease) until those go.",
             registry=registry,
         ),
         leader=Gauge(

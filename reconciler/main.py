@@ -30,7 +30,7 @@ from app.kube.lease import (
     holder_identity,
     own_namespace,
 )
-from app.kube.shardleases import ShardLeases
+from app.kube.shardleases import ShardedReplicas, ShardLeases
 from app.kube.shardview import ShardedFeed, ShardFilter
 from app.model.shards import DEFAULT_BUCKETS
 from app.runtime.clock import Clock, utc_now
@@ -153,6 +153,15 @@ def build_service(
             logger=leader_log,
             timings=options.leader,
             on_change=lambda leading: holder[0].on_leadership(leading),
+            # `--shards` lowered to 1 in a rolling update: not while sharded replicas write
+            may_acquire=ShardedReplicas(
+                transport,
+                namespace,
+                identity,
+                shard_set=SHARD_SET,
+                mismatch_gauge=metrics.bucket_count_mismatch,
+                logger=leader_log,
+            ).absent,
         )
         writer = ApiWriter(
             transport,
@@ -169,6 +178,7 @@ def build_service(
             buckets=options.shards,
             held_gauge=metrics.buckets_held,
             rebalances=metrics.bucket_rebalances,
+            mismatch_gauge=metrics.bucket_count_mismatch,
             logger=leader_log,
             timings=options.leader,
             on_change=lambda gained, lost: holder[0].on_buckets(gained, lost),

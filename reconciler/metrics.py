@@ -36,6 +36,7 @@ class ReconcilerMetrics:
     writes_withheld: Counter
     buckets_held: Gauge
     bucket_rebalances: Counter
+    bucket_count_mismatch: Gauge
     writes_outlived: Counter
     pass_seconds: Histogram
     unchanged_passes: Counter
@@ -136,6 +137,13 @@ def reconciler_metrics(registry: CollectorRegistry | None = None) -> ReconcilerM
             "Bucket Leases this replica gained or gave up, by reason: claimed, released "
             "(above its fair share, or at shutdown) or lost (not renewed in time, or taken).",
             ["reason"],
+            registry=registry,
+        ),
+        bucket_count_mismatch=Gauge(
+            "kerf_reconciler_bucket_count_mismatch",
+            "1 while a live Lease of this replica's shard set says another bucket count "
+            "(--shards changed in a rolling update): it claims no bucket (with --shards 1: "
+            "does not take the leader Lease) until those go.",
             registry=registry,
         ),
         leader=Gauge(

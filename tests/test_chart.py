@@ -260,14 +260,17 @@ def test_the_recommender_is_off_by_default_and_runs_kerf_recommend_when_on(
 
 #: What a sharded service does with its member and bucket Leases, in its own namespace.
 SHARD_LEASES = {
-    ("coordination.k8s.io", "leases", verb, "*") for verb in ("get", "list", "create", "update")
+    ("coordination.k8s.io", "leases", verb, "*")
+    for verb in ("get", "list", "create", "update", "delete")
 }
 
 
 def one_leader_lease(name: str) -> set[tuple[str, ...]]:
-    """`--shards=1`: create its Lease, then read and renew that one only."""
+    """`--shards=1`: create its Lease, then read and renew that one only; list the shard
+    set's Leases before taking it."""
     return {
         ("coordination.k8s.io", "leases", "create", "*"),
+        ("coordination.k8s.io", "leases", "list", "*"),
         ("coordination.k8s.io", "leases", "get", name),
         ("coordination.k8s.io", "leases", "update", name),
     }

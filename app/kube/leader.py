@@ -81,6 +81,7 @@ class LeaderElector:
         on_change: Callable[[bool], None] = lambda leading: None,
         labels: dict[str, str] | None = None,
         changes_logged_at: int = logging.INFO,
+        may_acquire: Callable[[], Awaitable[bool]] | None = None,
     ) -> None:
         self._lease = LeaseClient(requester, namespace, name, labels)
         self._log = logger or logging.getLogger("kerf.leader")
@@ -92,6 +93,8 @@ class LeaderElector:
         self._monotonic = monotonic
         self._sleep = sleep
         self._on_change = on_change
+        #: asked before taking the Lease (not before renewing it): False holds off
+        self._may_acquire = may_acquire
         #: the level "became the leader" is logged at (losing it: a level above)
         self._changes_level = changes_logged_at
         self.is_leader = False
@@ -172,13 +175,14 @@ class LeaderElector:
         """Acquire or renew the Lease as read (None: it does not exist): taken over only
         once another holder's version has gone unchanged for its duration."""
         seen = self.observe(lease)
-        if lease is None or seen is None:
-            await self._write(None, acquire=True)
-            return
-        if seen.holder and seen.holder != self.identity and seen.live:
+        if seen is not None and seen.holder and seen.holder != self.identity and seen.live:
             self._set(False)
             return
-        await self._write(lease, acquire=seen.holder != self.identity)
+        acquire = lease is None or seen is None or seen.holder != self.identity
+        if acquire and self._may_acquire is not None and not await self._may_acquire():
+            self._set(False)
+            return
+        await self._write(lease, acquire=acquire)
 
     def _spec(self, lease: dict[str, Any] | None, now: datetime, acquire: bool) -> dict[str, Any]:
         spec = dict((lease or {}).get("spec") or {})
@@ -211,11 +215,15 @@ class LeaderElector:
         # An answer that took longer than the deadline renews nothing this replica may use.
         self._set(self._fresh())
 
-    async def release(self, answered: Callable[[], Awaitable[None]] | None = None) -> None:
+    async def release(
+        self, answered: Callable[[], Awaitable[None]] | None = None, *, delete: bool = False
+    ) -> None:
         """Give the Lease up (graceful shutdown, or a bucket above a fair share): empty
         holder, so others take it now. `answered`, when given, is awaited once this
         replica has stopped writing and before the Lease goes: the writes it sent before
-        are answered before another holder can write."""
+        are answered before another holder can write. `delete`: delete it instead, at
+        the version read (a shard member's Lease, named after a pod that will not
+        return)."""
         if not self.is_leader:
             return
         self._set(False, released=True)
@@ -224,6 +232,9 @@ class LeaderElector:
                 await answered()
             lease = await self._lease.get()
             if lease is None or (lease.get("spec") or {}).get("holderIdentity") != self.identity:
+                return
+            if delete:
+                await self._lease.delete(lease["metadata"]["resourceVersion"])
                 return
             spec = dict(lease.get("spec") or {})
             spec.update(

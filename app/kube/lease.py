@@ -44,7 +44,7 @@ def own_namespace() -> str:
 
 @dataclass(frozen=True, slots=True)
 class LeaseClient:
-    """One named Lease: get, create and update (each one request, counted as `leases`)."""
+    """One named Lease: get, create, update and delete (each one request, counted as `leases`)."""
 
     requester: Requester
     namespace: str
@@ -82,6 +82,16 @@ class LeaseClient:
         (ApiStatusError) when someone wrote it since it was read."""
         body = self.body(resource_version, spec)
         return await self.requester.request("update", "leases", "PUT", self.path, body)
+
+    async def delete(self, resource_version: str) -> None:
+        """Delete the Lease, only if it is still at `resource_version` (409,
+        ApiStatusError, when someone wrote it since it was read; 404 when it is gone)."""
+        options = {
+            "apiVersion": "v1",
+            "kind": "DeleteOptions",
+            "preconditions": {"resourceVersion": resource_version},
+        }
+        await self.requester.request("delete", "leases", "DELETE", self.path, options)
 
     def body(self, resource_version: str | None, spec: dict[str, Any]) -> dict[str, Any]:
         """The Lease object to send: `spec`, at `resource_version` when it is an update."""

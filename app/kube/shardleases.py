@@ -14,7 +14,17 @@ when a bucket is lost between rounds (a fence found its renew deadline passed).
 
 An upgrade from a single leader meets its Lease, `kerf-<set>`, held by a replica of the
 previous version: while that Lease is live under another holder, this replica claims
-nothing, so the old leader and the new shards never write side by side.
+nothing, so the old leader and the new shards never write side by side. In the same way,
+every Lease says the bucket count of the replica that wrote it (`BUCKETS_LABEL`): while a
+live Lease of the set says another count (`--shards` changed in a rolling update), this
+replica claims nothing and does not count that Lease's replica as a member; a single
+leader (`--shards 1`) does not take its Lease while a live one exists
+(`ShardedReplicas`).
+
+Member Leases do not pile up: a replica deletes its own on shutdown, and the holder of
+bucket 00 deletes those it has seen unchanged for STALE_MEMBER_DURATIONS durations (a few
+a round), each at the version it read, so a member that came back is never deleted.
+Bucket Leases are never deleted: they are the fence's record.
 """
 
 from __future__ import annotations
@@ -27,6 +37,7 @@ from typing import Any
 
 from prometheus_client import Counter, Gauge
 
+from app.kube.errors import ApiStatusError
 from app.kube.leader import Answered, Fence, LeaderElector, answer_check, write_fence
 from app.kube.leadertimings import LeaderTimings
 from app.kube.lease import LeaseClient
@@ -38,9 +49,11 @@ from app.model.shards import (
     MEMBER,
     SHARD_ROLE_LABEL,
     SHARD_SET_LABEL,
+    STALE_MEMBERS_PER_ROUND,
     Seen,
     bucket_lease_name,
     bucket_of,
+    buckets_of,
     member_lease_name,
     rebalance,
     shard_labels,
@@ -64,6 +77,7 @@ class ShardLeases:
         buckets: int,
         held_gauge: Gauge,
         rebalances: Counter,
+        mismatch_gauge: Gauge,
         logger: logging.Logger | None = None,
         timings: LeaderTimings | None = None,
         clock: Clock = utc_now,
@@ -83,6 +97,7 @@ class ShardLeases:
         self._sleep = sleep
         self._held_gauge = held_gauge
         self._rebalances = rebalances
+        self._mismatch_gauge = mismatch_gauge
         self.on_change = on_change
         self._listing = LeaseClient(requester, namespace, "")
         self.member = self._elector(member_lease_name(shard_set, identity), MEMBER)
@@ -92,6 +107,10 @@ class ShardLeases:
             self._elector(bucket_lease_name(shard_set, b, buckets), BUCKET, b)
             for b in range(buckets)
         ]
+        self._bucket_names = {elector.name for elector in self.electors}
+        #: live Leases of the set that say another bucket count, as last seen: while there
+        #: is one, this replica claims nothing
+        self.mismatched: dict[str, int | None] = {}
         #: other members' Leases by name, each watched for change by an elector of its own
         #: that never writes (its observed time is the member's liveness)
         self._others: dict[str, LeaderElector] = {}
@@ -130,7 +149,7 @@ class ShardLeases:
             monotonic=self._monotonic,
             sleep=self._sleep,
             on_change=(lambda leading: None) if bucket is None else self._bucket_changed,
-            labels=shard_labels(self.shard_set, role),
+            labels=shard_labels(self.shard_set, role, self.buckets),
             # one line per rebalance (`_publish`), not one per Lease
             changes_logged_at=logging.DEBUG,
         )
@@ -244,28 +263,39 @@ class ShardLeases:
             str(lease["metadata"]["name"]): lease for lease in await self._listing.list(selector)
         }
         members: dict[str, Seen] = {}
+        # member Leases long unchanged, at the version read
+        stale: list[tuple[str, str]] = []
+        mismatched: dict[str, int | None] = {}
+        observed: dict[int, Seen] = {}
+        for b, elector in enumerate(self.electors):
+            listed_lease = listed.get(elector.name)
+            if listed_lease is not None and (seen := elector.observe(listed_lease)) is not None:
+                observed[b] = seen
+                self._match(elector.name, listed_lease, seen, mismatched)
         for name, lease in listed.items():
-            labels = lease["metadata"].get("labels") or {}
-            if labels.get(SHARD_ROLE_LABEL) != MEMBER or name == self.member.name:
+            if name == self.member.name or name in self._bucket_names:
                 continue
-            watcher = self._others.get(name) or self._watcher(name)
-            seen = watcher.observe(lease)
-            if seen is not None and seen.holder:
+            seen = (self._others.get(name) or self._watcher(name)).observe(lease)
+            if seen is None:
+                continue
+            same = self._match(name, lease, seen, mismatched)
+            if (lease["metadata"].get("labels") or {}).get(SHARD_ROLE_LABEL) != MEMBER:
+                continue
+            if seen.stale(self.timings.duration_s):
+                stale.append((name, str(lease["metadata"].get("resourceVersion") or "")))
+            elif seen.holder and same:
                 members[seen.holder] = seen
         for gone in set(self._others) - set(listed):
             del self._others[gone]
-        observed = {
-            b: seen
-            for b, elector in enumerate(self.electors)
-            if (seen := elector.observe(listed.get(elector.name))) is not None
-        }
+        self._mismatch(mismatched)
         held = [b for b, elector in enumerate(self.electors) if elector.is_leader]
         plan = rebalance(self.identity, self.buckets, members, observed, held=held)
         self.members, self.fair_share = plan.members, plan.fair_share
         # The first round only announces this member: replicas started together then
         # see one another before any claims, instead of the first taking every bucket.
         first, self._announced = not self._announced, True
-        claim = () if first or await self._old_leader_lives(plan.claim) else plan.claim
+        paused = first or bool(self.mismatched)
+        claim = () if paused or await self._old_leader_lives(plan.claim) else plan.claim
         # One step for every Lease this replica writes; a release waits for its bucket's
         # writes under way.
         await asyncio.gather(
@@ -278,6 +308,64 @@ class ShardLeases:
         )
         if not first:
             self.settled.set()
+        if stale and self.holds(CLUSTER_BUCKET):
+            await asyncio.gather(*(self._sweep(*s) for s in stale[:STALE_MEMBERS_PER_ROUND]))
+
+    def _match(
+        self, name: str, lease: dict[str, Any], seen: Seen, mismatched: dict[str, int | None]
+    ) -> bool:
+        """Whether a listed Lease says this replica's bucket count; a live one of another
+        count (or none: written before the count was labelled) held by another replica
+        goes into `mismatched`."""
+        count = buckets_of(lease["metadata"].get("labels") or {})
+        if count == self.buckets:
+            return True
+        if seen.live and seen.holder != self.identity:
+            mismatched[name] = count
+        return False
+
+    def _mismatch(self, mismatched: dict[str, int | None]) -> None:
+        """Note the live Leases of another bucket count: said once when they appear and
+        once when they are gone, not every round."""
+        before, self.mismatched = self.mismatched, mismatched
+        self._mismatch_gauge.set(1 if mismatched else 0)
+        fields = {"identity": self.identity, "shard_set": self.shard_set, "buckets": self.buckets}
+        if mismatched and not before:
+            counts = sorted({str(c) if c else "unlabelled" for c in mismatched.values()})
+            self._log.warning(
+                "claiming no bucket: live Leases of the shard set say another bucket count "
+                "(--shards changed while replicas of the old count run)",
+                extra={
+                    "fields": {
+                        **fields,
+                        "other_counts": counts,
+                        "leases": sorted(mismatched)[:5],
+                    }
+                },
+            )
+        elif before and not mismatched:
+            self._log.info(
+                "claiming again: no live Lease of another bucket count", extra={"fields": fields}
+            )
+
+    async def _sweep(self, name: str, version: str) -> None:
+        """Delete a stale member Lease at the version read: a member that renewed it since
+        (it came back) keeps it, with a 409."""
+        try:
+            await LeaseClient(self._requester, self.namespace, name).delete(version)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            # 404: another replica deleted it; 409: its member renewed it
+            if not (isinstance(exc, ApiStatusError) and exc.code in (404, 409)):
+                level = logging.DEBUG if is_outage(exc) else logging.WARNING
+                self._log.log(level, "lease %s: %s: %s", name, type(exc).__name__, exc)
+            return
+        self._others.pop(name, None)
+        self._log.info(
+            "deleted a stale member Lease",
+            extra={"fields": {"identity": self.identity, "lease": name}},
+        )
 
     async def _old_leader_lives(self, claims: tuple[int, ...]) -> bool:
         """A single leader of a previous version holds its Lease (read only when there
@@ -336,15 +424,78 @@ class ShardLeases:
         self.on_change(frozenset(gained), frozenset(lost))
 
     async def release(self) -> None:
-        """Give every bucket and the member Lease up (graceful shutdown); the rounds stop
-        first, so no renewal races the releases."""
+        """Give every bucket up and delete the member Lease (graceful shutdown); the
+        rounds stop first, so no renewal races the releases."""
         if self._runner is not None and self._runner is not asyncio.current_task():
             self._runner.cancel()
             await asyncio.gather(self._runner, return_exceptions=True)
         self._in_round = True
         try:
             await asyncio.gather(*(self._release(b) for b in self.held()))
-            await self.member.release()
+            await self.member.release(delete=True)
         finally:
             self._in_round = False
         self._publish()
+
+
+class ShardedReplicas:
+    """What a single leader (`--shards 1`) asks before it takes its Lease: that no
+    sharded replica of its set still holds a live member or bucket Lease (`--shards`
+    lowered to 1 in a rolling update), live as a takeover judges it: seen unchanged for
+    less than its duration by this replica's monotonic clock. Said once in the log when
+    they appear and once when they are gone, and in `mismatch_gauge`."""
+
+    def __init__(
+        self,
+        requester: Requester,
+        namespace: str,
+        identity: str,
+        *,
+        shard_set: str,
+        mismatch_gauge: Gauge,
+        logger: logging.Logger | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._listing = LeaseClient(requester, namespace, "")
+        self.identity = identity
+        self.shard_set = shard_set
+        self._gauge = mismatch_gauge
+        self._log = logger or logging.getLogger("kerf.shards")
+        self._monotonic = monotonic
+        #: each listed Lease's version and the monotonic time it was first seen
+        self._seen: dict[str, tuple[str, float]] = {}
+        self.live: list[str] = []
+
+    async def absent(self) -> bool:
+        """List the set's Leases (one request): True when none is live under another
+        holder."""
+        leases = await self._listing.list(f"{SHARD_SET_LABEL}={self.shard_set}")
+        now = self._monotonic()
+        seen: dict[str, tuple[str, float]] = {}
+        live = []
+        for lease in leases:
+            name = str(lease["metadata"]["name"])
+            version = str(lease["metadata"].get("resourceVersion") or "")
+            before = self._seen.get(name)
+            seen[name] = before if before is not None and before[0] == version else (version, now)
+            spec = lease.get("spec") or {}
+            holder = str(spec.get("holderIdentity") or "")
+            duration = float(spec.get("leaseDurationSeconds") or 0)
+            if holder and holder != self.identity and now - seen[name][1] < duration:
+                live.append(name)
+        self._seen = seen
+        was, self.live = self.live, sorted(live)
+        self._gauge.set(1 if live else 0)
+        fields = {"identity": self.identity, "shard_set": self.shard_set, "buckets": 1}
+        if live and not was:
+            self._log.warning(
+                "not taking the leader Lease: sharded replicas of another bucket count hold "
+                "live Leases (--shards changed while they run)",
+                extra={"fields": {**fields, "leases": self.live[:5]}},
+            )
+        elif was and not live:
+            self._log.info(
+                "taking the leader Lease: no live Lease of another bucket count",
+                extra={"fields": fields},
+            )
+        return not live

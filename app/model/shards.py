@@ -32,8 +32,17 @@ SHARD_SET_LABEL = "kerf.dev/shard-set"
 SHARD_ROLE_LABEL = "kerf.dev/shard-role"
 MEMBER = "member"
 BUCKET = "bucket"
+#: how many buckets the replica that wrote a Lease divides the hash space into: bucket
+#: `i` of one count is another range than bucket `i` of another
+BUCKETS_LABEL = "kerf.dev/shard-buckets"
 #: the bucket whose holder writes what belongs to no namespace (docs/decisions.md)
 CLUSTER_BUCKET = 0
+#: a member Lease seen unchanged for this many of its durations is deleted (by bucket
+#: 00's holder): its replica is long gone, and `kerf status --shards` showed it expired
+#: for a while (docs/decisions.md)
+STALE_MEMBER_DURATIONS = 10
+#: at most this many stale member Leases are deleted a round
+STALE_MEMBERS_PER_ROUND = 4
 
 
 def fnv1a64(data: bytes) -> int:
@@ -79,9 +88,20 @@ def bucket_lease_name(shard_set: str, bucket: int, buckets: int) -> str:
     return f"kerf-{shard_set}-bucket-{bucket:02d}"
 
 
-def shard_labels(shard_set: str, role: str) -> dict[str, str]:
-    """The labels of a shard set's Leases (`role`: MEMBER or BUCKET)."""
-    return {SHARD_SET_LABEL: shard_set, SHARD_ROLE_LABEL: role}
+def shard_labels(shard_set: str, role: str, buckets: int | None = None) -> dict[str, str]:
+    """The labels of a shard set's Leases (`role`: MEMBER or BUCKET), written by a replica
+    of `buckets` buckets (None: without the count)."""
+    labels = {SHARD_SET_LABEL: shard_set, SHARD_ROLE_LABEL: role}
+    if buckets is not None:
+        labels[BUCKETS_LABEL] = str(buckets)
+    return labels
+
+
+def buckets_of(labels: Mapping[str, str]) -> int | None:
+    """The bucket count a shard Lease's labels say; None when they say none (a Lease
+    written before the count was labelled) or nonsense."""
+    value = labels.get(BUCKETS_LABEL, "")
+    return int(value) if value.isdigit() and int(value) > 0 else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +118,11 @@ class Seen:
     def live(self) -> bool:
         """Held, and renewed within its duration as far as the observer can tell."""
         return bool(self.holder) and self.unchanged_s < self.duration_s
+
+    def stale(self, duration_s: float) -> bool:
+        """Unchanged for STALE_MEMBER_DURATIONS durations (its own or `duration_s`,
+        whichever is longer: a released Lease says 1 s): a member Lease that may go."""
+        return self.unchanged_s >= STALE_MEMBER_DURATIONS * max(self.duration_s, duration_s)
 
 
 @dataclass(frozen=True, slots=True)

@@ -172,3 +172,37 @@ def test_a_previous_version_s_leader_shows_while_it_is_live_only() -> None:
     # Released, or long expired, once the shards run: not shown.
     for stale in (leader("reconciler", "", 1), leader("reconciler", "old", 600)):
         assert shard_rows([stale, *sharded], NOW)[0][1] == "new"
+
+
+def labelled(role: str, name: str, holder: str, age_s: float | None, buckets: int) -> dict:
+    return lease(name, shard_labels("reconciler", role, buckets), holder, age_s)
+
+
+def test_the_bucket_count_comes_from_the_label() -> None:
+    """Buckets never created yet are free up to the count the Leases say, not only up to
+    the highest bucket seen."""
+    leases = [
+        labelled(MEMBER, member_lease_name("reconciler", "a"), "a", 1, 64),
+        *(labelled(BUCKET, bucket_lease_name("reconciler", b, 64), "a", 1, 64) for b in range(32)),
+    ]
+    assert shard_rows(leases, NOW) == [
+        ["reconciler", "a", "32", "00-31", "1s ago"],
+        ["reconciler", "(free)", "32", "32-63", "-"],
+    ]
+
+
+def test_two_bucket_counts_in_use_are_shown_apart() -> None:
+    """`--shards` changing in a rolling update: the old count's replica holds its buckets,
+    the new count's holds none; the old count's released Leases left behind by an earlier
+    change are not a count in use."""
+    leases = [
+        labelled(MEMBER, member_lease_name("reconciler", "old"), "old", 1, 4),
+        *(labelled(BUCKET, bucket_lease_name("reconciler", b, 4), "old", 1, 4) for b in range(4)),
+        labelled(MEMBER, member_lease_name("reconciler", "new"), "new", 0.5, 8),
+        labelled(BUCKET, bucket_lease_name("reconciler", 5, 8), "", 60, 2),
+    ]
+    assert shard_rows(leases, NOW) == [
+        ["reconciler (4 buckets)", "old", "4", "00-03", "1s ago"],
+        ["reconciler (8 buckets)", "new", "0", "-", "0s ago"],
+        ["reconciler (8 buckets)", "(free)", "8", "00-07", "-"],
+    ]

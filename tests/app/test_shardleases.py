@@ -13,10 +13,17 @@ import pytest
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from app.kube.informer import ApiStatusError
-from app.kube.leader import NotLeading
+from app.kube.leader import LeaderElector, NotLeading
 from app.kube.leadertimings import LeaderTimings
-from app.kube.shardleases import ShardLeases
-from app.model.shards import SHARD_ROLE_LABEL, SHARD_SET_LABEL, bucket_of, fair_share
+from app.kube.shardleases import ShardedReplicas, ShardLeases
+from app.model.shards import (
+    BUCKETS_LABEL,
+    SHARD_ROLE_LABEL,
+    SHARD_SET_LABEL,
+    STALE_MEMBER_DURATIONS,
+    bucket_of,
+    fair_share,
+)
 
 TIMINGS = LeaderTimings(duration_s=15.0, renew_deadline_s=10.0, retry_s=2.0)
 
@@ -35,6 +42,7 @@ class Leases:
     def __init__(self) -> None:
         self.items: dict[str, dict[str, Any]] = {}
         self.version = 0
+        self.deleted: list[str] = []
 
     async def request(
         self, verb: str, resource: str, method: str, path: str, body: Any = None, **_: Any
@@ -53,6 +61,17 @@ class Leases:
             if name not in self.items:
                 raise ApiStatusError(404, "not found")
             return copy.deepcopy(self.items[name])
+        if method == "DELETE":
+            if name not in self.items:
+                raise ApiStatusError(404, "not found")
+            if (
+                body["preconditions"]["resourceVersion"]
+                != self.items[name]["metadata"]["resourceVersion"]
+            ):
+                raise ApiStatusError(409, "Precondition failed")
+            self.deleted.append(name)
+            del self.items[name]
+            return {"kind": "Status", "status": "Success"}
         name = body["metadata"]["name"]
         if method == "POST" and name in self.items:
             raise ApiStatusError(409, "exists")
@@ -81,6 +100,7 @@ class Replica:
     def __init__(self, server: Leases, identity: str, buckets: int = 64) -> None:
         self.clock = Monotonic()
         registry = CollectorRegistry()
+        self.mismatch = Gauge("m", "m", registry=registry)
         self.changes: list[tuple[frozenset[int], frozenset[int]]] = []
         self.rebalances = Counter("r", "r", ["reason"], registry=registry)
         self.withheld = Counter("w", "w", ["resource", "bucket"], registry=registry)
@@ -92,6 +112,7 @@ class Replica:
             buckets=buckets,
             held_gauge=Gauge("h", "h", registry=registry),
             rebalances=self.rebalances,
+            mismatch_gauge=self.mismatch,
             timings=TIMINGS,
             clock=lambda: datetime(2026, 12, 1, tzinfo=UTC),
             monotonic=self.clock,
@@ -129,7 +150,9 @@ async def test_replicas_split_the_buckets_with_labelled_leases() -> None:
     assert server.items["kerf-reconciler-member-r0"]["metadata"]["labels"] == {
         SHARD_SET_LABEL: "reconciler",
         SHARD_ROLE_LABEL: "member",
+        BUCKETS_LABEL: "64",
     }
+    assert server.items["kerf-reconciler-bucket-00"]["metadata"]["labels"][BUCKETS_LABEL] == "64"
     assert "kerf-reconciler" not in server.items  # the single leader's name: one bucket only
     for replica in replicas:
         assert replica.count("claimed") == len(replica.shards.held())
@@ -194,7 +217,8 @@ async def test_shutdown_releases_every_lease() -> None:
     await replicas[0].shards.release()
     assert replicas[0].shards.held() == frozenset()
     assert all(server.holders().get(b) != "r0" for b in held)
-    assert server.items["kerf-reconciler-member-r0"]["spec"]["holderIdentity"] == ""
+    assert "kerf-reconciler-member-r0" not in server.items  # deleted, not left behind
+    assert server.deleted == ["kerf-reconciler-member-r0"]
     assert replicas[0].count("released") == len(held)
     await rounds(replicas[1:], n=2)
     assert len(replicas[1].shards.held()) == 64
@@ -213,3 +237,156 @@ async def test_an_old_single_leader_keeps_the_shards_from_claiming() -> None:
     server.items["kerf-reconciler"]["metadata"]["resourceVersion"] = "1"
     await rounds([new], n=2)
     assert len(new.shards.held()) == 64
+
+
+def member(server: Leases, identity: str) -> dict[str, Any]:
+    return server.items[f"kerf-reconciler-member-{identity}"]
+
+
+async def test_bucket_00s_holder_deletes_long_silent_member_leases_a_few_a_round() -> None:
+    server = Leases()
+    replicas = [Replica(server, f"r{i}") for i in range(2)]
+    gone = [Replica(server, f"gone-{i}") for i in range(6)]
+    await rounds([*replicas, *gone], n=2)
+    assert all(f"kerf-reconciler-member-gone-{i}" in server.items for i in range(6))
+    # the six stop renewing (SIGKILL: nothing released); long past their expiry, but
+    # short of STALE_MEMBER_DURATIONS durations on the others' clocks, they stay
+    # (each round is 2 s; the first sees their last version)
+    await rounds(replicas, n=int(STALE_MEMBER_DURATIONS * TIMINGS.duration_s / 2))
+    assert_split(server, replicas)
+    assert server.deleted == []
+    await rounds(replicas, n=1)
+    # then bucket 00's holder deletes them, at most four a round
+    cleaner = next(r for r in replicas if r.shards.holds(0)).shards.identity
+    assert len(server.deleted) == 4
+    await rounds(replicas, n=1)
+    assert sorted(server.deleted) == [f"kerf-reconciler-member-gone-{i}" for i in range(6)]
+    assert {name for name in server.items if "member" in name} == {
+        f"kerf-reconciler-member-{r.shards.identity}" for r in replicas
+    }
+    assert cleaner in {"r0", "r1"}
+    # bucket Leases are never deleted, expired or not
+    assert len([name for name in server.items if "bucket" in name]) == 64
+
+
+async def test_a_member_that_came_back_keeps_its_lease() -> None:
+    server = Leases()
+    a, b = Replica(server, "r0"), Replica(server, "r1")
+    await rounds([a, b], n=2)
+    # r1 goes silent long enough to be stale on r0's clock; just before r0's sweep it
+    # renews again (resumed from SIGSTOP): the delete names the version r0 read, and fails
+    await rounds([a], n=int(STALE_MEMBER_DURATIONS * TIMINGS.duration_s / 2))
+    assert a.shards.holds(0) and member(server, "r1")
+    original = a.shards._sweep
+    swept: list[str] = []
+
+    async def resumed_first(name: str, version: str) -> None:
+        b.clock.now += 200
+        await b.shards.round()
+        swept.append(name)
+        await original(name, version)
+
+    a.shards._sweep = resumed_first  # type: ignore[method-assign]
+    await rounds([a], n=1)
+    assert swept == ["kerf-reconciler-member-r1"] and server.deleted == []
+    assert member(server, "r1")["spec"]["holderIdentity"] == "r1"
+
+
+async def test_a_replica_of_another_bucket_count_claims_nothing_until_the_others_go(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    server = Leases()
+    old = [Replica(server, f"old-{i}", buckets=16) for i in range(2)]
+    await rounds(old)
+    assert_split(server, old, buckets=16)
+    new = Replica(server, "new-0", buckets=64)
+    with caplog.at_level("INFO", logger="kerf.shards"):
+        await rounds([*old, new], n=6)
+    assert new.shards.held() == frozenset()
+    assert new.mismatch._value.get() == 1
+    assert sorted(new.shards.mismatched.values()) == [16] * len(new.shards.mismatched)
+    warnings = [r for r in caplog.records if "another bucket count" in r.getMessage()]
+    # one line each (the old two see the new one too), not one every round
+    assert sorted(r.fields["identity"] for r in warnings) == ["new-0", "old-0", "old-1"]
+    assert {r.levelname for r in warnings} == {"WARNING"}
+    # the old replicas see the new one as another count too: no buckets released to it
+    # (a member of another count is no member of theirs), and none claimed from them
+    assert all(len(r.shards.held()) == 8 for r in old)
+    assert all(r.mismatch._value.get() == 1 for r in old)
+    # a rolling update ends: the old replicas stop on SIGTERM, releasing everything
+    for replica in old:
+        await replica.shards.release()
+    caplog.clear()
+    with caplog.at_level("INFO", logger="kerf.shards"):
+        await rounds([new], n=2)
+    assert len(new.shards.held()) == 64
+    assert new.mismatch._value.get() == 0
+    assert any("claiming again" in r.getMessage() for r in caplog.records)
+    assert server.items["kerf-reconciler-bucket-03"]["metadata"]["labels"][BUCKETS_LABEL] == "64"
+
+
+async def test_an_expired_lease_of_another_count_does_not_hold_claims_back() -> None:
+    server = Leases()
+    old = Replica(server, "old-0", buckets=16)
+    await rounds([old])
+    new = Replica(server, "new-0", buckets=64)
+    await rounds([new], n=2)
+    assert new.shards.held() == frozenset()
+    # old-0 was killed: once its Leases are unchanged for their duration on new-0's
+    # clock, new-0 claims every bucket, the expired ones of the other count included
+    await rounds([new], n=8)
+    assert len(new.shards.held()) == 64 and not new.shards.mismatched
+
+
+def single_leader(server: Leases, gauge: Gauge) -> tuple[LeaderElector, Monotonic]:
+    clock = Monotonic()
+    sharded = ShardedReplicas(
+        server,  # type: ignore[arg-type]
+        "kerf-system",
+        "single",
+        shard_set="reconciler",
+        mismatch_gauge=gauge,
+        monotonic=clock,
+    )
+    leader = LeaderElector(
+        server,  # type: ignore[arg-type]
+        "kerf-system",
+        "single",
+        name="kerf-reconciler",
+        timings=TIMINGS,
+        clock=lambda: datetime(2026, 12, 1, tzinfo=UTC),
+        monotonic=clock,
+        may_acquire=sharded.absent,
+    )
+    return leader, clock
+
+
+async def test_a_single_leader_waits_while_sharded_replicas_hold_leases() -> None:
+    """`--shards` lowered to 1 in a rolling update: the single leader does not take its
+    Lease while a sharded replica's Leases are live, and does once it has left."""
+    server = Leases()
+    sharded = Replica(server, "sharded-0", buckets=8)
+    await rounds([sharded])
+    gauge = Gauge("g", "g", registry=CollectorRegistry())
+    leader, clock = single_leader(server, gauge)
+    for _ in range(10):  # 20 s: longer than a Lease duration, the sharded one renewing
+        await leader.attempt()
+        await rounds([sharded], n=1)
+        clock.now += 2
+    assert not leader.leading() and "kerf-reconciler" not in server.items
+    assert gauge._value.get() == 1
+    await sharded.shards.release()
+    await leader.attempt()
+    assert leader.leading() and gauge._value.get() == 0
+
+
+async def test_a_single_leader_takes_over_once_a_killed_sharded_replica_expires() -> None:
+    server = Leases()
+    sharded = Replica(server, "sharded-0", buckets=8)
+    await rounds([sharded])
+    leader, clock = single_leader(server, Gauge("g", "g", registry=CollectorRegistry()))
+    await leader.attempt()
+    assert not leader.leading()
+    clock.now += TIMINGS.duration_s  # seen unchanged for a whole duration on its clock
+    await leader.attempt()
+    assert leader.leading()

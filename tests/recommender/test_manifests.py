@@ -89,7 +89,8 @@ def test_the_recommender_may_read_all_it_watches_and_write_configmaps(
         assert ("", "configmaps", verb) in granted
     lease = permissions(overlay, "Role", "kerf-recommender-lease")
     assert lease == {
-        ("coordination.k8s.io", "leases", verb, "*") for verb in ("get", "list", "create", "update")
+        ("coordination.k8s.io", "leases", verb, "*")
+        for verb in ("get", "list", "create", "update", "delete")
     }
     assert one(overlay, "Role", "kerf-recommender-lease")["metadata"]["namespace"] == NAMESPACE
 

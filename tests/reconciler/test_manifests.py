@@ -93,14 +93,15 @@ def test_every_kerf_kind_is_readable(objects: list[dict[str, Any]]) -> None:
 def test_the_lease_role_keeps_to_the_leases_of_kerf_s_namespace(
     objects: list[dict[str, Any]],
 ) -> None:
-    """Member and bucket Leases: found by label, created, renewed and given up; a member
-    Lease is named after its pod, so no resourceName can narrow the grant."""
+    """Member and bucket Leases: found by label, created, renewed and given up, and a
+    member Lease deleted once its replica is gone; a member Lease is named after its pod,
+    so no resourceName can narrow the grant."""
     role = one(objects, "Role", "kerf-reconciler-lease")
     assert role["metadata"]["namespace"] == NAMESPACE
     assert grants(role) == expand(
         "coordination.k8s.io",
         ["leases"],
-        ("get", "list", "create", "update"),
+        ("get", "list", "create", "update", "delete"),
     )
 
 

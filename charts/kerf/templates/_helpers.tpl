@@ -86,7 +86,8 @@ capabilities:
 {{- end }}
 
 {{/* A Role and RoleBinding for the Leases of one service: its one named Lease (create
-cannot be limited to a name); sharded (`shards` above 1), its member and bucket Leases too. */}}
+cannot be limited to a name); sharded (`shards` above 1), its member and bucket Leases too;
+a shardable service at `shards: 1` lists its shard set's Leases too. */}}
 {{- define "kerf.leaseRole" -}}
 apiVersion: rbac.authorization.k8s.io/v1
 kind: Role
@@ -99,16 +100,21 @@ rules:
   {{- if gt (int (.shards | default 1)) 1 }}
   # Its member Leases `{{ .name }}-member-<pod>` and bucket Leases `{{ .name }}-bucket-NN`
   # (docs/reconciler.md, Shards): listed by label each round, created, renewed, and given
-  # up by an update that empties the holder; `{{ .name }}`, a previous version's leader,
+  # up by an update that empties the holder; a member Lease is deleted on shutdown, or
+  # by bucket 00's holder once long silent; `{{ .name }}`, a previous version's leader,
   # is read. A member Lease is named after its pod, which a resourceName cannot say in
   # advance, so the grant covers the Leases of this namespace.
   - apiGroups: [coordination.k8s.io]
     resources: [leases]
-    verbs: [get, list, create, update]
+    verbs: [get, list, create, update, delete]
   {{- else }}
+  {{- if .shards }}
+  # Its Lease `{{ .name }}`, created, read and renewed; before taking it, the shard set's
+  # Leases are listed by label (sharded replicas of a previous `shards` still running).
+  {{- end }}
   - apiGroups: [coordination.k8s.io]
     resources: [leases]
-    verbs: [create]
+    verbs: [create{{ if .shards }}, list{{ end }}]
   - apiGroups: [coordination.k8s.io]
     resources: [leases]
     resourceNames: [{{ .name }}]

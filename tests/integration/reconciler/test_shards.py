@@ -2,7 +2,8 @@
 each keeps only its buckets' workloads, and every write for a workload is sent by the
 holder of its namespace's bucket Lease at that moment (the simulator's write log names
 the writer by its token and every Lease holder just after each write); with `--shards 1`
-one replica leads on today's Lease, as before sharding."""
+one replica leads on today's Lease, as before sharding. Member Leases do not pile up, and
+replicas of two bucket counts never both claim."""
 
 from __future__ import annotations
 
@@ -16,7 +17,14 @@ from typing import Any
 from kubernetes_asyncio import client
 
 from app.kube.leadertimings import LeaderTimings
-from app.model.shards import bucket_lease_name, bucket_of
+from app.model.shards import (
+    BUCKETS_LABEL,
+    MEMBER,
+    bucket_lease_name,
+    bucket_of,
+    member_lease_name,
+    shard_labels,
+)
 from app.store.allocatable import node_allocatable
 from reconciler.main import Options, build_service
 from reconciler.service import run_cluster
@@ -148,8 +156,10 @@ async def test_replicas_split_the_buckets_and_write_only_for_their_own(tmp_path:
         assert leases["kerf-reconciler-bucket-07"]["metadata"]["labels"] == {
             "kerf.dev/shard-set": "reconciler",
             "kerf.dev/shard-role": "bucket",
+            "kerf.dev/shard-buckets": str(BUCKETS),
         }
-        # shut down gracefully: every Lease released
+        # shut down gracefully: every bucket Lease released, every member Lease deleted
+        assert set(leases) == {bucket_lease_name("reconciler", b, BUCKETS) for b in range(BUCKETS)}
         assert all(not lease["spec"].get("holderIdentity") for lease in leases.values())
 
 
@@ -209,3 +219,121 @@ async def test_a_joining_replica_takes_buckets_and_the_views_follow(tmp_path: Pa
             await eventually(views_follow, "the buckets split and each view following", 60)
             assert first.metrics.bucket_rebalances.labels("released")._value.get() == BUCKETS // 2
             assert first.metrics.buckets_held._value.get() == BUCKETS // 2
+
+
+def member_leases(kerf: Kerf) -> set[str]:
+    return {
+        lease["metadata"]["name"]
+        for lease in kerf.sim.store.iter(LEASES)
+        if lease["metadata"]["name"].startswith("kerf-reconciler-member-")
+    }
+
+
+async def test_a_long_silent_member_lease_is_deleted_by_bucket_00s_holder(
+    tmp_path: Path,
+) -> None:
+    """A member Lease left by a replica killed long ago (renewed once, never since) is
+    deleted once bucket 00's holder has seen it unchanged for ten durations; the live
+    members' Leases stay."""
+    options = replace(FAST, shards=BUCKETS)
+    async with running_kerf(tmp_path, webhook=False) as kerf:
+        leases = client.CoordinationV1Api(kerf.api)
+        gone = member_lease_name("reconciler", "killed-long-ago")
+        await leases.create_namespaced_lease(
+            "kerf-system",
+            {
+                "metadata": {"name": gone, "labels": shard_labels("reconciler", MEMBER, BUCKETS)},
+                "spec": {"holderIdentity": "killed-long-ago", "leaseDurationSeconds": 2},
+            },
+        )
+        async with contextlib.AsyncExitStack() as stack:
+            services = [
+                (await stack.enter_async_context(replica(kerf, f"r{i}", options)))[0]
+                for i in range(2)
+            ]
+            await eventually(
+                lambda: gone not in member_leases(kerf),
+                "the silent member's Lease deleted",
+                120,
+            )
+            assert member_leases(kerf) == {
+                member_lease_name("reconciler", f"r{i}") for i in range(2)
+            }
+            assert sum(len(s.shards.held()) for s in services) == BUCKETS
+        assert member_leases(kerf) == set()  # each deleted its own on shutdown
+
+
+async def test_replicas_of_two_bucket_counts_never_both_claim(tmp_path: Path) -> None:
+    """`--shards` changed in a rolling update: the replica of the new count claims nothing
+    while one of the old count runs (its gauge says why), and everything once it is gone;
+    meanwhile only the old one writes."""
+    async with running_kerf(tmp_path) as kerf:
+        await workloads(kerf)
+        kerf.sim.writes.enabled = True
+        old_count = replace(SHARDED, shards=4)
+        async with contextlib.AsyncExitStack() as stack:
+            old, stop_old, task_old = await stack.enter_async_context(
+                replica(kerf, "old", old_count)
+            )
+            await eventually(lambda: len(old.shards.held()) == 4, "the old replica settled", 60)
+            new, *_ = await stack.enter_async_context(replica(kerf, "new", SHARDED))
+            await eventually(
+                lambda: new.metrics.bucket_count_mismatch._value.get() == 1,
+                "the new replica seeing the other count",
+                60,
+            )
+            await wait_for(kerf, lambda: resized(kerf), "every namespace's pods resized", 120)
+            assert new.shards.held() == frozenset()
+            assert len(old.shards.held()) == 4  # the new one is no member of its count
+            stop_old.set()
+            await asyncio.wait_for(task_old, 20)
+            writes_before = len(kerf.sim.writes.entries)
+            await eventually(
+                lambda: len(new.shards.held()) == BUCKETS, "the new replica claiming all", 60
+            )
+            assert new.metrics.bucket_count_mismatch._value.get() == 0
+        writers = {
+            w.user
+            for w in kerf.sim.writes.entries[:writes_before]
+            if w.resource != "leases" and w.namespace in NAMESPACES
+        }
+        assert writers == {"old"}
+        relabelled = kerf.sim.store.get(
+            LEASES, "kerf-system", bucket_lease_name("reconciler", 0, 8)
+        )
+        assert relabelled is not None
+        assert relabelled["metadata"]["labels"][BUCKETS_LABEL] == str(BUCKETS)
+
+
+async def test_a_single_leader_waits_for_the_sharded_replicas(tmp_path: Path) -> None:
+    """`--shards` lowered to 1 in a rolling update: the single leader takes its Lease only
+    once the sharded replica is gone; meanwhile only the sharded one writes."""
+    async with running_kerf(tmp_path) as kerf:
+        await workloads(kerf)
+        kerf.sim.writes.enabled = True
+        async with contextlib.AsyncExitStack() as stack:
+            sharded, stop_sharded, task_sharded = await stack.enter_async_context(
+                replica(kerf, "sharded", replace(SHARDED, shards=4))
+            )
+            await eventually(lambda: len(sharded.shards.held()) == 4, "the shards settled", 60)
+            single, *_ = await stack.enter_async_context(
+                replica(kerf, "single", replace(SHARDED, shards=1))
+            )
+            await eventually(
+                lambda: single.metrics.bucket_count_mismatch._value.get() == 1,
+                "the single leader seeing the sharded replica",
+                60,
+            )
+            await wait_for(kerf, lambda: resized(kerf), "every namespace's pods resized", 120)
+            assert not single.leading
+            stop_sharded.set()
+            await asyncio.wait_for(task_sharded, 20)
+            writes_before = len(kerf.sim.writes.entries)
+            await eventually(lambda: single.leading, "the single leader leading", 60)
+            assert single.metrics.bucket_count_mismatch._value.get() == 0
+        writers = {
+            w.user
+            for w in kerf.sim.writes.entries[:writes_before]
+            if w.resource != "leases" and w.namespace in NAMESPACES
+        }
+        assert writers == {"sharded"}
