@@ -196,17 +196,24 @@ class Reconciler:
 
     def on_buckets(self, gained: frozenset[int], lost: frozenset[int]) -> None:
         """Sharded, the held buckets changed: the view keeps the new set's objects (a
-        relist brings the gained buckets' workloads, each queued as it arrives, and drops
-        the lost ones'), and what was remembered of the lost buckets' workloads is
-        forgotten: whoever holds them now decides from the cluster."""
+        relist brings the gained buckets' workloads, worked once it is in, and drops the
+        lost ones'), and what was remembered of the lost buckets' workloads is forgotten:
+        whoever held them since decided from the cluster, and so does this replica. A
+        bucket lost and claimed again in one round (a pause past its Lease) is in both."""
         assert self.shards is not None and self.view.shard_filter is not None
+        shard_filter = self.view.shard_filter
         held = self.shards.held()
-        self.view.shard_filter.held = held
+        shard_filter.held = held
+        shard_filter.listed &= held
         self.metrics.leader.set(1 if self.writes_cluster else 0)
         if lost:
-            owns = self.view.shard_filter.owns
+            bucket = shard_filter.bucket
             with self.view.lock:
-                kept = [w.ref.key for w in self.view.workloads() if owns(w.namespace)]
+                kept = [
+                    w.ref.key
+                    for w in self.view.workloads()
+                    if bucket(w.namespace) in held and bucket(w.namespace) not in lost
+                ]
             self.reconciler.keep(kept)
         self.reconciler.forget_unreported()
         self._relist()
@@ -233,9 +240,12 @@ class Reconciler:
         return self.owns(None)
 
     def owns(self, namespace: str | None) -> bool:
-        """This replica may write for the namespace (None: for the whole cluster)."""
+        """This replica may write for the namespace (None: for the whole cluster); sharded,
+        once its view has every object of the namespace's bucket, not only its Lease."""
         if self.shards is not None:
-            return self.shards.owns(namespace)
+            return self.shards.owns(namespace) and (
+                namespace is None or self.view.complete(namespace)
+            )
         return self.leader is None or self.leader.leading()
 
     # ----------------------------------------------------------------- working

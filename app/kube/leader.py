@@ -171,6 +171,10 @@ class LeaderElector:
     async def step(self, lease: dict[str, Any] | None) -> None:
         """Acquire or renew the Lease as read (None: it does not exist): taken over only
         once another holder's version has gone unchanged for its duration."""
+        # Past its renew deadline (a pause) this replica has stopped leading, whatever the
+        # Lease says now: a Lease found free, or still its own, and claimed again is a new
+        # term, and `on_change` hears the loss before the claim.
+        self.leading()
         seen = self.observe(lease)
         if lease is None or seen is None:
             await self._write(None, acquire=True)
