@@ -213,3 +213,24 @@ async def test_an_old_single_leader_keeps_the_shards_from_claiming() -> None:
     server.items["kerf-reconciler"]["metadata"]["resourceVersion"] = "1"
     await rounds([new], n=2)
     assert len(new.shards.held()) == 64
+
+
+async def test_a_bucket_released_while_its_holder_was_paused_is_told_lost_and_gained() -> None:
+    """A replica paused past its Leases, whose buckets another held and released
+    meanwhile, claims them again in its first round after the pause: that is another term
+    (the other replica may have written), told as lost and gained, not as nothing."""
+    server = Leases()
+    paused, other = Replica(server, "r0"), Replica(server, "r1")
+    await rounds([paused, other])
+    theirs = paused.shards.held()
+    await rounds([other], n=12)  # past the 15 s duration on the other's clock
+    assert theirs <= other.shards.held()
+    await other.shards.release()  # say, rebalanced away or shut down
+    paused.clock.now += 30
+    changes = len(paused.changes)
+    await paused.shards.round()  # the first thing it does once resumed
+    assert theirs <= paused.shards.held()
+    assert len(paused.changes) == changes + 1
+    gained, lost = paused.changes[-1]
+    assert lost == theirs and theirs <= gained
+    assert paused.count("lost") == len(theirs)
