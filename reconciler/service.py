@@ -28,7 +28,7 @@ from typing import Any
 
 from app.kube.firstsync import ApiUnavailable, first_sync
 from app.kube.informer import KERF_CRDS, WEBHOOK_RESOURCES, ClusterFeed, Resource, kerf_resources
-from app.kube.leader import LeaderElector, NotLeading
+from app.kube.leader import WORK_TERMS, LeaderElector, NotLeading
 from app.kube.shardleases import ShardLeases
 from app.kube.shardview import ShardedView
 from app.model.crd import STORED_KINDS, KerfResource
@@ -287,8 +287,19 @@ class Reconciler:
             self._standing_down = reason
         return reason is not None
 
+    def _terms(self, ref: WorkloadRef) -> dict[str, int]:
+        """The term of the Lease the pass's writes need, as the pass begins."""
+        if self.shards is not None:
+            elector, _ = self.shards.guard(ref.namespace)
+        elif self.leader is not None:
+            elector = self.leader
+        else:
+            return {}
+        return {elector.name: elector.term}
+
     async def _pass(self, ref: WorkloadRef) -> None:
         started = time.perf_counter()
+        terms = WORK_TERMS.set(self._terms(ref))
         try:
             again = await self.reconciler.reconcile(ref)
         except NotLeading:
@@ -315,6 +326,7 @@ class Reconciler:
             )
             return
         finally:
+            WORK_TERMS.reset(terms)
             self.passes += 1
             self.metrics.pass_seconds.observe(time.perf_counter() - started)
         self.queue.forget(ref)

@@ -13,7 +13,7 @@ import pytest
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from app.kube.informer import ApiStatusError
-from app.kube.leader import NotLeading
+from app.kube.leader import WORK_TERMS, NotLeading
 from app.kube.leadertimings import LeaderTimings
 from app.kube.shardleases import ShardLeases
 from app.model.shards import SHARD_ROLE_LABEL, SHARD_SET_LABEL, bucket_of, fair_share
@@ -234,3 +234,27 @@ async def test_a_bucket_released_while_its_holder_was_paused_is_told_lost_and_ga
     gained, lost = paused.changes[-1]
     assert lost == theirs and theirs <= gained
     assert paused.count("lost") == len(theirs)
+
+
+async def test_work_begun_before_the_pause_writes_nothing_in_the_new_term() -> None:
+    """A pass begun before the pause, and resumed after its bucket was lost and claimed
+    again, sends nothing more: it was decided in a term that ended."""
+    server = Leases()
+    paused, other = Replica(server, "r0"), Replica(server, "r1")
+    await rounds([paused, other])
+    namespace = next(ns for ns in (f"ns-{i}" for i in range(100)) if paused.shards.owns(ns))
+    elector, _ = paused.shards.guard(namespace)
+    fence = paused.shards.fence(paused.withheld)
+    began = WORK_TERMS.set({elector.name: elector.term})
+    try:
+        fence("pods/resize", namespace)  # sent
+        await rounds([other], n=12)
+        await other.shards.release()
+        paused.clock.now += 30
+        await paused.shards.round()
+        assert paused.shards.owns(namespace)  # held again...
+        with pytest.raises(NotLeading):
+            fence("pods/resize", namespace)  # ...but not for the work begun before
+    finally:
+        WORK_TERMS.reset(began)
+    fence("pods/resize", namespace)  # work begun now is sent
