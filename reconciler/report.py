@@ -268,11 +268,14 @@ def _dumped(last_applied: Any) -> dict[str, Any] | None:
 
 
 def _new_in_place(recorded: Mapping[str, Any] | None, last_applied: Mapping[str, Any]) -> bool:
-    """The status records a change made in place that it did not record before."""
+    """The status records a change made in place that it did not record before (nor as
+    made in place: values recorded as admitted and then resized to are one)."""
     if last_applied.get("method") != "inPlace":
         return False
-    return recorded is None or not same_values(
-        recorded.get("containers") or {}, last_applied["containers"]
+    return (
+        recorded is None
+        or recorded.get("method") != "inPlace"
+        or not same_values(recorded.get("containers") or {}, last_applied["containers"])
     )
 
 
@@ -327,6 +330,10 @@ def _last_applied(
     if found is None:
         return previous
     if previous is not None and same_values(previous.get("containers") or {}, found["containers"]):
+        if previous.get("method") == "admission" and found.get("method") == "inPlace":
+            # Recorded as admitted (a pod sized at admission was found first), and then
+            # a pod was resized to the same values: a change in place, told once.
+            previous = {**previous, "method": "inPlace"}
         fingerprint = found.get("fingerprint")
         if fingerprint and previous.get("fingerprint") != fingerprint:
             # The same values under other keys (e.g. multi-policy toggled): a new
@@ -345,7 +352,11 @@ def _unrecorded(
     view: ClusterView,
 ) -> dict[str, Any] | None:
     """Values kerf's plan asks that already run on a pod but differ from the workload's
-    template: kerf put them there (at admission, or a resize whose record was lost)."""
+    template: kerf put them there (at admission, or a resize whose record was lost). A
+    pod that runs them in place makes it a change in place, whichever pod comes first:
+    a replica that resized one and lost the workload's bucket before its report leaves
+    pods admitted with the same values beside it, and its successor tells the change."""
+    found: dict[str, Any] | None = None
     for pod, decision in zip(running, decisions, strict=True):
         if decision.outcome != "skipped" or decision.reason != "NoSignificantChange":
             continue
@@ -356,15 +367,17 @@ def _unrecorded(
             if c in workload.containers
             and not same_values({c: values}, {c: _template(workload, c)})
         }
-        if changed:
-            found: dict[str, Any] = {
-                "method": "admission" if admitted_with(pod, changed) else "inPlace",
-                "containers": changed,
-            }
-            if decision.fingerprint:
-                found["fingerprint"] = decision.fingerprint
+        if not changed:
+            continue
+        admitted = admitted_with(pod, changed)
+        if found is not None and admitted:
+            continue
+        found = {"method": "admission" if admitted else "inPlace", "containers": changed}
+        if decision.fingerprint:
+            found["fingerprint"] = decision.fingerprint
+        if not admitted:
             return found
-    return None
+    return found
 
 
 def admitted_with(pod: PodDict, values: Mapping[str, Any]) -> bool:

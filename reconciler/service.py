@@ -28,7 +28,7 @@ from typing import Any
 
 from app.kube.firstsync import POLL_S, REFUSED_STATUSES, ApiUnavailable, first_sync
 from app.kube.informer import KERF_CRDS, WEBHOOK_RESOURCES, ClusterFeed, Resource, kerf_resources
-from app.kube.leader import LeaderElector, NotLeading
+from app.kube.leader import WORK_TERMS, LeaderElector, NotLeading
 from app.kube.reachability import describe, format_seconds, is_outage, status_of
 from app.kube.shardleases import ShardLeases
 from app.kube.shardview import ShardedView
@@ -197,17 +197,24 @@ class Reconciler:
 
     def on_buckets(self, gained: frozenset[int], lost: frozenset[int]) -> None:
         """Sharded, the held buckets changed: the view keeps the new set's objects (a
-        relist brings the gained buckets' workloads, each queued as it arrives, and drops
-        the lost ones'), and what was remembered of the lost buckets' workloads is
-        forgotten: whoever holds them now decides from the cluster."""
+        relist brings the gained buckets' workloads, worked once it is in, and drops the
+        lost ones'), and what was remembered of the lost buckets' workloads is forgotten:
+        whoever held them since decided from the cluster, and so does this replica. A
+        bucket lost and claimed again in one round (a pause past its Lease) is in both."""
         assert self.shards is not None and self.view.shard_filter is not None
+        shard_filter = self.view.shard_filter
         held = self.shards.held()
-        self.view.shard_filter.held = held
+        shard_filter.held = held
+        shard_filter.listed &= held
         self.metrics.leader.set(1 if self.writes_cluster else 0)
         if lost:
-            owns = self.view.shard_filter.owns
+            bucket = shard_filter.bucket
             with self.view.lock:
-                kept = [w.ref.key for w in self.view.workloads() if owns(w.namespace)]
+                kept = [
+                    w.ref.key
+                    for w in self.view.workloads()
+                    if bucket(w.namespace) in held and bucket(w.namespace) not in lost
+                ]
             self.reconciler.keep(kept)
         self.reconciler.forget_unreported()
         self._relist()
@@ -234,9 +241,12 @@ class Reconciler:
         return self.owns(None)
 
     def owns(self, namespace: str | None) -> bool:
-        """This replica may write for the namespace (None: for the whole cluster)."""
+        """This replica may write for the namespace (None: for the whole cluster); sharded,
+        once its view has every object of the namespace's bucket, not only its Lease."""
         if self.shards is not None:
-            return self.shards.owns(namespace)
+            return self.shards.owns(namespace) and (
+                namespace is None or self.view.complete(namespace)
+            )
         return self.leader is None or self.leader.leading()
 
     # ----------------------------------------------------------------- working
@@ -278,8 +288,19 @@ class Reconciler:
             self._standing_down = reason
         return reason is not None
 
+    def _terms(self, ref: WorkloadRef) -> dict[str, int]:
+        """The term of the Lease the pass's writes need, as the pass begins."""
+        if self.shards is not None:
+            elector, _ = self.shards.guard(ref.namespace)
+        elif self.leader is not None:
+            elector = self.leader
+        else:
+            return {}
+        return {elector.name: elector.term}
+
     async def _pass(self, ref: WorkloadRef) -> None:
         started = time.perf_counter()
+        terms = WORK_TERMS.set(self._terms(ref))
         try:
             again = await self.reconciler.reconcile(ref)
         except NotLeading:
@@ -306,6 +327,7 @@ class Reconciler:
             )
             return
         finally:
+            WORK_TERMS.reset(terms)
             self.passes += 1
             self.metrics.pass_seconds.observe(time.perf_counter() - started)
         self.queue.forget(ref)

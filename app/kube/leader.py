@@ -27,6 +27,7 @@ import logging
 import math
 import time
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -40,6 +41,12 @@ from app.kube.transport import Requester
 from app.model.apitime import micro_time
 from app.model.shards import Seen
 from app.runtime.clock import Clock, utc_now
+
+#: The terms (by Lease name) a unit of work began under, set by a service around it (a
+#: reconciler pass): its writes pass the fence only in those terms. A replica paused in
+#: the middle of it, whose Lease another replica held and released meanwhile, may hold
+#: the Lease again by the time the rest is sent: decided in a term that ended, it is not.
+WORK_TERMS: ContextVar[dict[str, int] | None] = ContextVar("kerf_work_terms", default=None)
 
 
 class NotLeading(Exception):
@@ -99,6 +106,8 @@ class LeaderElector:
         self._changes_level = changes_logged_at
         self.is_leader = False
         self.elected = asyncio.Event()
+        #: counts the terms this replica has held the Lease (`WORK_TERMS`)
+        self.term = 0
         #: monotonic time the last successful renewal was sent
         self._renew_sent: float | None = None
         #: the Lease version last seen, and the monotonic time it was first seen
@@ -148,6 +157,7 @@ class LeaderElector:
         self.is_leader = leading
         fields = {"fields": {"identity": self.identity, "lease": self.name}}
         if leading:
+            self.term += 1
             self.elected.set()
             self._log.log(self._changes_level, "became the leader", extra=fields)
         else:
@@ -174,6 +184,10 @@ class LeaderElector:
     async def step(self, lease: dict[str, Any] | None) -> None:
         """Acquire or renew the Lease as read (None: it does not exist): taken over only
         once another holder's version has gone unchanged for its duration."""
+        # Past its renew deadline (a pause) this replica has stopped leading, whatever the
+        # Lease says now: a Lease found free, or still its own, and claimed again is a new
+        # term, and `on_change` hears the loss before the claim.
+        self.leading()
         seen = self.observe(lease)
         if seen is not None and seen.holder and seen.holder != self.identity and seen.live:
             self._set(False)
@@ -260,7 +274,8 @@ def write_fence(leader: LeaderElector | Guard, withheld: Counter) -> Fence:
     """The check every write of a service passes just before it is sent: refused
     (`NotLeading`, counted in `withheld` by resource and bucket) unless this replica holds
     the Lease the write needs (the leader's, or sharded the bucket's of its namespace)
-    and renewed it within its renew deadline."""
+    and renewed it within its renew deadline, in the term its work began under
+    (`WORK_TERMS`, when set)."""
     guard = _guard(leader)
 
     def fence(resource: str, namespace: str | None = None) -> None:
@@ -268,6 +283,13 @@ def write_fence(leader: LeaderElector | Guard, withheld: Counter) -> Fence:
         if not elector.leading():
             withheld.labels(resource, bucket).inc()
             raise NotLeading(f"not sent: {elector.identity} does not hold the Lease {elector.name}")
+        terms = WORK_TERMS.get()
+        if terms is not None and terms.get(elector.name, elector.term) != elector.term:
+            withheld.labels(resource, bucket).inc()
+            raise NotLeading(
+                f"not sent: {elector.identity} holds the Lease {elector.name} again, in a "
+                "term begun after this work"
+            )
 
     return fence
 

@@ -10,7 +10,9 @@ Lease. `holds(bucket)` is that elector's `leading()`, so a write for a bucket is
 exactly as a leader's write is (`fence`).
 
 `on_change(gained, lost)` is told once per round what the round changed, and at once
-when a bucket is lost between rounds (a fence found its renew deadline passed).
+when a bucket is lost between rounds (a fence found its renew deadline passed). A bucket
+lost and claimed again within one round (a replica resumed after a pause past its Lease,
+finding it released) is in both: another replica may have held it meanwhile.
 
 An upgrade from a single leader meets its Lease, `kerf-<set>`, held by a replica of the
 previous version: while that Lease is live under another holder, this replica claims
@@ -123,6 +125,8 @@ class ShardLeases:
         self._announced = False
         #: buckets given up on purpose since the last publication (not counted as lost)
         self._released: set[int] = set()
+        #: buckets whose Lease this replica stopped holding since the last publication
+        self._dropped: set[int] = set()
         #: writes sent through `writes`' fence and not answered yet, by bucket
         self._in_flight: dict[int, int] = {}
         self._idle: dict[int, asyncio.Event] = {}
@@ -148,7 +152,11 @@ class ShardLeases:
             clock=self._clock,
             monotonic=self._monotonic,
             sleep=self._sleep,
-            on_change=(lambda leading: None) if bucket is None else self._bucket_changed,
+            on_change=(
+                (lambda leading: None)
+                if bucket is None
+                else lambda leading: self._bucket_changed(bucket, leading)
+            ),
             labels=shard_labels(self.shard_set, role, self.buckets),
             # one line per rebalance (`_publish`), not one per Lease
             changes_logged_at=logging.DEBUG,
@@ -391,13 +399,19 @@ class ShardLeases:
             self._log.log(level, "lease %s: %s: %s", elector.name, type(exc).__name__, exc)
         elector.leading()
 
-    def _bucket_changed(self, leading: bool) -> None:
+    def _bucket_changed(self, bucket: int, leading: bool) -> None:
+        if not leading:
+            self._dropped.add(bucket)
         if not self._in_round:
             self._publish()
 
     def _publish(self) -> None:
         held = self.held()
-        gained, lost = held - self._published, self._published - held
+        # A bucket lost and claimed again within one round is told lost and gained: its
+        # Lease had another term, in which another replica may have written.
+        dropped, self._dropped = self._dropped & self._published, set()
+        lost = (self._published - held) | dropped
+        gained = (held - self._published) | (dropped & held)
         if not gained and not lost:
             return
         self._published = held

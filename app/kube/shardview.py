@@ -19,9 +19,10 @@ That is the simplest way that is correct both ways. A gained bucket's objects ar
 with the list (while a watch goes on, events of a namespace not kept were never
 stored, and nothing but a list brings them back); a lost bucket's are dropped as the
 list brings them through the filter, or at its end if they are gone. Buckets change
-only when members come or go, so a relist is rare; until it is in, the replica simply
-does not see the workloads it gained yet, and does not write for those it lost (the
-fence, `app.kube.shardleases`).
+only when members come or go, so a relist is rare. Until it is in, the view shows the
+gained buckets' objects only in part (`complete` says no), and the replica does not act on
+them: a workload seen without its pods would be decided as having none; it does not write
+for the buckets it lost either (the fence, `app.kube.shardleases`).
 """
 
 from __future__ import annotations
@@ -66,6 +67,10 @@ class ShardFilter:
     def __init__(self, buckets: int, held: Iterable[int] = ()) -> None:
         self.buckets = buckets
         self.held: frozenset[int] = frozenset(held)
+        #: the held buckets the view has every object of: a gained bucket's arrive with a
+        #: relist, in any order across the resources (a workload before its pods), and
+        #: only once it is in does the view show that bucket's workloads whole
+        self.listed: frozenset[int] = frozenset()
         self._bucket: dict[str, int] = {}
 
     def bucket(self, namespace: str) -> int:
@@ -78,6 +83,10 @@ class ShardFilter:
     def owns(self, namespace: str) -> bool:
         """The namespace's bucket is held."""
         return self.bucket(namespace) in self.held
+
+    def complete(self, namespace: str) -> bool:
+        """The view has every object of the namespace's bucket."""
+        return self.bucket(namespace) in self.listed
 
     def keeps(self, kind: str, namespace: str) -> bool:
         """Whether a view keeps an object: cluster-wide, or of a held bucket."""
@@ -99,6 +108,10 @@ class ShardedView(ClusterView):
         #: pods outside the held buckets: (node, cpu, memory) each, and the totals by node
         self._foreign: dict[tuple[str, str], tuple[str, int, int]] = {}
         self._foreign_totals: dict[str, list[int]] = {}
+
+    def complete(self, namespace: str) -> bool:
+        """The view has every object of the namespace (sharded: its bucket is listed)."""
+        return self.shard_filter is None or self.shard_filter.complete(namespace)
 
     def apply(self, obj: Mapping[str, Any]) -> Reach:
         if self.shard_filter is None:
@@ -202,10 +215,13 @@ class ShardedFeed(ClusterFeed):
             for index, informer in enumerate(self.informers)
             if informer.resource.kind in PER_WORKLOAD_KINDS
         ]
-        for index, _ in again:
+        # Unlisted before the cancellations are awaited: another resource's contact in
+        # between must not find the view complete.
+        self._relisting = True
+        for index, informer in again:
+            informer.listed = False
             self._tasks[index].cancel()
         await asyncio.gather(*(self._tasks[index] for index, _ in again), return_exceptions=True)
-        self._relisting = True
         for index, informer in again:
             # The list ends by deleting what it no longer holds: the lost buckets' objects.
             informer.resource_version = None
@@ -217,6 +233,10 @@ class ShardedFeed(ClusterFeed):
         if self.complete.is_set() or self._relist_due.is_set() or self.unlisted():
             return
         self.complete.set()
+        shard_filter = self.view.shard_filter if isinstance(self.view, ShardedView) else None
+        if shard_filter is not None:
+            # Every held bucket changes the filter and asks for a relist first.
+            shard_filter.listed = shard_filter.held
         if self._relisting:
             self._relisting = False
             self.on_relisted()

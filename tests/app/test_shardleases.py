@@ -13,7 +13,7 @@ import pytest
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from app.kube.informer import ApiStatusError
-from app.kube.leader import LeaderElector, NotLeading
+from app.kube.leader import WORK_TERMS, LeaderElector, NotLeading
 from app.kube.leadertimings import LeaderTimings
 from app.kube.shardleases import ShardedReplicas, ShardLeases
 from app.model.shards import (
@@ -390,3 +390,48 @@ async def test_a_single_leader_takes_over_once_a_killed_sharded_replica_expires(
     clock.now += TIMINGS.duration_s  # seen unchanged for a whole duration on its clock
     await leader.attempt()
     assert leader.leading()
+
+
+async def test_a_bucket_released_while_its_holder_was_paused_is_told_lost_and_gained() -> None:
+    """A replica paused past its Leases, whose buckets another held and released
+    meanwhile, claims them again in its first round after the pause: that is another term
+    (the other replica may have written), told as lost and gained, not as nothing."""
+    server = Leases()
+    paused, other = Replica(server, "r0"), Replica(server, "r1")
+    await rounds([paused, other])
+    theirs = paused.shards.held()
+    await rounds([other], n=12)  # past the 15 s duration on the other's clock
+    assert theirs <= other.shards.held()
+    await other.shards.release()  # say, rebalanced away or shut down
+    paused.clock.now += 30
+    changes = len(paused.changes)
+    await paused.shards.round()  # the first thing it does once resumed
+    assert theirs <= paused.shards.held()
+    assert len(paused.changes) == changes + 1
+    gained, lost = paused.changes[-1]
+    assert lost == theirs and theirs <= gained
+    assert paused.count("lost") == len(theirs)
+
+
+async def test_work_begun_before_the_pause_writes_nothing_in_the_new_term() -> None:
+    """A pass begun before the pause, and resumed after its bucket was lost and claimed
+    again, sends nothing more: it was decided in a term that ended."""
+    server = Leases()
+    paused, other = Replica(server, "r0"), Replica(server, "r1")
+    await rounds([paused, other])
+    namespace = next(ns for ns in (f"ns-{i}" for i in range(100)) if paused.shards.owns(ns))
+    elector, _ = paused.shards.guard(namespace)
+    fence = paused.shards.fence(paused.withheld)
+    began = WORK_TERMS.set({elector.name: elector.term})
+    try:
+        fence("pods/resize", namespace)  # sent
+        await rounds([other], n=12)
+        await other.shards.release()
+        paused.clock.now += 30
+        await paused.shards.round()
+        assert paused.shards.owns(namespace)  # held again...
+        with pytest.raises(NotLeading):
+            fence("pods/resize", namespace)  # ...but not for the work begun before
+    finally:
+        WORK_TERMS.reset(began)
+    fence("pods/resize", namespace)  # work begun now is sent

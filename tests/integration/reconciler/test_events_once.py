@@ -203,3 +203,52 @@ async def test_a_replica_killed_between_the_event_and_the_status(tmp_path: Path)
         (event,) = await kerf_events(kerf)
         assert event["metadata"]["name"] == told["metadata"]["name"]
         assert event["note"] == told["note"]
+
+
+async def test_a_successor_tells_a_change_in_place_beside_pods_admitted_with_it(
+    tmp_path: Path,
+) -> None:
+    # The sharded soak's case (seed 11): a replica resized a pod in place and lost the
+    # workload (its bucket, here its life) before telling the change; by then a pod
+    # admitted with the same values sorts first. The successor finds the change on the
+    # pods: made in place, so told once, not recorded as admitted and never told.
+    async with running_kerf(tmp_path) as kerf:
+        originals = {p["metadata"]["name"] for p in await start_web(kerf)}
+        fault = kerf.sim.faults.add(
+            FaultRule(status=500, verbs=frozenset({"create"}), resource="events")
+        )
+        first = await kerf.start_reconciler(identity="first")
+        await create(kerf, "staticpolicies", static_policy("web", "web", TARGET))
+
+        async def resized_in_place() -> str | None:
+            pods = await kerf.pods("web")
+            done = [p["metadata"]["name"] for p in pods if requests_of(p) == TARGET]
+            return done[0] if done else None
+
+        kept = await wait_for(kerf, resized_in_place, "a pod resized in place")
+        await first.kill()
+        assert not await kerf_events(kerf)
+
+        async def admitted_first() -> bool:
+            """The pod beside `kept` is a replacement sized at admission that sorts before
+            it; else it is replaced once more."""
+            pods = {p["metadata"]["name"]: p for p in await kerf.pods("web")}
+            if len(pods) != 2:
+                return False  # the replacement is on its way
+            other = next(name for name in pods if name != kept)
+            if other not in originals and requests_of(pods[other]) == TARGET and other < kept:
+                return True
+            await kerf.core.delete_namespaced_pod(other, "shop")
+            await kerf.settle()
+            return False
+
+        await wait_for(kerf, admitted_first, "a replacement admitted with the values first")
+        kerf.sim.faults.remove(fault)
+        second = await kerf.start_reconciler(identity="second")
+        check = settled(kerf, ["Resized"])
+        await wait_for(kerf, check, "the successor to tell the change")
+        await wait_for(kerf, idle(second), "the reconciler to settle")
+        assert await check()
+        (event,) = await kerf_events(kerf)
+        assert "1 replaced and sized at admission" in event["note"], event["note"]
+        assert (await status_of(kerf))["lastApplied"]["method"] == "inPlace"
