@@ -30,13 +30,14 @@ import multiprocessing
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from app.model.shards import bucket_of
 from benchmarks.figures import add_size_arguments, peak_rss_mib, write_figures
 from benchmarks.reconciler import WRITES, _calls, _cpu, _delta, _quiet, serve
 from benchmarks.startup import CLUSTER_ARGS, bench_header, cpu_split, simulator_process
@@ -113,6 +114,9 @@ def replica(
                 await asyncio.sleep(0.2)
             figures["buckets"] = sorted(shards.held())
             figures["workloads"] = len(list(service.view.workloads()))
+            figures["bucket_occupancy"] = occupancy(
+                (w.namespace for w in service.view.workloads()), BUCKETS
+            )
             figures["settled_seconds"] = round(time.perf_counter() - t0, 2)
             loop = asyncio.get_running_loop()
             await loop.run_in_executor(None, barrier.wait)
@@ -149,6 +153,24 @@ def replica(
             return figures
 
     out.send(asyncio.run(main()))
+
+
+def occupancy(namespaces: Iterable[str], buckets: int) -> dict[str, dict[str, int]]:
+    """Namespaces and workloads per occupied bucket, from each workload's namespace. The
+    generated names `team-0`… differ only at their end, which moves few of the top bits
+    of their FNV-1a hash: they fill a few of the buckets only (the hash is 1.36's
+    `shardRange`'s, kept as it is), and the figures are read beside this skew."""
+    per_bucket: dict[int, dict[str, int]] = {}
+    seen: set[str] = set()
+    for namespace in namespaces:
+        entry = per_bucket.setdefault(
+            bucket_of(namespace, buckets), {"namespaces": 0, "workloads": 0}
+        )
+        entry["workloads"] += 1
+        if namespace not in seen:
+            seen.add(namespace)
+            entry["namespaces"] += 1
+    return {f"{b:02d}": per_bucket[b] for b in sorted(per_bucket)}
 
 
 def run_replicas(args: argparse.Namespace, replicas: int) -> dict[str, Any]:
@@ -197,9 +219,23 @@ def _run_figures(replicas: int, objects: int, results: Sequence[dict[str, Any]])
     steady = [r["steady_pass"] for r in results]
     resized = sum(f["resized_pods"] for f in first)
     writes = sum(f["writes"] for f in first)
+    occupied: dict[str, dict[str, int]] = {}
+    for result in results:
+        occupied.update(result["bucket_occupancy"])
     return {
         "replicas": replicas,
         "cluster_objects": objects,
+        "buckets_occupied": len(occupied),
+        "bucket_occupancy": dict(sorted(occupied.items())),
+        "per_replica_occupancy": [
+            {
+                "buckets_held": len(r["buckets"]),
+                "buckets_occupied": len(r["bucket_occupancy"]),
+                "namespaces": sum(b["namespaces"] for b in r["bucket_occupancy"].values()),
+                "workloads": r["workloads"],
+            }
+            for r in results
+        ],
         "first_pass": {
             "wall_seconds": max(f["seconds"] for f in first),
             "cpu_seconds_per_replica": [f["cpu_seconds"] for f in first],
@@ -262,6 +298,14 @@ def table(figures: dict[str, Any]) -> list[str]:
     runs = figures["runs"]
     rows = [
         ("workloads, per replica", lambda r: [x["workloads"] for x in r["per_replica"]]),
+        (
+            "namespaces, per replica",
+            lambda r: [x["namespaces"] for x in r["per_replica_occupancy"]],
+        ),
+        (
+            "occupied buckets, per replica",
+            lambda r: [x["buckets_occupied"] for x in r["per_replica_occupancy"]],
+        ),
         ("peak RSS MiB, max replica", lambda r: r["peak_rss_mib_max"]),
         ("peak RSS MiB, per replica", lambda r: r["peak_rss_mib_per_replica"]),
         ("first pass wall s", lambda r: r["first_pass"]["wall_seconds"]),
@@ -276,6 +320,16 @@ def table(figures: dict[str, Any]) -> list[str]:
     lines = [f"{'replicas':{width}}  " + "  ".join(f"{r['replicas']:>24}" for r in runs)]
     for label, value in rows:
         lines.append(f"{label:{width}}  " + "  ".join(f"{value(r)!s:>24}" for r in runs))
+    # the skew beside the figures: every run shares the same buckets out
+    for run in runs[:1]:
+        cells = (
+            f"{b}: {o['namespaces']} ns / {o['workloads']} wl"
+            for b, o in run["bucket_occupancy"].items()
+        )
+        lines.append(
+            f"bucket occupancy ({run['buckets_occupied']} of {figures['buckets']} buckets "
+            "hold workloads): " + ", ".join(cells)
+        )
     for name, target in figures["targets"].items():
         met = "met" if target["met"] else "NOT met"
         lines.append(f"target {name}: {target['value']} (≤ {target['target']}) {met}")

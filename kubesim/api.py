@@ -391,7 +391,7 @@ class HttpApi:
             if rv_text in ("", "0") or initial:
                 listed = self.api.list(rt, ns or None, labels, None)
                 start_rv = int(listed["metadata"]["resourceVersion"])
-                backlog, sub = self.api.store.subscribe(start_rv)
+                backlog, sub = self.api.store.subscribe(start_rv, rt.key)
                 snapshot = [("ADDED", o) for o in listed["items"] if fields(o)]
             else:
                 try:

@@ -39,15 +39,17 @@ class WatchEvent:
 
 
 class Subscription:
-    """A queue of events for one watcher; `None` in the queue means "closed by the server"."""
+    """A queue of events for one watcher (of one resource's, or with no `key` of every
+    resource's); `None` in the queue means "closed by the server"."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, key: Key | None = None) -> None:
         self._store = store
+        self.key = key
         self.queue: asyncio.Queue[WatchEvent | None] = asyncio.Queue()
 
     def close(self) -> None:
         """Stop receiving events."""
-        self._store._subscribers.discard(self)
+        self._store._subscribers.get(self.key, set()).discard(self)
 
 
 class Store:
@@ -66,7 +68,11 @@ class Store:
         # Per resource, the version its watch cache started at: a custom resource's
         # starts when its CRD is served, and older versions are 410 for it alone.
         self._watch_start: dict[Key, int] = {}
-        self._subscribers: set[Subscription] = set()
+        #: watchers by the resource they watch (None: every resource). Each event goes to
+        #: its resource's watchers only, as the real server's watch cache is per resource:
+        #: otherwise every event wakes every watch of every client (a sharded bench's
+        #: replicas hold 34 watches each).
+        self._subscribers: dict[Key | None, set[Subscription]] = {}
 
     @property
     def resource_version(self) -> int:
@@ -192,8 +198,9 @@ class Store:
         self._history.append(event)
         if len(self._history) == self._history.maxlen:
             self._compacted = max(self._compacted, self._history[0].rv - 1)
-        for sub in list(self._subscribers):
-            sub.queue.put_nowait(event)
+        for key in (event.key, None):
+            for sub in list(self._subscribers.get(key, ())):
+                sub.queue.put_nowait(event)
 
     def subscribe(
         self, since: int | None, key: Key | None = None
@@ -208,9 +215,9 @@ class Store:
             oldest = max(self._compacted, self._watch_start.get(key, 0) if key else 0)
             if since < oldest:
                 raise gone(f"too old resource version: {since} ({oldest})")
-            backlog = [e for e in self._history if e.rv > since]
-        sub = Subscription(self)
-        self._subscribers.add(sub)
+            backlog = [e for e in self._history if e.rv > since and key in (None, e.key)]
+        sub = Subscription(self, key)
+        self._subscribers.setdefault(key, set()).add(sub)
         return backlog, sub
 
     def compact(self) -> None:
@@ -220,7 +227,7 @@ class Store:
 
     def close_watches(self) -> int:
         """End every live watch stream (clients see the connection end); returns how many."""
-        subs = list(self._subscribers)
+        subs = [sub for subs in self._subscribers.values() for sub in subs]
         for sub in subs:
             sub.queue.put_nowait(None)
         return len(subs)

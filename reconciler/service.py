@@ -137,6 +137,9 @@ class Reconciler:
         self.queue: WorkQueue[WorkloadRef] = WorkQueue(rate=self.config.queue_rate)
         self._all_pending = False
         self._accepting = False
+        #: buckets gained since the last relist was in: their workloads are looked at again
+        #: once it is (`on_relisted`)
+        self._gained: set[int] = set()
         self.passes = 0
         instance, clock = reconciler.config.instance, reconciler.clock
         #: the writes for the whole cluster (sharded: fenced on bucket 00)
@@ -206,6 +209,7 @@ class Reconciler:
         held = self.shards.held()
         shard_filter.held = held
         shard_filter.listed &= held
+        self._gained = (self._gained | gained) & held
         self.metrics.leader.set(1 if self.writes_cluster else 0)
         if lost:
             bucket = shard_filter.bucket
@@ -222,10 +226,20 @@ class Reconciler:
             self._inputs_due.set()
 
     def on_relisted(self) -> None:
-        """The view has every object of the buckets held now: each workload is looked at
-        again (a workload listed before its pods was passed over without them)."""
-        if self._accepting:
-            self.enqueue_all()
+        """The view has every object of the buckets held now: each workload of a gained
+        bucket is looked at again (one listed before its pods was passed over without
+        them). The kept buckets' workloads need no second look: what the relist brought
+        of them that had changed queued them as it came, as a watch event does."""
+        gained, self._gained = self._gained, set()
+        if not self._accepting or not gained:
+            return
+        assert self.view.shard_filter is not None
+        bucket = self.view.shard_filter.bucket
+        with self.view.lock:
+            refs = [w.ref for w in self.view.workloads() if bucket(w.namespace) in gained]
+        for ref in refs:
+            self.queue.add(ref)
+        self.metrics.queue_depth.set(len(self.queue))
 
     @property
     def leading(self) -> bool:
@@ -254,6 +268,7 @@ class Reconciler:
     def start_accepting(self) -> None:
         """The view is synced: queue every workload and follow changes from now on."""
         self._accepting = True
+        self._gained.clear()  # every workload is queued now
         self.metrics.synced.set(1)
         freeze_loaded_state()  # the loaded view stays: full collections need not walk it
         self._inputs_due.set()

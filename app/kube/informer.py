@@ -290,6 +290,9 @@ class Informer:
         #: the last failure's HTTP status, when it had one
         self.last_status: int | None = None
         self._keys: set[ObjectKey] = set()
+        #: whether the view keeps an object of (kind, namespace): one of kerf's it does not
+        #: keep is handed over unparsed, to be dropped (a sharded replica's foreign records)
+        self.keeps: Callable[[str, str], bool] = lambda kind, namespace: True
         #: when the request under way was sent (Reachability.now), and whether a watch's
         #: answer had begun (a break after that is routine)
         self._sent = 0.0
@@ -481,12 +484,13 @@ class Informer:
     def _upsert(self, raw: dict[str, Any]) -> ObjectKey:
         """Apply one object; an object that cannot be used is removed from the view."""
         key = object_key(self._typed(raw))
+        parse = self.resource.is_kerf and self.keeps(key[0], key[1])
         try:
             # The view projects plain objects itself; kerf's are projected before they
             # become models (app/store/slim.py). ClusterView.apply's annotation leaves the models
             # out until view.py's restructure lands.
             self.view.apply(
-                parse_object(kerf_object(raw), SOURCE) if self.resource.is_kerf else raw  # type: ignore[arg-type]
+                parse_object(kerf_object(raw), SOURCE) if parse else raw  # type: ignore[arg-type]
             )
         except InvalidObject as exc:
             logger.warning("skipping an invalid object: %s", exc)

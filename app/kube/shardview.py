@@ -181,6 +181,10 @@ class ShardedFeed(ClusterFeed):
         #: at them again once all are in
         self.on_relisted: Callable[[], object] = lambda: None
         self._relisting = False
+        if isinstance(self.view, ShardedView) and self.view.shard_filter is not None:
+            # The records of other replicas' buckets are dropped before they are parsed.
+            for informer in self.informers:
+                informer.keeps = self.view.shard_filter.keeps
 
     def relist(self) -> None:
         """List the per-workload resources again, soon (requests made before it starts

@@ -5,7 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.kube.shardview import ShardedView, ShardFilter
+import pytest
+
+from app.kube import informer as informer_module
+from app.kube.informer import kerf_resources
+from app.kube.shardview import ShardedFeed, ShardedView, ShardFilter
+from app.model.crd import API_VERSION
+from app.model.owners import WorkloadRef
 from app.model.shards import bucket_of
 from app.store.allocatable import node_allocatable
 
@@ -77,3 +83,37 @@ def test_without_a_filter_everything_is_kept() -> None:
     view.apply(pod(theirs, "b"))
     assert len(list(view.pods())) == 2
     assert view.node_requests("n1")[0] == 1000
+
+
+def test_a_sharded_feed_drops_other_buckets_records_before_parsing_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    class NoServer:
+        """No request is made: the test hands the informer its objects."""
+
+    parsed: list[str] = []
+    parse = informer_module.parse_object
+
+    def counting(raw: Any, source: Any) -> Any:
+        parsed.append(raw["metadata"]["namespace"])
+        return parse(raw, source)
+
+    monkeypatch.setattr(informer_module, "parse_object", counting)
+    mine, theirs = namespaces()
+    view = ShardedView(shard_filter=ShardFilter(BUCKETS, [bucket_of(mine, BUCKETS)]))
+    feed = ShardedFeed(NoServer(), view, kerf_resources(["RightsizingRecommendation"]))
+    refs = [WorkloadRef("Deployment", ns, "web") for ns in (mine, theirs)]
+    for ref in refs:
+        feed.informers[0]._upsert(
+            {
+                "apiVersion": API_VERSION,
+                "kind": "RightsizingRecommendation",
+                "metadata": {"name": f"deployment-{ref.name}", "namespace": ref.namespace},
+                "spec": {
+                    "targetRef": {"apiVersion": "apps/v1", "kind": ref.kind, "name": ref.name}
+                },
+            }
+        )
+    assert parsed == [mine]
+    assert view.recommendations("record", refs[0]) is not None
+    assert view.recommendations("record", refs[1]) is None

@@ -31,3 +31,10 @@ def test_two_replicas_split_the_buckets_and_resize_what_one_resizes(tmp_path: Pa
     assert one["first_pass"]["resized_pods"] > 0
     assert two["first_pass"]["resized_pods"] == one["first_pass"]["resized_pods"]
     assert one["steady_pass"]["writes"] == two["steady_pass"]["writes"] == 0
+    # the bucket occupancy beside the figures: every workload in one bucket, held by the
+    # replica that counted it, and the same buckets whatever the replica count
+    assert one["bucket_occupancy"] == two["bucket_occupancy"]
+    assert sum(b["workloads"] for b in two["bucket_occupancy"].values()) == 12
+    for replica, counted in zip(two["per_replica"], two["per_replica_occupancy"], strict=True):
+        assert {int(b) for b in replica["bucket_occupancy"]} <= set(replica["buckets"])
+        assert counted["workloads"] == replica["workloads"]
