@@ -214,9 +214,9 @@ def _no_foreign_writes(audit: ShardAudit) -> None:
     assert not split, f"terms written by two replicas: {split}"
 
 
-def test_a_killed_replica_s_buckets_are_taken_over_and_its_workloads_converge(
-    shards: Shards,
-) -> None:
+def _two_replicas_writing(shards: Shards) -> tuple[str, str]:
+    """Two replicas sharing the buckets, the busier (the victim) writing a new target:
+    (victim, survivor)."""
     shards.start("r0")
     shards.start("r1")
     _settled(shards, "r0", "r1")
@@ -225,6 +225,13 @@ def test_a_killed_replica_s_buckets_are_taken_over_and_its_workloads_converge(
     survivor = next(n for n in shards.replicas if n != victim)
     shards.police(TARGET_A)
     wait_until(lambda: shards.wrote(victim), f"{victim}'s first write")
+    return victim, survivor
+
+
+def test_a_killed_replica_s_buckets_are_taken_over_and_its_workloads_converge(
+    shards: Shards,
+) -> None:
+    victim, survivor = _two_replicas_writing(shards)
     killed = datetime.now(UTC)
     os.killpg(shards.replicas[victim].process.pid, signal.SIGKILL)
     shards.replicas[victim].process.wait()
@@ -240,14 +247,7 @@ def test_a_killed_replica_s_buckets_are_taken_over_and_its_workloads_converge(
 def test_a_replica_stopped_past_its_leases_writes_nothing_for_the_buckets_it_lost(
     shards: Shards,
 ) -> None:
-    shards.start("r0")
-    shards.start("r1")
-    _settled(shards, "r0", "r1")
-    shards.workloads()
-    victim = shards.busiest()
-    survivor = next(n for n in shards.replicas if n != victim)
-    shards.police(TARGET_A)
-    wait_until(lambda: shards.wrote(victim), f"{victim}'s first write")
+    victim, survivor = _two_replicas_writing(shards)
     stopped = datetime.now(UTC)
     os.killpg(shards.replicas[victim].process.pid, signal.SIGSTOP)
     _settled(shards, survivor)

@@ -160,21 +160,28 @@ async def test_an_eviction_whose_answer_is_lost_is_told_once(tmp_path: Path) -> 
         assert codes.labels("create", "pods/eviction", "500")._value.get() == 1
 
 
+def held_eviction_refusal(kerf: Any) -> tuple[asyncio.Event, FaultRule]:
+    """The next eviction is refused (500) before it is carried out, and its answer is held
+    until the returned event is set: (that event, the rule)."""
+    release = asyncio.Event()
+    rule = kerf.sim.faults.add(
+        FaultRule(
+            status=500,
+            times=1,
+            verbs=frozenset({"create"}),
+            subresource="eviction",
+            release=release,
+        )
+    )
+    return release, rule
+
+
 async def test_an_eviction_that_never_went_out_is_dropped_untold(tmp_path: Path) -> None:
     async with running_kerf(tmp_path, strategy_spec=EVICT_ONLY) as kerf:
         before = await start_web(kerf)
         # The first eviction is refused before it is carried out, and its answer is held
         # until the replica is dead: it makes that one attempt and no other.
-        release = asyncio.Event()
-        rule = kerf.sim.faults.add(
-            FaultRule(
-                status=500,
-                times=1,
-                verbs=frozenset({"create"}),
-                subresource="eviction",
-                release=release,
-            )
-        )
+        release, rule = held_eviction_refusal(kerf)
         first = await kerf.start_reconciler(identity="first")
         await create(kerf, "staticpolicies", policy())
 

@@ -5,7 +5,6 @@ told as done because the workload was seen before its pods (the sharded soak, se
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ from tests.integration.reconciler.harness import (
 from tests.integration.reconciler.test_eviction_events import (
     EVICT_ONLY,
     finish,
+    held_eviction_refusal,
     kerf_events,
     policy,
     start_web,
@@ -36,16 +36,7 @@ async def test_a_gained_bucket_is_worked_once_its_pods_are_listed(tmp_path: Path
         before = await start_web(kerf)
         # The first holder records an eviction and asks for it; the request is refused
         # before it is carried out, and the answer waits until the replica is dead.
-        release = asyncio.Event()
-        rule = kerf.sim.faults.add(
-            FaultRule(
-                status=500,
-                times=1,
-                verbs=frozenset({"create"}),
-                subresource="eviction",
-                release=release,
-            )
-        )
+        release, rule = held_eviction_refusal(kerf)
         first = await kerf.start_reconciler(SHARDED, identity="first")
         await create(kerf, "staticpolicies", policy())
 
