@@ -20,8 +20,8 @@ from app.kube.reachability import describe, format_seconds, server_of
 from app.kube.snapshot import SnapshotError
 from app.model.crd import API_GROUP
 from app.model.patch_types import PatchType
-from app.model.shards import SHARD_SET_LABEL
-from kerf.shard_status import SHARD_SETS, leader_lease_name
+from app.model.shards import SHARD_SET_LABEL, leader_lease_name
+from kerf.shard_status import SHARD_SETS
 
 VERSION = "v1alpha1"
 PLURAL = "rightsizingrecommendations"

@@ -24,7 +24,14 @@ from datetime import datetime
 from typing import Any
 
 from app.kube.reachability import format_seconds
-from app.model.shards import BUCKET, MEMBER, SHARD_ROLE_LABEL, SHARD_SET_LABEL, buckets_of
+from app.model.shards import (
+    BUCKET,
+    MEMBER,
+    SHARD_ROLE_LABEL,
+    SHARD_SET_LABEL,
+    buckets_of,
+    leader_lease_name,
+)
 from app.model.workloads import parse_time
 
 HEADER = ["SET", "REPLICA", "BUCKETS", "RANGES", "RENEWED"]
@@ -56,11 +63,6 @@ class ShardLease:
     def live(self) -> bool:
         """Names a holder who renewed it within its duration."""
         return bool(self.holder) and self.age_s is not None and self.age_s < self.duration_s
-
-
-def leader_lease_name(shard_set: str) -> str:
-    """The single leader's Lease of a shard set."""
-    return f"kerf-{shard_set}"
 
 
 def shard_lease(lease: Mapping[str, Any], now: datetime) -> ShardLease | None:

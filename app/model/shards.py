@@ -80,11 +80,16 @@ def member_lease_name(shard_set: str, identity: str) -> str:
     return f"kerf-{shard_set}-member-{identity}"
 
 
+def leader_lease_name(shard_set: str) -> str:
+    """The single leader's Lease of a shard set (`--shards 1`, or a version before sharding)."""
+    return f"kerf-{shard_set}"
+
+
 def bucket_lease_name(shard_set: str, bucket: int, buckets: int) -> str:
-    """A bucket's Lease. One bucket keeps the single leader's name, `kerf-<set>`, so an
-    upgrade meets the Lease the previous version held."""
+    """A bucket's Lease. One bucket keeps the single leader's name, so an upgrade meets the
+    Lease the previous version held."""
     if buckets == 1:
-        return f"kerf-{shard_set}"
+        return leader_lease_name(shard_set)
     return f"kerf-{shard_set}-bucket-{bucket:02d}"
 
 
