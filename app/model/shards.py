@@ -184,9 +184,3 @@ def rebalance(
         fair_share=share,
         members=len(live),
     )
-
-
-def owned_namespaces(namespaces: Iterable[str], held: Iterable[int], buckets: int) -> set[str]:
-    """The namespaces among `namespaces` whose bucket is held."""
-    holding = set(held)
-    return {ns for ns in namespaces if bucket_of(ns, buckets) in holding}
