@@ -48,6 +48,7 @@ from app.kube.reachability import (
     is_transport_error,
     reachability_of,
 )
+from app.kube.session import settle_environment
 from app.model.crd import (
     ACTED_ON_KINDS,
     API_VERSION,
@@ -617,4 +618,4 @@ async def api_client_from_config(kubeconfig: str | Path | None = None) -> client
             raise config.ConfigException(
                 f"{path} is not a kubeconfig (not YAML): {reason}"
             ) from None
-    return client.ApiClient(configuration)
+    return settle_environment(client.ApiClient(configuration))
