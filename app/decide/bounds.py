@@ -30,10 +30,12 @@ Judge = Callable[[Mapping[str, Resources]], list[Breach]]
 def filter_limit_ranges(ctx: Context) -> Result:
     """LimitRangeViolation: drop the changes that take a container or the pod past a
     LimitRange's min, max or limit-to-request ratio."""
+    ranges = _bounds(ctx).limit_ranges
+    if not ranges or not ctx.actions:
+        return PASS
     containers = ctx.check_on("enable_limit_range_filter")
     pod = ctx.check_on("enable_pod_limit_range_filter")
-    ranges = _bounds(ctx).limit_ranges
-    if not ranges or not (containers or pod) or not ctx.actions:
+    if not (containers or pod):
         return PASS
 
     def judge(resources: Mapping[str, Resources]) -> list[Breach]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime, timedelta
+from functools import lru_cache
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
@@ -104,6 +105,9 @@ def _int_to_text(value: Any) -> Any:
     return value
 
 
+# Statuses are parsed again whenever the reconciler reads a record anew, and their few
+# distinct quantities repeat across every workload.
+@lru_cache(maxsize=4096)
 def _check_quantity(value: str) -> str:
     if len(value) > MAX_QUANTITY_LENGTH or not re.fullmatch(QUANTITY_PATTERN, value):
         raise ValueError(
@@ -117,6 +121,7 @@ def _check_quantity(value: str) -> str:
     return value
 
 
+@lru_cache(maxsize=4096)
 def _check_positive_quantity(value: str) -> str:
     _check_quantity(value)
     if not re.fullmatch(POSITIVE_QUANTITY_PATTERN, value) or parse_quantity(value) <= 0:
