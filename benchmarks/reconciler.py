@@ -180,6 +180,17 @@ def _calls(metrics: Any, by_resource: bool = False) -> dict[str, float]:
     return totals
 
 
+def _events(metrics: Any) -> dict[str, float]:
+    """Events told so far, by reason."""
+    totals: dict[str, float] = {}
+    for metric in metrics.events.collect():
+        for sample in metric.samples:
+            if sample.name.endswith("_total"):
+                reason = sample.labels["reason"]
+                totals[reason] = totals.get(reason, 0) + sample.value
+    return totals
+
+
 def _delta(after: dict[str, float], before: dict[str, float]) -> dict[str, int]:
     return {k: int(v - before.get(k, 0)) for k, v in after.items() if v - before.get(k, 0)}
 
@@ -283,6 +294,7 @@ def measure(
                 calls0, cpu0, t0 = _calls(service.metrics), _cpu(), time.perf_counter()
                 server0 = _server_cpu(server_pids)
                 kinds0 = _calls(service.metrics, by_resource=True)
+                events0 = _events(service.metrics)
                 resized0 = service.metrics.resizes.labels("requested")._value.get()
                 passes0 = service.passes
                 unchanged0 = service.metrics.unchanged_passes._value.get()
@@ -302,6 +314,7 @@ def measure(
                         _calls(service.metrics, by_resource=True), kinds0
                     ),
                     "writes": sum(v for k, v in calls.items() if k in WRITES),
+                    "events_by_reason": _delta(_events(service.metrics), events0),
                     "resized_pods": resized,
                     "unchanged_passes": int(
                         service.metrics.unchanged_passes._value.get() - unchanged0

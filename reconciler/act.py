@@ -301,9 +301,9 @@ class Actuator:
         api_version = str(plan.obj.get("apiVersion"))
         uid = (plan.obj.get("metadata") or {}).get("uid")
         for pending in report.events:
-            await self.writer.create_event(
-                event_body(ref, api_version, uid, pending, self.config.instance)
-            )
+            body = event_body(ref, api_version, uid, pending, self.config.instance)
+            await self.writer.create_event(body)
+            self.metrics.events.labels(body["type"], body["reason"]).inc()
         # Told: a failure from here on tells them again under the same names (409).
         memory.untold = []
         done.told = []

@@ -40,6 +40,7 @@ class ReconcilerMetrics:
     writes_outlived: Counter
     pass_seconds: Histogram
     unchanged_passes: Counter
+    events: Counter
     queue_latency: Histogram
     queue_depth: Gauge
     leader: Gauge
@@ -109,6 +110,12 @@ def reconciler_metrics(registry: CollectorRegistry | None = None) -> ReconcilerM
         unchanged_passes=Counter(
             "kerf_reconciler_unchanged_passes_total",
             "Passes that found nothing changed since a quiet pass and decided nothing again.",
+            registry=registry,
+        ),
+        events=Counter(
+            "kerf_reconciler_events_total",
+            "Events told about workloads, by type and reason (Resized, Pending, Blocked …).",
+            ["type", "reason"],
             registry=registry,
         ),
         pass_seconds=Histogram(
