@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any, Protocol
+from urllib.parse import urlencode
 
 import aiohttp
 import orjson
@@ -60,15 +61,7 @@ class ApiTransport:
         reachability = reachability_of(self._client)
         sent = reachability.now()
         try:
-            response = await self._client.call_api(
-                path,
-                method,
-                header_params={"Content-Type": content_type, "Accept": JSON},
-                body=body,
-                auth_settings=["BearerToken"],
-                _preload_content=False,
-                _request_timeout=REQUEST_TIMEOUT,
-            )
+            response = await self._send(method, path, body, content_type)
         except Exception as exc:
             self._count(verb, resource, "error")
             reachability.failed(exc, sent)
@@ -88,6 +81,33 @@ class ApiTransport:
             raise error
         reachability.answered(sent)
         return orjson.loads(raw) if raw else {}
+
+    async def _send(
+        self, method: str, path: str, body: Any, content_type: str
+    ) -> aiohttp.ClientResponse:
+        """The request on the client's own session, its auth and proxy. Not through the
+        client's `call_api`: it walks every body in Python to sanitize it and encodes it
+        with the standard library, a tenth of the reconciler's CPU for its writes; these
+        bodies are plain JSON already."""
+        api = self._client
+        headers = {**api.default_headers, "Content-Type": content_type, "Accept": JSON}
+        queries: list[tuple[str, str]] = []
+        await api.update_params_for_auth(headers, queries, ["BearerToken"])
+        url = f"{api.configuration.host}{path}"
+        if queries:
+            url += ("&" if "?" in url else "?") + urlencode(queries)
+        rest = api.rest_client
+        response: aiohttp.ClientResponse = await rest.pool_manager.request(
+            method,
+            url,
+            data=None if body is None else orjson.dumps(body),
+            headers=headers,
+            timeout=REQUEST_TIMEOUT,
+            proxy=rest.proxy or None,
+            proxy_headers=rest.proxy_headers or None,
+            server_hostname=rest.server_hostname or None,
+        )
+        return response
 
 
 def _parsed(raw: bytes) -> dict[str, Any]:
