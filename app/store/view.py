@@ -481,6 +481,8 @@ class ClusterView:
         if self.check_reads and kind in _READ_BY_KIND:
             self._read(_READ_BY_KIND[kind])
         if kind in BOUND_KINDS:
+            if namespace is not None and not self._bound_objects.get(namespace):
+                return []  # most namespaces: asked before every decision
             spaces = [namespace] if namespace is not None else list(self._bound_objects)
             return [
                 obj
