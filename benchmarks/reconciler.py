@@ -180,14 +180,14 @@ def _calls(metrics: Any, by_resource: bool = False) -> dict[str, float]:
     return totals
 
 
-def _events(metrics: Any) -> dict[str, float]:
-    """Events told so far, by reason."""
+def _by_label(counter: Any, *labels: str) -> dict[str, float]:
+    """A counter's totals so far by its `labels` (joined with "/")."""
     totals: dict[str, float] = {}
-    for metric in metrics.events.collect():
+    for metric in counter.collect():
         for sample in metric.samples:
             if sample.name.endswith("_total"):
-                reason = sample.labels["reason"]
-                totals[reason] = totals.get(reason, 0) + sample.value
+                key = "/".join(sample.labels[label] for label in labels)
+                totals[key] = totals.get(key, 0) + sample.value
     return totals
 
 
@@ -294,7 +294,8 @@ def measure(
                 calls0, cpu0, t0 = _calls(service.metrics), _cpu(), time.perf_counter()
                 server0 = _server_cpu(server_pids)
                 kinds0 = _calls(service.metrics, by_resource=True)
-                events0 = _events(service.metrics)
+                events0 = _by_label(service.metrics.events, "reason")
+                decisions0 = _by_label(service.metrics.decisions, "outcome", "reason")
                 resized0 = service.metrics.resizes.labels("requested")._value.get()
                 passes0 = service.passes
                 unchanged0 = service.metrics.unchanged_passes._value.get()
@@ -314,7 +315,12 @@ def measure(
                         _calls(service.metrics, by_resource=True), kinds0
                     ),
                     "writes": sum(v for k, v in calls.items() if k in WRITES),
-                    "events_by_reason": _delta(_events(service.metrics), events0),
+                    "events_by_reason": _delta(
+                        _by_label(service.metrics.events, "reason"), events0
+                    ),
+                    "decisions_by_reason": _delta(
+                        _by_label(service.metrics.decisions, "outcome", "reason"), decisions0
+                    ),
                     "resized_pods": resized,
                     "unchanged_passes": int(
                         service.metrics.unchanged_passes._value.get() - unchanged0
