@@ -32,7 +32,7 @@ from app.kube.leader import WORK_TERMS, LeaderElector, NotLeading
 from app.kube.reachability import describe, format_seconds, is_outage, status_of
 from app.kube.shardleases import ShardLeases
 from app.kube.shardview import ShardedView
-from app.model.crd import STORED_KINDS, KerfResource
+from app.model.crd import CRD_KIND, STORED_KINDS, KerfResource
 from app.model.owners import WorkloadRef
 from app.policy.uninstall import stand_down
 from app.runtime.heap import freeze_loaded_state
@@ -75,6 +75,8 @@ class WatchedView(ShardedView):
         super().__init__(**kwargs)
         self._on_change = on_change
         self._on_input = on_input or (lambda: on_change(None))
+        #: how many times one of kerf's CRDs came or changed (`Reconciler.stands_down`)
+        self.crd_changes = 0
 
     def apply(self, obj: Mapping[str, Any]) -> Reach:
         found = super().apply(obj)
@@ -87,6 +89,8 @@ class WatchedView(ShardedView):
         return found
 
     def _route(self, kind: str, found: Reach) -> None:
+        if kind == CRD_KIND:
+            self.crd_changes += 1
         if kind in STORED_KINDS:
             self._on_input()
         elif found.every:
@@ -151,8 +155,10 @@ class Reconciler:
         #: set when a ConfigMap or kerf object changed, at leadership and resync: the bad
         #: recommendation ConfigMaps and the static policies no node can hold are told
         self._inputs_due = asyncio.Event()
-        #: why the service makes no change now (app/policy/uninstall.py), as last logged
+        #: why the service makes no change now (app/policy/uninstall.py), as last logged,
+        #: and the view's CRD changes it was worked out at (asked before every pass)
         self._standing_down: str | None = None
+        self._crds_seen: int | None = None
 
     # ----------------------------------------------------------------- queueing
 
@@ -294,6 +300,10 @@ class Reconciler:
 
     def stands_down(self) -> bool:
         """kerf's CRDs are being deleted: no pass, status or Event now (logged once)."""
+        seen = getattr(self.view, "crd_changes", None)
+        if seen is not None and seen == self._crds_seen:
+            return self._standing_down is not None
+        self._crds_seen = seen
         reason = stand_down(self.view)
         if reason != self._standing_down:
             if reason is not None:
