@@ -116,7 +116,7 @@ class WorkloadReconciler:
         memory = self.memory.get(ref.key)
         record = view.recommendations("record", ref)
         versions = {"workload": _version(obj), "record": _record_version(record)}
-        pods = sort_pods(view.pods(ref))
+        pods = view.pods(ref)
         if (
             memory.behind(versions)
             or memory.unseen_annotations(workload.annotations)
@@ -145,7 +145,7 @@ class WorkloadReconciler:
             workload,
             obj,
             record,
-            pods,
+            sort_pods(pods),
             memory,
             now,
             self.config.timings,

@@ -139,6 +139,8 @@ class Reconciler:
         #: lists the per-workload resources again once the held buckets changed
         self._relist = relist or (lambda: None)
         self.queue: WorkQueue[WorkloadRef] = WorkQueue(rate=self.config.queue_rate)
+        # Read when scraped, not set at every pass.
+        metrics.queue_depth.set_function(lambda: len(self.queue))
         self._all_pending = False
         self._accepting = False
         #: buckets gained since the last relist was in: their workloads are looked at again
@@ -187,7 +189,6 @@ class Reconciler:
         self.reconciler.keep(ref.key for ref in refs)
         for ref in refs:
             self.queue.add(ref)
-        self.metrics.queue_depth.set(len(self.queue))
 
     def on_leadership(self, leading: bool) -> None:
         """Passes made while following were skipped: a new leader looks at everything. A
@@ -196,7 +197,6 @@ class Reconciler:
         self.metrics.leader.set(1 if leading else 0)
         if not leading:
             self.queue.clear()
-            self.metrics.queue_depth.set(0)
         # Another leader may have carried on and reported a rollout this replica had not
         # reported yet: the cluster says what was applied, not this replica's memory.
         self.reconciler.forget_unreported()
@@ -245,7 +245,6 @@ class Reconciler:
             refs = [w.ref for w in self.view.workloads() if bucket(w.namespace) in gained]
         for ref in refs:
             self.queue.add(ref)
-        self.metrics.queue_depth.set(len(self.queue))
 
     @property
     def leading(self) -> bool:
@@ -288,7 +287,6 @@ class Reconciler:
             except QueueClosed:
                 return
             self.metrics.queue_latency.observe(waited)
-            self.metrics.queue_depth.set(len(self.queue))
             try:
                 if self.owns(ref.namespace) and not self.stands_down():
                     await self._pass(ref)
