@@ -188,7 +188,7 @@ async def serve_cluster(options: Options, stop: asyncio.Event) -> int:
         gained = asyncio.Event()
         shards: ShardLeases | None = None
         if shard_filter is not None and isinstance(feed, ShardedFeed):
-            shards = _shard_leases(api_client, options, metrics, shard_filter, feed, gained)
+            shards = _shard_leases(api_client, options, metrics, shard_filter, feed, gained, view)
         tasks = [asyncio.create_task(shards.run(), name="shards")] if shards else []
         api = PrometheusApi(session, options.prometheus)
         reactor = GpuReactor(
@@ -265,6 +265,7 @@ def _shard_leases(
     shard_filter: ShardFilter,
     feed: ShardedFeed,
     gained: asyncio.Event,
+    view: ShardedView,
 ) -> ShardLeases:
     """The recommender's shard set: a change of the held buckets changes what the view
     keeps, lists the per-workload resources again and (gained) runs again."""
@@ -288,6 +289,8 @@ def _shard_leases(
         logger=logging.getLogger("kerf.recommender.leader"),
         timings=options.leader,
         on_change=changed,
+        namespaces=view.namespace_names,
+        namespaces_gauge=metrics.bucket_namespaces_held,
     )
     return shards
 

@@ -2,7 +2,8 @@
 
 Every `retry_s` a replica lists its shard set's Leases (one request, by label), renews its
 member Lease, and decides (`app.model.shards.rebalance`) from what it observed which bucket
-Leases it keeps, claims and releases. Each bucket Lease is elected by a
+Leases it keeps, claims and releases, each bucket weighed by its namespaces plus one (the
+names come from `namespaces`, the view's Namespaces, which every replica keeps whole). Each bucket Lease is elected by a
 `app.kube.leader.LeaderElector` of its own, fed the listed copy: the same observed-time
 takeover, update naming the version read (one claimant wins, the others get 409),
 renew deadline on the monotonic clock and release on shutdown as the single leader's
@@ -34,7 +35,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from prometheus_client import Counter, Gauge
@@ -86,6 +87,8 @@ class ShardLeases:
         monotonic: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         on_change: OnChange = lambda gained, lost: None,
+        namespaces: Callable[[], Iterable[str]] = lambda: (),
+        namespaces_gauge: Gauge | None = None,
     ) -> None:
         self._requester = requester
         self.namespace = namespace
@@ -101,6 +104,16 @@ class ShardLeases:
         self._rebalances = rebalances
         self._mismatch_gauge = mismatch_gauge
         self.on_change = on_change
+        #: every namespace's name (the view's Namespaces): each bucket weighs its
+        #: namespaces plus one, alike on every replica
+        self._namespaces = namespaces
+        self._namespaces_gauge = namespaces_gauge
+        #: each namespace's bucket, for the names seen in the last round
+        self._bucket_cache: dict[str, int] = {}
+        #: namespaces by bucket, as last counted
+        self.occupancy: dict[int, int] = {}
+        #: when each bucket whose Lease was not listed was first found so (monotonic)
+        self._absent_since: dict[int, float] = {}
         self._listing = LeaseClient(requester, namespace, "")
         self.member = self._elector(member_lease_name(shard_set, identity), MEMBER)
         #: the single leader's Lease of a previous version (watched, never written)
@@ -296,8 +309,25 @@ class ShardLeases:
         for gone in set(self._others) - set(listed):
             del self._others[gone]
         self._mismatch(mismatched)
+        now = self._monotonic()
+        for b in range(self.buckets):
+            if b in observed:
+                self._absent_since.pop(b, None)
+            else:
+                # never created: free since this replica first found it so
+                since = self._absent_since.setdefault(b, now)
+                observed[b] = Seen("", now - since, 0.0)
+        weights = self._weights()
         held = [b for b, elector in enumerate(self.electors) if elector.is_leader]
-        plan = rebalance(self.identity, self.buckets, members, observed, held=held)
+        plan = rebalance(
+            self.identity,
+            self.buckets,
+            members,
+            observed,
+            held=held,
+            weights=weights,
+            patience_s=self.timings.duration_s,
+        )
         self.members, self.fair_share = plan.members, plan.fair_share
         # The first round only announces this member: replicas started together then
         # see one another before any claims, instead of the first taking every bucket.
@@ -318,6 +348,23 @@ class ShardLeases:
             self.settled.set()
         if stale and self.holds(CLUSTER_BUCKET):
             await asyncio.gather(*(self._sweep(*s) for s in stale[:STALE_MEMBERS_PER_ROUND]))
+
+    def _weights(self) -> dict[int, int]:
+        """Each bucket's weight: its namespaces, as the view has them, plus one."""
+        cache, self._bucket_cache = self._bucket_cache, {}
+        counts = dict.fromkeys(range(self.buckets), 0)
+        for namespace in self._namespaces():
+            found = cache.get(namespace)
+            if found is None:
+                found = bucket_of(namespace, self.buckets)
+            self._bucket_cache[namespace] = found
+            counts[found] += 1
+        self.occupancy = counts
+        return {b: n + 1 for b, n in counts.items()}
+
+    def namespaces_held(self) -> int:
+        """The namespaces of the buckets this replica holds, as last counted."""
+        return sum(self.occupancy.get(b, 0) for b in self.held())
 
     def _match(
         self, name: str, lease: dict[str, Any], seen: Seen, mismatched: dict[str, int | None]
@@ -406,6 +453,9 @@ class ShardLeases:
             self._publish()
 
     def _publish(self) -> None:
+        if self._namespaces_gauge is not None:
+            # namespaces come and go without a bucket changing hands: set every round
+            self._namespaces_gauge.set(self.namespaces_held())
         held = self.held()
         # A bucket lost and claimed again within one round is told lost and gained: its
         # Lease had another term, in which another replica may have written.
@@ -428,6 +478,7 @@ class ShardLeases:
                     "identity": self.identity,
                     "shard_set": self.shard_set,
                     "held": len(held),
+                    "namespaces": self.namespaces_held(),
                     "gained": sorted(gained),
                     "lost": sorted(lost),
                     "members": self.members,

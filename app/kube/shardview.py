@@ -108,15 +108,25 @@ class ShardedView(ClusterView):
         #: pods outside the held buckets: (node, cpu, memory) each, and the totals by node
         self._foreign: dict[tuple[str, str], tuple[str, int, int]] = {}
         self._foreign_totals: dict[str, list[int]] = {}
+        #: every Namespace's name: the shard set weighs its buckets by them
+        self._namespace_names: set[str] = set()
+
+    def namespace_names(self) -> list[str]:
+        """The names of every Namespace the view has (every replica keeps them all)."""
+        with self.lock:
+            return list(self._namespace_names)
 
     def complete(self, namespace: str) -> bool:
         """The view has every object of the namespace (sharded: its bucket is listed)."""
         return self.shard_filter is None or self.shard_filter.complete(namespace)
 
     def apply(self, obj: Mapping[str, Any]) -> Reach:
+        kind, namespace, name = _key(obj)
+        if kind == "Namespace":
+            with self.lock:
+                self._namespace_names.add(name)
         if self.shard_filter is None:
             return super().apply(obj)
-        kind, namespace, name = _key(obj)
         if self.shard_filter.keeps(kind, namespace):
             if kind == "Pod":
                 self._forget_foreign(namespace, name)
@@ -126,6 +136,9 @@ class ShardedView(ClusterView):
         return self._drop(kind, namespace, name)
 
     def delete(self, kind: str, namespace: str, name: str) -> Reach:
+        if kind == "Namespace":
+            with self.lock:
+                self._namespace_names.discard(name)
         if kind == "Pod":
             self._forget_foreign(namespace, name)
         return super().delete(kind, namespace, name)

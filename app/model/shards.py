@@ -227,6 +227,40 @@ def best_move(
     return None
 
 
+def assign(free: Iterable[int], load: dict[str, int], weights: Mapping[int, int]) -> dict[int, str]:
+    """Free buckets to members, heaviest first, each to the least loaded (ties by
+    preference, then identity); `load` (every live member's) is updated."""
+    given = {}
+    for b in sorted(free, key=lambda b: (-max(1, weights.get(b, 1)), b)):
+        taker = min(load, key=lambda m: (load[m], _preference(m, b), m))
+        load[taker] += max(1, weights.get(b, 1))
+        given[b] = taker
+    return given
+
+
+def plan_moves(
+    owner: Mapping[int, str], load: Mapping[str, int], weights: Mapping[int, int], slack: int
+) -> dict[int, str]:
+    """This round's moves from the projected holdings, bucket to giver: `best_move` one
+    after another, all to one receiver, and only while the next round's `assign` of the
+    moved buckets (from the loads with them released) gives every one to that receiver.
+    So a round's moves are single moves made in a row, each lowering the sum of squared
+    loads, and the next round's claims carry them out as planned."""
+    owned, after = dict(owner), dict(load)
+    moves: dict[int, str] = {}
+    while (move := best_move(owned, after, weights, slack)) is not None:
+        giver, b = move
+        trial = {**moves, b: giver}
+        base = dict(load)
+        for moved, g in trial.items():
+            base[g] -= max(1, weights.get(moved, 1))
+        if len(set(assign(trial, base, weights).values())) > 1:
+            break
+        moves, after = trial, base
+        del owned[b]
+    return moves
+
+
 def rebalance(
     identity: str,
     buckets: int,
@@ -263,20 +297,15 @@ def rebalance(
     load = dict.fromkeys(live, 0)
     for b, m in owner.items():
         load[m] += w(b)
-    free = sorted((b for b in range(buckets) if b not in taken), key=lambda b: (-w(b), b))
-    claim = []
-    for b in free:
-        taker = min(live, key=lambda m: (load[m], _preference(m, b), m))
-        load[taker] += w(b)
-        if taker == identity:
-            claim.append(b)
+    free = [b for b in range(buckets) if b not in taken]
+    claim = [b for b, m in assign(free, load, weights).items() if m == identity]
     if not claim:
         # weighed otherwise elsewhere, a free bucket might go to no one: one at a time
         overdue = [b for b in free if _free_for(bucket_leases.get(b)) >= patience_s]
         overdue.sort(key=lambda b: (_preference(identity, b), b))
         claim = overdue[:1]
-    move = best_move({**owner}, load, weights, margin(weights, buckets, len(live)))
-    release = (move[1],) if move is not None and move[0] == identity else ()
+    moves = plan_moves(owner, load, weights, margin(weights, buckets, len(live)))
+    release = tuple(sorted(b for b, giver in moves.items() if giver == identity))
     keep = sorted(mine - set(release))
     return Rebalance(
         claim=tuple(claim),
@@ -285,5 +314,5 @@ def rebalance(
         fair_share=fair_share(buckets, len(live)),
         members=len(live),
         load=sum(w(b) for b in (*keep, *claim)),
-        settled=not free and move is None,
+        settled=not free and not moves,
     )

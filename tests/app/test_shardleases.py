@@ -97,13 +97,20 @@ class Leases:
 
 
 class Replica:
-    def __init__(self, server: Leases, identity: str, buckets: int = 64) -> None:
+    def __init__(
+        self,
+        server: Leases,
+        identity: str,
+        buckets: int = 64,
+        namespaces: list[str] | None = None,
+    ) -> None:
         self.clock = Monotonic()
         registry = CollectorRegistry()
         self.mismatch = Gauge("m", "m", registry=registry)
         self.changes: list[tuple[frozenset[int], frozenset[int]]] = []
         self.rebalances = Counter("r", "r", ["reason"], registry=registry)
         self.withheld = Counter("w", "w", ["resource", "bucket"], registry=registry)
+        self.namespaces = Gauge("n", "n", registry=registry)
         self.shards = ShardLeases(
             server,  # type: ignore[arg-type]
             "kerf-system",
@@ -117,6 +124,8 @@ class Replica:
             clock=lambda: datetime(2026, 12, 1, tzinfo=UTC),
             monotonic=self.clock,
             on_change=lambda gained, lost: self.changes.append((gained, lost)),
+            namespaces=lambda: namespaces or [],
+            namespaces_gauge=self.namespaces,
         )
 
     def count(self, reason: str) -> float:
@@ -175,6 +184,24 @@ async def test_a_joining_member_gets_buckets_released_to_it() -> None:
     await rounds([first, second])
     assert_split(server, [first, second])
     assert first.count("released") == 32 and first.count("lost") == 0
+
+
+async def test_buckets_are_shared_by_the_namespaces_in_them() -> None:
+    """`team-0` … `team-999` fill 10 of the 64 buckets: two replicas hold 500 each, not
+    32 buckets each, and say so in their gauge."""
+    server = Leases()
+    teams = [f"team-{i}" for i in range(1000)]
+    replicas = [Replica(server, f"r{i}", namespaces=teams) for i in range(2)]
+    await rounds(replicas)
+    holders = server.holders()
+    assert sorted(holders) == list(range(64))
+    held = [r.shards.namespaces_held() for r in replicas]
+    assert held == [500, 500]
+    assert [r.namespaces._value.get() for r in replicas] == [500, 500]
+    # a namespace more moves nothing: the margin
+    teams.append("team-1000")
+    await rounds(replicas, n=2)
+    assert server.holders() == holders
 
 
 async def test_a_silent_members_buckets_are_taken_over_once_they_expire() -> None:

@@ -82,24 +82,23 @@ def test_a_replica_above_its_share_releases_the_excess_when_a_member_joins() -> 
     leases = {b: Seen("a", 0.0, DURATION) for b in range(8)}
     alone = rebalance("a", 8, {}, leases)
     assert alone.release == () and alone.claim == () and alone.settled
-    owner = dict.fromkeys(range(8), "a")
-    members = {"b": Seen("b", 0.0, DURATION)}
-    released = []
-    for _ in range(6):  # one bucket a round, each claimed by b in the next
-        plan = rebalance("a", 8, members, {b: Seen(h, 0.0, DURATION) for b, h in owner.items()})
-        other = rebalance(
-            "b",
-            8,
-            {"a": Seen("a", 0.0, DURATION)},
-            {b: Seen(h, 0.0, DURATION) for b, h in owner.items()},
-        )
-        assert len(plan.release) <= 1 and plan.claim == () and other.release == ()
-        owner.update(dict.fromkeys(other.claim, "b"))
-        for b in plan.release:
-            del owner[b]
-            released.append(b)
-    assert len(released) == 4 and sorted(owner) == list(range(8))
-    assert list(owner.values()).count("a") == list(owner.values()).count("b") == 4
+    joined = rebalance("a", 8, {"b": Seen("b", 0.0, DURATION)}, leases)
+    assert len(joined.release) == 4 and len(joined.keep) == 4 and joined.claim == ()
+    # the next round, b claims exactly those
+    leases = {b: Seen("a", 0.0, DURATION) for b in joined.keep}
+    leases.update({b: Seen("", 0.0, 1.0) for b in joined.release})
+    claimed = rebalance("b", 8, {"a": Seen("a", 0.0, DURATION)}, leases)
+    assert claimed.claim == joined.release and claimed.release == ()
+
+
+def test_a_joining_member_gets_its_share_in_one_round_of_moves() -> None:
+    """With equal weights the moves of a round all go to the newcomer, as many as the
+    next round's claims give it: one round to release, one to claim."""
+    members = [f"r{i}" for i in range(4)]
+    start = {b: members[b % 3] for b in range(64)}
+    owner, rounds_taken = settle(64, members, {}, start)
+    assert rounds_taken == 2
+    assert sorted(list(owner.values()).count(m) for m in members) == [16, 16, 16, 16]
 
 
 def test_a_member_that_stopped_renewing_no_longer_counts() -> None:

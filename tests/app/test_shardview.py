@@ -117,3 +117,15 @@ def test_a_sharded_feed_drops_other_buckets_records_before_parsing_them(
     assert parsed == [mine]
     assert view.recommendations("record", refs[0]) is not None
     assert view.recommendations("record", refs[1]) is None
+
+
+@pytest.mark.parametrize("sharded", [True, False])
+def test_every_namespace_name_is_kept_for_the_bucket_weights(sharded: bool) -> None:
+    mine, theirs = namespaces()
+    shard_filter = ShardFilter(BUCKETS, {bucket_of(mine, BUCKETS)}) if sharded else None
+    view = ShardedView(shard_filter=shard_filter)
+    for name in (mine, theirs):
+        view.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    assert sorted(view.namespace_names()) == [mine, theirs]
+    view.delete("Namespace", "", theirs)
+    assert view.namespace_names() == [mine]
