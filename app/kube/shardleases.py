@@ -146,6 +146,8 @@ class ShardLeases:
         #: the last rebalance, for the log and `kerf status`
         self.members = 1
         self.fair_share = buckets
+        #: the last round found nothing to claim or move
+        self.at_rest = False
         #: set once a round has claimed (the first only announces the member): the
         #: buckets this replica starts with are held
         self.settled = asyncio.Event()
@@ -329,6 +331,7 @@ class ShardLeases:
             patience_s=self.timings.duration_s,
         )
         self.members, self.fair_share = plan.members, plan.fair_share
+        self.at_rest = plan.settled
         # The first round only announces this member: replicas started together then
         # see one another before any claims, instead of the first taking every bucket.
         first, self._announced = not self._announced, True

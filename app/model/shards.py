@@ -261,6 +261,19 @@ def plan_moves(
     return moves
 
 
+def at_rest(
+    owner: Mapping[int, str], weights: Mapping[int, int], members: Iterable[str], buckets: int
+) -> bool:
+    """Every bucket held by one of `members`, and no move left: where the rounds stop
+    when every replica sees these holdings and weights."""
+    load = dict.fromkeys(members, 0)
+    if sorted(owner) != list(range(buckets)) or any(m not in load for m in owner.values()):
+        return False
+    for b, m in owner.items():
+        load[m] += max(1, weights.get(b, 1))
+    return best_move(owner, load, weights, margin(weights, buckets, len(load))) is None
+
+
 def rebalance(
     identity: str,
     buckets: int,

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from app.model.shards import (
     Seen,
+    at_rest,
     best_move,
     bucket_lease_name,
     bucket_of,
@@ -230,17 +231,6 @@ def loads(owner: dict[int, str], weights: dict[int, int], members: list[str]) ->
     for b, m in owner.items():
         found[m] += weights.get(b, 1)
     return found
-
-
-def at_rest(
-    owner: dict[int, str], weights: dict[int, int], members: list[str], buckets: int
-) -> bool:
-    return (
-        best_move(
-            owner, loads(owner, weights, members), weights, margin(weights, buckets, len(members))
-        )
-        is None
-    )
 
 
 @st.composite
