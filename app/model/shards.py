@@ -19,15 +19,17 @@ Namespace. From one snapshot every replica therefore computes the same plan:
 - each free bucket (never created, released, or expired) goes, heaviest first, to the
   live member holding the least weight (ties by a hash of (identity, bucket)); each
   replica claims the ones that go to it, so a free bucket always has a claimer;
-- then at most one bucket moves: the heaviest member that holds a bucket `b` with
+- then buckets move (`plan_moves`): the heaviest member that holds a bucket `b` with
   `load - w(b) > least + margin` releases the one that lowers the sum of squared loads
-  most, and the next round's plan gives it to the least loaded. Each move lowers that
-  sum by at least `2·w(b)·(margin + 1)`, so the moves stop; at rest no member could
-  give any of its buckets to the least loaded without ending above it (plus the
-  margin). With equal weights that is counts within one of each other, the old fair
-  share ⌈buckets / members⌉. The margin, about 2/buckets of a member's average
-  namespaces (0 when there are none), keeps a namespace created or deleted from moving
-  a bucket back and forth.
+  most, and the next round's plan gives it to the least loaded. A round plans such moves
+  one after another, all to one receiver and only as many as the next round's claims
+  give it, so they are single moves in a row. Each lowers that sum by at least
+  `2·w(b)·(margin + 1)`, so the moves stop; at rest no member could give any of its
+  buckets to the least loaded without ending above it (plus the margin). With equal
+  weights that is counts within one of each other, the old fair share
+  ⌈buckets / members⌉. The margin, about 2/buckets of a member's average namespaces (0
+  when there are none), keeps a namespace created or deleted from moving a bucket back
+  and forth.
 
 If replicas weigh buckets differently for a while (one has not listed the Namespaces
 yet), a free bucket might go to no one: any replica claims one that has stayed free for
@@ -155,15 +157,13 @@ class Rebalance:
 
     #: buckets to try to take (free, released or expired), best first
     claim: tuple[int, ...]
-    #: buckets it gives up (at most one a round: the plan's move)
+    #: buckets it gives up (its part of the round's moves)
     release: tuple[int, ...]
     #: what it holds and keeps renewing
     keep: tuple[int, ...]
     #: ⌈buckets / live members⌉: what each would hold were all buckets alike
     fair_share: int
     members: int
-    #: the weight this replica holds once its claims and release are done
-    load: int = 0
     #: nothing left to claim or move in the plan, as far as this replica can tell
     settled: bool = False
 
@@ -290,7 +290,7 @@ def rebalance(
     bucket (a missing one is free); `held`: buckets this replica holds by its own account
     (its renewals), whatever was observed; `weights`: each bucket's weight (missing: 1);
     `patience_s`: how long a bucket may stay free before any replica claims it. The plan
-    is the module's: free buckets to the least loaded, then at most one move."""
+    is the module's: free buckets to the least loaded, then the round's moves."""
     weights = weights or {}
 
     def w(b: int) -> int:
@@ -326,6 +326,5 @@ def rebalance(
         keep=tuple(keep),
         fair_share=fair_share(buckets, len(live)),
         members=len(live),
-        load=sum(w(b) for b in (*keep, *claim)),
         settled=not free and not moves,
     )

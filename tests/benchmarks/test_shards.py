@@ -1,6 +1,6 @@
 """`make bench-shards` at a tiny size: two replicas share the buckets out (by the
-namespaces in them) and, between
-them, resize the pods one replica resizes, and the steady pass writes nothing."""
+namespaces in them) and, between them, resize the pods one replica resizes, and the
+steady pass writes nothing."""
 
 from __future__ import annotations
 
