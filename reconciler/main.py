@@ -234,6 +234,8 @@ def build_service(
     holder.append(service)
     if isinstance(feed, ShardedFeed):
         feed.on_relisted = service.on_relisted
+    if shards is not None and isinstance(feed, ShardedFeed):
+        shards.weighing = feed.weighing
     return feed, service
 
 

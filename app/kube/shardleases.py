@@ -33,6 +33,7 @@ Bucket Leases are never deleted: they are the fence's record.
 from __future__ import annotations
 
 import asyncio
+import enum
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable
@@ -67,6 +68,16 @@ from app.runtime.clock import Clock, utc_now
 OnChange = Callable[[frozenset[int], frozenset[int]], None]
 
 
+class Weighing(enum.Enum):
+    """Whether the Namespaces the buckets are weighed by are in (`ShardedFeed.weighing`)."""
+
+    LISTED = "listed"
+    #: not listed yet: the first claims wait (a Lease duration at most)
+    PENDING = "pending"
+    #: they will not come (the list is refused): the buckets are weighed alike
+    UNAVAILABLE = "unavailable"
+
+
 class ShardLeases:
     """This replica's member Lease and bucket Leases of one shard set."""
 
@@ -89,6 +100,7 @@ class ShardLeases:
         on_change: OnChange = lambda gained, lost: None,
         namespaces: Callable[[], Iterable[str]] = lambda: (),
         namespaces_gauge: Gauge | None = None,
+        weighing: Callable[[], Weighing] = lambda: Weighing.LISTED,
     ) -> None:
         self._requester = requester
         self.namespace = namespace
@@ -108,6 +120,16 @@ class ShardLeases:
         #: namespaces plus one, alike on every replica
         self._namespaces = namespaces
         self._namespaces_gauge = namespaces_gauge
+        #: whether `namespaces` is whole yet: the first claims wait for it, so replicas
+        #: started together split by weight at once instead of by count and then move
+        #: buckets, a relist of the per-workload kinds each
+        self.weighing = weighing
+        #: when the first claiming round found the Namespaces not listed (monotonic)
+        self._unweighed_since: float | None = None
+        #: the buckets are weighed by the view's Namespaces (False: alike, for now)
+        self._weighed = False
+        #: the wait for the Namespaces is over (listed, refused or timed out)
+        self._weigh_waited = False
         #: each namespace's bucket, for the names seen in the last round
         self._bucket_cache: dict[str, int] = {}
         #: namespaces by bucket, as last counted
@@ -319,6 +341,10 @@ class ShardLeases:
                 # never created: free since this replica first found it so
                 since = self._absent_since.setdefault(b, now)
                 observed[b] = Seen("", now - since, 0.0)
+        # The first round only announces this member: replicas started together then
+        # see one another before any claims, instead of the first taking every bucket.
+        first, self._announced = not self._announced, True
+        unweighed = not self._weigh() and not first
         weights = self._weights()
         held = [b for b, elector in enumerate(self.electors) if elector.is_leader]
         plan = rebalance(
@@ -332,10 +358,7 @@ class ShardLeases:
         )
         self.members, self.fair_share = plan.members, plan.fair_share
         self.at_rest = plan.settled
-        # The first round only announces this member: replicas started together then
-        # see one another before any claims, instead of the first taking every bucket.
-        first, self._announced = not self._announced, True
-        paused = first or bool(self.mismatched)
+        paused = first or unweighed or bool(self.mismatched)
         claim = () if paused or await self._old_leader_lives(plan.claim) else plan.claim
         # One step for every Lease this replica writes; a release waits for its bucket's
         # writes under way.
@@ -347,16 +370,46 @@ class ShardLeases:
                 for b in (*plan.keep, *claim)
             ),
         )
-        if not first:
+        if not first and not unweighed:
             self.settled.set()
         if stale and self.holds(CLUSTER_BUCKET):
             await asyncio.gather(*(self._sweep(*s) for s in stale[:STALE_MEMBERS_PER_ROUND]))
 
+    def _weigh(self) -> bool:
+        """Whether this round may claim as far as the weights go: the Namespaces are
+        listed, or will not be soon (refused, or not in after a Lease duration, about
+        when the others would claim a bucket left free anyway). Then the buckets are
+        weighed alike until they are listed, said once."""
+        fields = {"identity": self.identity, "shard_set": self.shard_set}
+        state = self.weighing()
+        if not self._weighed and state is Weighing.LISTED:
+            self._weighed = True
+            if self._weigh_waited:
+                self._log.info(
+                    "weighing the buckets by their namespaces: the Namespaces are listed",
+                    extra={"fields": fields},
+                )
+        if self._weighed or self._weigh_waited:
+            return True
+        now = self._monotonic()
+        if self._unweighed_since is None:
+            self._unweighed_since = now
+        if state is Weighing.PENDING and now - self._unweighed_since < self.timings.duration_s:
+            return False
+        self._weigh_waited = True
+        self._log.warning(
+            "weighing every bucket alike: the Namespaces are not listed (%s)",
+            "refused" if state is Weighing.UNAVAILABLE else "not in after the Lease duration",
+            extra={"fields": fields},
+        )
+        return True
+
     def _weights(self) -> dict[int, int]:
-        """Each bucket's weight: its namespaces, as the view has them, plus one."""
+        """Each bucket's weight: its namespaces, as the view has them, plus one; alike
+        (one) until the Namespaces are listed, not by a list's first pages."""
         cache, self._bucket_cache = self._bucket_cache, {}
         counts = dict.fromkeys(range(self.buckets), 0)
-        for namespace in self._namespaces():
+        for namespace in self._namespaces() if self._weighed else ():
             found = cache.get(namespace)
             if found is None:
                 found = bucket_of(namespace, self.buckets)

@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from app.kube.informer import ClusterFeed, Informer
+from app.kube.shardleases import Weighing
 from app.model.crd import KerfResource
 from app.model.kube_types import PodDict, as_pod, node_name
 from app.model.quantities import QuantityError
@@ -194,10 +195,40 @@ class ShardedFeed(ClusterFeed):
         #: at them again once all are in
         self.on_relisted: Callable[[], object] = lambda: None
         self._relisting = False
+        #: the Namespaces' informer: the shard set weighs its buckets by them
+        self._names = next(
+            (
+                i
+                for i, informer in enumerate(self.informers)
+                if informer.resource.kind == "Namespace"
+            ),
+            None,
+        )
         if isinstance(self.view, ShardedView) and self.view.shard_filter is not None:
             # The records of other replicas' buckets are dropped before they are parsed.
             for informer in self.informers:
                 informer.keeps = self.view.shard_filter.keeps
+
+    def weigh(self) -> asyncio.Task[None] | None:
+        """List and watch the Namespaces now, ahead of `run` (which goes on with them):
+        the shard set's first claims wait for them, and the per-workload kinds wait for
+        the first claims. The task, to cancel should `run` never start; None without a
+        Namespaces resource."""
+        if self._names is None:
+            return None
+        if self._names not in self._tasks:
+            self._start(self._names, self.informers[self._names])
+        return self._tasks[self._names]
+
+    def weighing(self) -> Weighing:
+        """Whether the Namespaces are listed; unavailable when the list is refused (401,
+        403: no permission) or this feed has no Namespaces resource."""
+        if self._names is None:
+            return Weighing.UNAVAILABLE
+        informer = self.informers[self._names]
+        if informer.listed:
+            return Weighing.LISTED
+        return Weighing.UNAVAILABLE if informer.last_status in (401, 403) else Weighing.PENDING
 
     def relist(self) -> None:
         """List the per-workload resources again, soon (requests made before it starts
@@ -211,7 +242,8 @@ class ShardedFeed(ClusterFeed):
         self._relist_due.clear()
         try:
             for index, informer in enumerate(self.informers):
-                self._start(index, informer)
+                if index not in self._tasks:  # the Namespaces may be under way (`weigh`)
+                    self._start(index, informer)
             while True:
                 await self._relist_due.wait()
                 self._relist_due.clear()
