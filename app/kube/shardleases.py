@@ -3,7 +3,10 @@
 Every `retry_s` a replica lists its shard set's Leases (one request, by label), renews its
 member Lease, and decides (`app.model.shards.rebalance`) from what it observed which bucket
 Leases it keeps, claims and releases, each bucket weighed by its namespaces plus one (the
-names come from `namespaces`, the view's Namespaces, which every replica keeps whole). Each bucket Lease is elected by a
+names come from `namespaces`, the view's Namespaces, which every replica keeps whole). The
+claims wait until `weighing` says the Namespaces are listed (a Lease duration at most;
+refused, the buckets are weighed alike): replicas started together then split by weight
+at their first claims, not by count and then by moves. Each bucket Lease is elected by a
 `app.kube.leader.LeaderElector` of its own, fed the listed copy: the same observed-time
 takeover, update naming the version read (one claimant wins, the others get 409),
 renew deadline on the monotonic clock and release on shutdown as the single leader's

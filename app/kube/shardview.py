@@ -13,6 +13,9 @@ buckets is not stored (and dropped, had it been stored while its bucket was held
 pod outside, only what it takes from its node is kept, so the room a resize needs on a
 node still counts every pod there (`node_requests`).
 
+The Namespaces are listed first (`ShardedFeed.weigh`): the shard set weighs its buckets
+by them before its first claims, and the rest is listed with the buckets claimed.
+
 When the held buckets change, the filter changes and `ShardedFeed.relist` lists the
 per-workload resources again: the informers of the other resources go on watching.
 That is the simplest way that is correct both ways. A gained bucket's objects arrive

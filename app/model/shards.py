@@ -31,8 +31,8 @@ Namespace. From one snapshot every replica therefore computes the same plan:
   when there are none), keeps a namespace created or deleted from moving a bucket back
   and forth.
 
-If replicas weigh buckets differently for a while (one has not listed the Namespaces
-yet), a free bucket might go to no one: any replica claims one that has stayed free for
+If replicas weigh buckets differently for a while (one's Namespace list is refused or
+slow), a free bucket might go to no one: any replica claims one that has stayed free for
 `patience_s`. A race is safe either way (the Lease update names the version it read,
 one writer wins).
 """
