@@ -92,9 +92,12 @@ def replica(
             assert shards is not None and isinstance(feed, ShardedFeed)
             figures: dict[str, Any] = {"identity": identity}
             cpu0, t0 = _cpu(), time.perf_counter()
-            # As `kerf reconciler` starts: the first claims in, then the view listed
-            # with the buckets held (reconciler.service.run_cluster).
-            tasks = [asyncio.create_task(shards.run())]
+            # As `kerf reconciler` starts: the Namespaces, the first claims weighed by
+            # them, then the view listed with the buckets held
+            # (reconciler.service.run_cluster).
+            weigher = feed.weigh()
+            tasks = [weigher] if weigher is not None else []
+            tasks.append(asyncio.create_task(shards.run()))
             await shards.settled.wait()
             tasks.append(asyncio.create_task(feed.run()))
             await feed.wait_synced()
