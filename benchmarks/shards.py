@@ -6,8 +6,9 @@ by default 100,000 Deployments and 140,000 running pods, each pod asking for oth
 resources than its policy) in its own process, with the kubelet finishing every accepted
 resize each second. The replicas run in processes of their own, each wired as `kerf
 reconciler --shards 64` wires it, with an identity of its own. Each one syncs its view,
-then they wait for one another until every replica holds its fair share of the buckets
-(⌈64 / replicas⌉, as the shard Leases settle), and then all start together:
+then they wait for one another until the shard Leases are at rest (every replica holds
+its part of the namespaces, the buckets shared by weight: `app.model.shards`), and then
+all start together:
 
 1. first pass: every workload of its buckets once, followed to the end;
 2. steady pass: every workload again, nothing left to change.
@@ -60,7 +61,8 @@ def replica(
     barrier: Any,
     out: Any,
 ) -> None:
-    """One replica: sync, wait for its fair share and for the others, then the passes."""
+    """One replica: sync, wait for the buckets to be shared out and for the others, then
+    the passes."""
     if cpus:
         os.sched_setaffinity(0, cpus)
     from app.kube.informer import api_client_from_config
@@ -69,7 +71,6 @@ def replica(
     configure_logging("warning")
     from app.kube.leadertimings import LeaderTimings
     from app.kube.shardview import ShardedFeed
-    from app.model.shards import fair_share
     from reconciler.execution import ExecutionConfig
     from reconciler.main import Options, build_service
     from reconciler.service import ServiceConfig
@@ -91,9 +92,12 @@ def replica(
             assert shards is not None and isinstance(feed, ShardedFeed)
             figures: dict[str, Any] = {"identity": identity}
             cpu0, t0 = _cpu(), time.perf_counter()
-            # As `kerf reconciler` starts: the first claims in, then the view listed
-            # with the buckets held (reconciler.service.run_cluster).
-            tasks = [asyncio.create_task(shards.run())]
+            # As `kerf reconciler` starts: the Namespaces, the first claims weighed by
+            # them, then the view listed with the buckets held
+            # (reconciler.service.run_cluster).
+            weigher = feed.weigh()
+            tasks = [weigher] if weigher is not None else []
+            tasks.append(asyncio.create_task(shards.run()))
             await shards.settled.wait()
             tasks.append(asyncio.create_task(feed.run()))
             await feed.wait_synced()
@@ -102,15 +106,16 @@ def replica(
                 "cpu_seconds": round(_cpu() - cpu0, 2),
                 "peak_rss_mib": peak_rss_mib(),
             }
-            share = fair_share(BUCKETS, replicas)
             deadline = time.monotonic() + SETTLE_S
+            # at rest as weighed with every Namespace the view has, and listed for it
             while (
                 shards.members != replicas
-                or len(shards.held()) != share
+                or not shards.at_rest
+                or sum(shards.occupancy.values()) != len(service.view.namespace_names())
                 or not feed.complete.is_set()
             ):
                 if time.monotonic() > deadline:
-                    raise RuntimeError(f"{identity} holds {len(shards.held())} of {share} buckets")
+                    raise RuntimeError(f"{identity}: the buckets did not settle ({shards.held()})")
                 await asyncio.sleep(0.2)
             figures["buckets"] = sorted(shards.held())
             figures["workloads"] = len(list(service.view.workloads()))

@@ -139,6 +139,17 @@ class Records:
                 found.append(await self._call(f"reading leases {namespace}/{name}", read))
         return tuple(found)
 
+    async def namespace_names(self) -> tuple[str, ...] | None:
+        """Every Namespace's name (`kerf status --shards` weighs the buckets by them);
+        None when listing them is forbidden."""
+        try:
+            listing = await self._call(
+                "listing namespaces", client.CoreV1Api(self.api).list_namespace()
+            )
+        except SnapshotError:
+            return None
+        return tuple(str(ns.metadata.name) for ns in listing.items)
+
     async def get(self, namespace: str, name: str) -> dict[str, Any] | None:
         """One record, None when there is none."""
         try:

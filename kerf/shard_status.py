@@ -29,12 +29,15 @@ from app.model.shards import (
     MEMBER,
     SHARD_ROLE_LABEL,
     SHARD_SET_LABEL,
+    bucket_of,
     buckets_of,
     leader_lease_name,
 )
 from app.model.workloads import parse_time
 
 HEADER = ["SET", "REPLICA", "BUCKETS", "RANGES", "RENEWED"]
+#: with the namespaces in each replica's buckets, the weight they are shared by
+WEIGHED_HEADER = ["SET", "REPLICA", "BUCKETS", "NAMESPACES", "RANGES", "RENEWED"]
 #: the shard sets, in the order they are printed
 SHARD_SETS = ("reconciler", "recommender")
 FREE = "(free)"
@@ -123,11 +126,14 @@ def _renewed(lease: ShardLease | None) -> str:
     return age if lease.live else f"{age}, expired"
 
 
-def set_rows(shard_set: str, leases: Iterable[ShardLease]) -> list[list[str]]:
+def set_rows(
+    shard_set: str, leases: Iterable[ShardLease], namespaces: Iterable[str] | None = None
+) -> list[list[str]]:
     """The rows of one shard set: the single leader's Lease (when live, or alone); a
     replica per line (the members that have not left, and any holder of a live bucket
     without a member Lease), by identity; then the expired and the free buckets, when
-    there are any. No row when the set has no Lease."""
+    there are any. No row when the set has no Lease. With `namespaces` (every
+    Namespace's name) each row says how many are in its buckets, after BUCKETS."""
     leader: ShardLease | None = None
     by_count: dict[int | None, list[ShardLease]] = {}
     for lease in leases:
@@ -142,7 +148,10 @@ def set_rows(shard_set: str, leases: Iterable[ShardLease]) -> list[list[str]]:
     rows = []
     if leader is not None and (leader.live or not by_count):
         holder = leader.holder or "(none)"
-        rows.append([shard_set, holder, "all", ONE_LEADER, _renewed(leader)])
+        row = [shard_set, holder, "all", ONE_LEADER, _renewed(leader)]
+        if namespaces is not None:
+            row.insert(3, str(len(list(namespaces))))
+        rows.append(row)
     # The counts in use: of a running member or a live bucket. Another count's released
     # or expired bucket Leases stay behind (they are never deleted) and are not shown.
     in_use = [
@@ -153,8 +162,36 @@ def set_rows(shard_set: str, leases: Iterable[ShardLease]) -> list[list[str]]:
     shown = sorted(in_use or by_count, key=lambda count: count or 0)
     for count in shown:
         name = shard_set if len(shown) == 1 else f"{shard_set} ({count or '?'} buckets)"
-        rows += _count_rows(name, count, by_count[count])
+        found = _count_rows(name, count, by_count[count])
+        if namespaces is not None:
+            _weigh(found, count or _highest(by_count[count]), namespaces)
+        rows += found
     return rows
+
+
+def _highest(leases: list[ShardLease]) -> int:
+    return max((b for lease in leases if (b := bucket_index(lease)) is not None), default=-1) + 1
+
+
+def _weigh(rows: list[list[str]], count: int, namespaces: Iterable[str]) -> None:
+    """Insert each row's namespaces (those of the buckets in its RANGES) after BUCKETS."""
+    per_bucket: dict[int, int] = {}
+    for namespace in namespaces:
+        b = bucket_of(namespace, max(1, count))
+        per_bucket[b] = per_bucket.get(b, 0) + 1
+    for row in rows:
+        row.insert(3, str(sum(per_bucket.get(b, 0) for b in expand(row[3]))))
+
+
+def expand(ranges: str) -> list[int]:
+    """The bucket numbers of `compact`'s runs."""
+    if ranges == NONE:
+        return []
+    found: list[int] = []
+    for run in ranges.split(","):
+        first, _, last = run.partition("-")
+        found += range(int(first), int(last or first) + 1)
+    return found
 
 
 def _count_rows(name: str, count: int | None, leases: list[ShardLease]) -> list[list[str]]:
@@ -188,8 +225,12 @@ def _count_rows(name: str, count: int | None, leases: list[ShardLease]) -> list[
     return rows
 
 
-def shard_rows(leases: Iterable[Mapping[str, Any]], now: datetime) -> list[list[str]]:
+def shard_rows(
+    leases: Iterable[Mapping[str, Any]], now: datetime, namespaces: Iterable[str] | None = None
+) -> list[list[str]]:
     """The table under HEADER for `leases` (Lease objects as the API returns them; other
-    Leases are left out): the reconciler's set, then the recommender's."""
+    Leases are left out): the reconciler's set, then the recommender's. With
+    `namespaces`, under WEIGHED_HEADER."""
     parsed = [s for lease in leases if (s := shard_lease(lease, now)) is not None]
-    return [row for shard_set in SHARD_SETS for row in set_rows(shard_set, parsed)]
+    names = None if namespaces is None else list(namespaces)
+    return [row for shard_set in SHARD_SETS for row in set_rows(shard_set, parsed, names)]

@@ -73,11 +73,13 @@ async def _shards(args: argparse.Namespace) -> int:
     from kerf.records_api import Records
     from kerf.report_table import render_table
     from kerf.shard_status import HEADER as SHARD_HEADER
-    from kerf.shard_status import shard_rows
+    from kerf.shard_status import WEIGHED_HEADER, shard_rows
 
     async with Records.connect(args.kubeconfig, args.api_timeout) as records:
         leases = await records.shard_leases(args.kerf_namespace)
-    rows = shard_rows(leases, utc_now())
+        # the namespaces the buckets are shared by; the table goes without when not allowed
+        namespaces = await records.namespace_names() if leases else None
+    rows = shard_rows(leases, utc_now(), namespaces)
     if not rows:
         print(
             f"kerf status: no shard Leases in namespace {args.kerf_namespace}: kerf does not "
@@ -85,7 +87,8 @@ async def _shards(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 0
-    sys.stdout.write(render_table([SHARD_HEADER, *rows]))
+    header = SHARD_HEADER if namespaces is None else WEIGHED_HEADER
+    sys.stdout.write(render_table([header, *rows]))
     return 0
 
 

@@ -70,6 +70,11 @@ RECOMMENDER_RESOURCES: tuple[Resource, ...] = (
     # Optional: without kerf's CRDs the recommender runs on its flags alone.
     *(replace(r, optional=True) for r in WEBHOOK_RESOURCES if r.kind in _POLICY_KINDS),
 )
+#: Sharded, the Namespaces too: the replicas share the buckets by the namespaces in them.
+SHARDED_RESOURCES: tuple[Resource, ...] = (
+    *(r for r in WEBHOOK_RESOURCES if r.kind == "Namespace"),
+    *RECOMMENDER_RESOURCES,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,12 +189,21 @@ async def serve_cluster(options: Options, stop: asyncio.Event) -> int:
         sharded = options.shards > 1 and not options.once and not options.dry_run
         shard_filter = ShardFilter(options.shards) if sharded else None
         view = ShardedView(shard_filter=shard_filter)
-        feed = (ShardedFeed if sharded else ClusterFeed)(api_client, view, RECOMMENDER_RESOURCES)
+        feed = (
+            ShardedFeed(api_client, view, SHARDED_RESOURCES)
+            if sharded
+            else ClusterFeed(api_client, view, RECOMMENDER_RESOURCES)
+        )
         gained = asyncio.Event()
         shards: ShardLeases | None = None
         if shard_filter is not None and isinstance(feed, ShardedFeed):
-            shards = _shard_leases(api_client, options, metrics, shard_filter, feed, gained)
-        tasks = [asyncio.create_task(shards.run(), name="shards")] if shards else []
+            shards = _shard_leases(api_client, options, metrics, shard_filter, feed, gained, view)
+        tasks: list[asyncio.Task[Any]] = []
+        if shards is not None and isinstance(feed, ShardedFeed):
+            # The Namespaces go first: the first claims weigh the buckets by them.
+            weigher = feed.weigh()
+            tasks.extend([weigher] if weigher is not None else [])
+            tasks.append(asyncio.create_task(shards.run(), name="shards"))
         api = PrometheusApi(session, options.prometheus)
         reactor = GpuReactor(
             view, session, api_client, options.prometheus, dry_run=options.dry_run, metrics=metrics
@@ -265,6 +279,7 @@ def _shard_leases(
     shard_filter: ShardFilter,
     feed: ShardedFeed,
     gained: asyncio.Event,
+    view: ShardedView,
 ) -> ShardLeases:
     """The recommender's shard set: a change of the held buckets changes what the view
     keeps, lists the per-workload resources again and (gained) runs again."""
@@ -288,6 +303,9 @@ def _shard_leases(
         logger=logging.getLogger("kerf.recommender.leader"),
         timings=options.leader,
         on_change=changed,
+        namespaces=view.namespace_names,
+        namespaces_gauge=metrics.bucket_namespaces_held,
+        weighing=feed.weighing,
     )
     return shards
 

@@ -22,6 +22,7 @@ class RecommenderMetrics:
     writes: Counter
     writes_withheld: Counter
     buckets_held: Gauge
+    bucket_namespaces_held: Gauge
     bucket_rebalances: Counter
     bucket_count_mismatch: Gauge
     leader: Gauge
@@ -86,10 +87,16 @@ def recommender_metrics(registry: CollectorRegistry | None = None) -> Recommende
             "where kerf_recommender_leader tells).",
             registry=registry,
         ),
+        bucket_namespaces_held=Gauge(
+            "kerf_recommender_bucket_namespaces_held",
+            "Namespaces in the buckets this replica holds: the weight the buckets are shared "
+            "by (sharded with --shards).",
+            registry=registry,
+        ),
         bucket_rebalances=Counter(
             "kerf_recommender_bucket_rebalances_total",
             "Bucket Leases this replica gained or gave up, by reason: claimed, released "
-            "(above its fair share, or at shutdown) or lost (not renewed in time, or taken).",
+            "(moved to a lighter replica, or at shutdown) or lost (not renewed in time, or taken).",
             ["reason"],
             registry=registry,
         ),

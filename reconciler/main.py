@@ -182,6 +182,8 @@ def build_service(
             logger=leader_log,
             timings=options.leader,
             on_change=lambda gained, lost: holder[0].on_buckets(gained, lost),
+            namespaces=lambda: holder[0].view.namespace_names(),
+            namespaces_gauge=metrics.bucket_namespaces_held,
         )
         fence, answered = shards.writes(
             metrics.writes_withheld, metrics.writes_outlived, leader_log
@@ -232,6 +234,8 @@ def build_service(
     holder.append(service)
     if isinstance(feed, ShardedFeed):
         feed.on_relisted = service.on_relisted
+    if shards is not None and isinstance(feed, ShardedFeed):
+        shards.weighing = feed.weighing
     return feed, service
 
 

@@ -35,6 +35,7 @@ class ReconcilerMetrics:
     pass_failures: Counter
     writes_withheld: Counter
     buckets_held: Gauge
+    bucket_namespaces_held: Gauge
     bucket_rebalances: Counter
     bucket_count_mismatch: Gauge
     writes_outlived: Counter
@@ -139,10 +140,16 @@ def reconciler_metrics(registry: CollectorRegistry | None = None) -> ReconcilerM
             "where kerf_reconciler_leader tells).",
             registry=registry,
         ),
+        bucket_namespaces_held=Gauge(
+            "kerf_reconciler_bucket_namespaces_held",
+            "Namespaces in the buckets this replica holds: the weight the buckets are shared "
+            "by (sharded with --shards).",
+            registry=registry,
+        ),
         bucket_rebalances=Counter(
             "kerf_reconciler_bucket_rebalances_total",
             "Bucket Leases this replica gained or gave up, by reason: claimed, released "
-            "(above its fair share, or at shutdown) or lost (not renewed in time, or taken).",
+            "(moved to a lighter replica, or at shutdown) or lost (not renewed in time, or taken).",
             ["reason"],
             registry=registry,
         ),

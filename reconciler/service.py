@@ -31,7 +31,7 @@ from app.kube.informer import KERF_CRDS, WEBHOOK_RESOURCES, ClusterFeed, Resourc
 from app.kube.leader import WORK_TERMS, LeaderElector, NotLeading
 from app.kube.reachability import describe, format_seconds, is_outage, status_of
 from app.kube.shardleases import ShardLeases
-from app.kube.shardview import ShardedView
+from app.kube.shardview import ShardedFeed, ShardedView
 from app.model.crd import CRD_KIND, STORED_KINDS, KerfResource
 from app.model.owners import WorkloadRef
 from app.policy.uninstall import stand_down
@@ -444,7 +444,10 @@ async def run_cluster(
     try:
         if shards is not None:
             # The view is listed with the buckets this replica starts with, not listed
-            # whole first and then again (app/kube/shardview.py).
+            # whole first and then again (app/kube/shardview.py); the Namespaces go
+            # first, as the first claims weigh the buckets by them.
+            weigher = feed.weigh() if isinstance(feed, ShardedFeed) else None
+            tasks.extend([weigher] if weigher is not None else [])
             tasks.append(asyncio.create_task(shards.run(), name="shards"))
             await _settled(shards, stop, api_timeout_s, feed.reachability.server)
             if stop.is_set():

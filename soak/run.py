@@ -14,7 +14,7 @@ from typing import Any
 
 import aiohttp
 
-from app.model.shards import fair_share
+from app.model.shards import at_rest, bucket_weights
 from soak import checks
 from soak.chaos import Chaos, Timeline
 from soak.cluster import Cluster, start_cluster, stop_cluster
@@ -70,12 +70,15 @@ async def _held(cluster: Cluster) -> dict[str, float | None]:
 
 
 async def _ownership(cluster: Cluster) -> checks.Check:
-    """One leader, or sharded every bucket held once within the fair share."""
+    """One leader, or sharded every bucket held once, shared out by weight."""
     if cluster.shards == 1:
         return checks.one_leader(cluster.lease_holder(), await _leaders(cluster))
     holders = {lease: cluster.holder(lease) for lease in cluster.bucket_leases()}
-    share = fair_share(cluster.shards, len(cluster.reconcilers))
-    return checks.buckets_held(holders, await _held(cluster), share)
+    held = await _held(cluster)
+    names = (ns["metadata"]["name"] for ns in cluster.sim.store.list(("", "namespaces")))
+    by_bucket = {int(lease.rsplit("-", 1)[1]): h for lease, h in holders.items() if h}
+    rest = at_rest(by_bucket, bucket_weights(names, cluster.shards), held, cluster.shards)
+    return checks.buckets_held(holders, held, rest)
 
 
 def _whole(cluster: Cluster) -> bool:

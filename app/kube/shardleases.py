@@ -2,7 +2,11 @@
 
 Every `retry_s` a replica lists its shard set's Leases (one request, by label), renews its
 member Lease, and decides (`app.model.shards.rebalance`) from what it observed which bucket
-Leases it keeps, claims and releases. Each bucket Lease is elected by a
+Leases it keeps, claims and releases, each bucket weighed by its namespaces plus one (the
+names come from `namespaces`, the view's Namespaces, which every replica keeps whole). The
+claims wait until `weighing` says the Namespaces are listed (a Lease duration at most;
+refused, the buckets are weighed alike): replicas started together then split by weight
+at their first claims, not by count and then by moves. Each bucket Lease is elected by a
 `app.kube.leader.LeaderElector` of its own, fed the listed copy: the same observed-time
 takeover, update naming the version read (one claimant wins, the others get 409),
 renew deadline on the monotonic clock and release on shutdown as the single leader's
@@ -32,9 +36,10 @@ Bucket Leases are never deleted: they are the fence's record.
 from __future__ import annotations
 
 import asyncio
+import enum
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from prometheus_client import Counter, Gauge
@@ -66,6 +71,16 @@ from app.runtime.clock import Clock, utc_now
 OnChange = Callable[[frozenset[int], frozenset[int]], None]
 
 
+class Weighing(enum.Enum):
+    """Whether the Namespaces the buckets are weighed by are in (`ShardedFeed.weighing`)."""
+
+    LISTED = "listed"
+    #: not listed yet: the first claims wait (a Lease duration at most)
+    PENDING = "pending"
+    #: they will not come (the list is refused): the buckets are weighed alike
+    UNAVAILABLE = "unavailable"
+
+
 class ShardLeases:
     """This replica's member Lease and bucket Leases of one shard set."""
 
@@ -86,6 +101,9 @@ class ShardLeases:
         monotonic: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         on_change: OnChange = lambda gained, lost: None,
+        namespaces: Callable[[], Iterable[str]] = lambda: (),
+        namespaces_gauge: Gauge | None = None,
+        weighing: Callable[[], Weighing] = lambda: Weighing.LISTED,
     ) -> None:
         self._requester = requester
         self.namespace = namespace
@@ -101,6 +119,26 @@ class ShardLeases:
         self._rebalances = rebalances
         self._mismatch_gauge = mismatch_gauge
         self.on_change = on_change
+        #: every namespace's name (the view's Namespaces): each bucket weighs its
+        #: namespaces plus one, alike on every replica
+        self._namespaces = namespaces
+        self._namespaces_gauge = namespaces_gauge
+        #: whether `namespaces` is whole yet: the first claims wait for it, so replicas
+        #: started together split by weight at once instead of by count and then move
+        #: buckets, a relist of the per-workload kinds each
+        self.weighing = weighing
+        #: when the first claiming round found the Namespaces not listed (monotonic)
+        self._unweighed_since: float | None = None
+        #: the buckets are weighed by the view's Namespaces (False: alike, for now)
+        self._weighed = False
+        #: the wait for the Namespaces is over (listed, refused or timed out)
+        self._weigh_waited = False
+        #: each namespace's bucket, for the names seen in the last round
+        self._bucket_cache: dict[str, int] = {}
+        #: namespaces by bucket, as last counted
+        self.occupancy: dict[int, int] = {}
+        #: when each bucket whose Lease was not listed was first found so (monotonic)
+        self._absent_since: dict[int, float] = {}
         self._listing = LeaseClient(requester, namespace, "")
         self.member = self._elector(member_lease_name(shard_set, identity), MEMBER)
         #: the single leader's Lease of a previous version (watched, never written)
@@ -133,6 +171,8 @@ class ShardLeases:
         #: the last rebalance, for the log and `kerf status`
         self.members = 1
         self.fair_share = buckets
+        #: the last round found nothing to claim or move
+        self.at_rest = False
         #: set once a round has claimed (the first only announces the member): the
         #: buckets this replica starts with are held
         self.settled = asyncio.Event()
@@ -296,13 +336,32 @@ class ShardLeases:
         for gone in set(self._others) - set(listed):
             del self._others[gone]
         self._mismatch(mismatched)
-        held = [b for b, elector in enumerate(self.electors) if elector.is_leader]
-        plan = rebalance(self.identity, self.buckets, members, observed, held=held)
-        self.members, self.fair_share = plan.members, plan.fair_share
+        now = self._monotonic()
+        for b in range(self.buckets):
+            if b in observed:
+                self._absent_since.pop(b, None)
+            else:
+                # never created: free since this replica first found it so
+                since = self._absent_since.setdefault(b, now)
+                observed[b] = Seen("", now - since, 0.0)
         # The first round only announces this member: replicas started together then
         # see one another before any claims, instead of the first taking every bucket.
         first, self._announced = not self._announced, True
-        paused = first or bool(self.mismatched)
+        unweighed = not self._weigh() and not first
+        weights = self._weights()
+        held = [b for b, elector in enumerate(self.electors) if elector.is_leader]
+        plan = rebalance(
+            self.identity,
+            self.buckets,
+            members,
+            observed,
+            held=held,
+            weights=weights,
+            patience_s=self.timings.duration_s,
+        )
+        self.members, self.fair_share = plan.members, plan.fair_share
+        self.at_rest = plan.settled
+        paused = first or unweighed or bool(self.mismatched)
         claim = () if paused or await self._old_leader_lives(plan.claim) else plan.claim
         # One step for every Lease this replica writes; a release waits for its bucket's
         # writes under way.
@@ -314,10 +373,57 @@ class ShardLeases:
                 for b in (*plan.keep, *claim)
             ),
         )
-        if not first:
+        if not first and not unweighed:
             self.settled.set()
         if stale and self.holds(CLUSTER_BUCKET):
             await asyncio.gather(*(self._sweep(*s) for s in stale[:STALE_MEMBERS_PER_ROUND]))
+
+    def _weigh(self) -> bool:
+        """Whether this round may claim as far as the weights go: the Namespaces are
+        listed, or will not be soon (refused, or not in after a Lease duration, about
+        when the others would claim a bucket left free anyway). Then the buckets are
+        weighed alike until they are listed, said once."""
+        fields = {"identity": self.identity, "shard_set": self.shard_set}
+        state = self.weighing()
+        if not self._weighed and state is Weighing.LISTED:
+            self._weighed = True
+            if self._weigh_waited:
+                self._log.info(
+                    "weighing the buckets by their namespaces: the Namespaces are listed",
+                    extra={"fields": fields},
+                )
+        if self._weighed or self._weigh_waited:
+            return True
+        now = self._monotonic()
+        if self._unweighed_since is None:
+            self._unweighed_since = now
+        if state is Weighing.PENDING and now - self._unweighed_since < self.timings.duration_s:
+            return False
+        self._weigh_waited = True
+        self._log.warning(
+            "weighing every bucket alike: the Namespaces are not listed (%s)",
+            "refused" if state is Weighing.UNAVAILABLE else "not in after the Lease duration",
+            extra={"fields": fields},
+        )
+        return True
+
+    def _weights(self) -> dict[int, int]:
+        """Each bucket's weight: its namespaces, as the view has them, plus one; alike
+        (one) until the Namespaces are listed, not by a list's first pages."""
+        cache, self._bucket_cache = self._bucket_cache, {}
+        counts = dict.fromkeys(range(self.buckets), 0)
+        for namespace in self._namespaces() if self._weighed else ():
+            found = cache.get(namespace)
+            if found is None:
+                found = bucket_of(namespace, self.buckets)
+            self._bucket_cache[namespace] = found
+            counts[found] += 1
+        self.occupancy = counts
+        return {b: n + 1 for b, n in counts.items()}
+
+    def namespaces_held(self) -> int:
+        """The namespaces of the buckets this replica holds, as last counted."""
+        return sum(self.occupancy.get(b, 0) for b in self.held())
 
     def _match(
         self, name: str, lease: dict[str, Any], seen: Seen, mismatched: dict[str, int | None]
@@ -406,6 +512,9 @@ class ShardLeases:
             self._publish()
 
     def _publish(self) -> None:
+        if self._namespaces_gauge is not None:
+            # namespaces come and go without a bucket changing hands: set every round
+            self._namespaces_gauge.set(self.namespaces_held())
         held = self.held()
         # A bucket lost and claimed again within one round is told lost and gained: its
         # Lease had another term, in which another replica may have written.
@@ -428,6 +537,7 @@ class ShardLeases:
                     "identity": self.identity,
                     "shard_set": self.shard_set,
                     "held": len(held),
+                    "namespaces": self.namespaces_held(),
                     "gained": sorted(gained),
                     "lost": sorted(lost),
                     "members": self.members,

@@ -13,6 +13,9 @@ buckets is not stored (and dropped, had it been stored while its bucket was held
 pod outside, only what it takes from its node is kept, so the room a resize needs on a
 node still counts every pod there (`node_requests`).
 
+The Namespaces are listed first (`ShardedFeed.weigh`): the shard set weighs its buckets
+by them before its first claims, and the rest is listed with the buckets claimed.
+
 When the held buckets change, the filter changes and `ShardedFeed.relist` lists the
 per-workload resources again: the informers of the other resources go on watching.
 That is the simplest way that is correct both ways. A gained bucket's objects arrive
@@ -32,6 +35,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from app.kube.informer import ClusterFeed, Informer
+from app.kube.shardleases import Weighing
 from app.model.crd import KerfResource
 from app.model.kube_types import PodDict, as_pod, node_name
 from app.model.quantities import QuantityError
@@ -108,15 +112,25 @@ class ShardedView(ClusterView):
         #: pods outside the held buckets: (node, cpu, memory) each, and the totals by node
         self._foreign: dict[tuple[str, str], tuple[str, int, int]] = {}
         self._foreign_totals: dict[str, list[int]] = {}
+        #: every Namespace's name: the shard set weighs its buckets by them
+        self._namespace_names: set[str] = set()
+
+    def namespace_names(self) -> list[str]:
+        """The names of every Namespace the view has (every replica keeps them all)."""
+        with self.lock:
+            return list(self._namespace_names)
 
     def complete(self, namespace: str) -> bool:
         """The view has every object of the namespace (sharded: its bucket is listed)."""
         return self.shard_filter is None or self.shard_filter.complete(namespace)
 
     def apply(self, obj: Mapping[str, Any]) -> Reach:
+        kind, namespace, name = _key(obj)
+        if kind == "Namespace":
+            with self.lock:
+                self._namespace_names.add(name)
         if self.shard_filter is None:
             return super().apply(obj)
-        kind, namespace, name = _key(obj)
         if self.shard_filter.keeps(kind, namespace):
             if kind == "Pod":
                 self._forget_foreign(namespace, name)
@@ -126,6 +140,9 @@ class ShardedView(ClusterView):
         return self._drop(kind, namespace, name)
 
     def delete(self, kind: str, namespace: str, name: str) -> Reach:
+        if kind == "Namespace":
+            with self.lock:
+                self._namespace_names.discard(name)
         if kind == "Pod":
             self._forget_foreign(namespace, name)
         return super().delete(kind, namespace, name)
@@ -181,10 +198,40 @@ class ShardedFeed(ClusterFeed):
         #: at them again once all are in
         self.on_relisted: Callable[[], object] = lambda: None
         self._relisting = False
+        #: the Namespaces' informer: the shard set weighs its buckets by them
+        self._names = next(
+            (
+                i
+                for i, informer in enumerate(self.informers)
+                if informer.resource.kind == "Namespace"
+            ),
+            None,
+        )
         if isinstance(self.view, ShardedView) and self.view.shard_filter is not None:
             # The records of other replicas' buckets are dropped before they are parsed.
             for informer in self.informers:
                 informer.keeps = self.view.shard_filter.keeps
+
+    def weigh(self) -> asyncio.Task[None] | None:
+        """List and watch the Namespaces now, ahead of `run` (which goes on with them):
+        the shard set's first claims wait for them, and the per-workload kinds wait for
+        the first claims. The task, to cancel should `run` never start; None without a
+        Namespaces resource."""
+        if self._names is None:
+            return None
+        if self._names not in self._tasks:
+            self._start(self._names, self.informers[self._names])
+        return self._tasks[self._names]
+
+    def weighing(self) -> Weighing:
+        """Whether the Namespaces are listed; unavailable when the list is refused (401,
+        403: no permission) or this feed has no Namespaces resource."""
+        if self._names is None:
+            return Weighing.UNAVAILABLE
+        informer = self.informers[self._names]
+        if informer.listed:
+            return Weighing.LISTED
+        return Weighing.UNAVAILABLE if informer.last_status in (401, 403) else Weighing.PENDING
 
     def relist(self) -> None:
         """List the per-workload resources again, soon (requests made before it starts
@@ -198,7 +245,8 @@ class ShardedFeed(ClusterFeed):
         self._relist_due.clear()
         try:
             for index, informer in enumerate(self.informers):
-                self._start(index, informer)
+                if index not in self._tasks:  # the Namespaces may be under way (`weigh`)
+                    self._start(index, informer)
             while True:
                 await self._relist_due.wait()
                 self._relist_due.clear()

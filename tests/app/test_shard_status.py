@@ -4,6 +4,7 @@ free buckets, for the reconciler's set and the recommender's."""
 
 from __future__ import annotations
 
+from collections import Counter
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -14,10 +15,11 @@ from app.model.shards import (
     BUCKET,
     MEMBER,
     bucket_lease_name,
+    bucket_of,
     member_lease_name,
     shard_labels,
 )
-from kerf.shard_status import compact, shard_rows
+from kerf.shard_status import FREE, WEIGHED_HEADER, compact, expand, shard_rows
 
 NOW = datetime(2026, 12, 6, 5, 0, 0, tzinfo=UTC)
 
@@ -206,3 +208,26 @@ def test_two_bucket_counts_in_use_are_shown_apart() -> None:
         ["reconciler (8 buckets)", "new", "0", "-", "0s ago"],
         ["reconciler (8 buckets)", "(free)", "8", "00-07", "-"],
     ]
+
+
+def test_rows_say_the_namespaces_of_each_replica_s_buckets() -> None:
+    names = [f"team-{i}" for i in range(1000)]
+    by_bucket = Counter(bucket_of(n, 64) for n in names)
+    a = sorted(by_bucket)[:4]
+    leases = [
+        lease(member_lease_name("reconciler", "a"), shard_labels("reconciler", MEMBER, 64), "a", 1),
+        *(
+            lease(
+                bucket_lease_name("reconciler", b, 64),
+                shard_labels("reconciler", BUCKET, 64),
+                "a",
+                1,
+            )
+            for b in a
+        ),
+    ]
+    rows = shard_rows(leases, NOW, names)
+    assert rows[0][:4] == ["reconciler", "a", "4", str(sum(by_bucket[b] for b in a))]
+    assert rows[1][:4] == ["reconciler", FREE, "60", str(1000 - sum(by_bucket[b] for b in a))]
+    assert [len(r) for r in rows] == [len(WEIGHED_HEADER)] * 2
+    assert expand(rows[0][4]) == a

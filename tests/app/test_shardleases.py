@@ -5,6 +5,7 @@ release everything on shutdown; the fence follows the bucket of each write."""
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -15,13 +16,15 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 from app.kube.informer import ApiStatusError
 from app.kube.leader import WORK_TERMS, LeaderElector, NotLeading
 from app.kube.leadertimings import LeaderTimings
-from app.kube.shardleases import ShardedReplicas, ShardLeases
+from app.kube.shardleases import ShardedReplicas, ShardLeases, Weighing
 from app.model.shards import (
     BUCKETS_LABEL,
     SHARD_ROLE_LABEL,
     SHARD_SET_LABEL,
     STALE_MEMBER_DURATIONS,
+    at_rest,
     bucket_of,
+    bucket_weights,
     fair_share,
 )
 
@@ -97,13 +100,21 @@ class Leases:
 
 
 class Replica:
-    def __init__(self, server: Leases, identity: str, buckets: int = 64) -> None:
+    def __init__(
+        self,
+        server: Leases,
+        identity: str,
+        buckets: int = 64,
+        namespaces: list[str] | Callable[[], list[str]] | None = None,
+        weighing: Callable[[], Weighing] = lambda: Weighing.LISTED,
+    ) -> None:
         self.clock = Monotonic()
         registry = CollectorRegistry()
         self.mismatch = Gauge("m", "m", registry=registry)
         self.changes: list[tuple[frozenset[int], frozenset[int]]] = []
         self.rebalances = Counter("r", "r", ["reason"], registry=registry)
         self.withheld = Counter("w", "w", ["resource", "bucket"], registry=registry)
+        self.namespaces = Gauge("n", "n", registry=registry)
         self.shards = ShardLeases(
             server,  # type: ignore[arg-type]
             "kerf-system",
@@ -117,6 +128,9 @@ class Replica:
             clock=lambda: datetime(2026, 12, 1, tzinfo=UTC),
             monotonic=self.clock,
             on_change=lambda gained, lost: self.changes.append((gained, lost)),
+            namespaces=namespaces if callable(namespaces) else lambda: namespaces or [],
+            namespaces_gauge=self.namespaces,
+            weighing=weighing,
         )
 
     def count(self, reason: str) -> float:
@@ -175,6 +189,129 @@ async def test_a_joining_member_gets_buckets_released_to_it() -> None:
     await rounds([first, second])
     assert_split(server, [first, second])
     assert first.count("released") == 32 and first.count("lost") == 0
+
+
+async def test_buckets_are_shared_by_the_namespaces_in_them() -> None:
+    """`team-0` … `team-999` fill 10 of the 64 buckets: two replicas hold 500 each, not
+    32 buckets each, and say so in their gauge."""
+    server = Leases()
+    teams = [f"team-{i}" for i in range(1000)]
+    replicas = [Replica(server, f"r{i}", namespaces=teams) for i in range(2)]
+    await rounds(replicas)
+    holders = server.holders()
+    assert sorted(holders) == list(range(64))
+    held = [r.shards.namespaces_held() for r in replicas]
+    assert held == [500, 500]
+    assert [r.namespaces._value.get() for r in replicas] == [500, 500]
+    # a namespace more moves nothing: the margin
+    teams.append("team-1000")
+    await rounds(replicas, n=2)
+    assert server.holders() == holders
+
+
+TEAMS = [f"team-{i}" for i in range(1000)]
+
+
+async def start_together(
+    count: int, *, weigh_first: bool, list_rounds: int = 1, limit: int = 60
+) -> tuple[int, int, int]:
+    """Start `count` replicas together over `team-0` … `team-999` and run rounds until
+    the buckets are at rest by weight: (rounds, buckets moved, relists). A replica's
+    Namespaces are in `list_rounds` rounds after its feed starts them: at once
+    (`weigh_first`: the Namespaces go first and the claims wait for them), or once its
+    first claims are in (the feed started after them, as before)."""
+    server = Leases()
+    clock = [0]
+    started: dict[str, int] = {}
+
+    def listed(identity: str) -> bool:
+        return identity in started and clock[0] - started[identity] >= list_rounds
+
+    def replica(identity: str) -> Replica:
+        if weigh_first:
+            started[identity] = 0
+            return Replica(
+                server,
+                identity,
+                namespaces=lambda: TEAMS if listed(identity) else [],
+                weighing=lambda: Weighing.LISTED if listed(identity) else Weighing.PENDING,
+            )
+        return Replica(server, identity, namespaces=lambda: TEAMS if listed(identity) else [])
+
+    replicas = [replica(f"r{i}") for i in range(count)]
+    members = [r.shards.identity for r in replicas]
+    weights = bucket_weights(TEAMS, 64)
+    while clock[0] < limit:
+        clock[0] += 1
+        await rounds(replicas, 1)
+        for r in replicas:
+            if r.shards.settled.is_set():
+                started.setdefault(r.shards.identity, clock[0])
+        if all(map(listed, members)) and at_rest(server.holders(), weights, members, 64):
+            break
+    moved = sum(int(r.count("released")) for r in replicas)
+    # every change of the held buckets after the first claims lists the per-workload kinds
+    relists = sum(max(0, len(r.changes) - 1) for r in replicas)
+    return clock[0], moved, relists
+
+
+async def test_replicas_started_together_claim_by_weight_at_once() -> None:
+    """With the Namespaces listed before the first claims, four replicas over `team-0` …
+    `team-999` are at rest after their first claims: no bucket moves, no relist. Claimed
+    before the Namespaces are in (the order before), they split by count and then move
+    buckets, a relist each."""
+    after = await start_together(4, weigh_first=True)
+    before = await start_together(4, weigh_first=False)
+    print(f"4 replicas, team-0 … team-999: (rounds, moved, relists) {before} -> {after}")
+    rested, moved, relists = after
+    assert rested <= 3 and moved <= 2 and relists <= 2, after
+    assert before[1] > 10, before  # what this guards against
+    # a slow Namespaces list only delays the first claims
+    rested, moved, relists = await start_together(4, weigh_first=True, list_rounds=4)
+    assert rested <= 6 and moved <= 2 and relists <= 2
+
+
+async def test_claims_wait_for_the_namespaces_a_lease_duration_at_most(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """While the Namespaces are not listed a replica claims nothing and is not settled;
+    after a Lease duration it claims with every bucket weighed alike (said once), and
+    once they are listed it weighs them."""
+    server = Leases()
+    state = [Weighing.PENDING]
+    alone = Replica(server, "r0", namespaces=TEAMS, weighing=lambda: state[0])
+    with caplog.at_level("INFO", logger="kerf.shards"):
+        await rounds([alone], n=7)  # 14 s: less than the 15 s duration
+        assert alone.shards.held() == frozenset() and not alone.shards.settled.is_set()
+        await rounds([alone], n=2)
+        assert len(alone.shards.held()) == 64 and alone.shards.settled.is_set()
+        assert alone.shards.namespaces_held() == 0  # weighed alike: no names counted
+        state[0] = Weighing.LISTED
+        await rounds([alone], n=1)
+        assert alone.shards.namespaces_held() == 1000
+    said = [r.getMessage() for r in caplog.records if "weigh" in r.getMessage()]
+    assert said == [
+        "weighing every bucket alike: the Namespaces are not listed "
+        "(not in after the Lease duration)",
+        "weighing the buckets by their namespaces: the Namespaces are listed",
+    ]
+
+
+async def test_a_refused_namespaces_list_claims_at_once_weighed_alike(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """No permission to list Namespaces (403): the replicas claim at once and share the
+    buckets by count, said once each."""
+    server = Leases()
+    replicas = [
+        Replica(server, f"r{i}", namespaces=[], weighing=lambda: Weighing.UNAVAILABLE)
+        for i in range(2)
+    ]
+    with caplog.at_level("INFO", logger="kerf.shards"):
+        await rounds(replicas)
+    assert_split(server, replicas)
+    said = [r.getMessage() for r in caplog.records if "weigh" in r.getMessage()]
+    assert said == ["weighing every bucket alike: the Namespaces are not listed (refused)"] * 2
 
 
 async def test_a_silent_members_buckets_are_taken_over_once_they_expire() -> None:

@@ -4,16 +4,21 @@ from __future__ import annotations
 
 import random
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.model.shards import (
     Seen,
+    at_rest,
+    best_move,
     bucket_lease_name,
     bucket_of,
     bucket_range,
+    bucket_weights,
     fair_share,
     fnv1a64,
+    margin,
     member_lease_name,
     rebalance,
 )
@@ -77,9 +82,24 @@ def test_live_buckets_of_others_are_left_and_expired_ones_claimed() -> None:
 def test_a_replica_above_its_share_releases_the_excess_when_a_member_joins() -> None:
     leases = {b: Seen("a", 0.0, DURATION) for b in range(8)}
     alone = rebalance("a", 8, {}, leases)
-    assert alone.release == () and alone.claim == ()
+    assert alone.release == () and alone.claim == () and alone.settled
     joined = rebalance("a", 8, {"b": Seen("b", 0.0, DURATION)}, leases)
     assert len(joined.release) == 4 and len(joined.keep) == 4 and joined.claim == ()
+    # the next round, b claims exactly those
+    leases = {b: Seen("a", 0.0, DURATION) for b in joined.keep}
+    leases.update({b: Seen("", 0.0, 1.0) for b in joined.release})
+    claimed = rebalance("b", 8, {"a": Seen("a", 0.0, DURATION)}, leases)
+    assert claimed.claim == joined.release and claimed.release == ()
+
+
+def test_a_joining_member_gets_its_share_in_one_round_of_moves() -> None:
+    """With equal weights the moves of a round all go to the newcomer, as many as the
+    next round's claims give it: one round to release, one to claim."""
+    members = [f"r{i}" for i in range(4)]
+    start = {b: members[b % 3] for b in range(64)}
+    owner, rounds_taken = settle(64, members, {}, start)
+    assert rounds_taken == 2
+    assert sorted(list(owner.values()).count(m) for m in members) == [16, 16, 16, 16]
 
 
 def test_a_member_that_stopped_renewing_no_longer_counts() -> None:
@@ -163,3 +183,201 @@ def test_the_decision_does_not_depend_on_input_order(
         members[0], buckets, shuffled(seen_members), shuffled(leases), held=shuffled_held
     )
     assert first == again
+
+
+# ---------------------------------------------------------------- weighted balance
+
+TEAMS = [f"team-{i}" for i in range(1000)]
+
+
+def settle(
+    buckets: int,
+    members: list[str],
+    weights: dict[int, int],
+    owner: dict[int, str],
+    *,
+    rng: random.Random | None = None,
+    rounds: int = 400,
+) -> tuple[dict[int, str], int]:
+    """Rounds until nothing changes: (holders, rounds taken). With `rng`, members act one
+    after another in a random order, each seeing the others' writes of the round; without,
+    they all decide on the round's one snapshot (as replicas listing at once do). A claim
+    succeeds only on a bucket still free when it is written, as on the API server."""
+    seen_members = {m: Seen(m, 0.0, DURATION) for m in members}
+    owner = dict(owner)
+    for taken in range(rounds):
+        changed = False
+        snapshot = dict(owner)
+        order = rng.sample(members, len(members)) if rng else members
+        for identity in order:
+            view = owner if rng else snapshot
+            leases = {b: Seen(h, 0.0, DURATION) for b, h in view.items()}
+            held = [b for b, h in view.items() if h == identity]
+            plan = rebalance(identity, buckets, seen_members, leases, held=held, weights=weights)
+            for b in plan.release:
+                del owner[b]
+                changed = True
+            for b in plan.claim:
+                if b not in owner:
+                    owner[b] = identity
+                    changed = True
+        if not changed:
+            return owner, taken
+    raise AssertionError(f"still moving after {rounds} rounds: {owner}")
+
+
+def loads(owner: dict[int, str], weights: dict[int, int], members: list[str]) -> dict[str, int]:
+    found = dict.fromkeys(members, 0)
+    for b, m in owner.items():
+        found[m] += weights.get(b, 1)
+    return found
+
+
+@st.composite
+def weighted(draw: st.DrawFn) -> tuple[int, list[str], dict[int, int], dict[int, str], int]:
+    """Buckets of skewed weights (most empty, a few heavy), members, and holders."""
+    buckets = draw(st.integers(min_value=1, max_value=70))
+    count = draw(st.integers(min_value=1, max_value=6))
+    members = [f"r{i}" for i in range(count)]
+    heavy = draw(st.dictionaries(st.integers(0, buckets - 1), st.integers(1, 200), max_size=12))
+    weights = {b: 1 + heavy.get(b, 0) for b in range(buckets)}
+    owners = draw(st.dictionaries(st.integers(0, buckets - 1), st.sampled_from(members)))
+    return buckets, members, weights, owners, draw(st.integers(0, 2**32))
+
+
+@settings(max_examples=150, deadline=None)
+@given(weighted(), st.booleans())
+def test_weighted_rounds_converge_with_every_bucket_owned_and_no_move_left(
+    case: tuple[int, list[str], dict[int, int], dict[int, str], int], one_snapshot: bool
+) -> None:
+    buckets, members, weights, owners, seed = case
+    owner, _ = settle(
+        buckets, members, weights, owners, rng=None if one_snapshot else random.Random(seed)
+    )
+    assert sorted(owner) == list(range(buckets))
+    assert at_rest(owner, weights, members, buckets)
+    # and it stays there: a round more changes nothing
+    assert settle(buckets, members, weights, owner)[1] == 0
+
+
+@settings(max_examples=100, deadline=None)
+@given(weighted())
+def test_every_move_lowers_the_sum_of_squared_loads(
+    case: tuple[int, list[str], dict[int, int], dict[int, str], int],
+) -> None:
+    """The convergence argument: a move gives `b` from a member of load H to the least
+    loaded L only when H - w(b) > L + margin, so H² + L² falls by 2·w(b)·(H - L - w(b))."""
+    buckets, members, weights, owners, _ = case
+    load = loads(owners, weights, members)
+    slack = margin(weights, buckets, len(members))
+    move = best_move(owners, load, weights, slack)
+    if move is None:
+        return
+    giver, b = move
+    receiver = min((m for m in members if m != giver), key=lambda m: load[m])
+    after = dict(load)
+    after[giver] -= weights[b]
+    after[receiver] += weights[b]
+    drop = sum(v * v for v in load.values()) - sum(v * v for v in after.values())
+    assert owners[b] == giver and drop >= 2 * weights[b] * (slack + 1)
+
+
+@settings(max_examples=100, deadline=None)
+@given(weighted(), st.randoms())
+def test_the_weighted_decision_does_not_depend_on_input_order(
+    case: tuple[int, list[str], dict[int, int], dict[int, str], int], rnd: random.Random
+) -> None:
+    buckets, members, weights, owners, _ = case
+    seen_members = {m: Seen(m, 0.0, DURATION) for m in members}
+    leases = {b: Seen(h, 0.0, DURATION) for b, h in owners.items()}
+    for identity in members:
+        held = [b for b, h in owners.items() if h == identity]
+        first = rebalance(identity, buckets, seen_members, leases, held=held, weights=weights)
+
+        def shuffled(d: dict) -> dict:  # type: ignore[type-arg]
+            items = list(d.items())
+            rnd.shuffle(items)
+            return dict(items)
+
+        again = rebalance(
+            identity,
+            buckets,
+            shuffled(seen_members),
+            shuffled(leases),
+            held=rnd.sample(held, len(held)),
+            weights=shuffled(weights),
+        )
+        assert first == again
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.integers(1, 70), st.integers(1, 6), st.integers(1, 50), st.integers(0, 2**32), st.booleans()
+)
+def test_equal_weights_share_by_count_as_before(
+    buckets: int, count: int, weight: int, seed: int, one_snapshot: bool
+) -> None:
+    """Whatever the one weight, the buckets end within one of each other: at most
+    ⌈buckets / members⌉ each, the fair share of a count-based split."""
+    members = [f"r{i}" for i in range(count)]
+    weights = dict.fromkeys(range(buckets), weight)
+    rng = random.Random(seed)
+    start = {b: rng.choice(members) for b in range(buckets) if rng.random() < 0.5}
+    owner, _ = settle(buckets, members, weights, start, rng=None if one_snapshot else rng)
+    counts = [list(owner.values()).count(m) for m in members]
+    assert sorted(owner) == list(range(buckets))
+    assert max(counts) <= fair_share(buckets, count)
+    assert max(counts) - min(counts) <= 1
+
+
+def test_margin_is_none_for_equal_weights_and_a_few_namespaces_otherwise() -> None:
+    assert margin({}, 64, 4) == 0
+    assert margin(dict.fromkeys(range(64), 7), 64, 2) < 7
+    assert margin(bucket_weights(TEAMS, 64), 64, 4) == 7
+
+
+def test_team_names_fill_ten_buckets() -> None:
+    weights = bucket_weights(TEAMS, 64)
+    assert sum(1 for w in weights.values() if w > 1) == 10
+    assert sum(weights.values()) == 1064
+
+
+@pytest.mark.parametrize(
+    ("replicas", "low", "high"),
+    # 10 buckets of 90 to 110 namespaces cannot split finer than this: 3 replicas hold 4, 3
+    # and 3 of them, 4 replicas 3, 3, 2 and 2
+    [(2, 0.45, 0.55), (3, 0.25, 0.42), (4, 0.15, 0.35)],
+)
+@pytest.mark.parametrize("start", ["fresh", "by count"])
+def test_team_namespaces_are_shared_by_weight(
+    replicas: int, low: float, high: float, start: str
+) -> None:
+    """`team-0` … `team-999` fill 10 of 64 buckets. Shared by count, one of 4 replicas
+    could hold 7 of those 10; by weight each holds its part of the namespaces, whether
+    the replicas start together or first split by count (weights not known yet)."""
+    members = [f"kerf-reconciler-{i}" for i in range(replicas)]
+    weights = bucket_weights(TEAMS, 64)
+    begin = {b: members[b % replicas] for b in range(64)} if start == "by count" else {}
+    owner, taken = settle(64, members, weights, begin)
+    shares = {
+        m: (v - sum(1 for h in owner.values() if h == m)) / 1000
+        for m, v in loads(owner, weights, members).items()
+    }
+    print(f"{replicas} replicas, {start}: {taken} rounds, namespace shares {shares}")
+    assert all(low <= s <= high for s in shares.values()), shares
+
+
+def test_a_bucket_free_past_the_patience_is_claimed_even_by_replicas_that_weigh_otherwise() -> None:
+    """Each replica weighs the other's bucket heavier (one has not listed the Namespaces
+    yet): each leaves the free bucket to the other, until it has been free that long."""
+    members = {m: Seen(m, 0.0, DURATION) for m in ("a", "b")}
+    leases = {1: Seen("a", 0.0, DURATION), 2: Seen("b", 0.0, DURATION), 0: Seen("", 5.0, 1.0)}
+    a_weights, b_weights = {1: 10, 2: 1}, {1: 1, 2: 10}
+    assert rebalance("a", 3, members, leases, weights=a_weights, patience_s=15).claim == ()
+    assert rebalance("b", 3, members, leases, weights=b_weights, patience_s=15).claim == ()
+    leases[0] = Seen("", 15.0, 1.0)
+    assert rebalance("a", 3, members, leases, weights=a_weights, patience_s=15).claim == (0,)
+    assert rebalance("b", 3, members, leases, weights=b_weights, patience_s=15).claim == (0,)
+    # an expired Lease is free from the end of its duration
+    leases[0] = Seen("gone", DURATION + 14.0, DURATION)
+    assert rebalance("a", 3, members, leases, weights=a_weights, patience_s=15).claim == ()

@@ -3,12 +3,16 @@ counts what other buckets' pods take from a node."""
 
 from __future__ import annotations
 
+import asyncio
+import json
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
 from app.kube import informer as informer_module
-from app.kube.informer import kerf_resources
+from app.kube.informer import WEBHOOK_RESOURCES, kerf_resources
+from app.kube.shardleases import Weighing
 from app.kube.shardview import ShardedFeed, ShardedView, ShardFilter
 from app.model.crd import API_VERSION
 from app.model.owners import WorkloadRef
@@ -117,3 +121,97 @@ def test_a_sharded_feed_drops_other_buckets_records_before_parsing_them(
     assert parsed == [mine]
     assert view.recommendations("record", refs[0]) is not None
     assert view.recommendations("record", refs[1]) is None
+
+
+@pytest.mark.parametrize("sharded", [True, False])
+def test_every_namespace_name_is_kept_for_the_bucket_weights(sharded: bool) -> None:
+    mine, theirs = namespaces()
+    shard_filter = ShardFilter(BUCKETS, {bucket_of(mine, BUCKETS)}) if sharded else None
+    view = ShardedView(shard_filter=shard_filter)
+    for name in (mine, theirs):
+        view.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    assert sorted(view.namespace_names()) == [mine, theirs]
+    view.delete("Namespace", "", theirs)
+    assert view.namespace_names() == [mine]
+
+
+class Answer:
+    """One answer of a fake API server: a list's body, or a watch that sends nothing."""
+
+    def __init__(self, status: int, body: bytes = b"") -> None:
+        self.status = status
+        self._body = body
+        self.content = self
+
+    async def read(self) -> bytes:
+        return self._body
+
+    async def iter_any(self) -> AsyncIterator[bytes]:
+        await asyncio.Event().wait()
+        yield b""
+
+    def release(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("status", [200, 403])
+async def test_the_namespaces_are_listed_before_the_rest_for_the_first_claims(
+    status: int,
+) -> None:
+    """`weigh` lists and watches the Namespaces alone, before `run`, which goes on with
+    them and starts the rest; a refused list says the weights will not come."""
+
+    class NoServer:
+        """The informers' requests are answered below."""
+
+    calls: list[str] = []
+
+    def answering(kind: str) -> Any:
+        async def call(**kwargs: Any) -> Answer:
+            calls.append(kind)
+            if kwargs.get("watch"):
+                return Answer(200)
+            if kind != "Namespace":
+                return Answer(200, b'{"items": [], "metadata": {"resourceVersion": "1"}}')
+            if status != 200:
+                return Answer(status, b'{"kind": "Status", "code": 403, "message": "forbidden"}')
+            items = [{"metadata": {"name": name}} for name in namespaces()]
+            return Answer(
+                200, json.dumps({"items": items, "metadata": {"resourceVersion": "1"}}).encode()
+            )
+
+        return call
+
+    view = ShardedView(shard_filter=ShardFilter(BUCKETS))
+    resources = [r for r in WEBHOOK_RESOURCES if r.kind in ("Namespace", "Pod")]
+    feed = ShardedFeed(NoServer(), view, resources)
+    for informer in feed.informers:
+        informer._call = answering(informer.resource.kind)
+    assert feed.weighing() is Weighing.PENDING
+    weigher = feed.weigh()
+    assert weigher is not None and feed.weigh() is weigher
+    want = Weighing.LISTED if status == 200 else Weighing.UNAVAILABLE
+    for _ in range(100):
+        if feed.weighing() is want:
+            break
+        await asyncio.sleep(0.01)
+    assert feed.weighing() is want
+    assert set(calls) == {"Namespace"}  # nothing per-workload before the claims
+    if status == 200:
+        assert sorted(view.namespace_names()) == sorted(namespaces())
+    runner = asyncio.create_task(feed.run())
+    for _ in range(100):
+        if "Pod" in calls:
+            break
+        await asyncio.sleep(0.01)
+    assert "Pod" in calls
+    if status == 200:  # listed and watching: not started again (a list, a watch)
+        await asyncio.sleep(0.05)
+        assert calls.count("Namespace") == 2
+    runner.cancel()
+    await asyncio.gather(runner, return_exceptions=True)
+    assert weigher.cancelled()
+    assert ShardedFeed(NoServer(), view, resources[1:]).weighing() is Weighing.UNAVAILABLE

@@ -1,5 +1,6 @@
-"""`make bench-shards` at a tiny size: two replicas share the buckets out and, between
-them, resize the pods one replica resizes, and the steady pass writes nothing."""
+"""`make bench-shards` at a tiny size: two replicas share the buckets out (by the
+namespaces in them) and, between them, resize the pods one replica resizes, and the
+steady pass writes nothing."""
 
 from __future__ import annotations
 
@@ -27,7 +28,8 @@ def test_two_replicas_split_the_buckets_and_resize_what_one_resizes(tmp_path: Pa
     assert done.returncode == 0, done.stderr
     one, two = orjson.loads(out.read_bytes())["runs"]
     held = [set(r["buckets"]) for r in two["per_replica"]]
-    assert [len(b) for b in held] == [32, 32] and not held[0] & held[1]
+    # shared by the namespaces in them, so not necessarily 32 each
+    assert held[0] | held[1] == set(range(64)) and not held[0] & held[1] and all(held)
     assert one["first_pass"]["resized_pods"] > 0
     assert two["first_pass"]["resized_pods"] == one["first_pass"]["resized_pods"]
     assert one["steady_pass"]["writes"] == two["steady_pass"]["writes"] == 0

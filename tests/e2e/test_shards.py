@@ -28,7 +28,7 @@ from functools import partial
 
 import pytest
 
-from app.model.shards import bucket_of, fair_share
+from app.model.shards import at_rest, bucket_of, bucket_weights
 from harness.audit import read_audit
 from harness.install import NAMESPACE, add_account_like
 from harness.services import Kerf, Service, running_kerf, start_reconciler
@@ -99,15 +99,11 @@ class Shards:
         return holders
 
     def balanced(self, *names: str) -> bool:
-        """Every bucket held by one of these replicas, none above its fair share."""
-        identities = [self.identity(n) for n in names]
-        holders = self.holders()
-        if sorted(holders) != list(range(BUCKETS)):
-            return False
-        if any(h not in identities for h in holders.values()):
-            return False
-        share = fair_share(BUCKETS, len(names))
-        return all(list(holders.values()).count(i) <= share for i in identities)
+        """Every bucket held by one of these replicas, shared by the namespaces in them
+        with no move left (app.model.shards.at_rest)."""
+        found = self.kerf.kubectl.json("namespaces")
+        weights = bucket_weights((ns["metadata"]["name"] for ns in found["items"]), BUCKETS)
+        return at_rest(self.holders(), weights, [self.identity(n) for n in names], BUCKETS)
 
     def workloads(self) -> None:
         """NAMESPACES namespaces in buckets of their own, a Deployment of two pods in each,

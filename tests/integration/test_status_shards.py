@@ -120,7 +120,11 @@ async def test_status_shards_prints_each_replica_s_buckets(tmp_path: Path) -> No
         shown = await kerf(sim.kubeconfig_path, "--shards")
         assert shown.returncode == 0, shown.stderr
         lines = [line.split() for line in shown.stdout.splitlines()]
-        assert lines[0] == ["SET", "REPLICA", "BUCKETS", "RANGES", "RENEWED"]
+        assert lines[0] == ["SET", "REPLICA", "BUCKETS", "NAMESPACES", "RANGES", "RENEWED"]
+        # every namespace in one row of each set
+        namespaces = len((await client.CoreV1Api(api).list_namespace()).items)
+        assert sum(int(line[3]) for line in lines[1:] if line[0] == "reconciler") == namespaces
+        lines = [line[:3] + line[4:] for line in lines]
         ages = [line[4:] for line in lines[1:]]
         assert [line[:4] for line in lines[1:]] == [
             ["reconciler", "rec-a", "30", "00-29"],
@@ -147,6 +151,7 @@ async def test_status_shards_prints_each_replica_s_buckets(tmp_path: Path) -> No
         single = await kerf(sim.kubeconfig_path, "--shards", "--kerf-namespace", "single")
         assert single.returncode == 0, single.stderr
         [row] = [line.split() for line in single.stdout.splitlines()[1:]]
+        assert row.pop(3) == str(len((await client.CoreV1Api(api).list_namespace()).items))
         assert row[:5] == ["reconciler", "rec-0", "all", "(one", "leader)"]
         assert re.fullmatch(r"\d+s|\d+m\d+s", row[5]) and row[6:] == ["ago"]
 

@@ -238,4 +238,7 @@ async def test_sharded_replicas_write_only_their_buckets_namespaces(tmp_path: Pa
                     return held == [4, 4]
 
                 await wait_for(split, "the buckets split four and four")
+                # weighed by the Namespaces (kerf-system's too), listed before the claims
+                held = [await r.metric("kerf_recommender_bucket_namespaces_held") for r in (a, b)]
+                assert sum(h or 0 for h in held) >= len(SHARDED) + 1, held
                 assert sim.store.get(LEASES, "kerf-system", "kerf-recommender") is None

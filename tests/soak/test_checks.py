@@ -117,14 +117,14 @@ def test_sharded_each_write_is_judged_by_the_lease_of_its_namespace_s_bucket() -
     ]
 
 
-def test_every_bucket_held_once_within_the_fair_share_by_replicas_that_agree() -> None:
+def test_every_bucket_held_once_at_rest_by_replicas_that_agree() -> None:
     holders = {"l0": "r0", "l1": "r1", "l2": "r0"}
-    assert checks.buckets_held(holders, {"r0": 2, "r1": 1}, 2).ok
-    assert not checks.buckets_held({**holders, "l3": ""}, {"r0": 2, "r1": 1}, 2).ok
-    assert not checks.buckets_held(holders, {"r0": 2, "r1": 1}, 1).ok
-    assert not checks.buckets_held(holders, {"r0": 3, "r1": 1}, 2).ok
-    assert not checks.buckets_held(holders, {"r0": 2, "r1": None}, 2).ok
-    assert not checks.buckets_held({**holders, "l3": "gone"}, {"r0": 2, "r1": 1}, 2).ok
+    assert checks.buckets_held(holders, {"r0": 2, "r1": 1}, True).ok
+    assert not checks.buckets_held({**holders, "l3": ""}, {"r0": 2, "r1": 1}, True).ok
+    assert not checks.buckets_held(holders, {"r0": 2, "r1": 1}, False).ok
+    assert not checks.buckets_held(holders, {"r0": 3, "r1": 1}, True).ok
+    assert not checks.buckets_held(holders, {"r0": 2, "r1": None}, True).ok
+    assert not checks.buckets_held({**holders, "l3": "gone"}, {"r0": 2, "r1": 1}, True).ok
 
 
 def test_pdb_breaks_and_pod_deletions_fail() -> None:
