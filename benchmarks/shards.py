@@ -52,6 +52,18 @@ TARGET_SINGLE_RSS_MIB = 1536
 SETTLE_S = 300.0
 
 
+def _total(counter: Any) -> int:
+    """A counter's total over all its labels."""
+    return int(
+        sum(
+            sample.value
+            for metric in counter.collect()
+            for sample in metric.samples
+            if sample.name.endswith("_total")
+        )
+    )
+
+
 def replica(
     kubeconfig: str,
     identity: str,
@@ -129,6 +141,9 @@ def replica(
             for name in ("first_pass", "steady_pass"):
                 calls0, cpu0, t0 = _calls(service.metrics), _cpu(), time.perf_counter()
                 resized0 = service.metrics.resizes.labels("requested")._value.get()
+                passes0 = service.passes
+                withheld0 = _total(service.metrics.writes_withheld)
+                failures0 = _total(service.metrics.pass_failures)
                 if name == "first_pass":
                     service.start_accepting()
                 else:
@@ -141,8 +156,11 @@ def replica(
                 figures[name] = {
                     "seconds": round(seconds, 2),
                     "cpu_seconds": round(_cpu() - cpu0, 2),
+                    "passes": service.passes - passes0,
                     "writes": writes,
                     "resized_pods": resized,
+                    "writes_withheld": _total(service.metrics.writes_withheld) - withheld0,
+                    "pass_failures": _total(service.metrics.pass_failures) - failures0,
                     "peak_rss_mib": peak_rss_mib(),
                 }
                 if resized:
