@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.model.shards import (
+    Rebalance,
     Seen,
     at_rest,
     best_move,
@@ -26,6 +27,19 @@ from app.model.shards import (
 DURATION = 15.0
 namespaces = st.text(min_size=1, max_size=63)
 bucket_counts = st.integers(min_value=1, max_value=128)
+
+
+def carry_out(plan: Rebalance, owner: dict[int, str], identity: str) -> bool:
+    """A replica's releases, then its claims of buckets still free (as on the API server);
+    whether anything changed."""
+    changed = bool(plan.release)
+    for b in plan.release:
+        del owner[b]
+    for b in plan.claim:
+        if b not in owner:
+            owner[b] = identity
+            changed = True
+    return changed
 
 
 def test_fnv1a64_matches_the_reference_vectors() -> None:
@@ -147,13 +161,7 @@ def test_live_members_come_to_cover_every_bucket_once_within_their_shares(
             )
             held = [b for b, h in owner.items() if h == identity]
             plan = rebalance(identity, buckets, seen_members, leases, held=held)
-            for b in plan.release:
-                del owner[b]
-                changed = True
-            for b in plan.claim:
-                if b not in owner:
-                    owner[b] = identity
-                    changed = True
+            changed = carry_out(plan, owner, identity) or changed
         if not changed:
             break
     share = fair_share(buckets, len(members))
@@ -214,13 +222,7 @@ def settle(
             leases = {b: Seen(h, 0.0, DURATION) for b, h in view.items()}
             held = [b for b, h in view.items() if h == identity]
             plan = rebalance(identity, buckets, seen_members, leases, held=held, weights=weights)
-            for b in plan.release:
-                del owner[b]
-                changed = True
-            for b in plan.claim:
-                if b not in owner:
-                    owner[b] = identity
-                    changed = True
+            changed = carry_out(plan, owner, identity) or changed
         if not changed:
             return owner, taken
     raise AssertionError(f"still moving after {rounds} rounds: {owner}")
