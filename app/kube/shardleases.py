@@ -27,6 +27,14 @@ replica claims nothing and does not count that Lease's replica as a member; a si
 leader (`--shards 1`) does not take its Lease while a live one exists
 (`ShardedReplicas`).
 
+A shard set may give its bucket Leases a note (`note`, an annotation): each holder
+`publish`es a value per bucket it holds, which its renewals carry (no write of its own),
+and every replica reads every bucket's back from the Leases it lists (`notes`). A claim
+or a release keeps the value the Lease carries, until the next holder publishes its own;
+a value written by a replica of another bucket count is neither read nor kept. The
+reconciler's say each bucket's ClusterRollbackPolicy counters
+(`reconciler.policystatus`).
+
 Member Leases do not pile up: a replica deletes its own on shutdown, and the holder of
 bucket 00 deletes those it has seen unchanged for STALE_MEMBER_DURATIONS durations (a few
 a round), each at the version it read, so a member that came back is never deleted.
