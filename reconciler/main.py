@@ -44,6 +44,7 @@ from reconciler.dryrun import dry_pass, run_dry
 from reconciler.execution import ExecutionConfig
 from reconciler.metrics import RollbackStatesCollector, SavingsCollector, reconciler_metrics
 from reconciler.plan import LeaseAge
+from reconciler.policystatus import ROLLBACK_COUNTS
 from reconciler.reconcile import WorkloadReconciler
 from reconciler.service import (
     RECONCILER_RESOURCES,
@@ -184,6 +185,8 @@ def build_service(
             on_change=lambda gained, lost: holder[0].on_buckets(gained, lost),
             namespaces=lambda: holder[0].view.namespace_names(),
             namespaces_gauge=metrics.bucket_namespaces_held,
+            # the ClusterRollbackPolicies' counters of each bucket (reconciler/policystatus.py)
+            note=ROLLBACK_COUNTS,
         )
         fence, answered = shards.writes(
             metrics.writes_withheld, metrics.writes_outlived, leader_log

@@ -43,7 +43,7 @@ from reconciler.defaults import DEFAULT_RESYNC_S, DEFAULT_WORKERS
 from reconciler.globalstatus import GlobalStatusReporter
 from reconciler.metrics import ReconcilerMetrics
 from reconciler.policyevents import PolicyEvents
-from reconciler.policystatus import write_policy_status
+from reconciler.policystatus import SharedCounts, write_policy_status
 from reconciler.queue import QueueClosed, WorkQueue
 from reconciler.reconcile import WorkloadReconciler
 from reconciler.sources import SourceReporter
@@ -374,18 +374,34 @@ class Reconciler:
     async def write_policy_status(self) -> None:
         """The rollback policies' counters, written where they changed (leader only;
         sharded, each by the holder of its namespace's bucket, bucket 00 for the
-        cluster's), and the GlobalConfiguration's status."""
+        cluster's, summed over the bucket Leases every replica publishes its counts on),
+        and the GlobalConfiguration's status."""
         # A follower of the single leader has nothing to write (and says nothing).
         if (self.shards is None and not self.leading) or self.stands_down():
             return
         try:
-            await write_policy_status(self.view, self.reconciler.writer, owns=self.owns)
+            await write_policy_status(
+                self.view, self.reconciler.writer, owns=self.owns, shared=self._shared_counts()
+            )
             if self.writes_cluster:
                 await self.global_status.report(self.view)
         except NotLeading:
             return  # whoever leads now writes them
         except Exception as exc:  # the next round tries again
             logger.warning("writing rollback policy status failed: %s: %s", type(exc).__name__, exc)
+
+    def _shared_counts(self) -> SharedCounts | None:
+        """Sharded, the ClusterRollbackPolicies' counters go through the bucket Leases:
+        this replica counts the buckets its view holds whole."""
+        shard_filter = self.view.shard_filter
+        if self.shards is None or shard_filter is None:
+            return None
+        return SharedCounts(
+            bucket=shard_filter.bucket,
+            counted=self.shards.held() & shard_filter.listed,
+            publish=self.shards.publish,
+            notes=self.shards.notes,
+        )
 
     async def report_inputs(self) -> None:
         """Whenever a ConfigMap or kerf object changed, the leader tells what is wrong with

@@ -26,7 +26,7 @@ import asyncio
 import logging
 import math
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from contextvars import ContextVar
 from datetime import datetime
 from typing import Any, Protocol
@@ -47,6 +47,11 @@ from app.runtime.clock import Clock, utc_now
 #: the middle of it, whose Lease another replica held and released meanwhile, may hold
 #: the Lease again by the time the rest is sent: decided in a term that ended, it is not.
 WORK_TERMS: ContextVar[dict[str, int] | None] = ContextVar("kerf_work_terms", default=None)
+
+
+#: The annotations a write of a Lease carries, given the Lease as read (None: absent);
+#: None: none (an update replaces the Lease's annotations).
+Annotate = Callable[[Mapping[str, Any] | None], Mapping[str, str] | None]
 
 
 class NotLeading(Exception):
@@ -89,8 +94,11 @@ class LeaderElector:
         labels: dict[str, str] | None = None,
         changes_logged_at: int = logging.INFO,
         may_acquire: Callable[[], Awaitable[bool]] | None = None,
+        annotations: Annotate | None = None,
     ) -> None:
         self._lease = LeaseClient(requester, namespace, name, labels)
+        #: the annotations each write of the Lease carries, given the Lease as read
+        self._annotate = annotations or (lambda lease: None)
         self._log = logger or logging.getLogger("kerf.leader")
         self.namespace = namespace
         self.identity = identity
@@ -215,10 +223,12 @@ class LeaderElector:
         sent = self._monotonic()
         spec = self._spec(lease, self._clock(), acquire)
         try:
+            notes = self._annotate(lease)
             if lease is None:
-                answer = await self._lease.create(spec)
+                answer = await self._lease.create(spec, notes)
             else:
-                answer = await self._lease.update(lease["metadata"]["resourceVersion"], spec)
+                version = lease["metadata"]["resourceVersion"]
+                answer = await self._lease.update(version, spec, notes)
         except ApiStatusError as exc:
             if exc.code == 409:  # another candidate wrote first
                 self._set(False)
@@ -254,7 +264,8 @@ class LeaderElector:
             spec.update(
                 holderIdentity="", leaseDurationSeconds=1, renewTime=micro_time(self._clock())
             )
-            await self._lease.update(lease["metadata"]["resourceVersion"], spec)
+            version = lease["metadata"]["resourceVersion"]
+            await self._lease.update(version, spec, self._annotate(lease))
         except Exception as exc:  # the Lease then simply expires
             self._log.warning("releasing the Lease failed: %s: %s", type(exc).__name__, exc)
 

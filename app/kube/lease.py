@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import socket
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -71,16 +72,23 @@ class LeaseClient:
                 return None
             raise
 
-    async def create(self, spec: dict[str, Any]) -> dict[str, Any]:
+    async def create(
+        self, spec: dict[str, Any], annotations: Mapping[str, str] | None = None
+    ) -> dict[str, Any]:
         """Create the Lease with `spec`; 409 (ApiStatusError) when someone created it first."""
         return await self.requester.request(
-            "create", "leases", "POST", self.collection, self.body(None, spec)
+            "create", "leases", "POST", self.collection, self.body(None, spec, annotations)
         )
 
-    async def update(self, resource_version: str, spec: dict[str, Any]) -> dict[str, Any]:
-        """Replace the Lease's spec, only if it is still at `resource_version`: 409
-        (ApiStatusError) when someone wrote it since it was read."""
-        body = self.body(resource_version, spec)
+    async def update(
+        self,
+        resource_version: str,
+        spec: dict[str, Any],
+        annotations: Mapping[str, str] | None = None,
+    ) -> dict[str, Any]:
+        """Replace the Lease's spec and annotations, only if it is still at
+        `resource_version`: 409 (ApiStatusError) when someone wrote it since it was read."""
+        body = self.body(resource_version, spec, annotations)
         return await self.requester.request("update", "leases", "PUT", self.path, body)
 
     async def delete(self, resource_version: str) -> None:
@@ -93,11 +101,19 @@ class LeaseClient:
         }
         await self.requester.request("delete", "leases", "DELETE", self.path, options)
 
-    def body(self, resource_version: str | None, spec: dict[str, Any]) -> dict[str, Any]:
-        """The Lease object to send: `spec`, at `resource_version` when it is an update."""
+    def body(
+        self,
+        resource_version: str | None,
+        spec: dict[str, Any],
+        annotations: Mapping[str, str] | None = None,
+    ) -> dict[str, Any]:
+        """The Lease object to send: `spec` (and `annotations`, the whole set: an update
+        replaces them), at `resource_version` when it is an update."""
         metadata: dict[str, Any] = {"name": self.name, "namespace": self.namespace}
         if self.labels:
             metadata["labels"] = dict(self.labels)
+        if annotations:
+            metadata["annotations"] = dict(annotations)
         if resource_version is not None:
             metadata["resourceVersion"] = resource_version
         return {

@@ -27,6 +27,14 @@ replica claims nothing and does not count that Lease's replica as a member; a si
 leader (`--shards 1`) does not take its Lease while a live one exists
 (`ShardedReplicas`).
 
+A shard set may give its bucket Leases a note (`note`, an annotation): each holder
+`publish`es a value per bucket it holds, which its renewals carry (no write of its own),
+and every replica reads every bucket's back from the Leases it lists (`notes`). A claim
+or a release keeps the value the Lease carries, until the next holder publishes its own;
+a value written by a replica of another bucket count is neither read nor kept. The
+reconciler's say each bucket's ClusterRollbackPolicy counters
+(`reconciler.policystatus`).
+
 Member Leases do not pile up: a replica deletes its own on shutdown, and the holder of
 bucket 00 deletes those it has seen unchanged for STALE_MEMBER_DURATIONS durations (a few
 a round), each at the version it read, so a member that came back is never deleted.
@@ -39,7 +47,7 @@ import asyncio
 import enum
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 from prometheus_client import Counter, Gauge
@@ -104,6 +112,7 @@ class ShardLeases:
         namespaces: Callable[[], Iterable[str]] = lambda: (),
         namespaces_gauge: Gauge | None = None,
         weighing: Callable[[], Weighing] = lambda: Weighing.LISTED,
+        note: str | None = None,
     ) -> None:
         self._requester = requester
         self.namespace = namespace
@@ -139,6 +148,13 @@ class ShardLeases:
         self.occupancy: dict[int, int] = {}
         #: when each bucket whose Lease was not listed was first found so (monotonic)
         self._absent_since: dict[int, float] = {}
+        #: the annotation each bucket Lease carries (None: none): a value per bucket its
+        #: holder `publish`es, which every replica reads back from the listed Leases
+        self._note = note
+        #: this replica's values, for the buckets it holds
+        self._notes: dict[int, str] = {}
+        #: each bucket Lease's value as last listed
+        self._listed_notes: dict[int, str] = {}
         self._listing = LeaseClient(requester, namespace, "")
         self.member = self._elector(member_lease_name(shard_set, identity), MEMBER)
         #: the single leader's Lease of a previous version (watched, never written)
@@ -200,7 +216,42 @@ class ShardLeases:
             labels=shard_labels(self.shard_set, role, self.buckets),
             # one line per rebalance (`_publish`), not one per Lease
             changes_logged_at=logging.DEBUG,
+            annotations=(
+                None
+                if bucket is None or self._note is None
+                else lambda lease: self._annotations(bucket, lease)
+            ),
         )
+
+    # ----------------------------------------------------------------- notes
+
+    def publish(self, notes: Mapping[int, str]) -> None:
+        """The values of the note the held buckets' Leases carry from their next renewal
+        on (a bucket not given keeps the value its Lease carries)."""
+        self._notes = {b: value for b, value in notes.items() if self.holds(b)}
+
+    def notes(self) -> dict[int, str]:
+        """Each bucket's note: this replica's own for the buckets it holds, else as its
+        Lease was last listed (written by a replica of this bucket count)."""
+        own = {b: value for b, value in self._notes.items() if self.holds(b)}
+        return {**self._listed_notes, **own}
+
+    def _annotations(self, bucket: int, lease: Mapping[str, Any] | None) -> dict[str, str] | None:
+        """A bucket Lease's note as this replica writes it: its own on a renewal; on a
+        claim or a release the one the Lease carries, if a replica of this bucket count
+        wrote it, so the value stays until the next holder publishes its own."""
+        assert self._note is not None
+        value = self._notes.get(bucket) if self.electors[bucket].is_leader else None
+        if value is None and lease is not None:
+            value = self._listed_note(lease)
+        return {self._note: value} if value is not None else None
+
+    def _listed_note(self, lease: Mapping[str, Any]) -> str | None:
+        metadata = lease.get("metadata") or {}
+        if self._note is None or buckets_of(metadata.get("labels") or {}) != self.buckets:
+            return None
+        value = (metadata.get("annotations") or {}).get(self._note)
+        return value if isinstance(value, str) else None
 
     # ----------------------------------------------------------------- asking
 
@@ -315,11 +366,15 @@ class ShardLeases:
         stale: list[tuple[str, str]] = []
         mismatched: dict[str, int | None] = {}
         observed: dict[int, Seen] = {}
+        notes: dict[int, str] = {}
         for b, elector in enumerate(self.electors):
             listed_lease = listed.get(elector.name)
             if listed_lease is not None and (seen := elector.observe(listed_lease)) is not None:
                 observed[b] = seen
                 self._match(elector.name, listed_lease, seen, mismatched)
+                if (note := self._listed_note(listed_lease)) is not None:
+                    notes[b] = note
+        self._listed_notes = notes
         for name, lease in listed.items():
             if name == self.member.name or name in self._bucket_names:
                 continue
@@ -524,6 +579,9 @@ class ShardLeases:
         if not gained and not lost:
             return
         self._published = held
+        for bucket in lost:
+            # a value counted while this replica held the bucket: its next term counts anew
+            self._notes.pop(bucket, None)
         released = lost & self._released
         self._released -= lost
         self._rebalances.labels("claimed").inc(len(gained))

@@ -107,6 +107,7 @@ class Replica:
         buckets: int = 64,
         namespaces: list[str] | Callable[[], list[str]] | None = None,
         weighing: Callable[[], Weighing] = lambda: Weighing.LISTED,
+        note: str | None = None,
     ) -> None:
         self.clock = Monotonic()
         registry = CollectorRegistry()
@@ -131,6 +132,7 @@ class Replica:
             namespaces=namespaces if callable(namespaces) else lambda: namespaces or [],
             namespaces_gauge=self.namespaces,
             weighing=weighing,
+            note=note,
         )
 
     def count(self, reason: str) -> float:
@@ -572,3 +574,79 @@ async def test_work_begun_before_the_pause_writes_nothing_in_the_new_term() -> N
     finally:
         WORK_TERMS.reset(began)
     fence("pods/resize", namespace)  # work begun now is sent
+
+
+NOTE = "kerf.dev/rollback-counts"
+
+
+def notes_on(server: Leases) -> dict[int, str]:
+    """Each bucket Lease's note as stored."""
+    return {
+        int(name.rsplit("-", 1)[1]): lease["metadata"]["annotations"][NOTE]
+        for name, lease in server.items.items()
+        if NOTE in (lease["metadata"].get("annotations") or {})
+    }
+
+
+async def test_each_bucket_lease_carries_its_holders_note_which_every_replica_reads() -> None:
+    server = Leases()
+    replicas = [Replica(server, f"r{i}", buckets=8, note=NOTE) for i in range(2)]
+    await rounds(replicas)
+    assert notes_on(server) == {}  # nothing published yet: no annotation
+    for replica in replicas:
+        replica.shards.publish({b: f"{replica.shards.identity}:{b}" for b in range(8)})
+    holder = {b: r.shards.identity for r in replicas for b in r.shards.held()}
+    assert len(holder) == 8
+    # mine at once where I hold the bucket; the others' once their renewals carry them
+    assert replicas[0].shards.notes() == {b: f"r0:{b}" for b in replicas[0].shards.held()}
+    await rounds(replicas, n=2)
+    expected = {b: f"{h}:{b}" for b, h in holder.items()}
+    assert notes_on(server) == expected
+    assert all(r.shards.notes() == expected for r in replicas)
+    # published again unchanged: the renewals carry the same value, no write of its own
+    writes = server.version
+    await rounds(replicas, n=1)
+    assert server.version == writes + 2 + 8  # a member and the held buckets' renewals
+
+
+async def test_a_note_stays_on_its_lease_until_the_next_holder_publishes() -> None:
+    """Released to a joining replica, a bucket's Lease keeps its note through the
+    release and the claim; its new holder's own replaces it once published."""
+    server = Leases()
+    first = Replica(server, "r0", buckets=8, note=NOTE)
+    await rounds([first])
+    first.shards.publish({b: f"r0:{b}" for b in range(8)})
+    await rounds([first], n=1)
+    second = Replica(server, "r1", buckets=8, note=NOTE)
+    await rounds([first, second])
+    moved = second.shards.held()
+    assert moved and not moved & first.shards.held()
+    assert notes_on(server) == {b: f"r0:{b}" for b in range(8)}
+    assert second.shards.notes() == {b: f"r0:{b}" for b in range(8)}
+    second.shards.publish({b: f"r1:{b}" for b in moved})
+    await rounds([first, second], n=1)
+    assert notes_on(server) == {b: f"r1:{b}" if b in moved else f"r0:{b}" for b in range(8)}
+
+
+async def test_a_note_written_for_another_bucket_count_is_not_read_nor_kept() -> None:
+    server = Leases()
+    old = Replica(server, "old", buckets=4, note=NOTE)
+    await rounds([old])
+    old.shards.publish({b: "old" for b in range(4)})
+    await rounds([old], n=1)
+    await old.shards.release()
+    new = Replica(server, "new", buckets=8, note=NOTE)
+    assert new.shards.notes() == {}
+    await rounds([new])
+    assert len(new.shards.held()) == 8
+    assert new.shards.notes() == {}
+    assert notes_on(server) == {}  # bucket i of 4 is not bucket i of 8
+
+
+async def test_a_shard_set_without_a_note_writes_no_annotation() -> None:
+    server = Leases()
+    replica = Replica(server, "r0", buckets=8)
+    await rounds([replica])
+    replica.shards.publish({0: "ignored"})
+    await rounds([replica], n=1)
+    assert all("annotations" not in lease["metadata"] for lease in server.items.values())

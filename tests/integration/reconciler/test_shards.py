@@ -2,8 +2,9 @@
 each keeps only its buckets' workloads, and every write for a workload is sent by the
 holder of its namespace's bucket Lease at that moment (the simulator's write log names
 the writer by its token and every Lease holder just after each write); with `--shards 1`
-one replica leads on today's Lease, as before sharding. Member Leases do not pile up, and
-replicas of two bucket counts never both claim."""
+one replica leads on today's Lease, as before sharding. Member Leases do not pile up,
+replicas of two bucket counts never both claim, and a ClusterRollbackPolicy's counters
+count the workloads of every replica's buckets."""
 
 from __future__ import annotations
 
@@ -14,9 +15,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import orjson
 from kubernetes_asyncio import client
 
 from app.kube.leadertimings import LeaderTimings
+from app.model.annotations import ROLLBACK_STATE
 from app.model.shards import (
     BUCKETS_LABEL,
     MEMBER,
@@ -29,6 +32,7 @@ from app.model.shards import (
 )
 from app.store.allocatable import node_allocatable
 from reconciler.main import Options, build_service
+from reconciler.policystatus import ROLLBACK_COUNTS, decode_counts
 from reconciler.service import run_cluster
 from tests.cluster import GROUP, VERSION, custom, eventually, strategy
 from tests.integration.reconciler.harness import (
@@ -344,3 +348,101 @@ async def test_a_single_leader_waits_for_the_sharded_replicas(tmp_path: Path) ->
             if w.resource != "leases" and w.namespace in NAMESPACES
         }
         assert writers == {"sharded"}
+
+
+async def test_a_cluster_rollback_policys_counters_count_every_replicas_buckets(
+    tmp_path: Path,
+) -> None:
+    """Two replicas hold the buckets of the six namespaces between them; each namespace's
+    workload has failed permanently under one ClusterRollbackPolicy, created once the
+    buckets are split. Each replica publishes its buckets' counts on their Leases, and
+    bucket 00's holder writes the sum: all six, not only those of its own buckets."""
+    options = replace(SHARDED, service=replace(SHARDED.service, policy_status_s=0.5))
+    failed = orjson.dumps({"mode": "failedPermanent", "turn": 2}).decode()
+    async with running_kerf(tmp_path, webhook=False) as kerf:
+        apps = client.AppsV1Api(kerf.api)
+        for namespace in NAMESPACES:
+            await kerf.sim.add_namespace(namespace)
+            body = deployment("web", replicas=1, namespace=namespace)
+            body["metadata"]["annotations"] = {ROLLBACK_STATE: failed}
+            await apps.create_namespaced_deployment(namespace, body)
+        await kerf.settle()
+        async with contextlib.AsyncExitStack() as stack:
+            services = [
+                (await stack.enter_async_context(replica(kerf, f"r{i}", options)))[0]
+                for i in range(2)
+            ]
+            occupied = {bucket_of(ns, BUCKETS) for ns in NAMESPACES}
+
+            def split() -> bool:
+                held = [s.shards.held() for s in services]
+                owner = {b: f"r{i}" for i, h in enumerate(held) for b in h}
+                weights = bucket_weights(services[0].view.namespace_names(), BUCKETS)
+                return (
+                    len(owner) == BUCKETS
+                    and at_rest(owner, weights, ["r0", "r1"], BUCKETS)
+                    and all(h & occupied for h in held)
+                    and all(
+                        s.view.shard_filter.listed == h for s, h in zip(services, held, strict=True)
+                    )
+                )
+
+            await eventually(split, "each replica holding some of the namespaces' buckets", 60)
+            writer = next(s for s in services if s.writes_cluster)
+            kept = {w.namespace for w in writer.view.workloads()}
+            assert kept < set(NAMESPACES)  # it keeps only some of the workloads it counts
+            await custom(kerf.api).create_cluster_custom_object(
+                GROUP,
+                VERSION,
+                "clusterrollbackpolicies",
+                {
+                    "apiVersion": f"{GROUP}/{VERSION}",
+                    "kind": "ClusterRollbackPolicy",
+                    "metadata": {"name": "everywhere"},
+                    "spec": {
+                        "scope": {"namespaceSelector": {"operator": "In", "values": ["*"]}},
+                        "monitoringPeriod": "5m",
+                        "rollbackTarget": "manifest",
+                        "adoptionThresholdPercent": 50,
+                        "backoff": {"timePeriod": "1m", "multiplyByTurn": 2, "maxAttempts": 2},
+                    },
+                },
+            )
+
+            def note_of(bucket: int) -> dict[str, Any]:
+                lease = kerf.sim.store.get(
+                    LEASES, "kerf-system", bucket_lease_name("reconciler", bucket, BUCKETS)
+                )
+                text = ((lease or {}).get("metadata", {}).get("annotations") or {}).get(
+                    ROLLBACK_COUNTS
+                )
+                return decode_counts(text) if text else {}
+
+            def published() -> bool:
+                # each occupied bucket's Lease carries its holder's count of it
+                return all(
+                    note_of(b)
+                    == {
+                        "everywhere": {
+                            "monitoring": 0,
+                            "rolledBack": 0,
+                            "failedPermanent": sum(
+                                bucket_of(ns, BUCKETS) == b for ns in NAMESPACES
+                            ),
+                        }
+                    }
+                    for b in occupied
+                )
+
+            await eventually(published, "every bucket Lease carrying its counts", 60)
+
+            async def counted() -> dict[str, Any] | None:
+                policy = await custom(kerf.api).get_cluster_custom_object(
+                    GROUP, VERSION, "clusterrollbackpolicies", "everywhere"
+                )
+                status = policy.get("status") or {}
+                return status if status.get("failedPermanent") == len(NAMESPACES) else None
+
+            status = await wait_for(kerf, counted, "the counters of every bucket", 60)
+            assert (status["monitoring"], status["rolledBack"]) == (0, 0)
+            assert writer.writes_cluster
