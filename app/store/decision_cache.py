@@ -26,6 +26,8 @@ MAX_CACHED_PLANS = 8192
 #: workload's pods together and a parse is a few µs; kept for every pod they were
 #: ~1.3 KB each.
 MAX_PARSED_PODS = 4096
+#: the same bound in the reconciler: the pods of its `RECONCILER_CACHED_PLANS` plans
+RECONCILER_PARSED_PODS = 1536
 #: the same bound in the reconciler, which decides one workload per pass (8 workers): its
 #: caches serve a pass's pods and the follow-ups of a rollout in place, which come within
 #: a few hundred passes; at ~5 KB a plan, 8,192 of them were 45 MB of its peak at 25,000
@@ -107,8 +109,9 @@ class DecisionCaches(Generic[P]):
       holds), the cluster policies a namespace's name admits (kept only for namespaces of
       workloads the view holds): a request names any namespace it likes. All dropped when any kerf object but a RightsizingRecommendation
       changes (`drop_settings`).
-    - **parsed pods**: by pod key, the parsed containers of the `MAX_PARSED_PODS` most
-      recently decided pods. Dropped when the pod changes or goes (`drop_parsed`).
+    - **parsed pods**: by pod key, the parsed containers of the `max_parsed` most
+      recently decided pods (`MAX_PARSED_PODS` unless set, the reconciler's
+      `RECONCILER_PARSED_PODS`). Dropped when the pod changes or goes (`drop_parsed`).
     """
 
     _plans: dict[WorkloadKey, P] = field(default_factory=dict)
@@ -127,6 +130,8 @@ class DecisionCaches(Generic[P]):
     memo_misses: int = 0
     #: how many plans keep their caches (None: `MAX_CACHED_PLANS`)
     max_plans: int | None = None
+    #: how many pods' parses are kept (None: `MAX_PARSED_PODS`)
+    max_parsed: int | None = None
 
     # ------------------------------------------------------------------ plans
 
@@ -269,9 +274,9 @@ class DecisionCaches(Generic[P]):
         return found
 
     def keep_parsed(self, key: PodKey, value: Any) -> None:
-        """Keep a pod's parse, dropping the least recently used beyond `MAX_PARSED_PODS`."""
+        """Keep a pod's parse, dropping the least recently used beyond `max_parsed`."""
         self._parsed[key] = value
-        if len(self._parsed) > MAX_PARSED_PODS:
+        if len(self._parsed) > (MAX_PARSED_PODS if self.max_parsed is None else self.max_parsed):
             self._parsed.popitem(last=False)
 
     def drop_parsed(self, key: PodKey) -> None:
