@@ -80,7 +80,9 @@ class WorkloadMemory:
     #: "workload" | "record" -> the resourceVersions this reconciler's writes left behind:
     #: the one it wrote over, and those between two writes of one pass (a record is
     #: created, then its status written). While the view shows one of them, it waits.
-    written: dict[str, set[str]] = field(default_factory=dict)
+    #: (Tuples of one or two versions: a set weighs 216 bytes, kept for every workload
+    #: written until its next pass.)
+    written: dict[str, tuple[str, ...]] = field(default_factory=dict)
     #: the change in place under way that the status does not show yet
     unreported: Unreported | None = None
     #: Events of a pass whose status write failed: the next pass tells them
@@ -155,10 +157,10 @@ class WorkloadMemory:
     def wrote(self, key: str, before: str, after: str) -> None:
         """A write of the workload or its record left `before` stale; `after`, the version
         it answered with, is not."""
-        stale = self.written.setdefault(key, set())
-        stale.add(before)
-        if after:
-            stale.discard(after)
+        stale = self.written.get(key, ())
+        if before not in stale:
+            stale = (*stale, before)
+        self.written[key] = tuple(v for v in stale if v != after) if after else stale
 
     def wait_s(self) -> float:
         """How long to wait for the view to catch up (`behind`, `unseen_annotations`)

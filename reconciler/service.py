@@ -36,6 +36,7 @@ from app.model.crd import CRD_KIND, STORED_KINDS, KerfResource
 from app.model.owners import WorkloadRef
 from app.policy.uninstall import stand_down
 from app.runtime.heap import freeze_loaded_state
+from app.store.decision_cache import RECONCILER_CACHED_PLANS, RECONCILER_PARSED_PODS
 from app.store.inputs import Reach
 from app.store.view import ClusterView
 from reconciler.api import Writer
@@ -73,6 +74,8 @@ class WatchedView(ShardedView):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.caches.max_plans = RECONCILER_CACHED_PLANS
+        self.caches.max_parsed = RECONCILER_PARSED_PODS
         self._on_change = on_change
         self._on_input = on_input or (lambda: on_change(None))
         #: how many times one of kerf's CRDs came or changed (`Reconciler.stands_down`)

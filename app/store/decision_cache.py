@@ -26,6 +26,13 @@ MAX_CACHED_PLANS = 8192
 #: workload's pods together and a parse is a few µs; kept for every pod they were
 #: ~1.3 KB each.
 MAX_PARSED_PODS = 4096
+#: the same bound in the reconciler: the pods of its `RECONCILER_CACHED_PLANS` plans
+RECONCILER_PARSED_PODS = 1536
+#: the same bound in the reconciler, which decides one workload per pass (8 workers): its
+#: caches serve a pass's pods and the follow-ups of a rollout in place, which come within
+#: a few hundred passes; at ~5 KB a plan, 8,192 of them were 45 MB of its peak at 25,000
+#: workloads, and a plan's caches go anyway with every write to its workload or record
+RECONCILER_CACHED_PLANS = 1024
 #: admission decisions a plan remembers (by pod template): a rollout has two templates
 #: (old and new ReplicaSet), each also seen once more on reinvocation
 MEMO_PER_PLAN = 8
@@ -69,8 +76,9 @@ class DecisionCaches(Generic[P]):
       changes (`drop_plan` of its targets), and all of them when any other kerf object
       or a recommendation ConfigMap changes (`drop_plans`).
     - **plan caches** (`plan.memo`, `plan.selections`): what decisions derive from one
-      plan alone, valid exactly as long as the plan. Kept for the `MAX_CACHED_PLANS`
-      most recently used plans (`use_plan`); emptied, not dropped, when a plan falls
+      plan alone, valid exactly as long as the plan. Kept for the `max_plans` most
+      recently used plans (`use_plan`; `MAX_CACHED_PLANS` unless set, the reconciler's
+      `RECONCILER_CACHED_PLANS`); emptied, not dropped, when a plan falls
       out of that bound, is replaced or is dropped (a pass in flight may still hold it).
     - **admission memo**: by (plan, pod template digest), a remembered admission
       decision, kept inside the plan's memo so it goes with the plan. At most
@@ -101,8 +109,9 @@ class DecisionCaches(Generic[P]):
       holds), the cluster policies a namespace's name admits (kept only for namespaces of
       workloads the view holds): a request names any namespace it likes. All dropped when any kerf object but a RightsizingRecommendation
       changes (`drop_settings`).
-    - **parsed pods**: by pod key, the parsed containers of the `MAX_PARSED_PODS` most
-      recently decided pods. Dropped when the pod changes or goes (`drop_parsed`).
+    - **parsed pods**: by pod key, the parsed containers of the `max_parsed` most
+      recently decided pods (`MAX_PARSED_PODS` unless set, the reconciler's
+      `RECONCILER_PARSED_PODS`). Dropped when the pod changes or goes (`drop_parsed`).
     """
 
     _plans: dict[WorkloadKey, P] = field(default_factory=dict)
@@ -119,6 +128,10 @@ class DecisionCaches(Generic[P]):
     #: admission decisions answered from the memo, and those decided afresh (`count`)
     memo_hits: int = 0
     memo_misses: int = 0
+    #: how many plans keep their caches (None: `MAX_CACHED_PLANS`)
+    max_plans: int | None = None
+    #: how many pods' parses are kept (None: `MAX_PARSED_PODS`)
+    max_parsed: int | None = None
 
     # ------------------------------------------------------------------ plans
 
@@ -138,13 +151,13 @@ class DecisionCaches(Generic[P]):
 
     def use_plan(self, key: WorkloadKey, plan: P) -> None:
         """Mark `plan` most recently used; empty the caches of the least recently used
-        beyond `MAX_CACHED_PLANS`."""
+        beyond `max_plans`."""
         cached = self._cached
         previous = cached.pop(key, None)
         if previous is not None and previous is not plan:
             _empty(previous)
         cached[key] = plan
-        if len(cached) > MAX_CACHED_PLANS:
+        if len(cached) > (MAX_CACHED_PLANS if self.max_plans is None else self.max_plans):
             _empty(cached.popitem(last=False)[1])
 
     def drop_plan(self, key: WorkloadKey) -> None:
@@ -261,9 +274,9 @@ class DecisionCaches(Generic[P]):
         return found
 
     def keep_parsed(self, key: PodKey, value: Any) -> None:
-        """Keep a pod's parse, dropping the least recently used beyond `MAX_PARSED_PODS`."""
+        """Keep a pod's parse, dropping the least recently used beyond `max_parsed`."""
         self._parsed[key] = value
-        if len(self._parsed) > MAX_PARSED_PODS:
+        if len(self._parsed) > (MAX_PARSED_PODS if self.max_parsed is None else self.max_parsed):
             self._parsed.popitem(last=False)
 
     def drop_parsed(self, key: PodKey) -> None:

@@ -88,6 +88,17 @@ def test_plans_past_the_bound_keep_the_plan_and_lose_their_caches(
     assert caches.plan(API) is plans[API]  # emptied, not dropped
 
 
+def test_a_set_bound_overrides_the_default() -> None:
+    caches: DecisionCaches[FakePlan] = DecisionCaches(max_plans=1, max_parsed=1)
+    first, second = filled(FakePlan()), filled(FakePlan())
+    caches.keep_plan(WEB, first)
+    caches.keep_plan(API, second)
+    assert emptied(first) and not emptied(second)
+    caches.keep_parsed(("shop", "a"), "a")
+    caches.keep_parsed(("shop", "b"), "b")
+    assert caches.parsed_keys() == [("shop", "b")]
+
+
 # ------------------------------------------------------------------ admission memo
 
 

@@ -5,6 +5,12 @@ from __future__ import annotations
 
 from app.model.crd import parse_object
 from app.model.owners import WorkloadRef
+from app.store.decision_cache import (
+    MAX_CACHED_PLANS,
+    MAX_PARSED_PODS,
+    RECONCILER_CACHED_PLANS,
+    RECONCILER_PARSED_PODS,
+)
 from reconciler.service import WatchedView
 from tests.app import builders as b
 
@@ -83,3 +89,9 @@ def test_a_change_queues_only_the_workloads_whose_declared_inputs_it_touches() -
         else:
             assert sorted(r.name for r in queued if r is not None) == expected
             assert None not in queued
+
+
+def test_the_reconciler_keeps_fewer_plan_caches_and_parsed_pods_than_the_webhook() -> None:
+    caches = WatchedView(lambda ref: None).caches
+    assert caches.max_plans == RECONCILER_CACHED_PLANS < MAX_CACHED_PLANS
+    assert caches.max_parsed == RECONCILER_PARSED_PODS < MAX_PARSED_PODS
