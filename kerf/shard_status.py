@@ -29,9 +29,9 @@ from app.model.shards import (
     MEMBER,
     SHARD_ROLE_LABEL,
     SHARD_SET_LABEL,
-    bucket_of,
     buckets_of,
     leader_lease_name,
+    namespaces_by_bucket,
 )
 from app.model.workloads import parse_time
 
@@ -162,41 +162,16 @@ def set_rows(
     shown = sorted(in_use or by_count, key=lambda count: count or 0)
     for count in shown:
         name = shard_set if len(shown) == 1 else f"{shard_set} ({count or '?'} buckets)"
-        found = _count_rows(name, count, by_count[count])
-        if namespaces is not None:
-            _weigh(found, count or _highest(by_count[count]), namespaces)
-        rows += found
+        rows += _count_rows(name, count, by_count[count], namespaces)
     return rows
 
 
-def _highest(leases: list[ShardLease]) -> int:
-    return max((b for lease in leases if (b := bucket_index(lease)) is not None), default=-1) + 1
-
-
-def _weigh(rows: list[list[str]], count: int, namespaces: Iterable[str]) -> None:
-    """Insert each row's namespaces (those of the buckets in its RANGES) after BUCKETS."""
-    per_bucket: dict[int, int] = {}
-    for namespace in namespaces:
-        b = bucket_of(namespace, max(1, count))
-        per_bucket[b] = per_bucket.get(b, 0) + 1
-    for row in rows:
-        row.insert(3, str(sum(per_bucket.get(b, 0) for b in expand(row[3]))))
-
-
-def expand(ranges: str) -> list[int]:
-    """The bucket numbers of `compact`'s runs."""
-    if ranges == NONE:
-        return []
-    found: list[int] = []
-    for run in ranges.split(","):
-        first, _, last = run.partition("-")
-        found += range(int(first), int(last or first) + 1)
-    return found
-
-
-def _count_rows(name: str, count: int | None, leases: list[ShardLease]) -> list[list[str]]:
+def _count_rows(
+    name: str, count: int | None, leases: list[ShardLease], namespaces: Iterable[str] | None
+) -> list[list[str]]:
     """The rows of one bucket count's members and buckets (None: unlabelled Leases, the
-    count inferred from the highest bucket)."""
+    count inferred from the highest bucket); with `namespaces`, each row's namespaces
+    after BUCKETS."""
     members: dict[str, ShardLease] = {}
     buckets: dict[int, ShardLease] = {}
     for lease in leases:
@@ -214,14 +189,18 @@ def _count_rows(name: str, count: int | None, leases: list[ShardLease]) -> list[
             expired.append(index)
     total = count or max(buckets, default=-1) + 1
     free = [b for b in range(total) if b not in buckets or not buckets[b].holder]
+    per_bucket = None if namespaces is None else namespaces_by_bucket(namespaces, max(1, total))
+
+    def row(who: str, numbers: list[int], renewed: str) -> list[str]:
+        weight = [] if per_bucket is None else [str(sum(per_bucket[b] for b in numbers))]
+        return [name, who, str(len(numbers)), *weight, compact(numbers), renewed]
+
     for identity in sorted(set(members) | set(held)):
-        mine = held.get(identity, [])
-        renewed = _renewed(members.get(identity))
-        rows.append([name, identity, str(len(mine)), compact(mine), renewed])
+        rows.append(row(identity, held.get(identity, []), _renewed(members.get(identity))))
     if expired:
-        rows.append([name, EXPIRED, str(len(expired)), compact(expired), NONE])
+        rows.append(row(EXPIRED, expired, NONE))
     if free:
-        rows.append([name, FREE, str(len(free)), compact(free), NONE])
+        rows.append(row(FREE, free, NONE))
     return rows
 
 

@@ -70,8 +70,10 @@ from app.model.shards import (
     bucket_of,
     buckets_of,
     member_lease_name,
+    namespaces_by_bucket,
     rebalance,
     shard_labels,
+    weights_of,
 )
 from app.runtime.clock import Clock, utc_now
 
@@ -142,8 +144,6 @@ class ShardLeases:
         self._weighed = False
         #: the wait for the Namespaces is over (listed, refused or timed out)
         self._weigh_waited = False
-        #: each namespace's bucket, for the names seen in the last round
-        self._bucket_cache: dict[str, int] = {}
         #: namespaces by bucket, as last counted
         self.occupancy: dict[int, int] = {}
         #: when each bucket whose Lease was not listed was first found so (monotonic)
@@ -465,16 +465,9 @@ class ShardLeases:
     def _weights(self) -> dict[int, int]:
         """Each bucket's weight: its namespaces, as the view has them, plus one; alike
         (one) until the Namespaces are listed, not by a list's first pages."""
-        cache, self._bucket_cache = self._bucket_cache, {}
-        counts = dict.fromkeys(range(self.buckets), 0)
-        for namespace in self._namespaces() if self._weighed else ():
-            found = cache.get(namespace)
-            if found is None:
-                found = bucket_of(namespace, self.buckets)
-            self._bucket_cache[namespace] = found
-            counts[found] += 1
-        self.occupancy = counts
-        return {b: n + 1 for b, n in counts.items()}
+        names = self._namespaces() if self._weighed else ()
+        self.occupancy = namespaces_by_bucket(names, self.buckets)
+        return weights_of(self.occupancy)
 
     def namespaces_held(self) -> int:
         """The namespaces of the buckets this replica holds, as last counted."""

@@ -172,12 +172,23 @@ def _preference(identity: str, bucket: int) -> int:
     return fnv1a64(f"{identity}/{bucket}".encode())
 
 
+def namespaces_by_bucket(namespaces: Iterable[str], buckets: int) -> dict[int, int]:
+    """How many of `namespaces` each bucket holds (every bucket, 0 for none)."""
+    counts = dict.fromkeys(range(buckets), 0)
+    for namespace in namespaces:
+        counts[bucket_of(namespace, buckets)] += 1
+    return counts
+
+
+def weights_of(occupancy: Mapping[int, int]) -> dict[int, int]:
+    """Each bucket's weight from its namespaces: plus one (an empty bucket still needs a
+    holder)."""
+    return {b: n + 1 for b, n in occupancy.items()}
+
+
 def bucket_weights(namespaces: Iterable[str], buckets: int) -> dict[int, int]:
     """Every bucket's weight: its namespaces plus one."""
-    weights = dict.fromkeys(range(buckets), 1)
-    for namespace in namespaces:
-        weights[bucket_of(namespace, buckets)] += 1
-    return weights
+    return weights_of(namespaces_by_bucket(namespaces, buckets))
 
 
 def margin(weights: Mapping[int, int], buckets: int, members: int) -> int:
