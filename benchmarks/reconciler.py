@@ -195,16 +195,19 @@ def _delta(after: dict[str, float], before: dict[str, float]) -> dict[str, int]:
     return {k: int(v - before.get(k, 0)) for k, v in after.items() if v - before.get(k, 0)}
 
 
-async def _quiet(service: Any) -> float:
+async def _quiet(service: Any, complete: Any = None) -> float:
     """Wait until every pod runs what its spec asks and the queue has been idle for
     QUIET_S, follow-ups due within FOLLOW_UP_S fired first. A resize still in flight keeps
     the phase open: the kubelet finishing it refills the queue (the workload's next pod).
     The deadline: nothing written for WRITES_QUIET_S with no workload waiting for a worker
     (a few workloads can poll a resize the kubelet never finishes, e.g. one deferred until
     `fallbackAfter`; a pass deciding every workload writes nothing for longer than that,
-    and is not over while the queue holds work). Later follow-ups are not waited for: the
-    phase reports how many are left (`scheduled_later`). Returns the quiet time waited
-    (not part of the phase's wall time)."""
+    and is not over while the queue holds work), once every workload of the view has been
+    passed over and the view is `complete` (sharded: a bucket lost and claimed again is
+    relisted, its workloads queued only when the relist is in, and dropped from the queue
+    while it is not held). Later follow-ups are not waited for: the phase reports how many
+    are left (`scheduled_later`). Returns the quiet time waited (not part of the phase's
+    wall time)."""
     idle_since: float | None = None
     writes = _writes(service.metrics)
     wrote_at = time.perf_counter()
@@ -213,7 +216,12 @@ async def _quiet(service: Any) -> float:
         now = time.perf_counter()
         if _writes(service.metrics) != writes:
             writes, wrote_at = _writes(service.metrics), now
-        elif now - wrote_at >= WRITES_QUIET_S and not len(service.queue):
+        elif (
+            now - wrote_at >= WRITES_QUIET_S
+            and not len(service.queue)
+            and (complete is None or complete.is_set())
+            and _all_passed(service)
+        ):
             return WRITES_QUIET_S
         if not service.queue.idle or service.queue.scheduled_within(FOLLOW_UP_S):
             idle_since = None
@@ -224,6 +232,14 @@ async def _quiet(service: Any) -> float:
         if not _resizing(service.view):  # read once per quiet period: a walk of every pod
             return QUIET_S
         idle_since = None
+
+
+def _all_passed(service: Any) -> bool:
+    """Every workload of the view has been passed over (it has a memory record: made by
+    its first pass, dropped when its bucket is lost)."""
+    memory = service.reconciler.memory
+    with service.view.lock:
+        return all(memory.peek(w.ref.key) is not None for w in service.view.workloads())
 
 
 def _resizing(view: Any) -> bool:

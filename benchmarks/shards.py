@@ -148,7 +148,7 @@ def replica(
                     service.start_accepting()
                 else:
                     service.enqueue_all()
-                quiet_s = await _quiet(service)
+                quiet_s = await _quiet(service, feed.complete)
                 seconds = time.perf_counter() - t0 - quiet_s
                 calls = _delta(_calls(service.metrics), calls0)
                 resized = int(service.metrics.resizes.labels("requested")._value.get() - resized0)
