@@ -22,7 +22,7 @@ from app.model.recommendations import RecommendationRow
 from app.model.workloads import Workload
 from app.policy.enablement import Switches, resolve_switches
 from app.policy.guardrails import GuardrailSettings
-from app.policy.plans import WorkloadPlan, guardrails
+from app.policy.plans import WorkloadPlan, guardrails, read_as_plan
 from app.policy.selection import Candidate, Target
 from app.policy.sync import PROACTIVE_KINDS, ROLLBACK_KINDS
 from app.store.view import ClusterView
@@ -166,7 +166,7 @@ def facts_for(
     key = ("facts", names)
     found = plan.memo.get(key)
     if found is None:
-        found = _build_plan_facts(view, workload, plan, names)
+        found = read_as_plan(view, lambda: _build_plan_facts(view, workload, plan, names))
         # Names come from the pod: keep facts only for the name sets the plan keeps
         # selections for (`WorkloadPlan.select_for`, which building the facts called).
         if names in plan.selections:
