@@ -194,10 +194,22 @@ def _field(obj: Any, path: tuple[str, ...]) -> Any:
     return obj
 
 
+def _declared(record: Any) -> tuple[Any, ...]:
+    """The values of `RECORD_FIELDS` in a record (None: absent), its status read once (the
+    view's records parse it when read)."""
+    if record is None:
+        return (None,) * len(RECORD_FIELDS)
+    parts: dict[str, Any] = {}
+    for head, *_ in RECORD_FIELDS:
+        if head not in parts:
+            parts[head] = getattr(record, head, None)
+    return tuple([_field(parts[path[0]], path[1:]) for path in RECORD_FIELDS])
+
+
 def record_matters(old: Any, new: Any) -> bool:
     """Whether a change of a record (None: absent) changes a field the decisions read:
     the workload's plan, whose facts read them, is kept otherwise."""
-    return any(_field(old, path) != _field(new, path) for path in RECORD_FIELDS)
+    return _declared(old) != _declared(new)
 
 
 class DeclaredRecord:
