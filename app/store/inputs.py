@@ -174,8 +174,10 @@ def check_read(reading: tuple[str, tuple[Input, ...]] | None, *declared: Input) 
 
 #: What the decisions read of a workload's RightsizingRecommendation, as attribute paths
 #: (annotations by key): the plan facts (the last applied change and rollback), audit
-#: (the approval annotations, the proposal an approval was used for) and the pass's plan
-#: (the eviction recorded and not reported). A record without them reads as no record.
+#: (the approval annotations, the proposal an approval was used for), the rollback
+#: monitor (the last applied change) and the pass's plan (the eviction recorded and not
+#: reported). A record without them reads as no record. `DeclaredRecord` checks the reads
+#: of the decision stages and the plan facts.
 RECORD_FIELDS: tuple[tuple[str, ...], ...] = (
     ("metadata", "annotations", APPROVE),
     ("metadata", "annotations", APPROVE_TARGET),

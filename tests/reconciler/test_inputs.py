@@ -332,22 +332,24 @@ def test_a_record_without_a_declared_field_reads_as_none() -> None:
     assert WEB in queued
 
 
+def _record_of(ctx: Context) -> Any:
+    record = ctx.view.recommendations("record", ctx.workload.ref)
+    assert record is not None and record.status is not None
+    return record
+
+
 def _reads_phase(ctx: Context) -> Result:
-    assert ctx.record is not None
-    ctx.record.status.phase  # noqa: B018 (the read is the test)
+    _record_of(ctx).status.phase  # noqa: B018 (the read is the test)
+    return PASS
+
+
+def _reads_conditions(ctx: Context) -> Result:
+    _record_of(ctx).status.conditions  # noqa: B018 (the read is the test)
     return PASS
 
 
 def _reads_last_applied(ctx: Context) -> Result:
-    assert ctx.record is not None
-    assert ctx.record.status.last_applied is not None
-    return PASS
-
-
-def _reads_conditions_from_the_view(ctx: Context) -> Result:
-    record = ctx.view.recommendations("record", ctx.workload.ref)
-    assert record is not None
-    record.status.conditions  # noqa: B018 (the read is the test)
+    assert _record_of(ctx).status.last_applied is not None
     return PASS
 
 
@@ -359,7 +361,7 @@ def test_a_decision_that_reads_an_undeclared_record_field_fails(
     assert pod is not None
     assert decide_pod(v, pod, now=b.NOW, path="running").outcome == "apply"
     running = checks._BY_PATH["running"]
-    for decide, field in ((_reads_phase, "phase"), (_reads_conditions_from_the_view, "conditions")):
+    for decide, field in ((_reads_phase, "phase"), (_reads_conditions, "conditions")):
         stage = Check(("NewGuardrail",), decide, (inputs.RECORD,))
         monkeypatch.setitem(checks._BY_PATH, "running", (*running, stage))
         with pytest.raises(UndeclaredInput, match=f"record's status.{field}"):
