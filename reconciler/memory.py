@@ -42,14 +42,17 @@ class Unreported:
 
 @dataclass(frozen=True, slots=True)
 class Steady:
-    """A quiet pass: one over exactly these objects before `until` would decide the same
-    and write nothing; `timed`: `until` is when its decisions change. `again`: the pass
-    followed a rollout in place and looks again after that many seconds (a pass over the
-    same objects would only wait as it did)."""
+    """A quiet pass: one over exactly these objects and this version of the record before
+    `until` would decide the same and write nothing; `timed`: `until` is when its
+    decisions change. `again`: the pass followed a rollout in place and looks again after
+    that many seconds (a pass over the same objects would only wait as it did)."""
 
     until: datetime
     inputs: tuple[Any, ...]
     timed: bool
+    #: the version of the record whose status the pass found as it reports it, or wrote
+    #: ("" without a record): the report reads all of it, the decisions only some fields
+    record: str
     again: float | None = None
 
 

@@ -13,6 +13,9 @@
 The workload's memory (`reconciler.memory`) is one record, dropped when the workload is
 gone. A pass that wrote nothing is remembered with the objects it read: until one of them
 changes or its decisions' horizon comes, a pass over it decides nothing again. So is one
+whose only writes reported it, with the record version its status write answered: the
+write's echo changes no field the decisions read (else the view drops the plan, and the
+pass decides again), and the status is the one the pass would write again. So is one
 that only followed a rollout in place under way, until a pod changes or the rollout is due
 as Pending. A pass that finds the view behind this reconciler's own writes waits for the
 watch, which queues the workload again when the view catches up.
@@ -131,9 +134,15 @@ class WorkloadReconciler:
         # What the pass's decisions read, as the stages declare it (app/store/inputs.py).
         inputs = running_inputs(view, ref, plan)
         steady = memory.steady
-        if steady is not None and now < steady.until and _same_objects(steady.inputs, inputs):
-            # Nothing this workload's decision reads has changed, and no time it depends on
-            # has come: the last pass's outcome stands (it wrote nothing). Queuing it
+        if (
+            steady is not None
+            and now < steady.until
+            and steady.record == versions["record"]
+            and _same_objects(steady.inputs, inputs)
+        ):
+            # Nothing this workload's decision reads has changed, nor the record's status
+            # since the last pass found or wrote it, and no time it depends on has come:
+            # the last pass's outcome stands (it wrote nothing but its report). Queuing it
             # cancelled the look at the time its decisions change: ask for it again.
             self.metrics.unchanged_passes.inc()
             if steady.again is not None:
@@ -201,10 +210,15 @@ class WorkloadReconciler:
             pending_after=self.config.pending_after,
             rollback=plan.rollback,
         )
+        acted = done.wrote
         await act.report(plan, report, memory, done)
-        if not (done.wrote or done.busy) and done.requeue is None:
+        if not (acted or done.busy) and done.requeue is None:
+            # Written or not, the status now is the one this pass reports: its echo (the
+            # version the write answered) finds the same inputs unless the write changed a
+            # field the decisions read.
             until, timed = steady_until(plan, self.config.steady_horizon)
-            memory.steady = Steady(until, plan.inputs, timed)
+            record = done.versions.get("record", _record_version(plan.record))
+            memory.steady = Steady(until, plan.inputs, timed, record)
             if timed:
                 return _seconds_until(until, plan.now)
         elif memory.unreported is not None and _follows(plan, report, done, self.config.follow_s):
@@ -215,7 +229,9 @@ class WorkloadReconciler:
             due = memory.unreported.since + self.config.pending_after
             if due > plan.now:
                 until = min(until, due)
-            memory.steady = Steady(until, plan.inputs, True, again=done.requeue)
+            memory.steady = Steady(
+                until, plan.inputs, True, _record_version(plan.record), again=done.requeue
+            )
         return done.requeue
 
     async def _plan_again(self, plan: PassPlan, memory: WorkloadMemory) -> PassPlan:

@@ -9,7 +9,7 @@ from datetime import timedelta
 from app.decide.context import PASS, Action, Context, Result, apply, final_resources, stop
 from app.decide.results import AuditProposal, describe_resources, format_resources
 from app.decide.value_rules import change_tolerance
-from app.model.annotations import APPROVE, APPROVE_TARGET, dumps
+from app.model.annotations import APPROVE, dumps
 from app.model.workloads import Resources
 from app.policy.schedule import Schedule, ValueGoal, schedule
 
@@ -108,15 +108,11 @@ def _approved(ctx: Context, proposal: AuditProposal) -> bool:
     """`approve=<proposal id>` on the RightsizingRecommendation applies that proposal once;
     `approve-target=<target id>` every step toward that target (the cooldown still keeps
     them apart)."""
-    record = ctx.record
-    if record is None:
-        return False
-    annotations = record.metadata.annotations
-    if annotations.get(APPROVE_TARGET) == proposal.target_id:
+    facts = ctx.facts
+    if facts.approve_target == proposal.target_id:
         return True
-    approved = annotations.get(APPROVE)
-    done = record.status.approved_proposal if record.status else None
-    return approved is not None and approved == proposal.id and approved != done
+    approved = facts.approve
+    return approved is not None and approved == proposal.id and approved != facts.approved_proposal
 
 
 def check_audit(ctx: Context, steps: Sequence[Step]) -> Result:

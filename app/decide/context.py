@@ -73,7 +73,6 @@ class Context:
         "workload",
         "plan",
         "facts",
-        "record",
         "clock",
         "path",
         "running",
@@ -113,7 +112,6 @@ class Context:
         self.workload = workload
         self.plan = plan
         self.facts = facts
-        self.record = facts.record  # the workload's RightsizingRecommendation
         #: the decision time; every check compares it through here (see app/model/horizon.py)
         self.clock = clock
         self.path = path

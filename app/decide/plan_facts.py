@@ -8,13 +8,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from app.decide.results import SelectedValue
+from app.model.annotations import APPROVE, APPROVE_TARGET
 from app.model.crd import (
     AutomationStrategy,
     AutomationStrategySpec,
     ClusterAutomationStrategy,
     KerfResource,
     LastApplied,
-    RightsizingRecommendation,
     Window,
 )
 from app.model.quantities import QuantityError, parse_resource
@@ -22,7 +22,7 @@ from app.model.recommendations import RecommendationRow
 from app.model.workloads import Workload
 from app.policy.enablement import Switches, resolve_switches
 from app.policy.guardrails import GuardrailSettings
-from app.policy.plans import WorkloadPlan, guardrails
+from app.policy.plans import WorkloadPlan, guardrails, read_as_plan
 from app.policy.selection import Candidate, Target
 from app.policy.sync import PROACTIVE_KINDS, ROLLBACK_KINDS
 from app.store.view import ClusterView
@@ -79,7 +79,11 @@ class PlanFacts:
     #: change them
     winners_json: tuple[dict[str, str], ...]
     items: list[Prepared]
-    record: RightsizingRecommendation | None
+    #: the record's `approve` and `approve-target` annotations and `approvedProposal`
+    #: (audit's approvals; the plan keeps what decisions read of the record, not the record)
+    approve: str | None
+    approve_target: str | None
+    approved_proposal: str | None
     rows: Mapping[str, RecommendationRow]
     #: the lowest confidence among the rows (None when no row reports one)
     lowest_confidence: float | None
@@ -166,7 +170,7 @@ def facts_for(
     key = ("facts", names)
     found = plan.memo.get(key)
     if found is None:
-        found = _build_plan_facts(view, workload, plan, names)
+        found = read_as_plan(view, lambda: _build_plan_facts(view, workload, plan, names))
         # Names come from the pod: keep facts only for the name sets the plan keeps
         # selections for (`WorkloadPlan.select_for`, which building the facts called).
         if names in plan.selections:
@@ -188,6 +192,7 @@ def _build_plan_facts(
     policies, strategies, audit = policies_of(regular)
     record = view.recommendations("record", workload.ref)
     status = record.status if record else None
+    annotations = record.metadata.annotations if record else {}
     last_applied = status.last_applied if status else None
     winners = tuple(_selected_value(target, candidate) for target, candidate in ordered)
     return PlanFacts(
@@ -195,7 +200,9 @@ def _build_plan_facts(
         winners=winners,
         winners_json=tuple(w.as_dict() for w in winners),
         items=items,
-        record=record,
+        approve=annotations.get(APPROVE),
+        approve_target=annotations.get(APPROVE_TARGET),
+        approved_proposal=status.approved_proposal if status else None,
         rows=rows,
         lowest_confidence=min(scores) if (scores := _confidences(rows)) else None,
         last_applied_at=last_applied.at if last_applied else None,

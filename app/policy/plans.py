@@ -9,8 +9,9 @@ quiet-pass check and the admission memo rest on that.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from app.model.annotations import recommendation_fingerprint
 from app.model.crd import KerfResource, PolicyEvaluation
@@ -33,6 +34,8 @@ from app.store.sources import NO_NEWS, WorkloadSources
 
 if TYPE_CHECKING:
     from app.store.view import ClusterView
+
+T = TypeVar("T")
 
 #: container-name sets a plan keeps selections and facts for; pods of one workload share
 #: one or two (a skip-containers annotation makes another)
@@ -73,11 +76,17 @@ def plan_for(view: ClusterView, workload: Workload) -> WorkloadPlan:
     """The policy sync result and candidates of a workload, kept by the view's decision
     caches until one of its inputs changes (a workload the view does not hold, stood in
     for by its pod's labels, gets a plan of its own each time)."""
+    return read_as_plan(view, lambda: _plan_for(view, workload))
+
+
+def read_as_plan(view: ClusterView, build: Callable[[], T]) -> T:
+    """`build`, which derives what a plan keeps (the plan, its facts), reading only what
+    the plan declares (`PLAN_READS`) while the view checks reads."""
     if not view.check_reads:
-        return _plan_for(view, workload)
+        return build()
     reading, view.reading = view.reading, ("plan", PLAN_READS)
     try:
-        return _plan_for(view, workload)
+        return build()
     finally:
         view.reading = reading
 

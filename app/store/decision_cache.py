@@ -73,8 +73,9 @@ class DecisionCaches(Generic[P]):
     - **plans**: by workload key, the workload's `WorkloadPlan` (its policy sync result
       and candidates). Only workloads the view holds have one. Dropped when the workload
       changes or goes (`drop_plan`), when the RightsizingRecommendation named after it
-      changes (`drop_plan` of its targets), and all of them when any other kerf object
-      or a recommendation ConfigMap changes (`drop_plans`).
+      changes a field the decisions read (`app.store.inputs.RECORD_FIELDS`; `drop_plan`
+      of its targets), and all of them when any other kerf object or a recommendation
+      ConfigMap changes (`drop_plans`).
     - **plan caches** (`plan.memo`, `plan.selections`): what decisions derive from one
       plan alone, valid exactly as long as the plan. Kept for the `max_plans` most
       recently used plans (`use_plan`; `MAX_CACHED_PLANS` unless set, the reconciler's

@@ -12,11 +12,15 @@ are never listed anywhere else:
   running-path decision of a workload reads; equal (by identity) means it would decide
   the same;
 - **the requeue routing** (`reach`): which workloads a change of an object may touch,
-  and which input versions it ends.
+  and which input versions it ends;
+- **what a record change invalidates** (`RECORD_FIELDS`, `record_matters`): the fields
+  of a RightsizingRecommendation the decisions read; a change of no other keeps the
+  workload's plan (the reconciler's own status write is not news to its decisions).
 
 A stage that reads an input it does not declare fails: `ClusterView` checks every read
 of an input against the stage being decided while `ClusterView.check_reads` is on
-(tests turn it on), and raises `UndeclaredInput`.
+(tests turn it on), and raises `UndeclaredInput`; so does a decision that reads a field
+of the record `RECORD_FIELDS` does not declare (`DeclaredRecord`).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Literal, Protocol
 
+from app.model.annotations import APPROVE, APPROVE_TARGET
 from app.model.crd import ACTED_ON_KINDS
 from app.model.kube_types import PodDict, as_pod
 from app.model.owners import WorkloadRef
@@ -88,6 +93,8 @@ def _allocatable(node: Obj | None) -> Any:
 
 
 WORKLOAD = Input("workload", frozenset(WORKLOAD_KINDS), Which.WORKLOAD)
+#: every change queues the workload (its pass reports the whole status); only those of
+#: `RECORD_FIELDS` drop its plan (`ClusterView`)
 RECORD = Input("record", frozenset({"RightsizingRecommendation"}), Which.RECORD)
 KERF = Input(
     "kerf-objects",
@@ -146,7 +153,8 @@ INPUTS: tuple[Input, ...] = (
     CONTROLLERS,
 )
 #: what the policy plan of a workload reads (`ClusterView.plan_for`, the plan facts): the
-#: view drops the plan when any of them changes, so a plan's identity versions them
+#: view drops the plan when any of them changes (the record: a field of `RECORD_FIELDS`),
+#: so a plan's identity versions them
 PLAN_READS: tuple[Input, ...] = (WORKLOAD, RECORD, KERF, SOURCES)
 #: what resolving a pod's workload reads
 OWNER_READS: tuple[Input, ...] = (WORKLOAD, CONTROLLERS)
@@ -162,6 +170,79 @@ def check_read(reading: tuple[str, tuple[Input, ...]] | None, *declared: Input) 
     if reading is not None and not any(d in reading[1] for d in declared):
         names = " or ".join(d.name for d in declared)
         raise UndeclaredInput(f"stage {reading[0]} reads {names} and does not declare it")
+
+
+#: What the decisions read of a workload's RightsizingRecommendation, as attribute paths
+#: (annotations by key): the plan facts (the last applied change and rollback), audit
+#: (the approval annotations, the proposal an approval was used for), the rollback
+#: monitor (the last applied change) and the pass's plan (the eviction recorded and not
+#: reported). A record without them reads as no record. `DeclaredRecord` checks the reads
+#: of the decision stages and the plan facts.
+RECORD_FIELDS: tuple[tuple[str, ...], ...] = (
+    ("metadata", "annotations", APPROVE),
+    ("metadata", "annotations", APPROVE_TARGET),
+    ("status", "last_applied"),
+    ("status", "last_rollback"),
+    ("status", "approved_proposal"),
+    ("status", "pending_eviction"),
+)
+
+
+def _field(obj: Any, path: tuple[str, ...]) -> Any:
+    for step in path:
+        if obj is None:
+            return None
+        obj = obj.get(step) if isinstance(obj, Mapping) else getattr(obj, step, None)
+    return obj
+
+
+def _declared(record: Any) -> tuple[Any, ...]:
+    """The values of `RECORD_FIELDS` in a record (None: absent), its status read once (the
+    view's records parse it when read)."""
+    if record is None:
+        return (None,) * len(RECORD_FIELDS)
+    parts: dict[str, Any] = {}
+    for head, *_ in RECORD_FIELDS:
+        if head not in parts:
+            parts[head] = getattr(record, head, None)
+    return tuple([_field(parts[path[0]], path[1:]) for path in RECORD_FIELDS])
+
+
+def record_matters(old: Any, new: Any) -> bool:
+    """Whether a change of a record (None: absent) changes a field the decisions read:
+    the workload's plan, whose facts read them, is kept otherwise."""
+    return _declared(old) != _declared(new)
+
+
+class DeclaredRecord:
+    """A record as a decision reads it while reads are checked (`ClusterView.check_reads`):
+    reading a field `RECORD_FIELDS` does not declare raises `UndeclaredInput`, since a
+    change of it would keep the plan whose decisions read it."""
+
+    __slots__ = ("_obj", "_path")
+
+    def __init__(self, obj: Any, path: tuple[str, ...] = ()) -> None:
+        self._obj = obj
+        self._path = path
+
+    def __getattr__(self, name: str) -> Any:
+        return self._read(name, getattr(self._obj, name))
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """A key of a mapping field (the annotations)."""
+        return self._read(key, self._obj.get(key, default))
+
+    def __bool__(self) -> bool:
+        return bool(self._obj)
+
+    def _read(self, name: str, value: Any) -> Any:
+        path = (*self._path, name)
+        if not any(f[: len(path)] == path for f in RECORD_FIELDS):
+            raise UndeclaredInput(
+                f"a decision reads the record's {'.'.join(path)}, which RECORD_FIELDS does "
+                "not declare"
+            )
+        return value if path in RECORD_FIELDS or value is None else DeclaredRecord(value, path)
 
 
 @dataclass(frozen=True, slots=True)

@@ -60,10 +60,12 @@ from app.store.inputs import (
     PODS,
     RECORD,
     SOURCES,
+    DeclaredRecord,
     Input,
     Reach,
     check_read,
     reach,
+    record_matters,
     workload_stamp_keys,
 )
 from app.store.namespace_bounds import BOUND_KINDS, pod_shape, pod_totals
@@ -300,6 +302,8 @@ class ClusterView:
     def _delete(self, kind: str, namespace: str, name: str) -> None:
         key = (kind, namespace, name)
         if key in self._kerf:
+            if kind == "RightsizingRecommendation":
+                self._record_changed(key, self._kerf[key], None)
             self._remove_kerf(key)
         elif kind == "Pod":
             self._remove_pod(namespace, name)
@@ -322,10 +326,12 @@ class ClusterView:
                 self._reresolve_owners(key)
 
     def _apply_kerf(self, obj: KerfResource) -> None:
+        key = (obj.kind, obj.metadata.namespace or "", obj.metadata.name)
         if isinstance(obj, RightsizingRecommendation):
+            # compared before it is stored: the new status is parsed already
+            self._record_changed(key, self._kerf.get(key), obj)
             obj = stored(obj)  # its status as JSON bytes (app/model/records.py)
         share_field_sets(obj)  # half a record's weight (app/store/slim.py)
-        key = (obj.kind, obj.metadata.namespace or "", obj.metadata.name)
         self._remove_kerf(key)
         self._kerf[key] = obj
         self._kerf_changed(key)
@@ -348,8 +354,7 @@ class ClusterView:
         if key[0] in STORED_KINDS:
             return  # kept for the reconciler to tell once; no decision reads them
         if key[0] == "RightsizingRecommendation":
-            self._record_changed(key)
-            return
+            return  # `_record_changed`, which compares the two versions
         self._drop_plans()
         self.caches.drop_settings()
 
@@ -359,11 +364,15 @@ class ClusterView:
     def _drop_plans(self) -> None:
         self.caches.drop_plans()
 
-    def _record_changed(self, key: ObjectKey) -> None:
-        """A RightsizingRecommendation came, changed or went: only the plan of the workload
-        it is named after reads it (`recommendations("record", …)`); the reconciler writes
-        one per change, and dropping every plan for each cost the next pass of every
-        workload a rebuilt plan."""
+    def _record_changed(self, key: ObjectKey, old: object, new: object) -> None:
+        """A RightsizingRecommendation came, changed or went (None: absent): only the plan
+        of the workload it is named after reads it (`recommendations("record", …)`), and
+        only the fields `RECORD_FIELDS` declares. The reconciler writes one per change:
+        dropping every plan for each cost the next pass of every workload a rebuilt plan,
+        and dropping its own for a status that changed nothing the decisions read cost the
+        pass over the write's echo a rebuilt plan and every pod decided again."""
+        if not record_matters(old, new):
+            return
         for target in record_targets(key[1], key[2]):
             self._drop_plan(target)
 
@@ -626,7 +635,11 @@ class ClusterView:
             found = self._kerf.get(
                 ("RightsizingRecommendation", of.namespace, record_name(of.kind, of.name))
             )
-            return found if isinstance(found, RightsizingRecommendation) else None
+            if not isinstance(found, RightsizingRecommendation):
+                return None
+            if self.check_reads and self.reading is not None:
+                return cast(RightsizingRecommendation, DeclaredRecord(found))
+            return found
         if self.check_reads:
             self._read(SOURCES)
         respect = self.global_config.respect_kubex_automation

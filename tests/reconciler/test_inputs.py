@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -16,11 +17,19 @@ from app.decide import decide_pod
 from app.decide.admission import admit_pod, memo_counts
 from app.decide.checks import CHECKS, Check
 from app.decide.context import PASS, Context, Result
-from app.model.annotations import PAUSE_UNTIL
+from app.model.annotations import APPROVE, APPROVE_TARGET, PAUSE_UNTIL
+from app.model.crd import KerfResource, parse_object
 from app.model.owners import WorkloadRef
 from app.policy.plans import plan_for
 from app.store import inputs
-from app.store.inputs import INPUTS, OWNER_READS, PLAN_READS, Input, UndeclaredInput
+from app.store.inputs import (
+    INPUTS,
+    OWNER_READS,
+    PLAN_READS,
+    RECORD_FIELDS,
+    Input,
+    UndeclaredInput,
+)
 from app.store.view import ClusterView
 from reconciler.service import WatchedView
 from tests.app import builders as b
@@ -52,7 +61,11 @@ CHANGES: list[tuple[Input, str, Change]] = [
         "Deployment paused",
         lambda v: v.apply(b.deployment(annotations={PAUSE_UNTIL: "infinite"})),
     ),
-    (inputs.RECORD, "RightsizingRecommendation written", lambda v: v.apply(b.recommendation())),
+    (
+        inputs.RECORD,
+        "RightsizingRecommendation records a change applied",
+        lambda v: v.apply(b.recommendation(applied_at=b.NOW - timedelta(hours=1))),
+    ),
     (
         inputs.KERF,
         "GlobalConfiguration turns automation off",
@@ -197,4 +210,162 @@ def test_a_stage_that_reads_an_undeclared_input_fails(monkeypatch: pytest.Monkey
         decide_pod(v, pod, now=b.NOW, path="running")
     declared = Check(("NewGuardrail",), _reads_hpas_undeclared, (inputs.AUTOSCALERS,))
     monkeypatch.setitem(checks._BY_PATH, "running", (*checks._BY_PATH["running"][:-1], declared))
+    assert decide_pod(v, pod, now=b.NOW, path="running").outcome == "apply"
+
+
+# ----------------------------------------------------------------- the record's fields
+
+
+def _record_doc() -> dict[str, Any]:
+    """A record as the reconciler leaves it after a change it applied ten days ago."""
+    doc = b.recommendation(applied_at=b.NOW - timedelta(days=10)).model_dump(
+        by_alias=True, mode="json", exclude_none=True
+    )
+    doc["metadata"]["resourceVersion"] = "1"
+    doc["status"] |= {
+        "phase": "Applied",
+        "reason": None,
+        "conditions": [{"type": "Blocked", "status": "False", "reason": "NotBlocked"}],
+    }
+    return doc
+
+
+def _set(doc: dict[str, Any], place: str, key: str, value: Any) -> None:
+    doc["metadata"]["resourceVersion"] = "2"
+    doc[place] = {**(doc.get(place) or {}), key: value}
+
+
+#: a change of each field `RECORD_FIELDS` declares, alone
+FIELD_CHANGES: dict[tuple[str, ...], Callable[[dict[str, Any]], None]] = {
+    ("metadata", "annotations", APPROVE): lambda d: d["metadata"].update(
+        resourceVersion="2", annotations={APPROVE: "p-1"}
+    ),
+    ("metadata", "annotations", APPROVE_TARGET): lambda d: d["metadata"].update(
+        resourceVersion="2", annotations={APPROVE_TARGET: "t-1"}
+    ),
+    ("status", "last_applied"): lambda d: _set(
+        d,
+        "status",
+        "lastApplied",
+        {"at": b.ts(b.NOW - timedelta(hours=1)), "method": "inPlace", "containers": {}},
+    ),
+    ("status", "last_rollback"): lambda d: _set(
+        d, "status", "lastRollback", {"at": b.ts(b.NOW - timedelta(hours=1))}
+    ),
+    ("status", "approved_proposal"): lambda d: _set(d, "status", "approvedProposal", "p-1"),
+    ("status", "pending_eviction"): lambda d: _set(
+        d, "status", "pendingEviction", {"podUid": "u-1", "podName": "web-7d4b9-aaaaa"}
+    ),
+}
+
+
+def _changed(change: Callable[[dict[str, Any]], None]) -> KerfResource:
+    doc = _record_doc()
+    change(doc)
+    return parse_object(doc)
+
+
+def _quiet_view(queued: list[WorkloadRef | None]) -> tuple[WatchedView, tuple[object, ...]]:
+    """The view with the record, the admission memo warm, and the running inputs."""
+    v = _view(queued)
+    v.apply(parse_object(_record_doc()))
+    for name in ("web-7d4b9-first", "web-7d4b9-second"):
+        _admit(v, name)
+    quiet = _running_inputs(v)
+    queued.clear()
+    return v, quiet
+
+
+def test_every_declared_record_field_has_a_change_below() -> None:
+    assert set(FIELD_CHANGES) == set(RECORD_FIELDS)
+
+
+@pytest.mark.parametrize("path", list(FIELD_CHANGES), ids=".".join)
+def test_a_change_of_a_declared_record_field_makes_both_paths_decide_again(
+    path: tuple[str, ...],
+) -> None:
+    queued: list[WorkloadRef | None] = []
+    v, quiet = _quiet_view(queued)
+
+    v.apply(_changed(FIELD_CHANGES[path]))
+
+    misses = memo_counts(v)[1]
+    _admit(v, "web-7d4b9-later")
+    assert memo_counts(v)[1] == misses + 1, "the webhook answered from its memo"
+    assert not inputs.same_inputs(quiet, _running_inputs(v)), "the pass would be quiet"
+    assert WEB in queued
+
+
+def test_a_status_change_the_decisions_do_not_read_keeps_the_plan() -> None:
+    queued: list[WorkloadRef | None] = []
+    v, quiet = _quiet_view(queued)
+    hits = memo_counts(v)[0]
+
+    # What a pass reporting a block writes: its phase, reason, conditions, Event key.
+    def report(doc: dict[str, Any]) -> None:
+        doc["metadata"]["resourceVersion"] = "2"
+        doc["status"] |= {
+            "phase": "Blocked",
+            "reason": "Cooldown",
+            "conditions": [{"type": "Blocked", "status": "True", "reason": "Cooldown"}],
+            "lastEvent": {"reason": "Cooldown", "key": "k"},
+        }
+
+    v.apply(_changed(report))
+
+    _admit(v, "web-7d4b9-later")
+    assert memo_counts(v)[0] == hits + 1, "the webhook decided again"
+    assert inputs.same_inputs(quiet, _running_inputs(v))
+    # The pass reads the whole status (its report): it is queued, and finds the record
+    # version changed (reconciler.reconcile).
+    assert WEB in queued
+
+
+def test_a_record_without_a_declared_field_reads_as_none() -> None:
+    queued: list[WorkloadRef | None] = []
+    v = _view(queued)
+    quiet = _running_inputs(v)
+    v.apply(b.recommendation())  # created, its status not written yet
+    assert inputs.same_inputs(quiet, _running_inputs(v))
+    v.delete("RightsizingRecommendation", b.NS, "deployment-web")
+    assert inputs.same_inputs(quiet, _running_inputs(v))
+    assert WEB in queued
+
+
+def _record_of(ctx: Context) -> Any:
+    record = ctx.view.recommendations("record", ctx.workload.ref)
+    assert record is not None and record.status is not None
+    return record
+
+
+def _reads_phase(ctx: Context) -> Result:
+    _record_of(ctx).status.phase  # noqa: B018 (the read is the test)
+    return PASS
+
+
+def _reads_conditions(ctx: Context) -> Result:
+    _record_of(ctx).status.conditions  # noqa: B018 (the read is the test)
+    return PASS
+
+
+def _reads_last_applied(ctx: Context) -> Result:
+    assert _record_of(ctx).status.last_applied is not None
+    return PASS
+
+
+def test_a_decision_that_reads_an_undeclared_record_field_fails(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    v, _ = _quiet_view([])
+    pod = v.get("Pod", b.NS, "web-7d4b9-aaaaa")
+    assert pod is not None
+    assert decide_pod(v, pod, now=b.NOW, path="running").outcome == "apply"
+    running = checks._BY_PATH["running"]
+    for decide, field in ((_reads_phase, "phase"), (_reads_conditions, "conditions")):
+        stage = Check(("NewGuardrail",), decide, (inputs.RECORD,))
+        monkeypatch.setitem(checks._BY_PATH, "running", (*running, stage))
+        with pytest.raises(UndeclaredInput, match=f"record's status.{field}"):
+            decide_pod(v, pod, now=b.NOW, path="running")
+    declared = Check(("NewGuardrail",), _reads_last_applied, (inputs.RECORD,))
+    monkeypatch.setitem(checks._BY_PATH, "running", (*running, declared))
     assert decide_pod(v, pod, now=b.NOW, path="running").outcome == "apply"
