@@ -36,7 +36,7 @@ KEPT_ANNOTATIONS = frozenset({MIRROR_POD, "gpu-fraction"})
 #: Pod condition types kerf reads: readiness and scheduling (rollback health), resize
 #: progress (`app.policy.podstate`).
 KEPT_CONDITIONS = frozenset({"Ready", "PodScheduled", "PodResizePending", "PodResizeInProgress"})
-_OWN_FIELDS = ("name", "generateName", "uid", "resourceVersion", "deletionTimestamp")
+_OWN_FIELDS = ("name", "uid", "resourceVersion", "deletionTimestamp")
 _CONDITION_FIELDS = ("type", "status", "reason", "message", "lastTransitionTime")
 #: Of readiness and scheduling kerf reads the status, reason and message, not the time
 #: (that is read of the resize conditions only: how long a resize waits).
@@ -89,8 +89,9 @@ def metadata(meta: Mapping[str, Any] | None, *, labels: bool = True) -> dict[str
     # Names, uids, versions and deletion times are the object's own: interning them would
     # cost time and an entry in the interned table each, for nothing shared.
     kept = {f: meta[f] for f in _OWN_FIELDS if f in meta}
-    # Creation times are to the second: the pods a rollout or a scale-up creates share them.
-    for f in ("creationTimestamp", "namespace"):
+    # Shared: a ReplicaSet's pods have one generateName, and creation times are to the
+    # second (the pods a rollout or a scale-up creates share them).
+    for f in ("namespace", "generateName", "creationTimestamp"):
         if f in meta:
             kept[f] = _intern(meta[f])
     if labels and meta.get("labels"):

@@ -431,3 +431,16 @@ def test_a_replica_set_keeps_its_name_and_owner() -> None:
     }
     pod = slim.project(b.pod())
     assert kept["metadata"]["name"] is pod["metadata"]["ownerReferences"][0]["name"]
+
+
+def test_pods_share_their_generate_name_and_creation_time() -> None:
+    """A ReplicaSet's pods have one generateName, and pods created in the same second one
+    creation time: one string each, not one per pod (as they come from JSON)."""
+    kept = []
+    for name in ("web-7d4b9-a", "web-7d4b9-b"):
+        pod = b.pod(name)
+        pod["metadata"]["generateName"] = "".join(["web-7d4b9", "-"])
+        pod["metadata"]["creationTimestamp"] = "".join(["2026-01-01T00:00:00", "Z"])
+        kept.append(slim.project(pod)["metadata"])
+    assert kept[0]["generateName"] is kept[1]["generateName"]
+    assert kept[0]["creationTimestamp"] is kept[1]["creationTimestamp"]
