@@ -323,11 +323,13 @@ def reference(obj: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def replica_set(obj: Mapping[str, Any]) -> dict[str, Any]:
-    """What kerf keeps of a ReplicaSet: its name and who owns it (a pod's owner is resolved
-    through it; nothing reads its uid, version or times)."""
+    """What kerf keeps of a ReplicaSet: its name, version and who owns it (a pod's owner is
+    resolved through it; nothing reads its uid, labels or times)."""
     meta = obj.get("metadata") or {}
     # Its name interned: its pods' owner references name it.
     kept = _copy(meta, ("name", "namespace"))
+    if "resourceVersion" in meta:
+        kept["resourceVersion"] = meta["resourceVersion"]
     if meta.get("ownerReferences"):
         kept["ownerReferences"] = _owner_references(meta["ownerReferences"])
     return {**_head(obj), "metadata": kept}

@@ -393,9 +393,9 @@ def test_a_workload_and_its_pod_share_their_resources(pod_first: bool) -> None:
     assert workload.containers["app"] == b.APP_RES
 
 
-def test_a_replica_set_keeps_its_name_and_owner() -> None:
-    """A ReplicaSet is read for its owner only (a pod's is resolved through it); its name
-    is the interned string its pods' owner references hold."""
+def test_a_replica_set_keeps_its_name_version_and_owner() -> None:
+    """A ReplicaSet is read for its owner (a pod's is resolved through it) and its
+    version; its name is the interned string its pods' owner references hold."""
     rs = {
         "apiVersion": "apps/v1",
         "kind": "ReplicaSet",
@@ -426,6 +426,7 @@ def test_a_replica_set_keeps_its_name_and_owner() -> None:
         "metadata": {
             "name": "web-7d4b9",
             "namespace": b.NS,
+            "resourceVersion": "7",
             "ownerReferences": [{"kind": "Deployment", "name": "web", "controller": True}],
         },
     }
