@@ -50,8 +50,14 @@ def parse_time(value: Any) -> datetime | None:
 
 def container_resources(container: ContainerDict, *, owned: bool = False) -> ContainerResources:
     """Requests and limits of a container spec as plain string maps; with `owned` (the
-    caller gives the spec up), a map whose values are all strings is kept, not copied."""
+    caller gives the spec up), a map whose values are all strings is kept, not copied, and
+    so is the resources map that has both and nothing else (a projection's, which the
+    view's pods may share: `app.store.slim.share_resources`)."""
     resources = container.get("resources") or {}
+    if owned and type(resources) is dict and list(resources) == ["requests", "limits"]:
+        requests, limits = resources["requests"], resources["limits"]
+        if _string_map(requests, owned) is requests and _string_map(limits, owned) is limits:
+            return cast(ContainerResources, resources)
     return {
         "requests": _string_map(resources.get("requests"), owned),
         "limits": _string_map(resources.get("limits"), owned),

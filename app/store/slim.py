@@ -36,15 +36,17 @@ KEPT_ANNOTATIONS = frozenset({MIRROR_POD, "gpu-fraction"})
 #: Pod condition types kerf reads: readiness and scheduling (rollback health), resize
 #: progress (`app.policy.podstate`).
 KEPT_CONDITIONS = frozenset({"Ready", "PodScheduled", "PodResizePending", "PodResizeInProgress"})
-_OWN_FIELDS = (
-    "name",
-    "generateName",
-    "uid",
-    "resourceVersion",
-    "creationTimestamp",
-    "deletionTimestamp",
-)
+_OWN_FIELDS = ("name", "uid", "resourceVersion", "deletionTimestamp")
 _CONDITION_FIELDS = ("type", "status", "reason", "message", "lastTransitionTime")
+#: Of readiness and scheduling kerf reads the status, reason and message, not the time
+#: (that is read of the resize conditions only: how long a resize waits).
+_UNTIMED_CONDITION_FIELDS = ("type", "status", "reason", "message")
+_TIMED_CONDITIONS = frozenset({"PodResizePending", "PodResizeInProgress"})
+#: Condition lists without times or messages, one list for all the pods that have it
+#: (most running pods: Ready and PodScheduled both True). Such lists are a handful of
+#: statuses and reasons; the bound keeps odd reasons from growing it without end.
+_SHARED_CONDITIONS: dict[tuple[tuple[tuple[str, Any], ...], ...], list[dict[str, Any]]] = {}
+SHARED_CONDITIONS_MAX = 256
 #: What a container's state says that kerf reads: why it ended and when, why it waits.
 _STATE_FIELDS = {"terminated": ("reason", "finishedAt"), "waiting": ("reason",)}
 
@@ -84,21 +86,26 @@ def _copy(source: Mapping[str, Any], fields: Iterable[str]) -> dict[str, Any]:
 def metadata(meta: Mapping[str, Any] | None, *, labels: bool = True) -> dict[str, Any]:
     """Identity, version, labels, kerf's annotations and owner references of an object."""
     meta = meta or {}
-    # Names, uids, versions and times are the object's own: interning them would cost
-    # time and an entry in the interned table each, for nothing shared.
+    # Names, uids, versions and deletion times are the object's own: interning them would
+    # cost time and an entry in the interned table each, for nothing shared.
     kept = {f: meta[f] for f in _OWN_FIELDS if f in meta}
-    if "namespace" in meta:
-        kept["namespace"] = _intern(meta["namespace"])
+    # Shared: a ReplicaSet's pods have one generateName, and creation times are to the
+    # second (the pods a rollout or a scale-up creates share them).
+    for f in ("namespace", "generateName", "creationTimestamp"):
+        if f in meta:
+            kept[f] = _intern(meta[f])
     if labels and meta.get("labels"):
         kept["labels"] = _strings(meta["labels"])
     annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if kept_annotation(k)}
     if annotations:
         kept["annotations"] = {_intern(k): v for k, v in annotations.items()}
     if meta.get("ownerReferences"):
-        kept["ownerReferences"] = [
-            _copy(ref, ("kind", "name", "controller")) for ref in meta["ownerReferences"]
-        ]
+        kept["ownerReferences"] = _owner_references(meta["ownerReferences"])
     return kept
+
+
+def _owner_references(refs: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    return [_copy(ref, ("kind", "name", "controller")) for ref in refs]
 
 
 def _resources(resources: Mapping[str, Any]) -> dict[str, Any]:
@@ -163,12 +170,12 @@ def pod(obj: Mapping[str, Any]) -> dict[str, Any]:
     # startTime: a GPU reactive policy counts a pod's metrics by its age (app/recommend/gpu_reactive.py)
     kept_status = _copy(status, ("phase", "reason", "startTime"))
     conditions = [
-        _copy(c, _CONDITION_FIELDS)
+        _copy(c, _CONDITION_FIELDS if c["type"] in _TIMED_CONDITIONS else _UNTIMED_CONDITION_FIELDS)
         for c in status.get("conditions") or ()
         if c.get("type") in KEPT_CONDITIONS
     ]
     if conditions:
-        kept_status["conditions"] = conditions
+        kept_status["conditions"] = _shared_conditions(conditions)
     asked = {
         c.get("name"): c.get("resources")
         for group in ("containers", "initContainers")
@@ -185,6 +192,96 @@ def pod(obj: Mapping[str, Any]) -> dict[str, Any]:
         "spec": kept_spec,
         "status": kept_status,
     }
+
+
+_CONTAINER_GROUPS = frozenset(
+    {"containers", "initContainers", "containerStatuses", "initContainerStatuses"}
+)
+#: The parts of a pod that its siblings (the pods of its ReplicaSet or Job) most often have
+#: equal, by section: labels, owner, containers, and while they run alike their statuses.
+_SIBLING_PARTS = (
+    ("metadata", ("labels", "annotations", "ownerReferences")),
+    ("spec", ("containers", "initContainers", "overhead")),
+    ("status", ("conditions", "containerStatuses", "initContainerStatuses")),
+)
+
+
+def share_with_sibling(kept: dict[str, Any], sibling: Mapping[str, Any]) -> None:
+    """Make the parts of a fresh pod projection that equal its sibling's be the sibling's
+    (one copy for all the pods of a controller instead of one each). A container list
+    that differs (a pod resized, or restarted) shares the containers that are equal, and
+    of the others their resources if equal.
+
+    The view's pods are only read, so a shared part is never changed through one pod;
+    `tests/app/test_slim.py` checks that deciding over the view leaves it as it was."""
+    for section, fields in _SIBLING_PARTS:
+        mine, theirs = kept.get(section), sibling.get(section)
+        if not mine or not theirs:
+            continue
+        for f in fields:
+            value = mine.get(f)
+            if value is None or f not in theirs:
+                continue
+            other = theirs[f]
+            if value == other:
+                mine[f] = other
+            elif f in _CONTAINER_GROUPS and type(value) is list and type(other) is list:
+                shared = [_shared_entry(v, o) for v, o in zip(value, other, strict=False)]
+                mine[f] = shared + value[len(shared) :]
+
+
+def share_resources(kept: Mapping[str, Any], resources: Mapping[str, Any]) -> None:
+    """Make the resources of a fresh projection's containers (a pod's, and its container
+    statuses', or a workload template's) be those of `resources` (by container name) where
+    equal, or their requests or limits where those are: a workload's pods and its template
+    ask alike until a resize, and then keep one of the two maps."""
+    spec = kept.get("spec") or {}
+    entries = [
+        *(spec.get("containers") or ()),
+        *(spec.get("initContainers") or ()),
+        *((kept.get("status") or {}).get("containerStatuses") or ()),
+        *((kept.get("status") or {}).get("initContainerStatuses") or ()),
+    ]
+    for entry in entries:
+        _share_maps(entry, resources.get(entry.get("name")))
+
+
+def _shared_entry(entry: Any, other: Any) -> Any:
+    """A container (or container status) entry: its sibling's if equal, else with its
+    sibling's resources, or requests or limits, where those are."""
+    if entry == other:
+        return other
+    if type(entry) is dict and type(other) is dict and entry.get("name") == other.get("name"):
+        _share_maps(entry, other.get("resources"))
+    return entry
+
+
+def _share_maps(entry: dict[str, Any], resources: Mapping[str, Any] | None) -> None:
+    """An entry's resources become `resources` if equal, else its requests or limits
+    become those of `resources` that are equal."""
+    mine = entry.get("resources")
+    if mine is None or resources is None:
+        return
+    if mine == resources:
+        entry["resources"] = resources
+        return
+    for f in ("requests", "limits"):
+        if f in mine and mine[f] == resources.get(f):
+            mine[f] = resources[f]
+
+
+def _shared_conditions(conditions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The list of every other pod with the same conditions, if they say no time and no
+    message (`_SHARED_CONDITIONS`); else `conditions`."""
+    if any("lastTransitionTime" in c or "message" in c for c in conditions):
+        return conditions
+    key = tuple(tuple(c.items()) for c in conditions)
+    found = _SHARED_CONDITIONS.get(key)
+    if found is not None:
+        return found
+    if len(_SHARED_CONDITIONS) < SHARED_CONDITIONS_MAX:
+        _SHARED_CONDITIONS[key] = conditions
+    return conditions
 
 
 def _template(template: Mapping[str, Any]) -> dict[str, Any]:
@@ -226,11 +323,16 @@ def reference(obj: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def replica_set(obj: Mapping[str, Any]) -> dict[str, Any]:
-    """What kerf keeps of a ReplicaSet: who owns it (a pod's owner is resolved through it)."""
-    return {
-        **_head(obj),
-        "metadata": metadata(obj.get("metadata"), labels=False),
-    }
+    """What kerf keeps of a ReplicaSet: its name, version and who owns it (a pod's owner is
+    resolved through it; nothing reads its uid, labels or times)."""
+    meta = obj.get("metadata") or {}
+    # Its name interned: its pods' owner references name it.
+    kept = _copy(meta, ("name", "namespace"))
+    if "resourceVersion" in meta:
+        kept["resourceVersion"] = meta["resourceVersion"]
+    if meta.get("ownerReferences"):
+        kept["ownerReferences"] = _owner_references(meta["ownerReferences"])
+    return {**_head(obj), "metadata": kept}
 
 
 def node(obj: Mapping[str, Any]) -> dict[str, Any]:

@@ -43,10 +43,7 @@ from app.model.owners import WorkloadRef, controller_ref, resolve_owner
 from app.model.quantities import QuantityError
 from app.model.recommendations import RecommendationRow, is_recommendation_configmap
 from app.model.records import record_name, record_targets, stored
-from app.model.workloads import (
-    WORKLOAD_KINDS,
-    Workload,
-)
+from app.model.workloads import WORKLOAD_KINDS, Workload, pod_template, target_containers
 from app.store.decision_cache import DecisionCaches, Plan
 from app.store.inputs import (
     AUTOSCALERS,
@@ -69,7 +66,13 @@ from app.store.inputs import (
     workload_stamp_keys,
 )
 from app.store.namespace_bounds import BOUND_KINDS, pod_shape, pod_totals
-from app.store.slim import project, reference, share_field_sets
+from app.store.slim import (
+    project,
+    reference,
+    share_field_sets,
+    share_resources,
+    share_with_sibling,
+)
 from app.store.sources import RecommendationSources, SourceKey, SourceState, WorkloadSources
 
 #: what `ClusterView.recommendations` is asked
@@ -169,8 +172,8 @@ class ClusterView:
         self._workloads: dict[ObjectKey, Workload] = {}
         self._objects: dict[ObjectKey, ObjectDict] = {}
         self._pods: dict[tuple[str, str], PodDict] = {}
-        self._pods_by_node: dict[str, dict[tuple[str, str], tuple[int, int]]] = {}
-        self._pods_by_owner: dict[ObjectKey, dict[tuple[str, str], PodDict]] = {}
+        #: pods by resolved owner, as `_pods_by_controller` keeps them
+        self._pods_by_owner: dict[ObjectKey, tuple[tuple[str, str], ...]] = {}
         #: the resolved owner of every pod of the view (a bare pod has none); resolved when
         #: the pod arrives and again when the ReplicaSet or Job it names changes
         self._pod_owner: dict[tuple[str, str], WorkloadRef] = {}
@@ -254,6 +257,13 @@ class ClusterView:
         obj = project(obj)  # only what kerf reads is kept (app/store/slim.py)
         kind, namespace, name = key = object_key(obj)
         if kind in WORKLOAD_KINDS:
+            pods = self._pods_by_owner.get(key)
+            if pods:  # its template's resources are its pods' while they ask alike
+                asked = target_containers(self._pods[pods[0]])
+                share_resources(
+                    cast(dict[str, Any], pod_template(obj)),
+                    {name: c.get("resources") for name, c in asked.items()},
+                )
             self._workloads[key] = Workload.from_object(obj, owned=True)  # a fresh projection
             self._objects[key] = cast(ObjectDict, reference(obj))  # the Workload holds the rest
             self._drop_plan(key)
@@ -262,23 +272,20 @@ class ClusterView:
         elif kind == "Pod":
             pod = as_pod(obj)
             self._remove_pod(namespace, name)
-            self._pods[(namespace, name)] = pod
             controller = _intermediate_owner(pod)
+            siblings: tuple[tuple[str, str], ...] = ()
             if controller is not None:
-                pods = self._pods_by_controller.get(controller, ())
-                self._pods_by_controller[controller] = (*pods, (namespace, name))
+                siblings = self._pods_by_controller.get(controller, ())
+                if siblings:  # its parts equal to a sibling's are the sibling's (app/store/slim.py)
+                    share_with_sibling(cast(dict[str, Any], pod), self._pods[siblings[0]])
+                self._pods_by_controller[controller] = (*siblings, (namespace, name))
+            self._pods[(namespace, name)] = pod
             self._index_owner((namespace, name), pod)
-            node = node_name(pod)
-            if node and (pod.get("status") or {}).get("phase") not in TERMINAL_PHASES:
-                try:
-                    cpu, memory = node_requests_of(pod)
-                except QuantityError as exc:  # the API server refuses these; never crash on one
-                    self.warnings.append(f"Pod {namespace}/{name}: {exc}")
-                    cpu = memory = 0
-                self._pods_by_node.setdefault(node, {})[(namespace, name)] = (cpu, memory)
-                totals = self._node_totals.setdefault(node, [0, 0])
-                totals[0] += cpu
-                totals[1] += memory
+            owner = self._pod_owner.get((namespace, name))
+            workload = self._workloads.get(owner.key) if owner and not siblings else None
+            if workload is not None:  # the first pod of a workload asks as its template
+                share_resources(cast(dict[str, Any], pod), workload.containers)
+            self._count_on_node(pod, 1)
         elif kind == "HorizontalPodAutoscaler":
             self._hpas.setdefault(namespace, {})[name] = cast(HPADict, obj)
         elif kind == "VerticalPodAutoscaler":
@@ -384,12 +391,25 @@ class ClusterView:
             controller = _intermediate_owner(old)
             if controller is not None:
                 self._forget_controlled(controller, (namespace, name))
-            node = node_name(old)
-            usage = self._pods_by_node.get(node, {}).pop((namespace, name), None) if node else None
-            if node and usage is not None:
-                totals = self._node_totals[node]
-                totals[0] -= usage[0]
-                totals[1] -= usage[1]
+            self._count_on_node(old, -1)
+
+    def _count_on_node(self, pod: PodDict, sign: Literal[1, -1]) -> None:
+        """Add a pod's requests to its node's totals (sign 1), or take them back (-1): a
+        pod on a node that has not ended counts. What it took is computed again from the
+        pod when it goes rather than kept per pod: the same pod gives the same amounts."""
+        node = node_name(pod)
+        if not node or (pod.get("status") or {}).get("phase") in TERMINAL_PHASES:
+            return
+        try:
+            cpu, memory = node_requests_of(pod)
+        except QuantityError as exc:  # the API server refuses these; never crash on one
+            if sign > 0:
+                namespace, name = _pod_key(pod)
+                self.warnings.append(f"Pod {namespace}/{name}: {exc}")
+            return
+        totals = self._node_totals.setdefault(node, [0, 0])
+        totals[0] += sign * cpu
+        totals[1] += sign * memory
 
     def _forget_controlled(self, controller: ObjectKey, pod_key: tuple[str, str]) -> None:
         rest = tuple(k for k in self._pods_by_controller.get(controller, ()) if k != pod_key)
@@ -404,15 +424,17 @@ class ClusterView:
             known = self._workloads.get(owner.key)
             if known is not None:
                 owner = known.ref  # one shared identity per workload, not one per pod
-            self._pods_by_owner.setdefault(owner.key, {})[pod_key] = pod
+            self._pods_by_owner[owner.key] = (*self._pods_by_owner.get(owner.key, ()), pod_key)
             self._pod_owner[pod_key] = owner
 
     def _unindex_owner(self, pod_key: tuple[str, str]) -> None:
         owner = self._pod_owner.pop(pod_key, None)
         if owner is not None:
-            pods = self._pods_by_owner.get(owner.key, {})
-            pods.pop(pod_key, None)
-            if not pods:
+            rest = tuple(k for k in self._pods_by_owner.get(owner.key, ()) if k != pod_key)
+            if rest:
+                self._pods_by_owner[owner.key] = rest
+            else:
+                self._pods_by_owner.pop(owner.key, None)
                 # No pod left, so no evidence: the absent version says just that, and a
                 # later one is a new version, never an earlier one.
                 self.caches.forget_stamp((OOM_EVIDENCE.name, owner.key))
@@ -550,7 +572,7 @@ class ClusterView:
             return self._pods.values()
         if self.check_reads:
             self._read(OOM_EVIDENCE, PODS)
-        return list(self._pods_by_owner.get(owner.key, {}).values())
+        return [self._pods[key] for key in self._pods_by_owner.get(owner.key, ())]
 
     def owner_of(self, pod: PodDict) -> WorkloadRef | None:
         """The workload that owns a pod: kept for the pod objects of the view (resolved

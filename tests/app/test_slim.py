@@ -167,7 +167,13 @@ def test_the_bench_cluster_decides_the_same_over_the_projections(
         else:
             objects.append(_eventful(obj, index) if obj["kind"] == "Pod" else obj)
     full, slimmed = _views(objects, monkeypatch)
+    kept = copy.deepcopy([list(slimmed.pods()), list(slimmed.workloads())])
     assert _assert_same_reads(full, slimmed) == 90
+    # The view's pods and workloads share parts (app/store/slim.py): deciding changed none.
+    assert [list(slimmed.pods()), list(slimmed.workloads())] == kept
+    pods = list(slimmed.pods())
+    assert len({id(p["metadata"]["labels"]) for p in pods}) == 60  # one per ReplicaSet
+    assert len({id(p["status"].get("conditions")) for p in pods}) < len(pods) / 3
 
 
 def test_a_workload_is_built_the_same_from_its_projection() -> None:
@@ -298,3 +304,144 @@ def test_a_workload_built_from_a_projection_it_owns_keeps_its_maps() -> None:
     assert owned.containers["app"]["limits"] == {"cpu": "2"}
     assert copied.labels is not meta["labels"]
     assert copied.containers["app"]["requests"] is not resources["requests"]
+
+
+def _running(pod: dict[str, Any], since: str) -> dict[str, Any]:
+    """`pod` as the kubelet reports it: running its spec's resources, ready and scheduled
+    since `since`."""
+    pod["status"]["containerStatuses"] = [
+        {"name": c["name"], "restartCount": 0, "resources": copy.deepcopy(c["resources"])}
+        for c in pod["spec"]["containers"]
+    ]
+    pod["status"]["conditions"] = [
+        {"type": kind, "status": "True", "lastTransitionTime": since}
+        for kind in ("Initialized", "Ready", "PodScheduled")
+    ]
+    return pod
+
+
+def test_sibling_pods_share_what_they_have_alike() -> None:
+    """The pods of one ReplicaSet keep one copy of their labels, owner, containers and
+    statuses while those are equal; a resized sibling shares what it still has alike."""
+    v = ClusterView()
+    resized = {"requests": {"cpu": "200m", "memory": "512Mi"}, "limits": b.APP_RES["limits"]}
+    for name, node, containers in (
+        ("web-7d4b9-a", "node-a", None),
+        ("web-7d4b9-b", "node-b", None),
+        ("web-7d4b9-c", "node-a", {"app": resized}),
+    ):
+        v.apply(_running(b.pod(name, node=node, containers=containers), "2026-01-0%sT00:00:00Z"))
+    first, second, third = (v.get("Pod", b.NS, f"web-7d4b9-{n}") for n in "abc")
+    assert first is not None and second is not None and third is not None
+    for section, part in (
+        ("metadata", "labels"),
+        ("metadata", "ownerReferences"),
+        ("spec", "containers"),
+        ("status", "containerStatuses"),
+        ("status", "conditions"),
+    ):
+        assert second[section][part] is first[section][part], part  # type: ignore[literal-required]
+    assert second["spec"]["nodeName"] == "node-b"
+    assert second["metadata"]["name"] == "web-7d4b9-b"
+    resources = third["spec"]["containers"][0]["resources"]
+    assert resources["requests"]["cpu"] == "200m"
+    assert resources["limits"] is first["spec"]["containers"][0]["resources"]["limits"]
+    assert third["status"]["containerStatuses"][0]["resources"] is resources
+    assert third["metadata"]["labels"] is first["metadata"]["labels"]
+
+
+def test_running_pods_share_their_conditions_without_times() -> None:
+    """Readiness and scheduling are kept without their times (kerf reads those of the
+    resize conditions only), so most running pods have one list of conditions; one with
+    a message or a time keeps its own."""
+    ready = slim.project(_running(b.pod("web-7d4b9-a"), "2026-01-01T00:00:00Z"))
+    other = _running(b.pod("api-5c6d7-a", workload="api"), "2026-02-02T00:00:00Z")
+    assert slim.project(other)["status"]["conditions"] is ready["status"]["conditions"]
+    assert ready["status"]["conditions"] == [
+        {"type": "Ready", "status": "True"},
+        {"type": "PodScheduled", "status": "True"},
+    ]
+    other["status"]["conditions"].append(
+        {
+            "type": "PodResizeInProgress",
+            "status": "True",
+            "message": "resizing",
+            "lastTransitionTime": "2026-02-02T00:00:01Z",
+        }
+    )
+    resizing = slim.project(other)["status"]["conditions"]
+    assert resizing is not ready["status"]["conditions"]
+    assert resizing[-1]["lastTransitionTime"] == "2026-02-02T00:00:01Z"
+
+
+@pytest.mark.parametrize("pod_first", [True, False], ids=["pod-first", "workload-first"])
+def test_a_workload_and_its_pod_share_their_resources(pod_first: bool) -> None:
+    """A workload's template and its pods ask alike until a resize: one copy of the
+    resources for the Workload, the pod's spec and its status (whichever the informers
+    list first)."""
+    pod = _running(b.pod(node="node-a"), "2026-01-01T00:00:00Z")
+    objects = [pod, b.deployment()] if pod_first else [b.deployment(), pod]
+    v = ClusterView()
+    for obj in objects:
+        v.apply(obj)
+    workload = next(iter(v.workloads()))
+    kept = v.get("Pod", b.NS, pod["metadata"]["name"])
+    assert kept is not None
+    resources = kept["spec"]["containers"][0]["resources"]
+    assert workload.containers["app"] is resources
+    assert kept["status"]["containerStatuses"][0]["resources"] is resources
+    assert workload.containers["app"] == b.APP_RES
+
+
+def test_a_replica_set_keeps_its_name_version_and_owner() -> None:
+    """A ReplicaSet is read for its owner (a pod's is resolved through it) and its
+    version; its name is the interned string its pods' owner references hold."""
+    rs = {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": {
+            "name": "".join(["web-", "7d4b9"]),  # not the literal's interned string
+            "namespace": b.NS,
+            "uid": "u-1",
+            "resourceVersion": "7",
+            "creationTimestamp": STAMP,
+            "labels": {"app": "web"},
+            "ownerReferences": [
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "Deployment",
+                    "name": "web",
+                    "uid": "u-0",
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
+        },
+        "spec": {"replicas": 2},
+    }
+    kept = slim.project(rs)
+    assert kept == {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": {
+            "name": "web-7d4b9",
+            "namespace": b.NS,
+            "resourceVersion": "7",
+            "ownerReferences": [{"kind": "Deployment", "name": "web", "controller": True}],
+        },
+    }
+    pod = slim.project(b.pod())
+    assert kept["metadata"]["name"] is pod["metadata"]["ownerReferences"][0]["name"]
+
+
+def test_pods_share_their_generate_name_and_creation_time() -> None:
+    """A ReplicaSet's pods have one generateName, and pods created in the same second one
+    creation time: one string each, not one per pod (as they come from JSON)."""
+    kept = []
+    for name in ("web-7d4b9-a", "web-7d4b9-b"):
+        pod = b.pod(name)
+        pod["metadata"]["generateName"] = "".join(["web-7d4b9", "-"])
+        pod["metadata"]["creationTimestamp"] = "".join(["2026-01-01T00:00:00", "Z"])
+        kept.append(slim.project(pod)["metadata"])
+    assert kept[0]["generateName"] is kept[1]["generateName"]
+    assert kept[0]["creationTimestamp"] is kept[1]["creationTimestamp"]

@@ -218,3 +218,22 @@ def test_a_decision_follows_the_owner_of_a_late_replicaset() -> None:
     assert b.decide(v, p).owner == WorkloadRef("Deployment", b.NS, "web")
     v.apply(_replicaset("web-7d4b9", "Deployment", "web-v2"))
     assert b.decide(v, p).owner == WorkloadRef("Deployment", b.NS, "web-v2")
+
+
+def test_node_requests_follow_a_pods_updates_until_it_goes() -> None:
+    """What a pod took is taken back from its node's totals when it changes or goes (the
+    view computes it again from the pod it had, rather than keeping it per pod)."""
+    v = b.view(b.node())
+    v.apply(b.pod("web-7d4b9-a", node="node-a"))
+    resized = b.pod("web-7d4b9-a", node="node-a", containers={"app": {"requests": {"cpu": "1"}}})
+    v.apply(resized)
+    assert v.node_requests("node-a") == (1000, 0)
+    bad = b.pod("web-7d4b9-b", node="node-a", containers={"app": {"requests": {"cpu": "x"}}})
+    v.apply(bad)  # counts nothing (and says why), and takes nothing back when it goes
+    assert v.node_requests("node-a") == (1000, 0)
+    assert any("web-7d4b9-b" in w for w in v.warnings)
+    v.delete("Pod", b.NS, "web-7d4b9-b")
+    v.apply(b.pod("web-7d4b9-a", node="node-a", phase="Succeeded"))
+    assert v.node_requests("node-a") == (0, 0)
+    v.delete("Pod", b.NS, "web-7d4b9-a")
+    assert v.node_requests("node-a") == (0, 0)
