@@ -9,6 +9,7 @@ quiet-pass check and the admission memo rest on that.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
@@ -37,6 +38,24 @@ if TYPE_CHECKING:
 #: container-name sets a plan keeps selections and facts for; pods of one workload share
 #: one or two (a skip-containers annotation makes another)
 MAX_NAME_SETS = 8
+#: How many distinct policy syncs the plans share the parts of (`_Parts`), the most
+#: recently used: the workloads a static policy matches share one (values from the
+#: recommendation rows differ from one workload to the next, and each new version of them
+#: makes new ones).
+SHARED_PARTS = 2048
+
+
+@dataclass(frozen=True, slots=True)
+class _Parts:
+    """What a plan derives from its policy sync alone: equal for every workload whose sync
+    is (the same annotations, from the same policies), so such plans share one (~1.5 KB:
+    the annotations, their policies, the candidates)."""
+
+    sync: SyncResult
+    candidates: list[Candidate]
+    args: ArgsSelection | None
+    fingerprint: str
+    warnings: list[str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,21 +118,49 @@ def _plan_for(view: ClusterView, workload: Workload) -> WorkloadPlan:
         rollback_state(view, workload),
         multi_policy=config.multi_policy_container_rightsizing_enabled,
     )
-    candidates, warnings = extract_candidates(
-        sync.annotations, sync.sources, policy_priorities(view)
-    )
-    args, args_warnings = select_args(sync.annotations, sync.sources)
+    parts = _shared_parts(view, sync) if held is not None else _parts(view, sync)
     plan = WorkloadPlan(
-        sync,
-        candidates,
-        args,
-        recommendation_fingerprint(sync.annotations),
-        [*warnings, *args_warnings],
+        parts.sync,
+        parts.candidates,
+        parts.args,
+        parts.fingerprint,
+        parts.warnings,
         _sources_about(view, workload),
     )
     if held is not None:
         caches.keep_plan(key, plan)
     return plan
+
+
+def _parts(view: ClusterView, sync: SyncResult) -> _Parts:
+    candidates, warnings = extract_candidates(
+        sync.annotations, sync.sources, policy_priorities(view)
+    )
+    args, args_warnings = select_args(sync.annotations, sync.sources)
+    fingerprint = recommendation_fingerprint(sync.annotations)
+    return _Parts(sync, candidates, args, fingerprint, [*warnings, *args_warnings])
+
+
+def _shared_parts(view: ClusterView, sync: SyncResult) -> _Parts:
+    """The parts of an equal sync met before, else this one's, kept until a kerf object
+    changes (the policies and priorities they derive from)."""
+    table: OrderedDict[Any, _Parts] | None = view.caches.setting(("plan-parts",))
+    if table is None:
+        table = OrderedDict()
+        view.caches.keep_setting(("plan-parts",), table)
+    # The policies by identity: the entry holds them, so their ids name no other object.
+    key = (
+        tuple(sync.annotations.items()),
+        tuple((k, id(p)) for k, p in sync.sources.items()),
+    )
+    found = table.get(key)
+    if found is not None:
+        table.move_to_end(key)
+        return found
+    found = table[key] = _parts(view, sync)
+    if len(table) > SHARED_PARTS:
+        table.popitem(last=False)
+    return found
 
 
 def _sources_about(view: ClusterView, workload: Workload) -> WorkloadSources:
