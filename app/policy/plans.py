@@ -38,10 +38,12 @@ if TYPE_CHECKING:
 #: container-name sets a plan keeps selections and facts for; pods of one workload share
 #: one or two (a skip-containers annotation makes another)
 MAX_NAME_SETS = 8
-#: How many distinct policy syncs the plans share the parts of (`_Parts`), the most
-#: recently used: the workloads a static policy matches share one (values from the
-#: recommendation rows differ from one workload to the next, and each new version of them
-#: makes new ones).
+#: Kinds whose annotations derive from the policy alone (and the workload's containers):
+#: the workloads one of them matches share their plans' parts (`_Parts`). The values of
+#: the other kinds come from each workload's recommendation rows, rollback or GPU metrics,
+#: and each new version of those would make new parts, shared with no other workload.
+SHARED_KINDS = frozenset({"StaticPolicy", "ClusterStaticPolicy", "ContainerArgsPolicy"})
+#: How many distinct policy syncs the plans share the parts of, the most recently used.
 SHARED_PARTS = 2048
 
 
@@ -118,7 +120,8 @@ def _plan_for(view: ClusterView, workload: Workload) -> WorkloadPlan:
         rollback_state(view, workload),
         multi_policy=config.multi_policy_container_rightsizing_enabled,
     )
-    parts = _shared_parts(view, sync) if held is not None else _parts(view, sync)
+    shared = held is not None and all(p.kind in SHARED_KINDS for p in sync.sources.values())
+    parts = _shared_parts(view, sync) if shared else _parts(view, sync)
     plan = WorkloadPlan(
         parts.sync,
         parts.candidates,

@@ -95,3 +95,18 @@ def test_the_parts_kept_are_bounded() -> None:
         _plan(view, n)
     view.caches.drop_plan(("Deployment", b.NS, names[0]))
     assert _plan(view, names[0]).sync is not first.sync  # the oldest was let go
+
+
+def test_values_from_recommendation_rows_are_not_kept_for_sharing() -> None:
+    view = b.view(
+        b.namespace(),
+        b.strategy(),
+        b.deployment("web"),
+        b.deployment("api"),
+        b.proactive(scope=EVERY_DEPLOYMENT),
+        b.configmap(b.row(workload="web"), b.row(workload="api")),
+    )
+    web, api = _plan(view, "web"), _plan(view, "api")
+    assert web.sync.annotations == api.sync.annotations  # equal rows: equal values
+    assert web.sync is not api.sync  # each new version of the rows would make new parts
+    assert view.caches.setting(("plan-parts",)) is None
