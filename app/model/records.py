@@ -156,6 +156,8 @@ class StoredRecommendation(RightsizingRecommendation):
 
     #: the metadata and spec as zlib-compressed JSON
     _head_packed: bytes = PrivateAttr()
+    #: metadata.resourceVersion, which every pass reads: kept out of the head's parse
+    _version: str = PrivateAttr(default="")
     #: the status as zlib-compressed JSON (None: no status)
     _status_packed: bytes | None = PrivateAttr(default=None)
 
@@ -213,6 +215,7 @@ def stored(record: RightsizingRecommendation) -> StoredRecommendation:
         "__pydantic_private__",
         {
             "_head_packed": _pack(head.encode(), _HEAD_WORDS),
+            "_version": record.metadata.resource_version or "",
             "_status_packed": (
                 _pack(
                     status.model_dump_json(by_alias=True, exclude_none=True).encode(), _STATUS_WORDS
@@ -223,6 +226,16 @@ def stored(record: RightsizingRecommendation) -> StoredRecommendation:
         },
     )
     return kept
+
+
+def record_version(record: RightsizingRecommendation | None) -> str:
+    """The record's resourceVersion ("" for none); a stored record's without parsing its
+    head (a pass over a workload whose inputs did not change reads nothing else of it)."""
+    if record is None:
+        return ""
+    if isinstance(record, StoredRecommendation):
+        return str(_packed(record, "_version"))
+    return record.metadata.resource_version or ""
 
 
 def _pack(raw: bytes, words: bytes) -> bytes:

@@ -9,9 +9,10 @@ from datetime import timedelta
 
 from pydantic import BaseModel
 
+from app.model import records
 from app.model.crd import KerfResource, LastApplied, LastRollback, RecommendationStatus
 from app.model.owners import WorkloadRef
-from app.model.records import RECENT, StoredRecommendation
+from app.model.records import RECENT, StoredRecommendation, record_version
 from app.policy.plans import plan_for
 from app.store.view import ClusterView
 from tests.app import builders as b
@@ -80,6 +81,21 @@ def test_reads_of_one_version_parse_its_head_once_while_recent() -> None:
         other = view.recommendations("record", WorkloadRef("Deployment", b.NS, f"other-{n}"))
         assert other is not None and other.metadata.name == f"deployment-other-{n}"
     assert kept.metadata is not first and kept.metadata == first
+
+
+def test_the_version_of_a_record_is_read_without_parsing_its_head() -> None:
+    given = _record()
+    given = given.model_copy(
+        update={"metadata": given.metadata.model_copy(update={"resource_version": "42"})}
+    )
+    view = ClusterView()
+    view.apply(given)
+    kept = view.recommendations("record", REF)
+    assert kept is not None
+    parsed = dict(records._heads)
+    assert record_version(kept) == "42" == record_version(given)
+    assert records._heads == parsed
+    assert record_version(None) == ""
 
 
 def test_the_record_is_one_object_until_a_new_version_arrives() -> None:
