@@ -26,7 +26,7 @@ from reconciler.api import Writer
 from reconciler.events import event_body, pending_event
 from reconciler.execution import ExecutionConfig
 from reconciler.intent import applied_by, eviction_intent, pending_events_of
-from reconciler.memory import WorkloadMemory, proposal_key
+from reconciler.memory import WorkloadMemory
 from reconciler.metrics import ReconcilerMetrics
 from reconciler.outcome import Outcome
 from reconciler.plan import PassPlan
@@ -198,7 +198,7 @@ class Actuator:
             log_fields(
                 logger, "resize rejected by the API", logging.WARNING, error=str(exc), **fields
             )
-            memory.rejected[proposal_key(pod, decision)] = str(exc)
+            memory.reject(pod, decision, str(exc))
             return str(exc)
         self.metrics.resizes.labels("requested").inc()
         memory.mark_sent(pod)
@@ -254,7 +254,7 @@ class Actuator:
             )
             done.again_in(delay)
             return False
-        memory.refusals.pop(str((pod.get("metadata") or {}).get("uid")), None)
+        memory.evicted(pod)
         if result == "evicted":
             done.evicted = name
             done.applied = done.applied or applied
@@ -305,7 +305,7 @@ class Actuator:
             await self.writer.create_event(body)
             self.metrics.events.labels(body["type"], body["reason"]).inc()
         # Told: a failure from here on tells them again under the same names (409).
-        memory.untold = []
+        memory.untold = ()
         done.told = []
         done.wrote = done.wrote or bool(report.events) or report.create is not None
         if report.patch is not None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -92,7 +92,7 @@ def pending_event(
     }
 
 
-def merged(*lists: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def merged(*lists: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Pending events of several sources, each once (by name), in order."""
     seen: dict[str, dict[str, Any]] = {}
     for entries in lists:

@@ -12,10 +12,11 @@ with none.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from types import MappingProxyType
+from typing import Any, TypeVar
 
 import orjson
 
@@ -30,6 +31,27 @@ ANNOTATIONS_WAIT_S = 30.0
 #: watches lag by seconds, and polling every `follow_s` made most of the passes), so this
 #: is only the net should that event never come.
 BEHIND_WAIT_S = 30.0
+
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+#: The empty mapping every workload's memory holds until its first write of a kind (a
+#: dict each, four per workload, weighed 256 bytes a workload, and most stay empty).
+_NOTHING: Mapping[Any, Any] = MappingProxyType({})
+
+
+def _nothing() -> Mapping[Any, Any]:
+    return _NOTHING
+
+
+def _own(mapping: Mapping[_K, _V]) -> dict[_K, _V]:
+    """A mapping of a memory to write to: itself once written, else a new dict."""
+    return mapping if isinstance(mapping, dict) else {}
+
+
+def _shared_if_empty(mapping: Mapping[_K, _V]) -> Mapping[_K, _V]:
+    """The mapping, or the shared empty one once it is empty (an emptied dict keeps the
+    size it grew to)."""
+    return mapping or _NOTHING
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,22 +96,22 @@ class WorkloadMemory:
 
     #: pod uid -> the resourceVersion it had when kerf acted on it (until the view shows
     #: the pod changed, it is not acted on again)
-    sent: dict[str, str] = field(default_factory=dict)
+    sent: Mapping[str, str] = field(default_factory=_nothing)
     #: (pod uid, pod generation, proposed values) -> the API's message for a resize it
     #: rejected: that proposal is never sent again, it goes to the fallback at once
-    rejected: dict[tuple[str, Any, bytes], str] = field(default_factory=dict)
+    rejected: Mapping[tuple[str, Any, bytes], str] = field(default_factory=_nothing)
     #: pod uid -> evictions of it refused in a row (429: a disruption budget)
-    refusals: dict[str, int] = field(default_factory=dict)
+    refusals: Mapping[str, int] = field(default_factory=_nothing)
     #: "workload" | "record" -> the resourceVersions this reconciler's writes left behind:
     #: the one it wrote over, and those between two writes of one pass (a record is
     #: created, then its status written). While the view shows one of them, it waits.
     #: (Tuples of one or two versions: a set weighs 216 bytes, kept for every workload
     #: written until its next pass.)
-    written: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    written: Mapping[str, tuple[str, ...]] = field(default_factory=_nothing)
     #: the change in place under way that the status does not show yet
     unreported: Unreported | None = None
     #: Events of a pass whose status write failed: the next pass tells them
-    untold: list[dict[str, Any]] = field(default_factory=list)
+    untold: Sequence[dict[str, Any]] = ()
     #: annotations this reconciler wrote and a monotonic deadline: until the view's
     #: workload shows them (or the deadline passes), the workload waits
     annotations_sent: tuple[dict[str, str | None], float] | None = None
@@ -109,7 +131,8 @@ class WorkloadMemory:
             return False
         if sent == (pod.get("metadata") or {}).get("resourceVersion"):
             return True
-        del self.sent[uid]
+        del _own(self.sent)[uid]  # written: its own dict
+        self.sent = _shared_if_empty(self.sent)
         return False
 
     def awaits(self, pods: Iterable[Mapping[str, Any]]) -> bool:
@@ -118,7 +141,13 @@ class WorkloadMemory:
 
     def mark_sent(self, pod: Mapping[str, Any]) -> None:
         """Remember the version of a pod just acted on."""
-        self.sent[_uid(pod)] = str((pod.get("metadata") or {}).get("resourceVersion"))
+        sent = self.sent = _own(self.sent)
+        sent[_uid(pod)] = str((pod.get("metadata") or {}).get("resourceVersion"))
+
+    def reject(self, pod: Mapping[str, Any], decision: PodDecision, message: str) -> None:
+        """Remember the API's message for a proposal it rejected (`rejection`)."""
+        rejected = self.rejected = _own(self.rejected)
+        rejected[proposal_key(pod, decision)] = message
 
     def rejection(self, pod: Mapping[str, Any], decision: PodDecision) -> str | None:
         """The API's message for this proposal, if it rejected it before."""
@@ -128,17 +157,24 @@ class WorkloadMemory:
         """Count one more refused eviction of the pod; returns the refusals before it."""
         uid = _uid(pod)
         count = self.refusals.get(uid, 0)
-        self.refusals[uid] = count + 1
+        refusals = self.refusals = _own(self.refusals)
+        refusals[uid] = count + 1
         return count
+
+    def evicted(self, pod: Mapping[str, Any]) -> None:
+        """The pod's eviction went through: its refusals are forgotten."""
+        if self.refusals:
+            _own(self.refusals).pop(_uid(pod), None)
+            self.refusals = _shared_if_empty(self.refusals)
 
     def keep_pods(self, pods: Iterable[Mapping[str, Any]]) -> None:
         """Forget what is remembered of pods the workload no longer has."""
         if not (self.sent or self.rejected or self.refusals):
             return
         uids = {_uid(p) for p in pods}
-        self.sent = {u: v for u, v in self.sent.items() if u in uids}
-        self.rejected = {k: v for k, v in self.rejected.items() if k[0] in uids}
-        self.refusals = {u: n for u, n in self.refusals.items() if u in uids}
+        self.sent = _shared_if_empty({u: v for u, v in self.sent.items() if u in uids})
+        self.rejected = _shared_if_empty({k: v for k, v in self.rejected.items() if k[0] in uids})
+        self.refusals = _shared_if_empty({u: n for u, n in self.refusals.items() if u in uids})
 
     # ------------------------------------------------------------------ own writes
 
@@ -154,7 +190,8 @@ class WorkloadMemory:
             if version in written:
                 behind = True
             else:
-                del self.written[key]
+                del _own(self.written)[key]
+        self.written = _shared_if_empty(self.written)
         return behind
 
     def wrote(self, key: str, before: str, after: str) -> None:
@@ -163,7 +200,8 @@ class WorkloadMemory:
         stale = self.written.get(key, ())
         if before not in stale:
             stale = (*stale, before)
-        self.written[key] = tuple(v for v in stale if v != after) if after else stale
+        written = self.written = _own(self.written)
+        written[key] = tuple(v for v in stale if v != after) if after else stale
 
     def wait_s(self) -> float:
         """How long to wait for the view to catch up (`behind`, `unseen_annotations`)

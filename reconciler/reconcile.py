@@ -29,6 +29,7 @@ from typing import Any
 
 from app.kube.leader import NotLeading
 from app.model.owners import WorkloadRef
+from app.model.records import record_version
 from app.policy.plans import plan_for
 from app.policy.podstate import resize_progress
 from app.runtime.clock import Clock, utc_now
@@ -277,4 +278,4 @@ def _take(plan: PassPlan, done: Outcome) -> None:
 
 
 def _record_version(record: Any) -> str:
-    return (record.metadata.resource_version or "") if record is not None else ""
+    return record_version(record)

@@ -78,6 +78,13 @@ def is_recommendation_configmap(obj: Mapping[str, Any]) -> bool:
     return obj.get("kind") == "ConfigMap" and labels.get(SOURCE_LABEL) == "true"
 
 
+def _shared(shared: dict[Any, Any], key: Any, value: Any) -> Any:
+    """The value an earlier row of the document had under `key` if equal, else this one:
+    a document's rows repeat their numbers, times and resources, and a number or a dict
+    per row weighed ~200 bytes of a row's ~800."""
+    return shared.setdefault(key, value)
+
+
 def _resources(value: Any, field: str) -> dict[str, str]:
     if not isinstance(value, dict):
         raise ValueError(f"{field} must be a mapping of resource to quantity")
@@ -101,16 +108,21 @@ def _number(raw: Mapping[str, Any], field: str) -> float:
     return float(value)
 
 
-def _row(raw: Any) -> RecommendationRow:
+def _row(raw: Any, shared: dict[Any, Any]) -> RecommendationRow:
+    """One row of kerf's format; `shared` holds what the document's rows share (`_shared`)."""
     if not isinstance(raw, dict):
         raise ValueError("row is not a mapping")
     missing = [f for f in _REQUIRED if raw.get(f) in (None, "")]
     if missing:
         raise ValueError(f"missing {', '.join(missing)}")
-    try:
-        analyzed_at = datetime.fromisoformat(str(raw["analyzedAt"]))
-    except ValueError:
-        raise ValueError(f"analyzedAt {raw['analyzedAt']!r} is not an RFC3339 time") from None
+    text = str(raw["analyzedAt"])
+    analyzed_at: datetime | None = shared.get(("analyzedAt", text))
+    if analyzed_at is None:
+        try:
+            analyzed_at = datetime.fromisoformat(text)
+        except ValueError:
+            raise ValueError(f"analyzedAt {text!r} is not an RFC3339 time") from None
+        shared[("analyzedAt", text)] = analyzed_at
     if analyzed_at.tzinfo is None:
         raise ValueError(f"analyzedAt {raw['analyzedAt']!r} has no time zone")
     confidence = _number(raw, "confidence")
@@ -132,18 +144,23 @@ def _row(raw: Any) -> RecommendationRow:
             resource, limit
         ):
             raise ValueError(f"requests.{resource} {request} is above limits.{resource} {limit}")
+    coverage = _number(raw, "coverageHours")
+    samples = int(_number(raw, "samples"))
+    # Keyed by type too: 1 == 1.0 as keys.
     return RecommendationRow(
         namespace=sys.intern(str(raw["namespace"])),
         owner_kind=sys.intern(str(raw["ownerKind"])),
         owner_name=str(raw["ownerName"]),
         container=sys.intern(str(raw["container"])),
-        requests=requests,
-        limits=limits,
+        requests=_shared(shared, ("resources", *requests.items()), requests),
+        limits=_shared(shared, ("resources", *limits.items()), limits),
         analyzed_at=analyzed_at,
-        coverage_hours=_number(raw, "coverageHours"),
-        samples=int(_number(raw, "samples")),
-        confidence=confidence,
-        cpu_throttling_ratio=throttling,
+        coverage_hours=_shared(shared, (float, coverage), coverage),
+        samples=_shared(shared, (int, samples), samples),
+        confidence=_shared(shared, (float, confidence), confidence),
+        cpu_throttling_ratio=(
+            None if throttling is None else _shared(shared, (float, throttling), throttling)
+        ),
     )
 
 
@@ -170,9 +187,10 @@ def parse_document(document: Any, source: str) -> tuple[list[RecommendationRow],
         )
     rows: list[RecommendationRow] = []
     invalid: list[InvalidRow] = []
+    shared: dict[Any, Any] = {}
     for index, raw in enumerate(raw_rows):
         try:
-            rows.append(_row(raw))
+            rows.append(_row(raw, shared))
         except (ValueError, TypeError) as exc:
             invalid.append(_invalid(raw, f"{source}: recommendations[{index}]", exc))
     return rows, invalid

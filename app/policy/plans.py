@@ -9,6 +9,7 @@ quiet-pass check and the admission memo rest on that.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar, cast
@@ -40,6 +41,26 @@ T = TypeVar("T")
 #: container-name sets a plan keeps selections and facts for; pods of one workload share
 #: one or two (a skip-containers annotation makes another)
 MAX_NAME_SETS = 8
+#: Kinds whose annotations derive from the policy alone (and the workload's containers):
+#: the workloads one of them matches share their plans' parts (`_Parts`). The values of
+#: the other kinds come from each workload's recommendation rows, rollback or GPU metrics,
+#: and each new version of those would make new parts, shared with no other workload.
+SHARED_KINDS = frozenset({"StaticPolicy", "ClusterStaticPolicy", "ContainerArgsPolicy"})
+#: How many distinct policy syncs the plans share the parts of, the most recently used.
+SHARED_PARTS = 2048
+
+
+@dataclass(frozen=True, slots=True)
+class _Parts:
+    """What a plan derives from its policy sync alone: equal for every workload whose sync
+    is (the same annotations, from the same policies), so such plans share one (~1.5 KB:
+    the annotations, their policies, the candidates)."""
+
+    sync: SyncResult
+    candidates: list[Candidate]
+    args: ArgsSelection | None
+    fingerprint: str
+    warnings: list[str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,21 +129,50 @@ def _plan_for(view: ClusterView, workload: Workload) -> WorkloadPlan:
         rollback_state(view, workload),
         multi_policy=config.multi_policy_container_rightsizing_enabled,
     )
-    candidates, warnings = extract_candidates(
-        sync.annotations, sync.sources, policy_priorities(view)
-    )
-    args, args_warnings = select_args(sync.annotations, sync.sources)
+    shared = held is not None and all(p.kind in SHARED_KINDS for p in sync.sources.values())
+    parts = _shared_parts(view, sync) if shared else _parts(view, sync)
     plan = WorkloadPlan(
-        sync,
-        candidates,
-        args,
-        recommendation_fingerprint(sync.annotations),
-        [*warnings, *args_warnings],
+        parts.sync,
+        parts.candidates,
+        parts.args,
+        parts.fingerprint,
+        parts.warnings,
         _sources_about(view, workload),
     )
     if held is not None:
         caches.keep_plan(key, plan)
     return plan
+
+
+def _parts(view: ClusterView, sync: SyncResult) -> _Parts:
+    candidates, warnings = extract_candidates(
+        sync.annotations, sync.sources, policy_priorities(view)
+    )
+    args, args_warnings = select_args(sync.annotations, sync.sources)
+    fingerprint = recommendation_fingerprint(sync.annotations)
+    return _Parts(sync, candidates, args, fingerprint, [*warnings, *args_warnings])
+
+
+def _shared_parts(view: ClusterView, sync: SyncResult) -> _Parts:
+    """The parts of an equal sync met before, else this one's, kept until a kerf object
+    changes (the policies and priorities they derive from)."""
+    table: OrderedDict[Any, _Parts] | None = view.caches.setting(("plan-parts",))
+    if table is None:
+        table = OrderedDict()
+        view.caches.keep_setting(("plan-parts",), table)
+    # The policies by identity: the entry holds them, so their ids name no other object.
+    key = (
+        tuple(sync.annotations.items()),
+        tuple((k, id(p)) for k, p in sync.sources.items()),
+    )
+    found = table.get(key)
+    if found is not None:
+        table.move_to_end(key)
+        return found
+    found = table[key] = _parts(view, sync)
+    if len(table) > SHARED_PARTS:
+        table.popitem(last=False)
+    return found
 
 
 def _sources_about(view: ClusterView, workload: Workload) -> WorkloadSources:

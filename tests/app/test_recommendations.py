@@ -49,6 +49,32 @@ def test_limits_and_throttling_are_optional() -> None:
     assert warnings == [] and rows[0].limits == {} and rows[0].cpu_throttling_ratio is None
 
 
+def test_rows_of_a_document_share_their_equal_values() -> None:
+    rows, _ = parse_rows(
+        doc(
+            b.row(workload="web"),
+            b.row(workload="api"),
+            b.row(workload="db", requests={"cpu": "1"}, confidence=0.5, coverage_hours=240.0),
+        ),
+        "src",
+    )
+    web, api, db = rows
+    for name in ("requests", "limits", "analyzed_at", "coverage_hours", "samples", "confidence"):
+        assert getattr(web, name) is getattr(api, name), name
+    assert web.cpu_throttling_ratio is api.cpu_throttling_ratio
+    assert web.limits is db.limits and web.analyzed_at is db.analyzed_at
+    assert db.requests == {"cpu": "1"} and db.confidence == 0.5 and db.coverage_hours == 240
+    (alone,), _ = parse_rows(doc(b.row(workload="api")), "src")
+    assert api == alone
+
+
+def test_a_number_shares_nothing_with_an_equal_number_of_another_type() -> None:
+    # samples is 20160: a coverage of 20160 hours read first must not stand in for it
+    (row,), _ = parse_rows(doc(b.row(coverage_hours=20160)), "src")
+    assert row.coverage_hours == row.samples == 20160
+    assert type(row.coverage_hours) is float and type(row.samples) is int
+
+
 @pytest.mark.parametrize(
     ("broken", "words"),
     [

@@ -1,15 +1,18 @@
-"""The view keeps a RightsizingRecommendation's status as JSON bytes (app/model/records.py):
-every read gives the status it was given, and the record stays one object until a new
-version arrives."""
+"""The view keeps a RightsizingRecommendation as compressed JSON (app/model/records.py):
+every read gives the metadata, spec and status it was given, and the record stays one
+object until a new version arrives."""
 
 from __future__ import annotations
 
 import dataclasses
 from datetime import timedelta
 
+from pydantic import BaseModel
+
+from app.model import records
 from app.model.crd import KerfResource, LastApplied, LastRollback, RecommendationStatus
 from app.model.owners import WorkloadRef
-from app.model.records import RECENT, StoredRecommendation
+from app.model.records import RECENT, StoredRecommendation, record_version
 from app.policy.plans import plan_for
 from app.store.view import ClusterView
 from tests.app import builders as b
@@ -35,6 +38,64 @@ def test_the_view_keeps_no_status_model_and_reads_back_the_same_status() -> None
     assert kept.status == given.status
     assert kept.status.last_rollback is not None  # a field deep inside, parsed again
     assert kept.model_dump() == given.model_dump()
+
+
+def test_the_view_keeps_no_model_of_a_record_and_reads_back_the_same_fields() -> None:
+    given = _record().model_copy(
+        update={
+            "metadata": _record().metadata.model_copy(
+                update={
+                    "uid": "u-1",
+                    "resource_version": "42",
+                    "generation": 3,
+                    "annotations": {"rightsizing.kubex.ai/approve": "p-1"},
+                    "labels": {"team": "shop"},
+                    "creation_timestamp": b.NOW,
+                }
+            )
+        }
+    )
+    view = ClusterView()
+    view.apply(given)
+    kept = view.recommendations("record", REF)
+    assert isinstance(kept, StoredRecommendation)
+    assert vars(kept) == {}
+    assert not any(isinstance(v, BaseModel) for v in (kept.__pydantic_private__ or {}).values())
+    assert (kept.api_version, kept.kind) == (given.api_version, given.kind)
+    assert kept.metadata == given.metadata and kept.spec == given.spec
+    assert kept.metadata.resource_version == "42" and kept.metadata.creation_timestamp == b.NOW
+    assert kept.spec.target_ref.name == "web"
+    assert kept.model_dump_json() == given.model_dump_json()
+    assert kept.whole() == given
+
+
+def test_reads_of_one_version_parse_its_head_once_while_recent() -> None:
+    view = ClusterView()
+    view.apply(_record())
+    kept = view.recommendations("record", REF)
+    assert kept is not None
+    first = kept.metadata
+    assert kept.metadata is first and kept.spec is kept.spec  # parsed once for a pass
+    for n in range(RECENT):  # other records' heads read since: parsed again
+        view.apply(b.recommendation(f"other-{n}", applied_at=b.NOW))
+        other = view.recommendations("record", WorkloadRef("Deployment", b.NS, f"other-{n}"))
+        assert other is not None and other.metadata.name == f"deployment-other-{n}"
+    assert kept.metadata is not first and kept.metadata == first
+
+
+def test_the_version_of_a_record_is_read_without_parsing_its_head() -> None:
+    given = _record()
+    given = given.model_copy(
+        update={"metadata": given.metadata.model_copy(update={"resource_version": "42"})}
+    )
+    view = ClusterView()
+    view.apply(given)
+    kept = view.recommendations("record", REF)
+    assert kept is not None
+    parsed = dict(records._heads)
+    assert record_version(kept) == "42" == record_version(given)
+    assert records._heads == parsed
+    assert record_version(None) == ""
 
 
 def test_the_record_is_one_object_until_a_new_version_arrives() -> None:

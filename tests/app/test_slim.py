@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 import app.store.view
 from app.decide import decide_pod
-from app.model.crd import API_VERSION, KerfResource, parse_object
+from app.model.crd import API_VERSION, AutomationStrategy, KerfResource, parse_object
 from app.model.workloads import Workload
 from app.policy.podstate import is_ready, is_running, resize_progress
 from app.policy.rollback_health import HealthThresholds, pod_health, running_resources
@@ -265,26 +265,26 @@ def test_a_kerf_object_keeps_its_spec_and_status_and_loses_unread_metadata() -> 
 
 
 def test_kerf_models_in_the_view_share_their_field_sets() -> None:
-    def record(name: str) -> dict[str, Any]:
+    def strategy(name: str) -> dict[str, Any]:
         return {
             "apiVersion": API_VERSION,
-            "kind": "RightsizingRecommendation",
+            "kind": "AutomationStrategy",
             "metadata": {"name": name, "namespace": b.NS},
-            "spec": {"targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name}},
-            "status": {"phase": "Applied", "current": {"app": {"requests": {"cpu": "1"}}}},
+            "spec": {"inPlaceResize": {"enabled": True}, "podEviction": {"enabled": False}},
         }
 
     view = ClusterView()
-    view.apply(parse_object(record("a"), "test"))
-    view.apply(parse_object(record("b"), "test"))
-    a, c = (view.kerf_object("RightsizingRecommendation", b.NS, n) for n in ("a", "b"))
-    assert a is not None and c is not None
-    assert a.spec.__pydantic_fields_set__ is c.spec.__pydantic_fields_set__
+    view.apply(parse_object(strategy("a"), "test"))
+    view.apply(parse_object(strategy("b"), "test"))
+    a, c = (view.kerf_object("AutomationStrategy", b.NS, n) for n in ("a", "b"))
+    assert isinstance(a, AutomationStrategy) and isinstance(c, AutomationStrategy)
+    assert (
+        a.spec.pod_eviction.__pydantic_fields_set__ is c.spec.pod_eviction.__pydantic_fields_set__
+    )
     assert a.metadata.__pydantic_fields_set__ is c.metadata.__pydantic_fields_set__
-    # equal, and dumps the same (the status is kept as JSON: app/model/records.py)
-    assert a.model_dump() == parse_object(record("a"), "test").model_dump()
+    assert a.model_dump() == parse_object(strategy("a"), "test").model_dump()
     with pytest.raises(ValidationError):  # view models are read, never changed
-        a.spec.target_ref = a.spec.target_ref
+        a.spec.pod_eviction = a.spec.pod_eviction
 
 
 def test_a_workload_built_from_a_projection_it_owns_keeps_its_maps() -> None:

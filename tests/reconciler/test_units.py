@@ -435,6 +435,46 @@ def test_a_workloads_memory_keeps_nothing_of_pods_it_no_longer_has() -> None:
     assert memory.awaiting(kept) and not memory.awaiting(gone)
 
 
+def _own_containers(memory: WorkloadMemory) -> list[str]:
+    """The fields of a memory that hold a container of their own (not the shared empty
+    mapping every memory starts with)."""
+    fresh = WorkloadMemory()
+    return [
+        f
+        for f in ("sent", "rejected", "refusals", "written", "untold")
+        if getattr(memory, f) is not getattr(fresh, f)
+    ]
+
+
+def test_a_memory_never_written_holds_no_container_of_its_own() -> None:
+    one, other = WorkloadMemory(), WorkloadMemory()
+    for f in ("sent", "rejected", "refusals", "written", "untold"):
+        assert getattr(one, f) is getattr(other, f) and not getattr(one, f)
+    pod = {"metadata": {"name": "web-1", "uid": "u1", "resourceVersion": "5"}}
+    one.mark_sent(pod)
+    one.refused(pod)
+    one.wrote("record", "3", "4")
+    assert _own_containers(one) == ["sent", "refusals", "written"]
+    assert not other.sent and not other.refusals and not other.written  # nothing shared
+    assert one.awaiting(pod) and one.behind({"record": "3"})
+
+
+def test_a_memory_emptied_again_holds_no_container_of_its_own() -> None:
+    memory = WorkloadMemory()
+    pod = {"metadata": {"name": "web-1", "uid": "u1", "resourceVersion": "5"}}
+    memory.mark_sent(pod)
+    memory.refused(pod)
+    memory.wrote("record", "3", "4")
+    memory.evicted(pod)
+    assert memory.refusals == {}
+    assert not memory.awaiting({"metadata": {"uid": "u1", "resourceVersion": "6"}})
+    assert not memory.behind({"record": "4"})  # the view caught up
+    assert _own_containers(memory) == []
+    memory.mark_sent(pod)
+    memory.keep_pods([])
+    assert _own_containers(memory) == []
+
+
 def test_the_inventory_forgets_workloads_gone_from_the_view() -> None:
     inventory = Inventory()
     for name in ("web", "api", "db"):
