@@ -30,6 +30,7 @@ from tests.integration.reconciler.harness import (
     idle,
     requests_of,
     running_kerf,
+    start_stepped_decrease,
     static_policy,
     status_of,
     wait_for,
@@ -202,13 +203,7 @@ def test_the_benchmark_pods_run_their_replica_sets_template() -> None:
 async def test_a_stepped_decrease_rolls_out_then_waits_its_cooldown(tmp_path: Path) -> None:
     step = {"cpu": "200m", "memory": "256Mi"}  # half of the current values: one step
     async with running_kerf(tmp_path) as kerf:
-        await client.AppsV1Api(kerf.api).create_namespaced_deployment(
-            "shop", deployment("web", replicas=2, cpu="400m", memory="512Mi")
-        )
-        await kerf.settle()
-        replica = await kerf.start_reconciler()
-        target = {"cpu": "100m", "memory": "128Mi"}
-        await create(kerf, "staticpolicies", static_policy("web", "web", target))
+        replica = await start_stepped_decrease(kerf)
 
         async def waiting() -> bool:
             pods = await kerf.pods("web")

@@ -203,6 +203,19 @@ async def create(kerf: Kerf, plural: str, body: dict[str, Any], namespace: str =
         )
 
 
+async def start_stepped_decrease(kerf: Kerf) -> RunningReconciler:
+    """web with 2 pods at 400m / 512Mi, a reconciler, and a StaticPolicy taking it to a
+    quarter of that: a decrease past `maxChangePercent`, made in steps a cooldown apart."""
+    await client.AppsV1Api(kerf.api).create_namespaced_deployment(
+        "shop", deployment("web", replicas=2, cpu="400m", memory="512Mi")
+    )
+    await kerf.settle()
+    replica = await kerf.start_reconciler()
+    target = {"cpu": "100m", "memory": "128Mi"}
+    await create(kerf, "staticpolicies", static_policy("web", "web", target))
+    return replica
+
+
 @contextlib.asynccontextmanager
 async def running_kerf(
     tmp_path: Path,

@@ -8,18 +8,14 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from kubernetes_asyncio import client
-
 from tests.cluster import GROUP, VERSION, custom
 from tests.integration.reconciler.harness import (
     MERGE_PATCH,
     Kerf,
     RunningReconciler,
-    create,
-    deployment,
     idle,
     running_kerf,
-    static_policy,
+    start_stepped_decrease,
     status_of,
     status_with_reason,
     wait_for,
@@ -44,13 +40,7 @@ async def _cooling_down(tmp_path: Path) -> AsyncIterator[tuple[Kerf, RunningReco
     cooldown: the status recording the step changed `lastApplied`, the one reporting the
     cooldown only the reason, a condition and the Event's dedup key."""
     async with running_kerf(tmp_path) as kerf:
-        await client.AppsV1Api(kerf.api).create_namespaced_deployment(
-            "shop", deployment("web", replicas=2, cpu="400m", memory="512Mi")
-        )
-        await kerf.settle()
-        replica = await kerf.start_reconciler()
-        target = {"cpu": "100m", "memory": "128Mi"}
-        await create(kerf, "staticpolicies", static_policy("web", "web", target))
+        replica = await start_stepped_decrease(kerf)
         await wait_for(kerf, lambda: status_with_reason(kerf, "Cooldown"), "the cooldown")
         await wait_for(kerf, idle(replica), "the reconciler to settle")
         yield kerf, replica
