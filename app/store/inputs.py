@@ -242,7 +242,38 @@ class DeclaredRecord:
                 f"a decision reads the record's {'.'.join(path)}, which RECORD_FIELDS does "
                 "not declare"
             )
-        return value if path in RECORD_FIELDS or value is None else DeclaredRecord(value, path)
+        if path in RECORD_FIELDS or value is None:
+            return value
+        if isinstance(value, Mapping):
+            return _DeclaredMap(value, path)
+        return DeclaredRecord(value, path)
+
+
+class _DeclaredMap(dict[str, Any]):
+    """A mapping field of the record (the annotations) as a checked decision reads it: a
+    dict, as the compiled decision stages require of it, whose keys are checked as
+    `DeclaredRecord` checks fields (compiled code reads a dict's items directly; the
+    pure build, which the tests also run, checks them)."""
+
+    def __init__(self, value: Mapping[str, Any], path: tuple[str, ...]) -> None:
+        super().__init__(value)
+        self._path = path
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """The value of a declared key."""
+        self._check(key)
+        return super().get(key, default)
+
+    def __getitem__(self, key: str) -> Any:
+        self._check(key)
+        return super().__getitem__(key)
+
+    def _check(self, key: str) -> None:
+        if (*self._path, key) not in RECORD_FIELDS:
+            raise UndeclaredInput(
+                f"a decision reads the record's {'.'.join(self._path)}[{key}], which "
+                "RECORD_FIELDS does not declare"
+            )
 
 
 @dataclass(frozen=True, slots=True)

@@ -348,6 +348,11 @@ def _reads_conditions(ctx: Context) -> Result:
     return PASS
 
 
+def _reads_an_annotation(ctx: Context) -> Result:
+    _record_of(ctx).metadata.annotations.get("example.com/note")
+    return PASS
+
+
 def _reads_last_applied(ctx: Context) -> Result:
     assert _record_of(ctx).status.last_applied is not None
     return PASS
@@ -361,10 +366,15 @@ def test_a_decision_that_reads_an_undeclared_record_field_fails(
     assert pod is not None
     assert decide_pod(v, pod, now=b.NOW, path="running").outcome == "apply"
     running = checks._BY_PATH["running"]
-    for decide, field in ((_reads_phase, "phase"), (_reads_conditions, "conditions")):
+    undeclared = (
+        (_reads_phase, "status.phase"),
+        (_reads_conditions, "status.conditions"),
+        (_reads_an_annotation, r"metadata.annotations\[example.com/note\]"),
+    )
+    for decide, field in undeclared:
         stage = Check(("NewGuardrail",), decide, (inputs.RECORD,))
         monkeypatch.setitem(checks._BY_PATH, "running", (*running, stage))
-        with pytest.raises(UndeclaredInput, match=f"record's status.{field}"):
+        with pytest.raises(UndeclaredInput, match=f"record's {field}"):
             decide_pod(v, pod, now=b.NOW, path="running")
     declared = Check(("NewGuardrail",), _reads_last_applied, (inputs.RECORD,))
     monkeypatch.setitem(checks._BY_PATH, "running", (*running, declared))
