@@ -35,11 +35,11 @@ from app.model.workloads import WORKLOAD_KINDS
 #: calls, and the reconciler's workers (8 at most in practice) interleave their passes.
 RECENT = 16
 _Parsed = TypeVar("_Parsed")
-#: id of the record -> (the record, its parsed head), oldest first; an entry serves only
-#: that very record (a new version of it parses its own)
-_heads: dict[int, tuple[StoredRecommendation, _Head]] = {}
+#: resourceVersion of the record -> (the record, its parsed head), oldest first; an entry
+#: serves only that very record (a new version of it parses its own)
+_heads: dict[str, tuple[StoredRecommendation, _Head]] = {}
 #: the same for statuses
-_statuses: dict[int, tuple[StoredRecommendation, RecommendationStatus | None]] = {}
+_statuses: dict[str, tuple[StoredRecommendation, RecommendationStatus | None]] = {}
 _recent_lock = threading.Lock()  # the webhook decides on several threads
 
 #: What zlib refers back to when it packs a record (a preset dictionary): a head and a
@@ -272,12 +272,12 @@ def _packed(record: StoredRecommendation, name: str) -> Any:
 
 
 def _recent(
-    cache: dict[int, tuple[StoredRecommendation, _Parsed]],
+    cache: dict[str, tuple[StoredRecommendation, _Parsed]],
     record: StoredRecommendation,
     parse: Callable[[], _Parsed],
 ) -> _Parsed:
     """What `parse` gives for the record: parsed again unless among the `RECENT` last."""
-    key = id(record)  # unique while the entry holds the record
+    key = _packed(record, "_version")  # an etcd revision: one object's at most
     with _recent_lock:
         found = cache.get(key)
     if found is not None and found[0] is record:

@@ -160,10 +160,10 @@ def _shared_parts(view: ClusterView, sync: SyncResult) -> _Parts:
     if table is None:
         table = OrderedDict()
         view.caches.keep_setting(("plan-parts",), table)
-    # The policies by identity: the entry holds them, so their ids name no other object.
+    # The policies by name: the table is dropped when any of them changes.
     key = (
         tuple(sync.annotations.items()),
-        tuple((k, id(p)) for k, p in sync.sources.items()),
+        tuple((k, p.kind, p.metadata.namespace, p.metadata.name) for k, p in sync.sources.items()),
     )
     found = table.get(key)
     if found is not None:
