@@ -148,8 +148,8 @@ def replica(
                     service.start_accepting()
                 else:
                     service.enqueue_all()
-                quiet_s = await _quiet(service, feed.complete)
-                seconds = time.perf_counter() - t0 - quiet_s
+                quiet = await _quiet(service, feed.complete)
+                seconds = time.perf_counter() - t0 - quiet.seconds
                 calls = _delta(_calls(service.metrics), calls0)
                 resized = int(service.metrics.resizes.labels("requested")._value.get() - resized0)
                 writes = sum(v for k, v in calls.items() if k in WRITES)
@@ -161,6 +161,10 @@ def replica(
                     "resized_pods": resized,
                     "writes_withheld": _total(service.metrics.writes_withheld) - withheld0,
                     "pass_failures": _total(service.metrics.pass_failures) - failures0,
+                    "ended_by": quiet.ended_by,
+                    # what the phase left: follow-ups due later, pods not yet running their spec
+                    "scheduled_later": service.queue.scheduled,
+                    "pods_resizing": _resizing_pods(service.view),
                     "peak_rss_mib": peak_rss_mib(),
                 }
                 if resized:
@@ -176,6 +180,13 @@ def replica(
             return figures
 
     out.send(asyncio.run(main()))
+
+
+def _resizing_pods(view: Any) -> int:
+    from app.policy.podstate import resources_running
+
+    with view.lock:
+        return sum(1 for pod in view.pods() if not resources_running(pod))
 
 
 def occupancy(namespaces: Iterable[str], buckets: int) -> dict[str, dict[str, int]]:

@@ -63,4 +63,4 @@ async def test_a_phase_waits_for_every_workload_and_a_complete_view(
     await looked_again()  # every workload passed, the view not complete (a relist)
     assert not quiet.done()
     complete.set()
-    assert await asyncio.wait_for(quiet, 30) == bench.WRITES_QUIET_S
+    assert await asyncio.wait_for(quiet, 30) == (bench.WRITES_QUIET_S, "no writes")
