@@ -55,13 +55,15 @@ from app.model.crd import (
     CRD_KIND,
     CRD_SELECTOR,
     InvalidObject,
+    KerfResource,
     object_label,
     parse_object,
     plural,
 )
 from app.model.recommendations import SOURCE_LABEL
+from app.model.records import record_from_api
 from app.runtime.clock import Clock, utc_now
-from app.store.slim import kerf_object
+from app.store.slim import kerf_metadata, kerf_object
 from app.store.view import ClusterView, ObjectKey, object_key
 
 logger = logging.getLogger("kerf.informer")
@@ -490,9 +492,7 @@ class Informer:
             # The view projects plain objects itself; kerf's are projected before they
             # become models (app/store/slim.py). ClusterView.apply's annotation leaves the models
             # out until view.py's restructure lands.
-            self.view.apply(
-                parse_object(kerf_object(raw), SOURCE) if parse else raw  # type: ignore[arg-type]
-            )
+            self.view.apply(self._parsed(key[0], raw) if parse else raw)  # type: ignore[arg-type]
         except InvalidObject as exc:
             logger.warning("skipping an invalid object: %s", exc)
         except Exception:  # one odd object must not stop the resource's feed
@@ -504,6 +504,14 @@ class Informer:
             self.view.delete(*key)
             self._keys.discard(key)
         return key
+
+    @staticmethod
+    def _parsed(kind: str, raw: dict[str, Any]) -> KerfResource:
+        """One of kerf's objects as the view keeps it; a record packed as it came
+        (`record_from_api`), not parsed whole and packed from its parse."""
+        if kind == "RightsizingRecommendation":
+            return record_from_api(raw, kerf_metadata(raw), SOURCE)
+        return parse_object(kerf_object(raw), SOURCE)
 
     def _contact(self) -> None:
         self.last_contact = self._clock()

@@ -1607,14 +1607,15 @@ def _loc(loc: tuple[Any, ...]) -> str:
     return "".join(parts)
 
 
-def format_validation_error(exc: ValidationError) -> str:
-    """One line per problem: `field.path: message`, joined with '; '."""
+def format_validation_error(exc: ValidationError, within: tuple[str, ...] = ()) -> str:
+    """One line per problem: `field.path: message`, joined with '; ' (`within`: the path
+    of the validated part in its document)."""
     lines = []
     for err in exc.errors():
         message = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
             message = "unknown field (misspelt?)"
-        loc = _loc(err["loc"])
+        loc = _loc((*within, *err["loc"]))
         lines.append(f"{loc}: {message}" if loc else message)
     return "; ".join(lines)
 

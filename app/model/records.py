@@ -20,14 +20,18 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import orjson
-from pydantic import PrivateAttr
+from pydantic import BaseModel, PrivateAttr, ValidationError
 
 from app.model.crd import (
+    API_VERSION,
+    InvalidObject,
     KerfModel,
     ObjectMeta,
     RecommendationStatus,
     RightsizingRecommendation,
     RightsizingRecommendationSpec,
+    format_validation_error,
+    object_label,
 )
 from app.model.workloads import WORKLOAD_KINDS
 
@@ -35,6 +39,10 @@ from app.model.workloads import WORKLOAD_KINDS
 #: calls, and the reconciler's workers (8 at most in practice) interleave their passes.
 RECENT = 16
 _Parsed = TypeVar("_Parsed")
+_Model = TypeVar("_Model", bound=BaseModel)
+#: the fields a kept record has set, without and with a status
+_FIELDS_SET = frozenset({"api_version", "kind", "metadata", "spec"})
+_FIELDS_SET_STATUS = _FIELDS_SET | {"status"}
 #: resourceVersion of the record -> (the record, its parsed head), oldest first; an entry
 #: serves only that very record (a new version of it parses its own)
 _heads: dict[str, tuple[StoredRecommendation, _Head]] = {}
@@ -205,24 +213,77 @@ def stored(record: RightsizingRecommendation) -> StoredRecommendation:
     # dropped; kerf's own dumps leave nulls out too).
     head = record.model_dump_json(include={"metadata", "spec"}, by_alias=True, exclude_none=True)
     status = record.status
-    # Built as model_construct builds a model, with no field in the instance dict.
+    return _kept(
+        head.encode(),
+        record.metadata.resource_version or "",
+        status.model_dump_json(by_alias=True, exclude_none=True).encode()
+        if status is not None
+        else None,
+    )
+
+
+def record_from_api(
+    doc: dict[str, Any], metadata: dict[str, Any], source: str
+) -> StoredRecommendation:
+    """A record as the API sends it (`metadata`: what the view keeps of its metadata),
+    validated as `parse_object` validates it, kept as `stored` keeps one, with one fewer
+    walk: its head and status are validated from the compact JSON that is then packed,
+    where `parse_object` then `stored` validate the document and dump the models again.
+    What a pass parses back from that JSON is what the validation gave, and the two
+    parsed are the record's most recent (the pass its change queues reads them)."""
+    label = object_label(doc)
+    if doc.get("apiVersion") != API_VERSION:
+        raise InvalidObject(
+            f"{source}: {label}: apiVersion must be {API_VERSION}, got {doc.get('apiVersion')!r}"
+        )
+    unknown = sorted(set(doc) - {"apiVersion", "kind", "metadata", "spec", "status"})
+    if unknown:
+        raise InvalidObject(f"{source}: {label}: {unknown[0]}: unknown field (misspelt?)")
+    if not metadata.get("namespace"):
+        raise InvalidObject(
+            f"{source}: {label}: metadata.namespace: required, the kind is namespaced"
+        )
+    head_doc: dict[str, Any] = {"metadata": metadata}
+    if "spec" in doc:
+        head_doc["spec"] = doc["spec"]
+    head_raw = orjson.dumps(head_doc)
+    status_doc = doc.get("status")
+    status_raw = orjson.dumps(status_doc) if status_doc is not None else None
+    head = _validated(_Head, head_raw, (), f"{source}: {label}")
+    status = (
+        _validated(RecommendationStatus, status_raw, ("status",), f"{source}: {label}")
+        if status_raw is not None
+        else None
+    )
+    kept = _kept(head_raw, head.metadata.resource_version or "", status_raw)
+    _remember(_heads, kept, head)
+    _remember(_statuses, kept, status)
+    return kept
+
+
+def _validated(model: type[_Model], raw: bytes, within: tuple[str, ...], where: str) -> _Model:
+    try:
+        return model.model_validate_json(raw)
+    except ValidationError as exc:
+        raise InvalidObject(f"{where}: {format_validation_error(exc, within)}") from None
+
+
+def _kept(head: bytes, version: str, status: bytes | None) -> StoredRecommendation:
+    """A StoredRecommendation of the compact JSON of a head and a status, built as
+    model_construct builds a model, with no field in the instance dict."""
     kept = StoredRecommendation.__new__(StoredRecommendation)
     object.__setattr__(kept, "__dict__", {})
-    object.__setattr__(kept, "__pydantic_fields_set__", record.__pydantic_fields_set__)
+    object.__setattr__(
+        kept, "__pydantic_fields_set__", _FIELDS_SET if status is None else _FIELDS_SET_STATUS
+    )
     object.__setattr__(kept, "__pydantic_extra__", None)
     object.__setattr__(
         kept,
         "__pydantic_private__",
         {
-            "_head_packed": _pack(head.encode(), _HEAD_WORDS),
-            "_version": record.metadata.resource_version or "",
-            "_status_packed": (
-                _pack(
-                    status.model_dump_json(by_alias=True, exclude_none=True).encode(), _STATUS_WORDS
-                )
-                if status is not None
-                else None
-            ),
+            "_head_packed": _pack(head, _HEAD_WORDS),
+            "_version": version,
+            "_status_packed": _pack(status, _STATUS_WORDS) if status is not None else None,
         },
     )
     return kept
@@ -283,9 +344,18 @@ def _recent(
     if found is not None and found[0] is record:
         return found[1]
     parsed = parse()
+    _remember(cache, record, parsed)
+    return parsed
+
+
+def _remember(
+    cache: dict[str, tuple[StoredRecommendation, _Parsed]],
+    record: StoredRecommendation,
+    parsed: _Parsed,
+) -> None:
+    key = _packed(record, "_version")
     with _recent_lock:
         cache.pop(key, None)
         cache[key] = (record, parsed)
         while len(cache) > RECENT:
             del cache[next(iter(cache))]
-    return parsed

@@ -419,12 +419,20 @@ def kerf_object(raw: Mapping[str, Any]) -> dict[str, Any]:
     model: everything but the metadata kerf does not read (owner references, managed
     fields, other annotations), strings interned (a RightsizingRecommendation's status
     repeats policy names, annotation keys and quantities from its neighbours')."""
+    return {
+        **_interned({k: v for k, v in raw.items() if k != "metadata"}),
+        "metadata": kerf_metadata(raw),
+    }
+
+
+def kerf_metadata(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """What kerf keeps of one of its own custom resources' metadata."""
     meta = raw.get("metadata") or {}
     kept = metadata(meta)
     kept.pop("ownerReferences", None)
     if "generation" in meta:
         kept["generation"] = meta["generation"]
-    return {**_interned({k: v for k, v in raw.items() if k != "metadata"}), "metadata": kept}
+    return kept
 
 
 #: One frozenset per distinct set of field names, shared by every model that has it.

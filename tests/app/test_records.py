@@ -4,16 +4,29 @@ object until a new version arrives."""
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+from collections.abc import Callable
 from datetime import timedelta
+from typing import Any
 
+import orjson
+import pytest
 from pydantic import BaseModel
 
 from app.model import records
-from app.model.crd import KerfResource, LastApplied, LastRollback, RecommendationStatus
+from app.model.crd import (
+    InvalidObject,
+    KerfResource,
+    LastApplied,
+    LastRollback,
+    RecommendationStatus,
+    parse_object,
+)
 from app.model.owners import WorkloadRef
 from app.model.records import RECENT, StoredRecommendation, record_version
 from app.policy.plans import plan_for
+from app.store.slim import kerf_metadata, kerf_object
 from app.store.view import ClusterView
 from tests.app import builders as b
 
@@ -145,3 +158,55 @@ def test_a_plan_keeps_the_last_change_time_not_the_status_models() -> None:
         kept = [getattr(found, f.name) for f in dataclasses.fields(found)]
         assert not any(isinstance(v, LastApplied | LastRollback) for v in kept)
         assert found.last_applied_at == b.NOW - timedelta(days=5)
+
+
+def _as_api_sends(record: KerfResource) -> dict[str, object]:
+    doc = orjson.loads(record.model_dump_json(by_alias=True, exclude_none=True))
+    doc["metadata"] |= {"resourceVersion": "77", "uid": "u-7", "managedFields": [{"x": 1}]}
+    return doc
+
+
+def _from_api(doc: dict[str, object]) -> StoredRecommendation:
+    return records.record_from_api(doc, kerf_metadata(doc), "watch")
+
+
+def test_a_record_from_the_api_reads_as_the_parsed_record_does() -> None:
+    doc = _as_api_sends(_record())
+    by_parse = records.stored(parse_object(kerf_object(copy.deepcopy(doc)), "watch"))
+    kept = _from_api(doc)
+    assert isinstance(kept, StoredRecommendation) and vars(kept) == {}
+    assert kept.whole() == by_parse.whole()
+    assert record_version(kept) == "77"
+    assert kept.model_dump_json() == by_parse.model_dump_json()
+
+
+def test_a_record_from_the_api_without_status_reads_none() -> None:
+    doc = _as_api_sends(_record())
+    del doc["status"]
+    kept = _from_api(doc)
+    assert kept.status is None and kept.spec.target_ref.name == "web"
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda d: d["status"].update(phase="Sideways"), "status.phase: Input should be"),
+        (lambda d: d["spec"].update(extra=1), "spec.extra: unknown field (misspelt?)"),
+        (lambda d: d.update(extra=1), "extra: unknown field (misspelt?)"),
+        (lambda d: d["metadata"].pop("namespace"), "metadata.namespace: required"),
+        (lambda d: d.pop("spec"), "spec: Field required"),
+        (lambda d: d.update(apiVersion="v1"), "apiVersion must be rightsizing.kubex.ai/v1alpha1"),
+    ],
+)
+def test_a_bad_record_from_the_api_is_refused_as_parse_object_refuses_it(
+    change: Callable[[dict[str, Any]], object], message: str
+) -> None:
+    doc = _as_api_sends(_record())
+    change(doc)
+    with pytest.raises(InvalidObject) as parsed:
+        parse_object(kerf_object(copy.deepcopy(doc)), "watch")
+    with pytest.raises(InvalidObject) as from_api:
+        _from_api(doc)
+    assert message in str(from_api.value)
+    assert str(from_api.value).startswith("watch: RightsizingRecommendation")
+    assert message in str(parsed.value)

@@ -96,13 +96,13 @@ def test_a_sharded_feed_drops_other_buckets_records_before_parsing_them(
         """No request is made: the test hands the informer its objects."""
 
     parsed: list[str] = []
-    parse = informer_module.parse_object
+    parse = informer_module.record_from_api
 
-    def counting(raw: Any, source: Any) -> Any:
+    def counting(raw: Any, metadata: Any, source: Any) -> Any:
         parsed.append(raw["metadata"]["namespace"])
-        return parse(raw, source)
+        return parse(raw, metadata, source)
 
-    monkeypatch.setattr(informer_module, "parse_object", counting)
+    monkeypatch.setattr(informer_module, "record_from_api", counting)
     mine, theirs = namespaces()
     view = ShardedView(shard_filter=ShardFilter(BUCKETS, [bucket_of(mine, BUCKETS)]))
     feed = ShardedFeed(NoServer(), view, kerf_resources(["RightsizingRecommendation"]))
