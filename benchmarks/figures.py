@@ -1,10 +1,13 @@
 """What every bench shares: the generated cluster's size arguments, the process's peak
-memory, and writing the figures' JSON."""
+memory and event-loop stalls, and writing the figures' JSON."""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import gc
 import resource
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -43,3 +46,60 @@ def write_figures(out: Path, figures: Mapping[str, Any]) -> None:
     """Write `figures` as indented JSON to `out`, creating its directory."""
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_bytes(orjson.dumps(figures, option=orjson.OPT_INDENT_2))
+
+
+class Stalls:
+    """How long the process's event loop was held: the longest lateness of a timer that
+    wakes every `TICK_S`, and the full collections with their longest. A loop held past a
+    Lease's renew deadline loses the Lease (issue 37)."""
+
+    TICK_S = 0.25
+
+    def __init__(self) -> None:
+        self.lag_max_s = 0.0
+        self.full_collections = 0
+        self.full_collection_max_s = 0.0
+        self.full_collection_total_s = 0.0
+        self._started = 0.0
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> Stalls:
+        """Start measuring (in the running loop)."""
+        gc.callbacks.append(self._collected)
+        self._task = asyncio.get_running_loop().create_task(self._tick())
+        return self
+
+    def stop(self) -> None:
+        """Stop measuring."""
+        gc.callbacks.remove(self._collected)
+        if self._task is not None:
+            self._task.cancel()
+
+    def figures(self) -> dict[str, float]:
+        """The figures so far; they start again from zero."""
+        figures = {
+            "loop_lag_max_s": round(self.lag_max_s, 3),
+            "full_collections": self.full_collections,
+            "full_collection_max_s": round(self.full_collection_max_s, 3),
+            "full_collection_total_s": round(self.full_collection_total_s, 2),
+        }
+        self.lag_max_s = self.full_collection_max_s = self.full_collection_total_s = 0.0
+        self.full_collections = 0
+        return figures
+
+    async def _tick(self) -> None:
+        while True:
+            due = time.perf_counter() + self.TICK_S
+            await asyncio.sleep(self.TICK_S)
+            self.lag_max_s = max(self.lag_max_s, time.perf_counter() - due)
+
+    def _collected(self, phase: str, info: dict[str, int]) -> None:
+        if info["generation"] != 2:
+            return
+        if phase == "start":
+            self._started = time.perf_counter()
+            return
+        took = time.perf_counter() - self._started
+        self.full_collections += 1
+        self.full_collection_total_s += took
+        self.full_collection_max_s = max(self.full_collection_max_s, took)

@@ -39,7 +39,7 @@ from typing import Any
 import orjson
 
 from app.model.shards import bucket_of
-from benchmarks.figures import add_size_arguments, peak_rss_mib, write_figures
+from benchmarks.figures import Stalls, add_size_arguments, peak_rss_mib, write_figures
 from benchmarks.reconciler import WRITES, _calls, _cpu, _delta, _quiet, serve
 from benchmarks.startup import CLUSTER_ARGS, bench_header, cpu_split, simulator_process
 
@@ -103,6 +103,7 @@ def replica(
             shards = service.shards
             assert shards is not None and isinstance(feed, ShardedFeed)
             figures: dict[str, Any] = {"identity": identity}
+            stalls = Stalls().start()
             cpu0, t0 = _cpu(), time.perf_counter()
             # As `kerf reconciler` starts: the Namespaces, the first claims weighed by
             # them, then the view listed with the buckets held
@@ -117,6 +118,7 @@ def replica(
                 "seconds": round(time.perf_counter() - t0, 2),
                 "cpu_seconds": round(_cpu() - cpu0, 2),
                 "peak_rss_mib": peak_rss_mib(),
+                **stalls.figures(),
             }
             deadline = time.monotonic() + SETTLE_S
             # at rest as weighed with every Namespace the view has, and listed for it
@@ -166,6 +168,7 @@ def replica(
                     "scheduled_later": service.queue.scheduled,
                     "pods_resizing": _resizing_pods(service.view),
                     "peak_rss_mib": peak_rss_mib(),
+                    **stalls.figures(),
                 }
                 if resized:
                     figures[name]["writes_per_resized_pod"] = round(writes / resized, 2)
@@ -173,6 +176,7 @@ def replica(
                 await loop.run_in_executor(None, barrier.wait)
             figures["buckets_at_end"] = len(shards.held())
             figures["peak_rss_mib"] = peak_rss_mib()
+            stalls.stop()
             service.queue.close()
             for task in (*tasks, *workers):
                 task.cancel()

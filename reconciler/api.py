@@ -95,6 +95,7 @@ class ApiWriter:
         path: str,
         body: Any,
         content_type: str = JSON,
+        answer: bool = True,
     ) -> dict[str, Any]:
         namespace = namespace_of(path)
         # As late as kerf can check: only a pause between here and the bytes leaving
@@ -102,7 +103,9 @@ class ApiWriter:
         if self._fence is not None:
             self._fence(resource, namespace)
         try:
-            return await self._t.request(verb, resource, method, path, body, content_type)
+            return await self._t.request(
+                verb, resource, method, path, body, content_type, answer=answer
+            )
         finally:
             if self._answered is not None:
                 self._answered(resource, namespace)
@@ -123,7 +126,9 @@ class ApiWriter:
         meta = pod["metadata"]
         path = object_path("v1", "Pod", meta["namespace"], meta["name"]) + "/resize"
         body = resize_body(pod, containers)
-        await self._send("patch", "pods/resize", "PATCH", path, body, PatchType.STRATEGIC_MERGE)
+        await self._send(
+            "patch", "pods/resize", "PATCH", path, body, PatchType.STRATEGIC_MERGE, answer=False
+        )
 
     async def evict(self, pod: Mapping[str, Any]) -> EvictResult:
         """The Eviction API: the server honours PDBs; 429 means "not now" (refused)."""
@@ -177,7 +182,7 @@ class ApiWriter:
         answer lost, or by another replica) and is fine."""
         path = f"/api/v1/namespaces/{body['metadata']['namespace']}/events"
         try:
-            await self._send("create", "events", "POST", path, body)
+            await self._send("create", "events", "POST", path, body, answer=False)
         except ApiStatusError as exc:
             if exc.code != 409 or not body["metadata"].get("name"):
                 raise

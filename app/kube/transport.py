@@ -32,6 +32,7 @@ class Requester(Protocol):
         path: str,
         body: Any = None,
         content_type: str = JSON,
+        answer: bool = True,
     ) -> dict[str, Any]: ...
 
 
@@ -54,9 +55,11 @@ class ApiTransport:
         path: str,
         body: Any = None,
         content_type: str = JSON,
+        answer: bool = True,
     ) -> dict[str, Any]:
-        """Send one request; a 2xx answer's body is returned parsed, anything else raises
-        ApiStatusError with the API's own message. Counted by verb, resource and code, and
+        """Send one request; a 2xx answer's body is returned parsed (unless `answer` is
+        False: a caller that reads nothing of it, e.g. of a resize, a whole pod, gets {}),
+        anything else raises ApiStatusError with the API's own message. Counted by verb, resource and code, and
         told to the client's Reachability (app/kube/reachability.py), which says outages."""
         reachability = reachability_of(self._client)
         sent = reachability.now()
@@ -80,7 +83,7 @@ class ApiTransport:
                 reachability.answered(sent)
             raise error
         reachability.answered(sent)
-        return orjson.loads(raw) if raw else {}
+        return orjson.loads(raw) if raw and answer else {}
 
     async def _send(
         self, method: str, path: str, body: Any, content_type: str
