@@ -43,6 +43,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
+from app.runtime import eventloop
 from benchmarks.figures import add_size_arguments, peak_rss_mib
 from benchmarks.real_cluster import SetupError, cpu_delta, real_cluster
 from benchmarks.startup import (
@@ -382,7 +383,7 @@ def measure(
             await asyncio.gather(*tasks, *workers, return_exceptions=True)
             return figures
 
-    out.send(asyncio.run(main()))
+    out.send(eventloop.run(main()))  # the loop `kerf reconciler` runs on
 
 
 def run_sim(args: argparse.Namespace) -> dict[str, Any]:

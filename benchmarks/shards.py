@@ -39,6 +39,7 @@ from typing import Any
 import orjson
 
 from app.model.shards import bucket_of
+from app.runtime import eventloop
 from benchmarks.figures import Stalls, add_size_arguments, peak_rss_mib, write_figures
 from benchmarks.reconciler import WRITES, _calls, _cpu, _delta, _quiet, serve
 from benchmarks.startup import CLUSTER_ARGS, bench_header, cpu_split, simulator_process
@@ -183,7 +184,7 @@ def replica(
             await asyncio.gather(*tasks, *workers, return_exceptions=True)
             return figures
 
-    out.send(asyncio.run(main()))
+    out.send(eventloop.run(main()))  # the loop `kerf reconciler` runs on
 
 
 def _resizing_pods(view: Any) -> int:

@@ -30,6 +30,7 @@ from app.kube.shardleases import ShardLeases
 from app.kube.shardview import ShardedFeed, ShardedView, ShardFilter
 from app.kube.transport import ApiTransport
 from app.model.shards import CLUSTER_BUCKET, DEFAULT_BUCKETS
+from app.runtime import eventloop
 from app.runtime.clock import utc_now
 from app.runtime.health import health_app, serving
 from app.store.statedir import load_view
@@ -331,4 +332,4 @@ def run_recommender(options: Options) -> int:
             loop.add_signal_handler(sig, stop.set)
         return await serve_cluster(options, stop)
 
-    return asyncio.run(main())
+    return eventloop.run(main())

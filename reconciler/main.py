@@ -33,6 +33,7 @@ from app.kube.lease import (
 from app.kube.shardleases import ShardedReplicas, ShardLeases
 from app.kube.shardview import ShardedFeed, ShardFilter
 from app.model.shards import DEFAULT_BUCKETS
+from app.runtime import eventloop
 from app.runtime.clock import Clock, utc_now
 from app.runtime.health import health_app, serving
 from app.runtime.heap import freeze_page
@@ -305,4 +306,4 @@ def run_reconciler(options: Options) -> int:
             loop.add_signal_handler(sig, stop.set)
         return await serve_cluster(options, stop)
 
-    return asyncio.run(main())
+    return eventloop.run(main())
