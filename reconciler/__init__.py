@@ -4,3 +4,5 @@
 It makes no decision of its own: `app.decide` decides, the reconciler feeds the view,
 executes plans and reports.
 """
+
+import app  # noqa: F401  first: kubernetes_asyncio's client, loaded lazily (app/kube/lazyclient.py)

@@ -1,0 +1,3 @@
+"""kerf's admission webhook."""
+
+import app  # noqa: F401  first: kubernetes_asyncio's client, loaded lazily (app/kube/lazyclient.py)
