@@ -29,7 +29,7 @@ import logging
 import os
 import random
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -229,6 +229,46 @@ async def _lines(stream: aiohttp.StreamReader) -> AsyncIterator[bytes]:
         yield bytes(buffer)
 
 
+class ObjectKeys:
+    """A set of object keys kept as names by kind and namespace: an informer's objects in
+    the view, which a relist that no longer holds them deletes. (As a set of (kind,
+    namespace, name) tuples they weighed ~124 bytes an object, 13 MiB at 25,000
+    workloads; as a name in its namespace's set, ~60.)"""
+
+    def __init__(self) -> None:
+        self._names: dict[tuple[str, str], set[str]] = {}
+
+    def add(self, key: ObjectKey) -> None:
+        """Add a key."""
+        self._names.setdefault(key[:2], set()).add(key[2])
+
+    def discard(self, key: ObjectKey) -> None:
+        """Remove a key if present."""
+        names = self._names.get(key[:2])
+        if names is not None:
+            names.discard(key[2])
+            if not names:
+                del self._names[key[:2]]
+
+    def __contains__(self, key: ObjectKey) -> bool:
+        return key[2] in self._names.get(key[:2], ())
+
+    def __iter__(self) -> Iterator[ObjectKey]:
+        for (kind, namespace), names in self._names.items():
+            for name in names:
+                yield kind, namespace, name
+
+    def __len__(self) -> int:
+        return sum(len(names) for names in self._names.values())
+
+    def retain(self, kept: ObjectKeys) -> list[ObjectKey]:
+        """Keep only the keys also in `kept`; returns those removed."""
+        gone = [key for key in self if key not in kept]
+        for key in gone:
+            self.discard(key)
+        return gone
+
+
 class Backoff:
     """Exponential delays with equal jitter (half fixed, half random), so the replicas that
     failed together do not all retry together."""
@@ -292,7 +332,7 @@ class Informer:
         self.last_error: str | None = None
         #: the last failure's HTTP status, when it had one
         self.last_status: int | None = None
-        self._keys: set[ObjectKey] = set()
+        self._keys = ObjectKeys()
         #: whether the view keeps an object of (kind, namespace): one of kerf's it does not
         #: keep is handed over unparsed, to be dropped (a sharded replica's foreign records)
         self.keeps: Callable[[str, str], bool] = lambda kind, namespace: True
@@ -364,12 +404,13 @@ class Informer:
         the server has expired (410) raises like any 410: the list starts over.
         """
         started = time.monotonic()
-        listed: set[ObjectKey] = set()
+        listed = ObjectKeys()
         token: str | None = None
         while True:
             doc = await self._list_page(token)
             with self.view.lock:
-                listed.update(self._upsert(item) for item in doc.pop("items", None) or [])
+                for item in doc.pop("items", None) or []:
+                    listed.add(self._upsert(item))
             # The view holds what it needs; the page itself is gone before on_page runs.
             if self._on_page is not None:
                 self._on_page()
@@ -377,9 +418,8 @@ class Informer:
             if token is None:
                 break
         with self.view.lock:
-            for key in self._keys - listed:
+            for key in self._keys.retain(listed):
                 self.view.delete(*key)
-            self._keys &= listed
         self.listed = True
         self.last_error = self.last_status = None
         self.resource_version = str(doc["metadata"]["resourceVersion"])
@@ -413,9 +453,8 @@ class Informer:
     def _clear(self) -> None:
         """The resource is not served: the view holds none of its objects."""
         with self.view.lock:
-            for key in self._keys:
+            for key in self._keys.retain(ObjectKeys()):
                 self.view.delete(*key)
-            self._keys.clear()
         self.listed = True
 
     async def _watch(self) -> None:

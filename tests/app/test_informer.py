@@ -13,10 +13,12 @@ from typing import Any
 
 import orjson
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from kubernetes_asyncio import client
 
 from app.decide.admission import admit_pod
-from app.kube.informer import WEBHOOK_RESOURCES, Backoff, Resource
+from app.kube.informer import WEBHOOK_RESOURCES, Backoff, ObjectKeys, Resource
 from app.model.owners import WorkloadRef
 from app.runtime.heap import freeze_loaded_state
 from app.runtime.jsonlog import JsonLinesFormatter
@@ -499,3 +501,34 @@ async def test_on_initial_page_runs_after_each_page_until_the_sync(
         sim.faults.drop_watches()
         await eventually(lambda: informer.list_seconds is not None, "the relist")
         assert len(calls) == 6 and seen == [2, 4, 5]  # a relist is not the initial load
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["add", "discard"]),
+            st.tuples(
+                st.sampled_from(["Pod", "Node"]),
+                st.sampled_from(["", "a", "b"]),
+                st.text(max_size=2),
+            ),
+        )
+    ),
+    st.sets(
+        st.tuples(st.sampled_from(["Pod", "Node"]), st.sampled_from(["", "a"]), st.text(max_size=2))
+    ),
+)
+def test_object_keys_are_a_set_of_keys(
+    steps: list[tuple[str, tuple[str, str, str]]], kept: set[tuple[str, str, str]]
+) -> None:
+    keys, expected = ObjectKeys(), set()
+    for step, key in steps:
+        getattr(keys, step)(key)
+        getattr(expected, step)(key)
+        assert (key in keys) == (key in expected)
+    assert set(keys) == expected and len(keys) == len(expected)
+    also = ObjectKeys()
+    for key in kept:
+        also.add(key)
+    assert sorted(keys.retain(also)) == sorted(expected - kept)
+    assert set(keys) == expected & kept
