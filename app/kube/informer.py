@@ -82,6 +82,8 @@ LIST_TIMEOUT = aiohttp.ClientTimeout(total=120, sock_connect=10)
 LIST_PAGE_SIZE = 500
 #: How often a resource that the cluster does not serve (a CRD not installed) is asked again.
 ABSENT_RECHECK_S = 60.0
+#: how often a stream of watch events is told as the server's contact (seconds)
+EVENT_CONTACT_S = 0.5
 SOURCE = "cluster"
 
 
@@ -340,6 +342,8 @@ class Informer:
         #: answer had begun (a break after that is routine)
         self._sent = 0.0
         self._streaming = False
+        #: when a watch event was last told as a contact (monotonic)
+        self._event_contact = -EVENT_CONTACT_S
 
     async def run(self) -> None:
         """List and watch until cancelled; failures are logged and retried, never raised."""
@@ -511,7 +515,12 @@ class Informer:
         if version:
             self.resource_version = str(version)
         self.backoff.reset()
-        self._contact()
+        # Each contact asks every informer of the feed for its last one: told once per
+        # EVENT_CONTACT_S of a stream of events, which the sync age then lags by at most.
+        now = time.monotonic()
+        if now - self._event_contact >= EVENT_CONTACT_S:
+            self._event_contact = now
+            self._contact()
 
     def _typed(self, obj: dict[str, Any]) -> dict[str, Any]:
         # List items of built-in kinds come without kind and apiVersion; the view keys on kind.

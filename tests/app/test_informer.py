@@ -7,8 +7,9 @@ import dataclasses
 import gc
 import logging
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import orjson
@@ -18,6 +19,7 @@ from hypothesis import strategies as st
 from kubernetes_asyncio import client
 
 from app.decide.admission import admit_pod
+from app.kube import informer as informer_module
 from app.kube.informer import WEBHOOK_RESOURCES, Backoff, ObjectKeys, Resource
 from app.model.owners import WorkloadRef
 from app.runtime.heap import freeze_loaded_state
@@ -532,3 +534,34 @@ def test_object_keys_are_a_set_of_keys(
         also.add(key)
     assert sorted(keys.retain(also)) == sorted(expected - kept)
     assert set(keys) == expected & kept
+
+
+async def test_a_stream_of_events_is_told_as_contact_at_most_every_half_second(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    class NoServer:
+        """No request is made: the test hands the informer its events."""
+
+    told: list[datetime] = []
+    now = [1000.0]
+    monkeypatch.setattr(informer_module, "time", SimpleNamespace(monotonic=lambda: now[0]))
+    ticks = iter(range(10_000))
+    informer = informer_module.Informer(
+        WEBHOOK_RESOURCES[0],
+        NoServer(),  # type: ignore[arg-type]
+        ClusterView(),
+        on_contact=lambda i: told.append(i.last_contact),
+        clock=lambda: NOW + timedelta(seconds=next(ticks)),
+    )
+    namespace = {"kind": "Namespace", "apiVersion": "v1", "metadata": {"name": "a"}}
+    for version in range(100):
+        informer._event(
+            {
+                "type": "MODIFIED",
+                "object": {**namespace, "metadata": {"name": "a", "resourceVersion": str(version)}},
+            }
+        )
+    assert len(told) == 1 and informer.resource_version == "99"
+    now[0] += informer_module.EVENT_CONTACT_S
+    informer._event({"type": "MODIFIED", "object": dict(namespace)})
+    assert len(told) == 2 and told[1] > told[0]
