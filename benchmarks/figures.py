@@ -60,6 +60,8 @@ class Stalls:
         self.full_collections = 0
         self.full_collection_max_s = 0.0
         self.full_collection_total_s = 0.0
+        #: the unreachable objects they found (what waiting longer for them would keep)
+        self.full_collection_collected = 0
         self._started = 0.0
         self._task: asyncio.Task[None] | None = None
 
@@ -82,9 +84,10 @@ class Stalls:
             "full_collections": self.full_collections,
             "full_collection_max_s": round(self.full_collection_max_s, 3),
             "full_collection_total_s": round(self.full_collection_total_s, 2),
+            "full_collection_collected": self.full_collection_collected,
         }
         self.lag_max_s = self.full_collection_max_s = self.full_collection_total_s = 0.0
-        self.full_collections = 0
+        self.full_collections = self.full_collection_collected = 0
         return figures
 
     async def _tick(self) -> None:
@@ -101,5 +104,6 @@ class Stalls:
             return
         took = time.perf_counter() - self._started
         self.full_collections += 1
+        self.full_collection_collected += info["collected"]
         self.full_collection_total_s += took
         self.full_collection_max_s = max(self.full_collection_max_s, took)

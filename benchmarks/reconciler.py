@@ -45,7 +45,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from app.runtime import eventloop
-from benchmarks.figures import add_size_arguments, peak_rss_mib
+from benchmarks.figures import Stalls, add_size_arguments, peak_rss_mib
 from benchmarks.real_cluster import SetupError, cpu_delta, real_cluster
 from benchmarks.startup import (
     CLUSTER_ARGS,
@@ -320,6 +320,7 @@ def measure(
             # (reconciler.leader.write_fence), so a replica without a running elector
             # would withhold them all. Its Lease calls are left out of the counts.
             figures: dict[str, Any] = {}
+            stalls = Stalls().start()
             cpu0, t0, server0 = _cpu(), time.perf_counter(), _server_cpu(server_pids)
             tasks = [asyncio.create_task(feed.run())]
             if service.leader is not None:
@@ -330,6 +331,7 @@ def measure(
                 "cpu_seconds": round(_cpu() - cpu0, 2),
                 "peak_rss_mib": peak_rss_mib(),
                 "server_cpu_seconds": cpu_delta(_server_cpu(server_pids), server0),
+                **stalls.figures(),
             }
             if service.leader is not None:
                 await service.leader.elected.wait()
@@ -374,6 +376,7 @@ def measure(
                     "scheduled_later": service.queue.scheduled,
                     # the quiet time waited included: the server worked on through it
                     "server_cpu_seconds": cpu_delta(_server_cpu(server_pids), server0),
+                    **stalls.figures(),
                 }
                 if resized:
                     figures[name]["api_calls_per_resized_pod"] = round(
@@ -383,6 +386,7 @@ def measure(
                         1000 * figures[name]["cpu_seconds"] / resized, 2
                     )
             figures["peak_rss_mib"] = peak_rss_mib()
+            stalls.stop()
             service.queue.close()
             for task in (*tasks, *workers):
                 task.cancel()
