@@ -231,11 +231,12 @@ async def _quiet(service: Any, complete: Any = None) -> Quiet:
     The deadline: nothing written for WRITES_QUIET_S with no workload waiting for a worker
     (a few workloads can poll a resize the kubelet never finishes, e.g. one deferred until
     `fallbackAfter`; a pass deciding every workload writes nothing for longer than that,
-    and is not over while the queue holds work), once every workload of the view has been
-    passed over and the view is `complete` (sharded: a bucket lost and claimed again is
-    relisted, its workloads queued only when the relist is in, and dropped from the queue
-    while it is not held). Later follow-ups are not waited for: the phase reports how many
-    are left (`scheduled_later`)."""
+    and is not over while the queue holds work). Either end only once every workload of
+    the view has been passed over and the view is `complete` (sharded: a bucket lost and
+    claimed again is relisted, its workloads queued only when the relist is in, and
+    dropped from the queue while it is not held: a quiet queue then is not the end).
+    Later follow-ups are not waited for: the phase reports how many are left
+    (`scheduled_later`)."""
     idle_since: float | None = None
     writes = _writes(service.metrics)
     wrote_at = time.perf_counter()
@@ -257,7 +258,12 @@ async def _quiet(service: Any, complete: Any = None) -> Quiet:
         idle_since = idle_since or now
         if now - idle_since < QUIET_S:
             continue
-        if not _resizing(service.view):  # read once per quiet period: a walk of every pod
+        # read once per quiet period: walks of every pod and workload
+        if (
+            (complete is None or complete.is_set())
+            and not _resizing(service.view)
+            and _all_passed(service)
+        ):
             return Quiet(QUIET_S, "quiet")
         idle_since = None
 

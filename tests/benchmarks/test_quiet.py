@@ -64,3 +64,19 @@ async def test_a_phase_waits_for_every_workload_and_a_complete_view(
     assert not quiet.done()
     complete.set()
     assert await asyncio.wait_for(quiet, 30) == (bench.WRITES_QUIET_S, "no writes")
+
+
+async def test_a_quiet_queue_is_not_the_end_before_every_workload_was_passed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(bench, "_writes", lambda metrics: 0.0)
+    monkeypatch.setattr(bench, "WRITES_QUIET_S", 1e9)  # the deadline out of the way
+    keys = [("Deployment", "team-1", "a"), ("Deployment", "team-2", "b")]
+    memory, complete = Inventory(), asyncio.Event()
+    complete.set()
+    memory.get(keys[0])  # the other one's bucket was lost and is listed again
+    quiet = asyncio.create_task(bench._quiet(_service(keys, memory), complete))
+    await asyncio.sleep(bench.QUIET_S + 0.5)
+    assert not quiet.done()
+    memory.get(keys[1])
+    assert await asyncio.wait_for(quiet, 30) == (bench.QUIET_S, "quiet")
