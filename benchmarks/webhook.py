@@ -284,7 +284,7 @@ def _serve_child(
     admit: Callable[..., Any] | None,
 ) -> None:
     """The server process: one core, the real app, uvicorn over TLS, logs to a file."""
-    from app.runtime.heap import freeze_for_admission
+    from app.runtime.heap import freeze_for_service
     from benchmarks.explain import NOW
     from benchmarks.noop import with_noop
     from webhook.logs import DecisionLog, configure_logging
@@ -298,7 +298,7 @@ def _serve_child(
     configure_logging(log_level, stream=log)
     # As `kerf webhook` does once its view is loaded: without it every full collection
     # walks the 25,000 workloads, and the load measures the collector, not the webhook.
-    freeze_for_admission()
+    freeze_for_service()
     certificate = ReloadingCertificate(cert_dir / "tls.crt", cert_dir / "tls.key")
     # The generated recommendations are dated for benchmarks.explain.NOW; deciding at the real time
     # could make them stale and turn every answer into "no patch".

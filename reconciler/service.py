@@ -35,7 +35,7 @@ from app.kube.shardview import ShardedFeed, ShardedView
 from app.model.crd import CRD_KIND, STORED_KINDS, KerfResource
 from app.model.owners import WorkloadRef
 from app.policy.uninstall import stand_down
-from app.runtime.heap import freeze_loaded_state
+from app.runtime.heap import freeze_for_service
 from app.store.decision_cache import RECONCILER_CACHED_PLANS, RECONCILER_PARSED_PODS
 from app.store.inputs import Reach
 from app.store.view import ClusterView
@@ -283,7 +283,7 @@ class Reconciler:
         self._accepting = True
         self._gained.clear()  # every workload is queued now
         self.metrics.synced.set(1)
-        freeze_loaded_state()  # the loaded view stays: full collections need not walk it
+        freeze_for_service()  # the loaded view stays: full collections need not walk it
         self._inputs_due.set()
         self.enqueue_all()
 

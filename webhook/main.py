@@ -27,7 +27,7 @@ from app.kube.kubexflags import DEFAULT_FLAG, KubexFlag, kubex_source
 from app.kube.lease import holder_identity, own_namespace
 from app.kube.reachability import reachability_of
 from app.runtime.clock import Clock, utc_now
-from app.runtime.heap import freeze_for_admission, freeze_page
+from app.runtime.heap import freeze_for_service, freeze_page
 from app.store.statedir import load_view
 from app.store.view import ClusterView
 from webhook.connections import GuardedHttpProtocol
@@ -160,7 +160,7 @@ async def serve_cluster(
     feed = ClusterFeed(
         api_client,
         view,
-        on_synced=freeze_for_admission if freeze_heap else None,
+        on_synced=freeze_for_service if freeze_heap else None,
         on_initial_page=freeze_page if freeze_heap else None,
     )
     lease = LeaseRenewer(
@@ -280,7 +280,7 @@ def run_webhook(
         view = load_view(
             [Path(state_dir)], kubex_source=kubex_source(kubex_recommendations, DEFAULT_NAMESPACE)
         )
-        freeze_for_admission()
+        freeze_for_service()
         server = serving(view)
         announce = announce_when_listening(server, curl_line(host, port, tls_cert))
         run_server(server, certificate, reload_interval_s=reload_interval_s, background=[announce])

@@ -12,7 +12,7 @@ import orjson
 import pytest
 
 from app.decide.admission import admit_pod
-from app.runtime.heap import FULL_COLLECTION_EVERY, freeze_for_admission, freeze_loaded_state
+from app.runtime.heap import FULL_COLLECTION_EVERY, freeze_for_service, freeze_loaded_state
 from benchmarks.explain import NOW
 from benchmarks.webhook import build_bodies, build_view
 from webhook.finished import FinishedAnswers
@@ -34,7 +34,7 @@ def test_the_webhooks_freeze_makes_full_collections_rarer() -> None:
     freeze_loaded_state()
     assert gc.get_threshold() == before  # the reconciler's: CPython's default
     young, middle, _ = before
-    freeze_for_admission()
+    freeze_for_service()
     assert gc.get_threshold() == (young, middle, FULL_COLLECTION_EVERY)
     assert gc.get_freeze_count() > 0
 
