@@ -59,8 +59,9 @@ class ApiTransport:
     ) -> dict[str, Any]:
         """Send one request; a 2xx answer's body is returned parsed (unless `answer` is
         False: a caller that reads nothing of it, e.g. of a resize, a whole pod, gets {}),
-        anything else raises ApiStatusError with the API's own message. Counted by verb, resource and code, and
-        told to the client's Reachability (app/kube/reachability.py), which says outages."""
+        anything else raises ApiStatusError with the API's own message. Counted by verb,
+        resource and code, and told to the client's Reachability
+        (app/kube/reachability.py), which says outages."""
         reachability = reachability_of(self._client)
         sent = reachability.now()
         try:

@@ -1307,6 +1307,23 @@ class ObjectMeta(BaseModel):
     owner_references: list[OwnerReference] = Field(default_factory=list)
 
 
+def scope_problem(cls: type[KerfResource], metadata: ObjectMeta, spec: Any) -> str | None:
+    """What is wrong with an object of `cls` whose metadata and spec these are, for its
+    kind's scope (namespaced, cluster-wide, a singleton), or None."""
+    if cls.cluster_scoped and metadata.namespace:
+        return "metadata.namespace: must be empty, the kind is cluster-scoped"
+    if not cls.cluster_scoped and not metadata.namespace:
+        return "metadata.namespace: required, the kind is namespaced"
+    if cls.singleton_name and metadata.name != cls.singleton_name:
+        return f"metadata.name: must be {cls.singleton_name!r}, the kind is a cluster singleton"
+    scope = getattr(spec, "scope", None)
+    if cls.cluster_scoped and scope is not None and scope.namespace_selector is None:
+        return "spec.scope.namespaceSelector: required for a cluster kind"
+    if not cls.cluster_scoped and scope is not None and scope.namespace_selector is not None:
+        return "spec.scope.namespaceSelector: only cluster kinds take one"
+    return None
+
+
 class KerfResource(BaseModel):
     """A kerf custom resource: apiVersion, kind, metadata, spec, status."""
 
@@ -1331,20 +1348,9 @@ class KerfResource(BaseModel):
 
     @model_validator(mode="after")
     def _scope_rules(self) -> KerfResource:
-        cls = type(self)
-        if cls.cluster_scoped and self.metadata.namespace:
-            raise ValueError("metadata.namespace: must be empty, the kind is cluster-scoped")
-        if not cls.cluster_scoped and not self.metadata.namespace:
-            raise ValueError("metadata.namespace: required, the kind is namespaced")
-        if cls.singleton_name and self.metadata.name != cls.singleton_name:
-            raise ValueError(
-                f"metadata.name: must be {cls.singleton_name!r}, the kind is a cluster singleton"
-            )
-        scope = getattr(getattr(self, "spec", None), "scope", None)
-        if cls.cluster_scoped and scope is not None and scope.namespace_selector is None:
-            raise ValueError("spec.scope.namespaceSelector: required for a cluster kind")
-        if not cls.cluster_scoped and scope is not None and scope.namespace_selector is not None:
-            raise ValueError("spec.scope.namespaceSelector: only cluster kinds take one")
+        problem = scope_problem(type(self), self.metadata, getattr(self, "spec", None))
+        if problem is not None:
+            raise ValueError(problem)
         return self
 
 
@@ -1620,8 +1626,9 @@ def format_validation_error(exc: ValidationError, within: tuple[str, ...] = ()) 
     return "; ".join(lines)
 
 
-def parse_object(doc: Any, source: str = "<input>") -> KerfResource:
-    """Validate one kerf object; raise InvalidObject with one clear message on failure."""
+def kind_of(doc: Any, source: str) -> type[KerfResource]:
+    """The model of a kerf object's kind; InvalidObject when it is not a mapping, not of
+    kerf's apiVersion or of no kerf kind."""
     label = object_label(doc)
     if not isinstance(doc, dict):
         raise InvalidObject(f"{source}: expected a mapping, got {type(doc).__name__}")
@@ -1632,6 +1639,13 @@ def parse_object(doc: Any, source: str = "<input>") -> KerfResource:
     cls = KINDS.get(doc.get("kind", ""))
     if cls is None:
         raise InvalidObject(f"{source}: {label}: unknown kind {doc.get('kind')!r}")
+    return cls
+
+
+def parse_object(doc: Any, source: str = "<input>") -> KerfResource:
+    """Validate one kerf object; raise InvalidObject with one clear message on failure."""
+    label = object_label(doc)
+    cls = kind_of(doc, source)
     try:
         return cls.model_validate(doc)
     except ValidationError as exc:

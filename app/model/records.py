@@ -23,7 +23,6 @@ import orjson
 from pydantic import BaseModel, PrivateAttr, ValidationError
 
 from app.model.crd import (
-    API_VERSION,
     InvalidObject,
     KerfModel,
     ObjectMeta,
@@ -31,7 +30,9 @@ from app.model.crd import (
     RightsizingRecommendation,
     RightsizingRecommendationSpec,
     format_validation_error,
+    kind_of,
     object_label,
+    scope_problem,
 )
 from app.model.workloads import WORKLOAD_KINDS
 
@@ -43,6 +44,10 @@ _Model = TypeVar("_Model", bound=BaseModel)
 #: the fields a kept record has set, without and with a status
 _FIELDS_SET = frozenset({"api_version", "kind", "metadata", "spec"})
 _FIELDS_SET_STATUS = _FIELDS_SET | {"status"}
+#: a record's top-level fields as the API spells them
+_TOP_FIELDS = frozenset(
+    field.alias or name for name, field in RightsizingRecommendation.model_fields.items()
+)
 #: resourceVersion of the record -> (the record, its parsed head), oldest first; an entry
 #: serves only that very record (a new version of it parses its own)
 _heads: dict[str, tuple[StoredRecommendation, _Head]] = {}
@@ -232,17 +237,10 @@ def record_from_api(
     What a pass parses back from that JSON is what the validation gave, and the two
     parsed are the record's most recent (the pass its change queues reads them)."""
     label = object_label(doc)
-    if doc.get("apiVersion") != API_VERSION:
-        raise InvalidObject(
-            f"{source}: {label}: apiVersion must be {API_VERSION}, got {doc.get('apiVersion')!r}"
-        )
-    unknown = sorted(set(doc) - {"apiVersion", "kind", "metadata", "spec", "status"})
+    cls = kind_of(doc, source)
+    unknown = sorted(set(doc) - _TOP_FIELDS)
     if unknown:
         raise InvalidObject(f"{source}: {label}: {unknown[0]}: unknown field (misspelt?)")
-    if not metadata.get("namespace"):
-        raise InvalidObject(
-            f"{source}: {label}: metadata.namespace: required, the kind is namespaced"
-        )
     head_doc: dict[str, Any] = {"metadata": metadata}
     if "spec" in doc:
         head_doc["spec"] = doc["spec"]
@@ -250,6 +248,9 @@ def record_from_api(
     status_doc = doc.get("status")
     status_raw = orjson.dumps(status_doc) if status_doc is not None else None
     head = _validated(_Head, head_raw, (), f"{source}: {label}")
+    problem = scope_problem(cls, head.metadata, head.spec)
+    if problem is not None:
+        raise InvalidObject(f"{source}: {label}: {problem}")
     status = (
         _validated(RecommendationStatus, status_raw, ("status",), f"{source}: {label}")
         if status_raw is not None
