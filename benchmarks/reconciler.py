@@ -248,8 +248,7 @@ async def _quiet(service: Any, complete: Any = None) -> Quiet:
         elif (
             now - wrote_at >= WRITES_QUIET_S
             and not len(service.queue)
-            and (complete is None or complete.is_set())
-            and _all_passed(service)
+            and _whole(service, complete)
         ):
             return Quiet(WRITES_QUIET_S, "no writes")
         if not service.queue.idle or service.queue.scheduled_within(FOLLOW_UP_S):
@@ -259,13 +258,14 @@ async def _quiet(service: Any, complete: Any = None) -> Quiet:
         if now - idle_since < QUIET_S:
             continue
         # read once per quiet period: walks of every pod and workload
-        if (
-            (complete is None or complete.is_set())
-            and not _resizing(service.view)
-            and _all_passed(service)
-        ):
+        if not _resizing(service.view) and _whole(service, complete):
             return Quiet(QUIET_S, "quiet")
         idle_since = None
+
+
+def _whole(service: Any, complete: Any) -> bool:
+    """The view is complete and every workload of it was passed over: a phase may end."""
+    return (complete is None or complete.is_set()) and _all_passed(service)
 
 
 def _all_passed(service: Any) -> bool:
@@ -278,9 +278,15 @@ def _all_passed(service: Any) -> bool:
 
 def _resizing(view: Any) -> bool:
     """A pod's spec asks for other resources than the kubelet reports it runs."""
+    return resizing_pods(view) > 0
+
+
+def resizing_pods(view: Any) -> int:
+    """How many pods' specs ask for other resources than the kubelet reports they run."""
     from app.policy.podstate import resources_running
 
-    return not all(resources_running(pod) for pod in view.pods())
+    with view.lock:
+        return sum(1 for pod in view.pods() if not resources_running(pod))
 
 
 def _writes(metrics: Any) -> float:

@@ -41,7 +41,7 @@ import orjson
 from app.model.shards import bucket_of
 from app.runtime import eventloop
 from benchmarks.figures import Stalls, add_size_arguments, peak_rss_mib, write_figures
-from benchmarks.reconciler import WRITES, _calls, _cpu, _delta, _quiet, serve
+from benchmarks.reconciler import WRITES, _calls, _cpu, _delta, _quiet, resizing_pods, serve
 from benchmarks.startup import CLUSTER_ARGS, bench_header, cpu_split, simulator_process
 
 BUCKETS = 64
@@ -167,7 +167,7 @@ def replica(
                     "ended_by": quiet.ended_by,
                     # what the phase left: follow-ups due later, pods not yet running their spec
                     "scheduled_later": service.queue.scheduled,
-                    "pods_resizing": _resizing_pods(service.view),
+                    "pods_resizing": resizing_pods(service.view),
                     "peak_rss_mib": peak_rss_mib(),
                     **stalls.figures(),
                 }
@@ -185,13 +185,6 @@ def replica(
             return figures
 
     out.send(eventloop.run(main()))  # the loop `kerf reconciler` runs on
-
-
-def _resizing_pods(view: Any) -> int:
-    from app.policy.podstate import resources_running
-
-    with view.lock:
-        return sum(1 for pod in view.pods() if not resources_running(pod))
 
 
 def occupancy(namespaces: Iterable[str], buckets: int) -> dict[str, dict[str, int]]:
