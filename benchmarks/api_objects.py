@@ -10,26 +10,20 @@ where a real server would refuse them or its controllers would act otherwise:
   pods over 25,000 workloads: 10,000 workloads of two pods, 15,000 of one), and a label of
   its own in its template and selector (the generated ones select on `tier` alone, and
   real ReplicaSets whose selectors overlap fight over each other's pods);
-- the recommendation rows are split into ConfigMaps of at most `CONFIGMAP_BYTES`: a real
-  API server refuses a ConfigMap whose data is over 1 MiB (33,334 rows are ~7 MB).
+- the recommendation ConfigMaps are created as generated: each holds at most
+  `benchmarks.explain.CONFIGMAP_BYTES` of rows, under the API server's 1 MiB.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
-from app.model.recommendations import SOURCE_LABEL
-
-#: Room under the API server's 1 MiB (1,048,576 bytes) for a ConfigMap's data.
-CONFIGMAP_BYTES = 900_000
 #: The label each Deployment gets in its selector, its value the Deployment's name.
 WORKLOAD_LABEL = "bench.kerf.dev/workload"
 KERF_NAMESPACE = "kerf-system"
-_RECOMMENDATIONS_KEY = "recommendations.json"
 
 
 @dataclass
@@ -48,24 +42,6 @@ def replicas(index: int, *, workloads: int, pods: int) -> int:
     return pods // workloads + (1 if index < pods % workloads else 0)
 
 
-def split_rows(rows: list[dict[str, Any]], limit: int = CONFIGMAP_BYTES) -> list[bytes]:
-    """The rows as `recommendations.json` payloads of at most `limit` bytes each (a row
-    larger than `limit` alone is one payload)."""
-    payloads: list[bytes] = []
-    chunk: list[bytes] = []
-    size = len(b'{"recommendations":[]}')
-    for row in rows:
-        encoded = orjson.dumps(row)
-        if chunk and size + len(encoded) + 1 > limit:
-            payloads.append(b'{"recommendations":[' + b",".join(chunk) + b"]}")
-            chunk, size = [], len(b'{"recommendations":[]}')
-        chunk.append(encoded)
-        size += len(encoded) + 1
-    if chunk:
-        payloads.append(b'{"recommendations":[' + b",".join(chunk) + b"]}")
-    return payloads
-
-
 def _deployment(obj: dict[str, Any], count: int) -> dict[str, Any]:
     name = obj["metadata"]["name"]
     template = orjson.loads(orjson.dumps(obj["spec"]["template"]))
@@ -77,22 +53,6 @@ def _deployment(obj: dict[str, Any], count: int) -> dict[str, Any]:
         "metadata": obj["metadata"],
         "spec": {"replicas": count, "selector": {"matchLabels": labels}, "template": template},
     }
-
-
-def _configmaps(source: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    rows = orjson.loads(source["data"][_RECOMMENDATIONS_KEY])["recommendations"]
-    meta = source["metadata"]
-    for n, payload in enumerate(split_rows(rows)):
-        yield {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {
-                "name": f"{meta['name']}-{n}",
-                "namespace": meta["namespace"],
-                "labels": {SOURCE_LABEL: "true"},
-            },
-            "data": {_RECOMMENDATIONS_KEY: payload.decode()},
-        }
 
 
 def api_objects(
@@ -118,8 +78,6 @@ def api_objects(
             result.objects.append(_deployment(obj, count))
             result.pods += count
             index += 1
-        elif kind == "ConfigMap":
-            result.objects.extend(_configmaps(obj))
         else:
             result.objects.append(obj)
     return result

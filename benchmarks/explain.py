@@ -23,6 +23,7 @@ import orjson
 from app.decide import decide_pod
 from app.model.apitime import rfc3339
 from app.model.crd import parse_object
+from app.model.recommendations import SOURCE_LABEL
 from app.store.view import ClusterView
 from benchmarks.figures import add_size_arguments, peak_rss_mib, write_figures
 
@@ -31,6 +32,28 @@ NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 #: on the wall clock passes its own time, or its rows grow stale and block every change.
 ANALYZED_AT = NOW - timedelta(hours=26)
 API = "rightsizing.kubex.ai/v1alpha1"
+#: the most bytes of rows one generated ConfigMap holds (the API server's limit is 1 MiB
+#: for the whole object)
+CONFIGMAP_BYTES = 900_000
+RECOMMENDATIONS_KEY = "recommendations.json"
+
+
+def split_rows(rows: list[dict[str, Any]], limit: int = CONFIGMAP_BYTES) -> list[bytes]:
+    """The rows as `recommendations.json` payloads of at most `limit` bytes each (a row
+    larger than `limit` alone is one payload)."""
+    payloads: list[bytes] = []
+    chunk: list[bytes] = []
+    size = len(b'{"recommendations":[]}')
+    for row in rows:
+        encoded = orjson.dumps(row)
+        if chunk and size + len(encoded) + 1 > limit:
+            payloads.append(b'{"recommendations":[' + b",".join(chunk) + b"]}")
+            chunk, size = [], len(b'{"recommendations":[]}')
+        chunk.append(encoded)
+        size += len(encoded) + 1
+    if chunk:
+        payloads.append(b'{"recommendations":[' + b",".join(chunk) + b"]}")
+    return payloads
 
 
 def wall_clock_documents(
@@ -172,16 +195,18 @@ def documents(
                     "cpuThrottlingRatio": 0.01,
                 }
             )
-    yield {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {
-            "name": "recommendations",
-            "namespace": "kerf-system",
-            "labels": {"rightsizing.kubex.ai/recommendations": "true"},
-        },
-        "data": {"recommendations.json": orjson.dumps({"recommendations": rows}).decode()},
-    }
+    # As a real cluster must hold them: no ConfigMap over 1 MiB (the API server refuses it).
+    for n, payload in enumerate(split_rows(rows)):
+        yield {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {
+                "name": f"recommendations-{n}",
+                "namespace": "kerf-system",
+                "labels": {SOURCE_LABEL: "true"},
+            },
+            "data": {RECOMMENDATIONS_KEY: payload.decode()},
+        }
     for p in range(pods):
         w = p % workloads
         namespace = f"team-{w % namespaces}"

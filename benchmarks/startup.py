@@ -191,6 +191,8 @@ async def seed(sim: Any, objects: Iterator[dict[str, Any]]) -> int:
     The kerf CRDs are created through the API (they register the custom resources);
     the bulk is restored straight into the store, one kind at a time.
     """
+    from kubesim.defaults import validate_object
+
     crds = sim.api.resource("apiextensions.k8s.io", "v1", "customresourcedefinitions")
     for path in sorted(CRD_DIR.glob("rightsizing.kubex.ai_*.yaml")):
         await sim.api.create(crds, "", yaml.load(path.read_text(), Loader=yaml.CSafeLoader))
@@ -200,7 +202,15 @@ async def seed(sim: Any, objects: Iterator[dict[str, Any]]) -> int:
     count = 0
     for (api_version, kind), items in by_kind.items():
         group, _, version = api_version.rpartition("/")
-        count += sim.store.restore(sim.api.registry.by_kind(group, version, kind).key, items)
+        resource = sim.api.registry.by_kind(group, version, kind)
+        if kind == "ConfigMap":  # the one generated kind a size limit applies to
+            for item in items:
+                if causes := validate_object(resource.plural, group, item):
+                    name = item["metadata"]["name"]
+                    raise ValueError(
+                        f"ConfigMap {name}: the API server refuses it: {causes[0].message}"
+                    )
+        count += sim.store.restore(resource.key, items)
     return count
 
 

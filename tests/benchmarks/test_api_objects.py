@@ -5,7 +5,8 @@ from __future__ import annotations
 import orjson
 
 from app.model.recommendations import SOURCE_LABEL
-from benchmarks.api_objects import WORKLOAD_LABEL, api_objects, replicas, split_rows
+from benchmarks.api_objects import WORKLOAD_LABEL, api_objects, replicas
+from benchmarks.explain import documents, split_rows
 from benchmarks.reconciler import side_by_side
 
 
@@ -60,6 +61,21 @@ def test_api_objects_leave_nodes_replicasets_and_pods_to_the_cluster() -> None:
     assert len(selectors) == len(deployments)  # no two ReplicaSets fight over pods
     configmaps = [o for o in objects.objects if o["kind"] == "ConfigMap"]
     assert configmaps and all(c["metadata"]["labels"][SOURCE_LABEL] == "true" for c in configmaps)
+
+
+def test_the_generated_rows_are_in_configmaps_an_api_server_stores() -> None:
+    from kubesim.defaults import validate_object
+
+    docs = list(documents(workloads=12_000, pods=12_000, nodes=10, policies=10, namespaces=10))
+    configmaps = [d for d in docs if d["kind"] == "ConfigMap"]
+    assert len(configmaps) > 1  # 12,000 workloads' rows are over 1 MiB
+    assert all(validate_object("configmaps", "", c) == [] for c in configmaps)
+    rows = [
+        r
+        for c in configmaps
+        for r in orjson.loads(c["data"]["recommendations.json"])["recommendations"]
+    ]
+    assert len(rows) == len({(r["ownerName"], r["container"]) for r in rows}) > 12_000
 
 
 def test_side_by_side_shows_both_runs_and_a_dash_for_what_one_lacks() -> None:
