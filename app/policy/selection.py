@@ -12,6 +12,7 @@ wins. The result does not depend on the order candidates arrive in.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -98,7 +99,9 @@ def extract_candidates(
                         container=container,
                         field=info.field,
                         resource=resource,
-                        value=value,
+                        # kept by every workload's plan, and the same few values recur
+                        # across a cluster's workloads: one copy each
+                        value=sys.intern(value),
                         amount=amount,
                         kind=kind,
                         priority=priority,
