@@ -24,7 +24,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from app.decide import PodDecision, decide_pod
-from app.model.crd import PendingEviction, RightsizingRecommendation
+from app.model.crd import LastApplied, PendingEviction, RightsizingRecommendation
 from app.model.durations import parse_duration
 from app.model.horizon import Horizon
 from app.model.kube_types import PodDict
@@ -45,7 +45,7 @@ from app.policy.rollback_monitor import Step, monitor_inputs
 from app.policy.rollback_monitor import step as rollback_step
 from app.store.view import ClusterView
 from reconciler.intent import happened
-from reconciler.memory import WorkloadMemory
+from reconciler.memory import Unreported, WorkloadMemory
 from reconciler.publish import annotation_patch
 
 LeaseAge = Callable[[], Awaitable[datetime | None]]
@@ -139,6 +139,12 @@ def plan_workload(
         rollout = plan_rollout(
             view, workload, pods, running, decisions, remembered, now, timings, held
         )
+        if rollout.report and rollout.action is None and memory.unreported is not None:
+            decided = _decided_as_recorded(
+                view, workload, pods, running, memory.unreported, remembered, clock, timings, held
+            )
+            if decided is not None:
+                decisions, rollout = decided
     rollback = _rollback(view, workload, now)
     if rollback is not None and intent is None and not rollout.busy and rollout.action is None:
         replace = plan_replacement(view, workload, pods, rollback, remembered, timings, held)
@@ -167,6 +173,35 @@ def plan_workload(
         rollback=rollback,
         settle=settle,
     )
+
+
+def _decided_as_recorded(
+    view: ClusterView,
+    workload: Workload,
+    pods: Sequence[PodDict],
+    running: Sequence[PodDict],
+    unreported: Unreported,
+    remembered: Memory,
+    clock: Horizon,
+    timings: Timings,
+    held: tuple[str, str] | None,
+) -> tuple[list[PodDecision], Rollout] | None:
+    """The rollout in place is done, and its report is due because another change waits
+    to be decided from the status that records it (`plan_rollout`). That change decided
+    now, as the pass after the report would decide it: when nothing would go out then
+    (its cooldown holds it: the next step of a stepped decrease), this pass reports the
+    rollout and the hold at once, one status write instead of two. None: the next change
+    could go out now, or something else is under way: the report goes first."""
+    recorded = LastApplied.model_validate(unreported.last_applied)
+    decisions = [decide_pod(view, p, now=clock, path="running", recorded=recorded) for p in running]
+    if any(d.outcome == "apply" for d in decisions):
+        return None
+    rollout = plan_rollout(
+        view, workload, pods, running, decisions, remembered, clock.now, timings, held
+    )
+    if rollout != Rollout():
+        return None
+    return decisions, rollout
 
 
 def _sooner(a: float | None, b: float | None) -> float | None:

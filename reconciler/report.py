@@ -25,7 +25,7 @@ import orjson
 from app.decide import PodDecision, describe_resources, format_resources, read_pod_facts
 from app.model.annotations import APPROVE, POD_INFO
 from app.model.apitime import rfc3339 as stamp
-from app.model.crd import RightsizingRecommendation
+from app.model.crd import LastApplied, RightsizingRecommendation
 from app.model.kube_types import PodDict
 from app.model.owners import WorkloadRef
 from app.model.quantities import same_values
@@ -342,7 +342,10 @@ def _last_applied(
         return previous
     # The restart counts as they were when the change was sent: rollback monitoring
     # counts the failures beyond them, whatever second the API stamps them with.
-    return {"at": stamp(now), **found, "baseline": restart_counts(running)}
+    entry = {"at": stamp(now), **found, "baseline": restart_counts(running)}
+    # As the status reads back (every field its model has): a pass that reports this
+    # entry from memory writes what a pass that reads it from the record would.
+    return _dumped(LastApplied.model_validate(entry))
 
 
 def _unrecorded(

@@ -17,7 +17,7 @@ from app.decide.checks import HUB_UNREACHABLE, pod_gate, run_checks
 from app.decide.context import Context, Path
 from app.decide.fallback import decide_fallback, fallback_after
 from app.decide.method import resize_restarts
-from app.decide.plan_facts import facts_for
+from app.decide.plan_facts import as_recorded, facts_for
 from app.decide.pod_facts import (
     as_horizon,
     hpa_coupled_resources,
@@ -40,6 +40,7 @@ from app.decide.results import (
     describe_resources,
     format_resources,
 )
+from app.model.crd import LastApplied
 from app.model.horizon import Horizon
 from app.model.kube_types import ContainerDict, PodDict
 from app.model.workloads import Workload
@@ -90,13 +91,18 @@ def decide_pod(
     now: datetime | Horizon,
     path: Path,
     workload: Workload | None = None,
+    recorded: LastApplied | None = None,
 ) -> PodDecision:
     """The decision for one pod on the admission path (a new pod) or the running path.
     Given a `Horizon` for `now`, it ends up holding the span of time over which the
     decision stays the same (`app/model/horizon.py`). A caller that has already resolved the
-    pod's workload in the view passes it as `workload` (it is not looked up again)."""
+    pod's workload in the view passes it as `workload` (it is not looked up again).
+    `recorded`: the last change as the status will record it (`as_recorded`), when the
+    caller is about to write it."""
     with view.lock:
-        return _decide_pod(view, pod, clock=as_horizon(now), path=path, known=workload)
+        return _decide_pod(
+            view, pod, clock=as_horizon(now), path=path, known=workload, recorded=recorded
+        )
 
 
 def _decide_pod(
@@ -106,6 +112,7 @@ def _decide_pod(
     clock: Horizon,
     path: Path,
     known: Workload | None,
+    recorded: LastApplied | None = None,
 ) -> PodDecision:
     meta = pod.get("metadata") or {}
     namespace = str(meta.get("namespace") or "default")
@@ -136,6 +143,8 @@ def _decide_pod(
     skip = skipped_containers(pod, workload)
     names = tuple(c for c in containers if c not in skip)
     facts = facts_for(view, workload, plan, names)
+    if recorded is not None:
+        facts = as_recorded(facts, recorded)
     selected = facts.selected
     if not selected:
         absent = _absent_containers(plan, containers)

@@ -4,7 +4,7 @@ of containers and kept in the plan's memo."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from app.decide.results import SelectedValue
@@ -176,6 +176,18 @@ def facts_for(
         if names in plan.selections:
             plan.memo[key] = found
     return found
+
+
+def as_recorded(facts: PlanFacts, last_applied: LastApplied) -> PlanFacts:
+    """The facts as they read once the status records `last_applied`: a pass that is
+    about to write it decides the next change as the pass after it would (its cooldown
+    from that change)."""
+    return replace(
+        facts,
+        last_applied_at=last_applied.at,
+        applied=_applied_amounts(last_applied),
+        last_proposal=last_applied.proposal,
+    )
 
 
 def _build_plan_facts(

@@ -8,7 +8,9 @@ from typing import Any
 
 import pytest
 
+from app.decide import decide_pod
 from app.model.annotations import PAUSE_UNTIL, ROLLBACK_STATE
+from app.model.crd import LastApplied
 from app.model.horizon import Horizon
 from app.policy.plans import plan_for
 from app.policy.rollback import RollbackState, encode_state
@@ -215,6 +217,19 @@ def test_cooldown_after_a_change() -> None:
     assert d.next_allowed_at == NOW + timedelta(hours=23)
     later = b.decide(v, b.pod(), now=NOW + timedelta(hours=23))
     assert later.outcome == "apply"
+
+
+def test_a_change_about_to_be_recorded_is_decided_as_the_status_will_read() -> None:
+    # No record yet: the change is allowed. With the change this pass is about to record
+    # (`recorded`), the next one waits out its cooldown, as the pass after it would find;
+    # the view is not touched, so a decision without it is as before.
+    v = b.view(*static_objects())
+    assert b.decide(v, b.pod()).outcome == "apply"
+    recorded = LastApplied(at=NOW - timedelta(hours=1), method="inPlace")
+    d = decide_pod(v, b.pod(), now=NOW, path="running", recorded=recorded)
+    assert (d.outcome, d.reason) == ("blocked", "Cooldown")
+    assert d.next_allowed_at == NOW + timedelta(hours=23)
+    assert b.decide(v, b.pod()).outcome == "apply"
 
 
 def test_cooldown_lets_the_rollout_of_the_last_applied_proposal_go_on() -> None:

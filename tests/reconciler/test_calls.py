@@ -216,13 +216,14 @@ async def test_a_stepped_decrease_rolls_out_then_waits_its_cooldown(tmp_path: Pa
         assert status["phase"] == "Applied"  # the first step runs on every pod
         assert status["lastApplied"]["containers"]["app"]["requests"] == step
         # The first step rolled out to both pods before the status was written (a pod
-        # already resized wants the next step: that waits for the status), then the
-        # cooldown the status shows; each of the two with its event told just before.
+        # already resized wants the next step: it is decided as the status will read),
+        # then one status write records the step and the cooldown that holds the next,
+        # its two events told just before.
         assert calls(replica) == {
             "patch deployments": 1,
             "patch pods/resize": 2,
             "create rightsizingrecommendations": 1,
-            "patch rightsizingrecommendations/status": 2,
+            "patch rightsizingrecommendations/status": 1,
             "create events": 2,
         }
         events = [
