@@ -101,6 +101,7 @@ async def test_an_outage_is_said_once_a_minute_and_its_end_once(
         await sim.add_namespace("kerf-system")
         port = int(sim.url.rsplit(":", 1)[1])
         await sim.stop()
+        held = hold_port(port)
 
         stop = asyncio.Event()
         # One leader: its informers start at once (sharded, they wait for the first
@@ -131,6 +132,7 @@ async def test_an_outage_is_said_once_a_minute_and_its_end_once(
             assert "still unavailable after 1m0s (" in still and "failed attempts)" in still
 
             # The server comes back: one line, and the view syncs.
+            held.close()
             await sim.start(port=port)
             await eventually(lambda: len(records.said()) >= 3, "the end of the outage")
             back = records.said()[2]
@@ -141,12 +143,15 @@ async def test_an_outage_is_said_once_a_minute_and_its_end_once(
 
             # Synced and ready, the server goes away again: not ready while it is away.
             await sim.stop()
+            held = hold_port(port)
             await eventually(lambda: not trackers[0].reachable, "the second outage")
             answer = await http.get(readyz)
             assert (answer.status_code, answer.text) == (503, "API server unreachable")
+            held.close()
             await sim.start(port=port)
             await readiness(http, readyz, 200)
         finally:
+            held.close()
             stop.set()
             assert await asyncio.wait_for(service, 60) == 0
     said = records.said()
@@ -154,6 +159,17 @@ async def test_an_outage_is_said_once_a_minute_and_its_end_once(
     assert "is unavailable" in said[3] and "answers again" in said[4], said
     # Not one line per resource, nor per leader-election retry.
     assert not [w for w in records.warnings() if "list/watch failed" in w or "leader election" in w]
+
+
+def hold_port(port: int) -> socket.socket:
+    """The stopped API server's port, bound and not listening until closed: connections
+    to it are refused, and no server a test beside this one starts (on a port the kernel
+    picks as free) takes it over and answers the reconciler."""
+    sock = socket.socket()
+    # The stopped server's closed connections wait out TIME_WAIT on this port.
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", port))
+    return sock
 
 
 async def readiness(http: httpx.AsyncClient, url: str, status: int) -> None:
