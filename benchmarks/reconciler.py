@@ -262,7 +262,7 @@ async def _quiet(service: Any, complete: Any = None) -> Quiet:
         if now - idle_since < QUIET_S:
             continue
         # read once per quiet period: walks of every pod and workload
-        if not checks.run(_resizing, service.view) and checks.run(_whole, service, complete):
+        if not checks.run(resizing_pods, service.view) and checks.run(_whole, service, complete):
             return Quiet(QUIET_S, "quiet", checks.cpu_seconds)
         idle_since = None
 
@@ -274,10 +274,10 @@ class _Checks:
     def __init__(self) -> None:
         self.cpu_seconds = 0.0
 
-    def run(self, check: Callable[..., bool], *args: Any) -> bool:
+    def run(self, check: Callable[..., object], *args: Any) -> bool:
         started = time.thread_time()
         try:
-            return check(*args)
+            return bool(check(*args))
         finally:
             self.cpu_seconds += time.thread_time() - started
 
@@ -293,11 +293,6 @@ def _all_passed(service: Any) -> bool:
     memory = service.reconciler.memory
     with service.view.lock:
         return all(memory.peek(w.ref.key) is not None for w in service.view.workloads())
-
-
-def _resizing(view: Any) -> bool:
-    """A pod's spec asks for other resources than the kubelet reports it runs."""
-    return resizing_pods(view) > 0
 
 
 def resizing_pods(view: Any) -> int:

@@ -194,12 +194,10 @@ def _decided_as_recorded(
     could go out now, or something else is under way: the report goes first."""
     recorded = LastApplied.model_validate(unreported.last_applied)
     decisions = [decide_pod(view, p, now=clock, path="running", recorded=recorded) for p in running]
-    if any(d.outcome == "apply" for d in decisions):
-        return None
     rollout = plan_rollout(
         view, workload, pods, running, decisions, remembered, clock.now, timings, held
     )
-    if rollout != Rollout():
+    if rollout != Rollout():  # an action, a wait or a report of its own: not folded
         return None
     return decisions, rollout
 

@@ -29,10 +29,10 @@ def collector() -> Iterator[None]:
 
 
 @pytest.mark.usefixtures("collector")
-def test_the_webhooks_freeze_makes_full_collections_rarer() -> None:
+def test_the_services_freeze_makes_full_collections_rarer() -> None:
     before = gc.get_threshold()
     freeze_loaded_state()
-    assert gc.get_threshold() == before  # the reconciler's: CPython's default
+    assert gc.get_threshold() == before  # the freeze alone keeps CPython's thresholds
     young, middle, _ = before
     freeze_for_service()
     assert gc.get_threshold() == (young, middle, FULL_COLLECTION_EVERY)

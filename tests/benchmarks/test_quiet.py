@@ -50,7 +50,7 @@ async def test_a_phase_waits_for_every_workload_and_a_complete_view(
     monkeypatch.setattr(bench, "_writes", writes)
     monkeypatch.setattr(bench, "WRITES_QUIET_S", 0.0)
     # an idle queue with every pod at its target ends on QUIET_S: out of the way
-    monkeypatch.setattr(bench, "_resizing", lambda view: True)
+    monkeypatch.setattr(bench, "resizing_pods", lambda view: 1)
     keys = [("Deployment", "team-1", "a"), ("Deployment", "team-2", "b")]
     memory, complete = Inventory(), asyncio.Event()
     quiet = asyncio.create_task(bench._quiet(_service(keys, memory), complete))
