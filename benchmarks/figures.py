@@ -28,6 +28,12 @@ def add_size_arguments(
     parser.add_argument("--namespaces", type=int, default=250)
 
 
+def cpu_delta(after: Mapping[str, float], before: Mapping[str, float]) -> dict[str, float]:
+    """CPU seconds per process between two `cpu_seconds()` readings, and their total."""
+    spent = {name: round(after[name] - before.get(name, 0.0), 1) for name in after}
+    return {**spent, "total": round(sum(spent.values()), 1)}
+
+
 def peak_rss_mib() -> float:
     """The process's peak resident memory so far, in MiB (ru_maxrss is KiB on Linux)."""
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)

@@ -32,6 +32,7 @@ import orjson
 import yaml
 
 from benchmarks.api_objects import ApiObjects, api_objects
+from benchmarks.figures import cpu_delta
 from benchmarks.startup import CRD_DIR, process_cpu_seconds
 from harness.backend import BackendFailed, running_backend
 
@@ -84,12 +85,6 @@ class RealCluster:
         """CPU seconds each control-plane process has used so far."""
         spent = {name: process_cpu_seconds(pid) for name, pid in self.pids.items()}
         return {name: value for name, value in spent.items() if value is not None}
-
-
-def cpu_delta(after: Mapping[str, float], before: Mapping[str, float]) -> dict[str, float]:
-    """CPU seconds per process between two `cpu_seconds()` readings, and their total."""
-    spent = {name: round(after[name] - before.get(name, 0.0), 1) for name in after}
-    return {**spent, "total": round(sum(spent.values()), 1)}
 
 
 # ---------------------------------------------------------------------------- the API

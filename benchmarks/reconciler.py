@@ -45,8 +45,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from app.runtime import eventloop
-from benchmarks.figures import Stalls, add_size_arguments, peak_rss_mib
-from benchmarks.real_cluster import SetupError, cpu_delta, real_cluster
+from benchmarks.figures import Stalls, add_size_arguments, cpu_delta, peak_rss_mib
 from benchmarks.startup import (
     CLUSTER_ARGS,
     bench_header,
@@ -448,6 +447,8 @@ def run_real(args: argparse.Namespace) -> dict[str, Any]:
     """Start devcluster, create the cluster through the API and wait until its pods run,
     then one reconciler through the four phases. The control plane runs on the CPU
     kubesim gets in `run_sim` (pinned once the set-up is done)."""
+    from benchmarks.real_cluster import real_cluster
+
     server_cpus, client_cpus = cpu_split()
     figures = {**bench_header(args), "cluster": "real"}
     spec = {key: getattr(args, key) for key in CLUSTER_ARGS}
@@ -549,6 +550,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--out", type=Path, default=Path(".bench/reconciler.json"))
     args = parser.parse_args(argv)
+    from benchmarks.real_cluster import SetupError
+
     try:
         figures = run_each(
             args.cluster,

@@ -41,7 +41,7 @@ from typing import Any
 import orjson
 import yaml
 
-from benchmarks.figures import add_size_arguments, write_figures
+from benchmarks.figures import add_size_arguments, cpu_delta, write_figures
 
 REPO = Path(__file__).resolve().parent.parent
 CRD_DIR = REPO / "manifests" / "crds"
@@ -460,7 +460,7 @@ def run_real(args: argparse.Namespace) -> dict[str, Any]:
     """Start devcluster with the cluster created through the API and its pods running,
     then `--runs` cold starts of a fresh client (the control plane pinned where kubesim
     is in `run`)."""
-    from benchmarks.real_cluster import cpu_delta, real_cluster
+    from benchmarks.real_cluster import real_cluster
 
     server_cpus, client_cpus = cpu_split()
     figures: dict[str, Any] = {**bench_header(args), "cluster": "real", "page_size": args.page_size}
