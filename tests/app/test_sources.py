@@ -144,3 +144,32 @@ def test_explain_reports_invalid_recommendation() -> None:
     (pod,) = explain(v, now=b.NOW)["pods"]
     assert (pod["outcome"], pod["reason"]) == ("blocked", "InvalidRecommendation")
     assert "-384Mi" in pod["message"]
+
+
+def test_configmaps_taken_together_are_indexed_once_and_read_as_taken_one_by_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from app.store import sources as module
+
+    built: list[int] = []
+    index_rows = module.index_rows
+
+    def counted(rows):  # type: ignore[no-untyped-def]
+        built.append(1)
+        return index_rows(rows)
+
+    monkeypatch.setattr(module, "index_rows", counted)
+    sources = module.RecommendationSources()
+    owner = ("Deployment", b.NS, "web")
+    for i in range(5):
+        sources.apply(b.configmap(b.row(f"c{i}"), name=f"recs-{i}"))
+    assert built == []  # nothing read yet
+    assert sorted(sources.rows_for(owner, respect_kubex=True)) == [f"c{i}" for i in range(5)]
+    assert built == [1]
+    sources.rows_for(owner, respect_kubex=False)
+    assert built == [1]
+    assert sources.delete(b.NS, "recs-0")
+    sources.apply(not_json("recs-1"))  # it keeps its rows, and stops their workload
+    assert sorted(sources.rows_for(owner, respect_kubex=True)) == [f"c{i}" for i in range(1, 5)]
+    assert built == [1, 1]
+    assert sources.about(owner, respect_kubex=True).unreachable
