@@ -37,7 +37,7 @@ def reload_of(states: Iterable[SourceState]) -> Reload:
     found = list(states)
     return Reload(
         frozenset((s.namespace, s.name, s.resource_version) for s in found),
-        sum(len(s.rows) for s in found if s.failure is None),
+        sum(s.counted for s in found if s.failure is None),
         tuple(sorted(f"{s.namespace}/{s.name}: {s.failure}" for s in found if s.failure)),
     )
 

@@ -16,7 +16,7 @@ the container named as held.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
@@ -42,11 +42,14 @@ class SourceState:
     name: str
     uid: str
     resource_version: str
-    #: its rows: those of this version, or those it had when it last loaded
+    #: its rows: those of this version, or those it had when it last loaded (of a
+    #: sharded replica, only those of the namespaces it keeps)
     rows: list[RecommendationRow] = field(default_factory=list)
     invalid: list[InvalidRow] = field(default_factory=list)
     #: why this version did not load (None: it loaded)
     failure: str | None = None
+    #: how many rows `rows` had before they were kept by namespace
+    counted: int = 0
 
     @property
     def key(self) -> SourceKey:
@@ -78,9 +81,15 @@ class _Identity(TypedDict):
     resource_version: str
 
 
-def load_source(obj: Mapping[str, Any], previous: SourceState | None) -> SourceState:
-    """The state of a ConfigMap's new version; a version that does not load keeps the rows
-    of the last one that did."""
+#: whether rows of a namespace are kept (None: all are)
+NamespaceFilter = Callable[[str], bool] | None
+
+
+def load_source(
+    obj: Mapping[str, Any], previous: SourceState | None, keeps: NamespaceFilter = None
+) -> SourceState:
+    """The state of a ConfigMap's new version, of its rows those of the namespaces `keeps`;
+    a version that does not load keeps the rows of the last one that did."""
     meta = obj.get("metadata") or {}
     identity: _Identity = {
         "namespace": str(meta.get("namespace") or ""),
@@ -91,9 +100,15 @@ def load_source(obj: Mapping[str, Any], previous: SourceState | None) -> SourceS
     try:
         rows, invalid = _configmap_rows(obj)
     except ValueError as exc:
-        kept = previous.rows if previous is not None else []
-        return SourceState(**identity, rows=kept, failure=str(exc))
-    return SourceState(**identity, rows=rows, invalid=invalid)
+        if previous is None:
+            return SourceState(**identity, failure=str(exc))
+        return SourceState(
+            **identity, rows=previous.rows, failure=str(exc), counted=previous.counted
+        )
+    counted = len(rows)
+    if keeps is not None:
+        rows = [row for row in rows if keeps(row.namespace)]
+    return SourceState(**identity, rows=rows, invalid=invalid, counted=counted)
 
 
 def _configmap_rows(obj: Mapping[str, Any]) -> tuple[list[RecommendationRow], list[InvalidRow]]:
@@ -115,10 +130,13 @@ EVERY_NAMESPACE = "*"
 class RecommendationSources:
     """Every recommendation ConfigMap's state, and its rows indexed by workload.
 
-    `kubex` names Kubex's ConfigMap (it feeds every namespace)."""
+    `kubex` names Kubex's ConfigMap (it feeds every namespace). A sharded replica keeps the
+    rows of its buckets' namespaces only (`keeps`): every other replica keeps the rest. Its
+    buckets change with a relist, which brings every ConfigMap again."""
 
     def __init__(self, kubex: SourceKey = NO_SOURCE) -> None:
         self.kubex = kubex
+        self.keeps: NamespaceFilter = None
         self._states: dict[SourceKey, SourceState] = {}
         #: every row by workload and container, those Kubex holds included
         self._all_rows: dict[OwnerKey, dict[str, RecommendationRow]] = {}
@@ -138,7 +156,7 @@ class RecommendationSources:
         """Take a ConfigMap's new version; returns its state."""
         meta = obj.get("metadata") or {}
         key = (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
-        state = load_source(obj, self._states.get(key))
+        state = load_source(obj, self._states.get(key), self.keeps)
         self._states[key] = state
         self._outdate()
         return state

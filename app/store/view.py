@@ -73,7 +73,13 @@ from app.store.slim import (
     share_resources,
     share_with_sibling,
 )
-from app.store.sources import RecommendationSources, SourceKey, SourceState, WorkloadSources
+from app.store.sources import (
+    NamespaceFilter,
+    RecommendationSources,
+    SourceKey,
+    SourceState,
+    WorkloadSources,
+)
 
 #: what `ClusterView.recommendations` is asked
 RecommendationAsk = Literal["rows", "news", "record", "sources", "is-source"]
@@ -152,8 +158,13 @@ class ClusterView:
     """In-memory, indexed cluster state for decisions (no API call in any query)."""
 
     def __init__(
-        self, *, own_namespace: str = "kerf-system", kubex_source: SourceKey | None = None
+        self,
+        *,
+        own_namespace: str = "kerf-system",
+        kubex_source: SourceKey | None = None,
+        rows_of: NamespaceFilter = None,
     ) -> None:
+        """`rows_of`: the namespaces whose recommendation rows are kept (None: all)."""
         self.own_namespace = own_namespace
         #: (namespace, name) of Kubex's recommendation ConfigMap (default: Kubex's name in
         #: kerf's namespace), a source without the label
@@ -185,6 +196,7 @@ class ClusterView:
         #: VerticalPodAutoscalers by namespace (an optional input: the CRD is often absent)
         self._vpas: dict[str, dict[str, VPADict]] = {}
         self._sources = RecommendationSources(kubex=self.kubex_source)
+        self._sources.keeps = rows_of
         #: plans, the admission memo, input versions, parsed pods (see its docstring)
         self.caches: DecisionCaches[Plan] = DecisionCaches()
         self._node_totals: dict[str, list[int]] = {}

@@ -18,6 +18,7 @@ from app.model.crd import API_VERSION
 from app.model.owners import WorkloadRef
 from app.model.shards import bucket_of
 from app.store.allocatable import node_allocatable
+from tests.app import builders as b
 
 BUCKETS = 4
 
@@ -215,3 +216,27 @@ async def test_the_namespaces_are_listed_before_the_rest_for_the_first_claims(
     await asyncio.gather(runner, return_exceptions=True)
     assert weigher.cancelled()
     assert ShardedFeed(NoServer(), view, resources[1:]).weighing() is Weighing.UNAVAILABLE
+
+
+def recommendations(*namespaces: str) -> dict[str, Any]:
+    """A recommendation ConfigMap, with a row for a workload `web` in each namespace."""
+    return b.configmap(*(b.row(namespace=ns) for ns in namespaces), namespace="kerf-system")
+
+
+def test_a_replica_keeps_the_rows_of_its_buckets_and_takes_a_gained_buckets_with_the_relist() -> (
+    None
+):
+    mine, theirs = namespaces()
+    shard_filter = ShardFilter(BUCKETS, {bucket_of(mine, BUCKETS)})
+    view = ShardedView(shard_filter=shard_filter)
+    view.apply(recommendations(mine, theirs))
+
+    def rows(namespace: str) -> list[str]:
+        return sorted(view.recommendations("rows", WorkloadRef("Deployment", namespace, "web")))
+
+    assert (rows(mine), rows(theirs)) == (["app"], [])
+    # every row still counts in what the ConfigMap yielded (GlobalConfiguration's status)
+    assert [s.counted for s in view.recommendations("sources")] == [2]
+    shard_filter.held = frozenset({bucket_of(theirs, BUCKETS)})
+    view.apply(recommendations(mine, theirs))  # as the relist brings it
+    assert (rows(mine), rows(theirs)) == ([], ["app"])

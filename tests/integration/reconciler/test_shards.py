@@ -20,6 +20,7 @@ from kubernetes_asyncio import client
 
 from app.kube.leadertimings import LeaderTimings
 from app.model.annotations import ROLLBACK_STATE
+from app.model.owners import WorkloadRef
 from app.model.shards import (
     BUCKETS_LABEL,
     MEMBER,
@@ -198,13 +199,46 @@ async def test_one_shard_is_todays_single_leader(tmp_path: Path) -> None:
         assert names == {"kerf-reconciler"}
 
 
+def web(namespace: str) -> WorkloadRef:
+    return WorkloadRef("Deployment", namespace, "web")
+
+
+def recommendations(namespaces: list[str]) -> dict[str, Any]:
+    """A recommendation ConfigMap with a row for each namespace's `web`."""
+    rows = [
+        {
+            "namespace": namespace,
+            "ownerKind": "Deployment",
+            "ownerName": "web",
+            "container": "app",
+            "requests": WANTED,
+            "limits": WANTED,
+            "analyzedAt": "2026-12-01T00:00:00Z",
+            "coverageHours": 240,
+            "samples": 20160,
+            "confidence": 0.9,
+        }
+        for namespace in namespaces
+    ]
+    return {
+        "metadata": {
+            "name": "recommendations",
+            "labels": {"rightsizing.kubex.ai/recommendations": "true"},
+        },
+        "data": {"recommendations.json": orjson.dumps({"recommendations": rows}).decode()},
+    }
+
+
 async def test_a_joining_replica_takes_buckets_and_the_views_follow(tmp_path: Path) -> None:
     """The first replica holds every bucket; once a second joins, the first releases
-    its part by weight: its view drops their workloads (a relist), the second's lists
-    them."""
+    its part by weight: its view drops their workloads and recommendation rows (a
+    relist), the second's lists them."""
     options = SHARDED
     async with running_kerf(tmp_path) as kerf:
         await workloads(kerf)
+        await client.CoreV1Api(kerf.api).create_namespaced_config_map(
+            "kerf-system", recommendations(NAMESPACES)
+        )
         async with contextlib.AsyncExitStack() as stack:
             first, *_ = await stack.enter_async_context(replica(kerf, "r0", options))
             await wait_for(kerf, lambda: resized(kerf), "every namespace's pods resized", 120)
@@ -220,8 +254,11 @@ async def test_a_joining_replica_takes_buckets_and_the_views_follow(tmp_path: Pa
                 for service, mine in ((first, a), (second, b)):
                     kept = {w.namespace for w in service.view.workloads()}
                     pods = {p["metadata"]["namespace"] for p in service.view.pods()}
+                    rows = {
+                        ns for ns in NAMESPACES if service.view.recommendations("rows", web(ns))
+                    }
                     owned = {ns for ns in NAMESPACES if bucket_of(ns, BUCKETS) in mine}
-                    if kept != owned or not pods <= owned:
+                    if kept != owned or not pods <= owned or rows != owned:
                         return False
                 return True
 
