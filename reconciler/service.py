@@ -196,7 +196,7 @@ class Reconciler:
         # A workload deleted while this replica did not pass over it leaves no memory.
         self.reconciler.keep(ref.key for ref in refs)
         for ref in refs:
-            self.queue.add(ref)
+            self.queue.add(ref, bulk=True)
 
     def on_leadership(self, leading: bool) -> None:
         """Passes made while following were skipped: a new leader looks at everything. A
@@ -252,7 +252,7 @@ class Reconciler:
         with self.view.lock:
             refs = [w.ref for w in self.view.workloads() if bucket(w.namespace) in gained]
         for ref in refs:
-            self.queue.add(ref)
+            self.queue.add(ref, bulk=True)
 
     @property
     def leading(self) -> bool:

@@ -31,7 +31,7 @@ class Held:
 
 
 def queued(service: Reconciler) -> set[tuple[str, str]]:
-    return {(ref.namespace, ref.name) for ref in service.queue._queued}
+    return {(ref.namespace, ref.name) for ref in service.queue.queued()}
 
 
 async def test_a_relist_queues_the_gained_buckets_workloads_only() -> None:

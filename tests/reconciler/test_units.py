@@ -321,6 +321,30 @@ async def test_a_sealed_queue_hands_out_each_queued_key_once() -> None:
     assert queue.idle and len(queue) == 0
 
 
+async def test_keys_queued_for_a_change_go_before_keys_queued_in_bulk() -> None:
+    queue: WorkQueue[str] = WorkQueue()
+    for key in ("a", "b", "c"):
+        queue.add(key, bulk=True)
+    queue.add("d")  # a watch event of its own
+    queue.add("c")  # queued in bulk, then changed: it moves ahead, once
+    queue.add("a", bulk=True)  # queued already
+    assert queue.queued() == ["d", "c", "a", "b"] and len(queue) == 4
+    first, _ = await queue.get()
+    queue.add_after("b", 0)  # a follow-up due now: ahead of the bulk
+    got = [first, *[(await queue.get())[0] for _ in range(3)]]
+    assert got == ["d", "c", "b", "a"]
+    for key in got:
+        queue.done(key)
+    assert queue.idle
+    queue.add("e", bulk=True)
+    queue.add_after("f", 600)  # a follow-up, queued in bulk before it is due
+    queue.add("f", bulk=True)
+    assert queue.queued() == ["f", "e"] and queue.scheduled == 0
+    queue.clear()
+    assert queue.idle and len(queue) == 0
+    queue.close()
+
+
 async def test_a_closed_queue_stops_its_workers() -> None:
     queue: WorkQueue[str] = WorkQueue()
     waiter = asyncio.create_task(queue.get())
