@@ -9,7 +9,12 @@ follow-up, a retry), as controller-runtime's priority queue puts its initial lis
 a rollout under way is followed to its end before another starts. Queued in bulk, 25,000
 workloads made every follow-up of a rollout wait a whole round of the others, and a
 two-pod rollout outlasted the 10 s after which it is reported Pending (10,000 status
-writes more at that size). A key queued in bulk and then for a change moves ahead."""
+writes more at that size). A key queued in bulk and then for a change moves ahead.
+
+A change of a key due back within `coalesce_s` (a rollout followed every second) waits
+for that time rather than queueing it now: the echoes of the pass's own writes and the
+kubelet's progress arrive in that second, and one pass reads them all instead of one
+pass each. A bulk add does not wait: it asks for a look at everything now."""
 
 from __future__ import annotations
 
@@ -36,7 +41,9 @@ class WorkQueue(Generic[K]):
         rate: float = 200.0,
         burst: float = 1000.0,
         clock: Callable[[], float] = time.monotonic,
+        coalesce_s: float = 0.0,
     ) -> None:
+        self.coalesce_s = coalesce_s
         self._queued: OrderedDict[K, float] = OrderedDict()  # key -> when it was added
         self._bulk: OrderedDict[K, float] = OrderedDict()  # the same, queued in bulk
         self._active: set[K] = set()
@@ -76,8 +83,15 @@ class WorkQueue(Generic[K]):
         change of its own)."""
         if self._closed or self._sealed:
             return
-        timer = self._timers.pop(key, None)
+        timer = self._timers.get(key)
+        if (
+            not bulk
+            and timer is not None
+            and timer.when() - asyncio.get_running_loop().time() <= self.coalesce_s
+        ):
+            return  # it comes back soon, and then reads this change too
         if timer is not None:
+            del self._timers[key]
             timer.cancel()
             bulk = False  # it was to come back: something of its own is under way
         if key in self._active:

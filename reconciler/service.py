@@ -144,7 +144,9 @@ class Reconciler:
         self.shards = shards
         #: lists the per-workload resources again once the held buckets changed
         self._relist = relist or (lambda: None)
-        self.queue: WorkQueue[WorkloadRef] = WorkQueue(rate=self.config.queue_rate)
+        self.queue: WorkQueue[WorkloadRef] = WorkQueue(
+            rate=self.config.queue_rate, coalesce_s=reconciler.config.follow_s
+        )
         # Read when scraped, not set at every pass.
         metrics.queue_depth.set_function(lambda: len(self.queue))
         self._all_pending = False

@@ -345,6 +345,18 @@ async def test_keys_queued_for_a_change_go_before_keys_queued_in_bulk() -> None:
     queue.close()
 
 
+async def test_a_change_of_a_key_due_back_soon_waits_for_that_time() -> None:
+    queue: WorkQueue[str] = WorkQueue(coalesce_s=1.0)
+    queue.add_after("followed", 0.5)  # a rollout under way, looked at again in 0.5 s
+    queue.add("followed")  # the echo of its own write: read by that look
+    queue.add_after("cooling", 300)  # a cooldown ending in 5 minutes
+    queue.add("cooling")  # a change: looked at now
+    assert queue.queued() == ["cooling"] and queue.scheduled == 1
+    queue.add("followed", bulk=True)  # a resync: every workload now
+    assert queue.queued() == ["cooling", "followed"] and queue.scheduled == 0
+    queue.close()
+
+
 async def test_a_closed_queue_stops_its_workers() -> None:
     queue: WorkQueue[str] = WorkQueue()
     waiter = asyncio.create_task(queue.get())
