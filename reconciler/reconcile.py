@@ -33,7 +33,7 @@ from app.model.records import record_version
 from app.policy.plans import plan_for
 from app.policy.podstate import resize_progress
 from app.runtime.clock import Clock, utc_now
-from app.store.inputs import running_inputs
+from app.store.inputs import running_inputs, same_inputs
 from app.store.view import ClusterView
 from reconciler.act import Actuator
 from reconciler.api import Writer
@@ -53,10 +53,6 @@ def _seconds_until(when: datetime, now: datetime) -> float:
     """How soon to look again at `when` (a timer firing a little early finds the same
     decisions and asks again, so never less than 50 ms)."""
     return max(0.05, (when - now).total_seconds())
-
-
-def _same_objects(before: tuple[Any, ...], now: tuple[Any, ...]) -> bool:
-    return len(before) == len(now) and all(a is b for a, b in zip(before, now, strict=True))
 
 
 def _version(obj: Any) -> str:
@@ -139,7 +135,7 @@ class WorkloadReconciler:
             steady is not None
             and now < steady.until
             and steady.record == versions["record"]
-            and _same_objects(steady.inputs, inputs)
+            and same_inputs(steady.inputs, inputs)
         ):
             # Nothing this workload's decision reads has changed, nor the record's status
             # since the last pass found or wrote it, and no time it depends on has come:
