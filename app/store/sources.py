@@ -48,8 +48,13 @@ class SourceState:
     invalid: list[InvalidRow] = field(default_factory=list)
     #: why this version did not load (None: it loaded)
     failure: str | None = None
-    #: how many rows `rows` had before they were kept by namespace
-    counted: int = 0
+    #: how many of its rows were left out for their namespace (a sharded replica's)
+    left_out: int = 0
+
+    @property
+    def counted(self) -> int:
+        """How many rows it yielded, those left out for their namespace included."""
+        return len(self.rows) + self.left_out
 
     @property
     def key(self) -> SourceKey:
@@ -103,12 +108,10 @@ def load_source(
         if previous is None:
             return SourceState(**identity, failure=str(exc))
         return SourceState(
-            **identity, rows=previous.rows, failure=str(exc), counted=previous.counted
+            **identity, rows=previous.rows, failure=str(exc), left_out=previous.left_out
         )
-    counted = len(rows)
-    if keeps is not None:
-        rows = [row for row in rows if keeps(row.namespace)]
-    return SourceState(**identity, rows=rows, invalid=invalid, counted=counted)
+    kept = rows if keeps is None else [row for row in rows if keeps(row.namespace)]
+    return SourceState(**identity, rows=kept, invalid=invalid, left_out=len(rows) - len(kept))
 
 
 def _configmap_rows(obj: Mapping[str, Any]) -> tuple[list[RecommendationRow], list[InvalidRow]]:
@@ -134,9 +137,9 @@ class RecommendationSources:
     rows of its buckets' namespaces only (`keeps`): every other replica keeps the rest. Its
     buckets change with a relist, which brings every ConfigMap again."""
 
-    def __init__(self, kubex: SourceKey = NO_SOURCE) -> None:
+    def __init__(self, kubex: SourceKey = NO_SOURCE, keeps: NamespaceFilter = None) -> None:
         self.kubex = kubex
-        self.keeps: NamespaceFilter = None
+        self.keeps = keeps
         self._states: dict[SourceKey, SourceState] = {}
         #: every row by workload and container, those Kubex holds included
         self._all_rows: dict[OwnerKey, dict[str, RecommendationRow]] = {}

@@ -195,8 +195,7 @@ class ClusterView:
         self._hpas: dict[str, dict[str, HPADict]] = {}
         #: VerticalPodAutoscalers by namespace (an optional input: the CRD is often absent)
         self._vpas: dict[str, dict[str, VPADict]] = {}
-        self._sources = RecommendationSources(kubex=self.kubex_source)
-        self._sources.keeps = rows_of
+        self._sources = RecommendationSources(kubex=self.kubex_source, keeps=rows_of)
         #: plans, the admission memo, input versions, parsed pods (see its docstring)
         self.caches: DecisionCaches[Plan] = DecisionCaches()
         self._node_totals: dict[str, list[int]] = {}

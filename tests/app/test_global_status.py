@@ -49,7 +49,7 @@ def test_times_move_only_on_a_change() -> None:
 
 
 def test_the_reload_counts_rows_of_the_configmaps_that_loaded_and_names_the_others() -> None:
-    good = SourceState("shop", "recs", "u1", "7", rows=[object()] * 3, counted=3)  # type: ignore[list-item]
+    good = SourceState("shop", "recs", "u1", "7", rows=[object()] * 3)  # type: ignore[list-item]
     bad = SourceState("web", "recs", "u2", "9", failure="recommendations.json is not JSON")
     reload = reload_of([good, bad])
     assert reload.rows == 3

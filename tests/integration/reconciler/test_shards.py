@@ -35,6 +35,7 @@ from app.store.allocatable import node_allocatable
 from reconciler.main import Options, build_service
 from reconciler.policystatus import ROLLBACK_COUNTS, decode_counts
 from reconciler.service import run_cluster
+from tests.app import builders as b
 from tests.cluster import GROUP, VERSION, custom, eventually, strategy
 from tests.integration.reconciler.harness import (
     FAST,
@@ -205,28 +206,8 @@ def web(namespace: str) -> WorkloadRef:
 
 def recommendations(namespaces: list[str]) -> dict[str, Any]:
     """A recommendation ConfigMap with a row for each namespace's `web`."""
-    rows = [
-        {
-            "namespace": namespace,
-            "ownerKind": "Deployment",
-            "ownerName": "web",
-            "container": "app",
-            "requests": WANTED,
-            "limits": WANTED,
-            "analyzedAt": "2026-12-01T00:00:00Z",
-            "coverageHours": 240,
-            "samples": 20160,
-            "confidence": 0.9,
-        }
-        for namespace in namespaces
-    ]
-    return {
-        "metadata": {
-            "name": "recommendations",
-            "labels": {"rightsizing.kubex.ai/recommendations": "true"},
-        },
-        "data": {"recommendations.json": orjson.dumps({"recommendations": rows}).decode()},
-    }
+    rows = (b.row(namespace=ns, requests=WANTED, limits=WANTED) for ns in namespaces)
+    return b.configmap(*rows, name="recommendations", namespace="kerf-system")
 
 
 async def test_a_joining_replica_takes_buckets_and_the_views_follow(tmp_path: Path) -> None:
