@@ -41,7 +41,16 @@ import orjson
 from app.model.shards import bucket_of
 from app.runtime import eventloop
 from benchmarks.figures import Stalls, add_size_arguments, peak_rss_mib, write_figures
-from benchmarks.reconciler import WRITES, _calls, _cpu, _delta, _quiet, resizing_pods, serve
+from benchmarks.reconciler import (
+    WRITES,
+    _by_label,
+    _calls,
+    _cpu,
+    _delta,
+    _quiet,
+    resizing_pods,
+    serve,
+)
 from benchmarks.startup import CLUSTER_ARGS, bench_header, cpu_split, simulator_process
 
 BUCKETS = 64
@@ -147,6 +156,8 @@ def replica(
                 passes0 = service.passes
                 withheld0 = _total(service.metrics.writes_withheld)
                 failures0 = _total(service.metrics.pass_failures)
+                decisions0 = _by_label(service.metrics.decisions, "outcome", "reason")
+                events0 = _by_label(service.metrics.events, "reason")
                 if name == "first_pass":
                     service.start_accepting()
                 else:
@@ -166,6 +177,11 @@ def replica(
                     "writes_withheld": _total(service.metrics.writes_withheld) - withheld0,
                     "pass_failures": _total(service.metrics.pass_failures) - failures0,
                     "ended_by": quiet.ended_by,
+                    # a pod's decision in every pass over it, by outcome/reason
+                    "decisions": _delta(
+                        _by_label(service.metrics.decisions, "outcome", "reason"), decisions0
+                    ),
+                    "events": _delta(_by_label(service.metrics.events, "reason"), events0),
                     # what the phase left: follow-ups due later, pods not yet running their spec
                     "scheduled_later": service.queue.scheduled,
                     "pods_resizing": resizing_pods(service.view),
@@ -276,6 +292,8 @@ def _run_figures(replicas: int, objects: int, results: Sequence[dict[str, Any]])
             "resized_pods": resized,
             "writes": writes,
             "writes_per_resized_pod": round(writes / resized, 2) if resized else None,
+            "decisions": _summed(f["decisions"] for f in first),
+            "events": _summed(f["events"] for f in first),
         },
         "steady_pass": {
             "wall_seconds": max(f["seconds"] for f in steady),
@@ -286,6 +304,14 @@ def _run_figures(replicas: int, objects: int, results: Sequence[dict[str, Any]])
         "peak_rss_mib_max": max(r["peak_rss_mib"] for r in results),
         "per_replica": list(results),
     }
+
+
+def _summed(counts: Iterable[dict[str, int]]) -> dict[str, int]:
+    total: dict[str, int] = {}
+    for count in counts:
+        for key, value in count.items():
+            total[key] = total.get(key, 0) + value
+    return dict(sorted(total.items()))
 
 
 def with_targets(figures: dict[str, Any]) -> dict[str, Any]:

@@ -32,6 +32,10 @@ def test_two_replicas_split_the_buckets_and_resize_what_one_resizes(tmp_path: Pa
     assert held[0] | held[1] == set(range(64)) and not held[0] & held[1] and all(held)
     assert one["first_pass"]["resized_pods"] > 0
     assert two["first_pass"]["resized_pods"] == one["first_pass"]["resized_pods"]
+    # the decisions by reason beside them, summed over the replicas
+    resized = one["first_pass"]["events"]["Resized"]
+    assert resized > 0 and two["first_pass"]["events"]["Resized"] == resized
+    assert one["first_pass"]["decisions"] and two["first_pass"]["decisions"]
     assert one["steady_pass"]["writes"] == two["steady_pass"]["writes"] == 0
     # the bucket occupancy beside the figures: every workload in one bucket, held by the
     # replica that counted it, and the same buckets whatever the replica count
