@@ -13,7 +13,7 @@ A Kubex row reports no coverage, samples or confidence: it is the hub's final wo
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -93,6 +93,12 @@ def _lowered(raw: Any) -> Any:
     return {str(k).lower(): v for k, v in raw.items()} if isinstance(raw, dict) else raw
 
 
+def _namespace_of(lowered: Any) -> str | None:
+    """The namespace a row names as `_row` reads it; None when it names none."""
+    value = lowered.get("namespace") if isinstance(lowered, dict) else None
+    return value if isinstance(value, str) and value else None
+
+
 def _row(raw: Any) -> RecommendationRow:
     if not isinstance(raw, dict):
         raise ValueError("row is not a mapping")
@@ -139,9 +145,13 @@ def _row(raw: Any) -> RecommendationRow:
     )
 
 
-def parse_results(document: Any, source: str) -> tuple[list[RecommendationRow], list[InvalidRow]]:
+def parse_results(
+    document: Any, source: str, namespaces: Callable[[str], bool] | None = None
+) -> tuple[list[RecommendationRow], list[InvalidRow]]:
     """Rows of a loaded Kubex document and the rows it skipped (each named in one line,
-    never acted on); ValueError when `results` is not a list (the source does not load)."""
+    never acted on); ValueError when `results` is not a list (the source does not load).
+    With `namespaces`, a row that names no namespace or one it refuses is passed over
+    unread."""
     raw_rows = document.get(RESULTS) if isinstance(document, dict) else None
     if not isinstance(raw_rows, list):
         raise ValueError(f"{source}: Kubex's '{RESULTS}' is not a list")
@@ -149,6 +159,10 @@ def parse_results(document: Any, source: str) -> tuple[list[RecommendationRow], 
     invalid: list[InvalidRow] = []
     for index, raw in enumerate(raw_rows):
         lowered = _lowered(raw)
+        if namespaces is not None:
+            namespace = _namespace_of(lowered)
+            if namespace is None or not namespaces(namespace):
+                continue
         try:
             rows.append(_row(lowered))
         except (ValueError, TypeError) as exc:

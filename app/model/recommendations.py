@@ -7,7 +7,7 @@ rows it skipped — so a Prometheus-backed recommender can produce the same rows
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -172,12 +172,15 @@ def load_document(text: str | bytes, source: str) -> Any:
         raise ValueError(f"{source}: {DATA_KEY} is not JSON: {exc}") from None
 
 
-def parse_document(document: Any, source: str) -> tuple[list[RecommendationRow], list[InvalidRow]]:
+def parse_document(
+    document: Any, source: str, namespaces: Callable[[str], bool] | None = None
+) -> tuple[list[RecommendationRow], list[InvalidRow]]:
     """Rows of a loaded document in kerf's format and the rows it skipped.
 
     A bad row is skipped with a warning naming it; the rest load. A document that is not
     an object with a list `recommendations` raises ValueError (the source is then
-    unreachable, not empty).
+    unreachable, not empty). With `namespaces`, a row that names no namespace or one it
+    refuses is passed over unread, neither a row nor a skipped one.
     """
     raw_rows = document.get("recommendations") if isinstance(document, dict) else None
     if not isinstance(raw_rows, list):
@@ -189,11 +192,21 @@ def parse_document(document: Any, source: str) -> tuple[list[RecommendationRow],
     invalid: list[InvalidRow] = []
     shared: dict[Any, Any] = {}
     for index, raw in enumerate(raw_rows):
+        if namespaces is not None:
+            namespace = _namespace_of(raw)
+            if namespace is None or not namespaces(namespace):
+                continue
         try:
             rows.append(_row(raw, shared))
         except (ValueError, TypeError) as exc:
             invalid.append(_invalid(raw, f"{source}: recommendations[{index}]", exc))
     return rows, invalid
+
+
+def _namespace_of(raw: Any) -> str | None:
+    """The namespace a row names as `_row` reads it; None when it names none."""
+    value = raw.get("namespace") if isinstance(raw, dict) else None
+    return None if value in (None, "") else str(value)
 
 
 def parse_rows(text: str | bytes, source: str) -> tuple[list[RecommendationRow], list[InvalidRow]]:

@@ -8,10 +8,15 @@ from pathlib import Path
 import orjson
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from app.model import recommendations
 from app.outcome.explain import explain
+from app.store.sources import SourceState, load_source
 from kerf.cli import main
 from tests.app import builders as b
+from tests.app.test_kubex_rows import kubex_configmap, kubex_row
 
 NEGATIVE = b.row(requests={"cpu": "250m", "memory": "-384Mi"})
 
@@ -173,3 +178,84 @@ def test_configmaps_taken_together_are_indexed_once_and_read_as_taken_one_by_one
     assert sorted(sources.rows_for(owner, respect_kubex=True)) == [f"c{i}" for i in range(1, 5)]
     assert built == [1, 1]
     assert sources.about(owner, respect_kubex=True).unreachable
+
+
+NAMESPACES = ("a", "b", "c", "d")
+
+
+def _document(rows: list[tuple[str, int, bool]], kubex: bool) -> dict:
+    """A ConfigMap of one version holding `rows` (namespace, workload, valid) in kerf's
+    format or Kubex's."""
+    if kubex:
+        made = [
+            kubex_row(
+                f"c{i}",
+                Namespace=ns,
+                PodOwnerName=f"w{w}",
+                RecommendedCpuRequestMCores=300 if valid else -1,
+            )
+            for i, (ns, w, valid) in enumerate(rows)
+        ]
+        cm = kubex_configmap(*made)
+    else:
+        made = [
+            {
+                **b.row(f"c{i}", namespace=ns, workload=f"w{w}"),
+                **({} if valid else {"requests": NEGATIVE["requests"]}),
+            }
+            for i, (ns, w, valid) in enumerate(rows)
+        ]
+        cm = b.configmap(*made)
+    cm["metadata"].update(uid="uid-1", resourceVersion="7")
+    return cm
+
+
+def _seen(state: SourceState) -> tuple[object, ...]:
+    rows = sorted(
+        (r.namespace, r.owner_name, r.container, sorted(r.requests.items())) for r in state.rows
+    )
+    return rows, state.counted, state.left_out, state.invalid
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    rows=st.lists(
+        st.tuples(st.sampled_from(NAMESPACES), st.integers(0, 3), st.booleans()), max_size=12
+    ),
+    kept=st.lists(st.sets(st.sampled_from(NAMESPACES)), min_size=2, max_size=5),
+    kubex=st.booleans(),
+)
+def test_a_version_listed_again_with_other_namespaces_kept_reads_as_read_afresh(
+    rows: list[tuple[str, int, bool]], kept: list[set[str]], kubex: bool
+) -> None:
+    """A sharded replica's buckets change and the ConfigMaps are listed again: the same
+    version yields the rows, skipped rows and count it yields read whole."""
+    cm = _document(rows, kubex)
+    state = load_source(cm, None, kept[0].__contains__)
+    for namespaces in kept[1:]:
+        state = load_source(cm, state, namespaces.__contains__)
+    assert _seen(state) == _seen(load_source(cm, None, kept[-1].__contains__))
+
+
+def test_a_version_listed_again_reads_only_the_rows_of_namespaces_newly_kept(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    cm = _document([("a", 0, True), ("a", 1, True), ("b", 0, True), ("c", 0, False)], False)
+    state = load_source(cm, None, {"a"}.__contains__)
+    read: list[str] = []
+    row = recommendations._row
+
+    def counted(raw, shared):  # type: ignore[no-untyped-def]
+        read.append(raw["namespace"])
+        return row(raw, shared)
+
+    monkeypatch.setattr(recommendations, "_row", counted)
+    again = load_source(cm, state, {"a", "b"}.__contains__)
+    assert read == ["b"]
+    assert sorted(r.namespace for r in again.rows) == ["a", "a", "b"]
+    assert (again.counted, again.left_out, len(again.invalid)) == (3, 0, 1)
+    # a new version is read whole
+    cm["metadata"]["resourceVersion"] = "8"
+    read.clear()
+    load_source(cm, again, {"a", "b"}.__contains__)
+    assert read == ["a", "a", "b", "c"]
