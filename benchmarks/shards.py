@@ -31,6 +31,7 @@ import multiprocessing
 import os
 import sys
 import time
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from datetime import timedelta
 from pathlib import Path
@@ -307,11 +308,7 @@ def _run_figures(replicas: int, objects: int, results: Sequence[dict[str, Any]])
 
 
 def _summed(counts: Iterable[dict[str, int]]) -> dict[str, int]:
-    total: dict[str, int] = {}
-    for count in counts:
-        for key, value in count.items():
-            total[key] = total.get(key, 0) + value
-    return dict(sorted(total.items()))
+    return dict(sorted(sum(map(Counter, counts), Counter()).items()))
 
 
 def with_targets(figures: dict[str, Any]) -> dict[str, Any]:

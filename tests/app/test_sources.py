@@ -259,3 +259,9 @@ def test_a_version_listed_again_reads_only_the_rows_of_namespaces_newly_kept(
     read.clear()
     load_source(cm, again, {"a", "b"}.__contains__)
     assert read == ["a", "a", "b", "c"]
+    # unsharded, the version already read is not read again
+    whole = load_source(cm, None)
+    read.clear()
+    assert load_source(cm, whole) == whole and read == []
+    cm["metadata"]["uid"] = "uid-2"  # deleted and created again
+    assert load_source(cm, whole).uid == "uid-2" and read == ["a", "a", "b", "c"]
