@@ -112,8 +112,11 @@ class Actuator:
         if not settle.went:
             log_fields(
                 logger,
-                "eviction intent dropped: the pod is still there",
+                "eviction intent dropped: it did not go out",
                 pod=settle.intent.pod_name,
+                because="this replica did not carry it out"
+                if settle.unsent
+                else "the pod is still there",
             )
             return
         done.named.extend(pending_events_of(settle.intent))
@@ -237,11 +240,15 @@ class Actuator:
         note = action.note or f"evicted pod {name}; its replacement is sized at admission"
         told = [("Evicted", note, False), *(also or [])]
         events = [pending_event(plan.ref, r, n, warning=w, now=plan.now) for r, n, w in told]
+        memory.unsent_eviction = events[0]["name"]
         await self._record_intent(plan, eviction_intent(pod, applied, events), memory, done)
+        memory.unsent_eviction = None  # asked for: an answer lost leaves it to the pod to tell
         result = await self.writer.evict(pod)
         self.metrics.evictions.labels(result).inc()
         if result == "evicted":
             memory.mark_sent(pod)
+        else:
+            memory.unsent_eviction = events[0]["name"]
         done.busy = True
         if result == "refused":
             count = memory.refused(pod)

@@ -36,6 +36,11 @@ def eviction_intent(
     return entry
 
 
+def intent_name(intent: PendingEviction) -> str | None:
+    """What names one recorded eviction: its first Event's name (random, given once)."""
+    return intent.events[0].name if intent.events else None
+
+
 def happened(intent: PendingEviction, pods: Sequence[Mapping[str, Any]]) -> bool:
     """The eviction went out: the pod of that name is gone, deleting, or another one (a
     StatefulSet's replacement keeps the name, not the uid)."""

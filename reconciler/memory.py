@@ -112,6 +112,10 @@ class WorkloadMemory:
     unreported: Unreported | None = None
     #: Events of a pass whose status write failed: the next pass tells them
     untold: Sequence[dict[str, Any]] = ()
+    #: the name (`intent_name`) of an eviction this reconciler recorded and knows did not
+    #: go out (not asked for yet, refused, or its pod already gone): whatever becomes of the
+    #: pod, that record is dropped, not told. Only the replica that recorded it can know.
+    unsent_eviction: str | None = None
     #: annotations this reconciler wrote and a monotonic deadline: until the view's
     #: workload shows them (or the deadline passes), the workload waits
     annotations_sent: tuple[dict[str, str | None], float] | None = None
@@ -166,6 +170,10 @@ class WorkloadMemory:
         if self.refusals:
             _own(self.refusals).pop(_uid(pod), None)
             self.refusals = _shared_if_empty(self.refusals)
+
+    def knows_unsent(self, intent_name: str | None) -> bool:
+        """This reconciler recorded the eviction so named and knows it did not go out."""
+        return intent_name is not None and intent_name == self.unsent_eviction
 
     def keep_pods(self, pods: Iterable[Mapping[str, Any]]) -> None:
         """Forget what is remembered of pods the workload no longer has."""

@@ -44,7 +44,7 @@ from app.policy.rollback import rollback_state
 from app.policy.rollback_monitor import Step, monitor_inputs
 from app.policy.rollback_monitor import step as rollback_step
 from app.store.view import ClusterView
-from reconciler.intent import happened
+from reconciler.intent import happened, intent_name
 from reconciler.memory import Unreported, WorkloadMemory
 from reconciler.publish import annotation_patch
 
@@ -60,6 +60,8 @@ class Settle:
     intent: PendingEviction
     #: it went out (the pod is gone, deleting, or another one): its Events are told
     went: bool
+    #: this replica recorded it and knows it did not go out, whatever became of the pod
+    unsent: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,7 +135,10 @@ def plan_workload(
     if intent is not None:
         # That pass starts nothing new: the next one decides from the status this one
         # writes.
-        settle = Settle(intent, happened(intent, pods) if went is None else went)
+        if memory.knows_unsent(intent_name(intent)):
+            settle = Settle(intent, went=False, unsent=True)
+        else:
+            settle = Settle(intent, happened(intent, pods) if went is None else went)
         rollout = Rollout(busy=settle.went, report=True, again_in=timings.follow_s)
     else:
         rollout = plan_rollout(
@@ -237,7 +242,7 @@ async def plan_pass(
     when the plan evicts, whether the webhook's Lease is fresh."""
     plan = plan_workload(view, workload, obj, record, pods, memory, now, timings, inputs)
     settle = plan.settle
-    if settle is not None and not settle.went and read_pod is not None:
+    if settle is not None and not (settle.went or settle.unsent) and read_pod is not None:
         # The view may not show the eviction yet (the pod's watch runs apart from the
         # record's): only the API server can say it did not happen.
         pod = await read_pod(workload.ref.namespace, settle.intent.pod_name)

@@ -4,11 +4,13 @@ its patch, event dedup, the work queue and the token bucket."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
+from app.kube.errors import ApiStatusError
 from app.model.annotations import ARGS_KEY, ROLLBACK_STATE, fixed_key
 from app.model.apitime import micro_time, rfc3339
 from app.model.crd import parse_object
@@ -450,6 +452,63 @@ async def test_refused_evictions_of_a_pod_back_off_exponentially_to_a_cap() -> N
     done = Outcome()
     await actuator.act(plan, Action("evict", other, None), memory, done)
     assert done.requeue == 10.0  # another pod starts over
+
+
+class _AnsweringWriter(_RefusingWriter):
+    """Evictions answered as given: a result, or an error raised (the answer lost). The
+    record's write is carried out, its answer lost when `answer` is "record lost"."""
+
+    def __init__(self, answer: str | Exception) -> None:
+        super().__init__()
+        self.answer = answer
+        self.intents: list[dict[str, Any]] = []
+
+    async def patch_status(self, namespace: str, name: str, patch: Any) -> dict[str, Any]:
+        self.intents.append(patch["pendingEviction"])
+        if self.answer == "record lost":
+            raise ApiStatusError(504, "lost")
+        return {}
+
+    async def evict(self, pod: Any) -> str:
+        if isinstance(self.answer, Exception):
+            raise self.answer
+        return self.answer
+
+
+@pytest.mark.parametrize(
+    ("answer", "known"),
+    [
+        ("record lost", True),
+        ("refused", True),
+        ("gone", True),
+        ("evicted", False),
+        (ApiStatusError(500, "lost"), False),
+        (TimeoutError(), False),
+    ],
+)
+async def test_a_replica_remembers_an_eviction_it_recorded_and_knows_did_not_go_out(
+    answer: str | Exception, known: bool
+) -> None:
+    writer = _AnsweringWriter(answer)
+    actuator = Actuator(
+        ClusterView(),
+        writer,  # type: ignore[arg-type]
+        reconciler_metrics(),
+        ExecutionConfig(),
+        TokenBucket(1.0, 100.0),
+    )
+    memory = WorkloadMemory()
+    pod = {"metadata": {"name": "web-1", "namespace": "shop", "uid": "u1"}}
+    with contextlib.suppress(ApiStatusError, TimeoutError):
+        await actuator.act(
+            _plan_of(WorkloadRef("Deployment", "shop", "web")),
+            Action("evict", pod, None),
+            memory,
+            Outcome(),
+        )
+    (intent,) = writer.intents
+    assert memory.knows_unsent(intent["events"][0]["name"]) is known
+    assert not memory.knows_unsent("web.kerf-another")
 
 
 def test_an_event_note_is_cut_to_1024_bytes_never_inside_a_character() -> None:

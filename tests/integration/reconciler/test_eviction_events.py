@@ -249,3 +249,57 @@ async def test_an_eviction_lost_while_the_pods_watch_lags_evicts_each_pod_once(
             if w.subresource == "eviction" and w.status < 300
         ]
         assert len(evicted) == len(set(evicted)) == 2
+
+
+async def test_an_eviction_recorded_but_not_asked_for_is_not_told_when_its_pod_goes(
+    tmp_path: Path,
+) -> None:
+    # The record of the eviction goes in but its answer is lost, so the replica never asks
+    # for the eviction; then someone else deletes that pod. Gone, it looks evicted, but the
+    # replica that recorded it knows better.
+    async with running_kerf(tmp_path, strategy_spec=EVICT_ONLY) as kerf:
+        await start_web(kerf)
+        kerf.sim.writes.enabled = True
+        release = asyncio.Event()
+        kerf.sim.faults.add(
+            FaultRule(
+                status=504,
+                times=1,
+                verbs=frozenset({"patch"}),
+                resource="rightsizingrecommendations",
+                subresource="status",
+                after_commit=True,
+                release=release,
+            )
+        )
+        replica = await kerf.start_reconciler()
+        await create(kerf, "staticpolicies", policy())
+
+        async def recorded() -> dict[str, Any] | None:
+            return (await status_of(kerf)).get("pendingEviction")
+
+        intent = await wait_for(kerf, recorded, "an eviction recorded, its answer held")
+        await client.CoreV1Api(kerf.api).delete_namespaced_pod(intent["podName"], "shop")
+        release.set()
+
+        async def done() -> bool:
+            pods = await kerf.pods("web")
+            status = await status_of(kerf)
+            return (
+                len(pods) == 2
+                and all(requests_of(p) == TARGET for p in pods)
+                and status.get("phase") == "Applied"
+                and "pendingEviction" not in status
+            )
+
+        await wait_for(kerf, done, "both pods at the target")
+        await wait_for(kerf, idle(replica), "the reconciler to settle")
+        told = [e for e in await kerf_events(kerf) if e["reason"] == "Evicted"]
+        assert intent["events"][0]["name"] not in {e["metadata"]["name"] for e in told}
+        assert not [e for e in told if intent["podName"] in e["note"]]
+        evicted = [
+            w.name
+            for w in kerf.sim.writes.entries
+            if w.subresource == "eviction" and w.status < 300
+        ]
+        assert len(told) == len(evicted)
