@@ -192,8 +192,33 @@ async def evict(
                 assert pdb_rt is not None
                 api.write_status(pdb_rt, updated)
     options = (body or {}).get("deleteOptions") or {}
+    if not dry_run:
+        _mark_disruption_target(api, pods_rt, pod, options)
     await api.delete(pods_rt, namespace, name, options, dry_run=dry_run)
     return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
+
+
+def _mark_disruption_target(api: ApiServer, pods_rt: ResourceType, pod: Obj, options: Obj) -> None:
+    """As the real server before it deletes an evicted pod: the `DisruptionTarget`
+    condition on its status (its last state says an eviction took it), unless the delete's
+    uid precondition names another pod."""
+    uid = (options.get("preconditions") or {}).get("uid")
+    if uid and uid != pod["metadata"]["uid"]:
+        return  # the delete refuses it (409)
+    updated = clone(pod)
+    status = updated.setdefault("status", {})
+    others = [c for c in status.get("conditions") or [] if c.get("type") != "DisruptionTarget"]
+    status["conditions"] = [
+        *others,
+        {
+            "type": "DisruptionTarget",
+            "status": "True",
+            "reason": "EvictionByEvictionAPI",
+            "message": "Eviction API: evicting",
+            "lastTransitionTime": api.clock.stamp(),
+        },
+    ]
+    api.write_status(pods_rt, updated)
 
 
 def matching_budgets(api: ApiServer, pod: Obj) -> list[Obj]:

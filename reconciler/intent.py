@@ -5,8 +5,9 @@ the status write after it.
 The eviction leaves nothing of its own behind (the pod goes, its replacement looks like any
 other), so nothing else could tell a successor that it happened. The record names the pod
 (name and uid), the values the eviction applies and its Events, named already: whoever
-finds the record tells those Events if that pod is gone or deleting, and drops the record
-if it still runs unchanged (the eviction never went out)."""
+finds the record tells those Events if that pod is gone or marked by the eviction, and
+drops the record if it still runs unmarked, terminating or not (the eviction never went
+out)."""
 
 from __future__ import annotations
 
@@ -42,14 +43,26 @@ def intent_name(intent: PendingEviction) -> str | None:
 
 
 def happened(intent: PendingEviction, pods: Sequence[Mapping[str, Any]]) -> bool:
-    """The eviction went out: the pod of that name is gone, deleting, or another one (a
-    StatefulSet's replacement keeps the name, not the uid)."""
+    """The eviction went out: the pod of that name is gone, another one (a StatefulSet's
+    replacement keeps the name, not the uid), or marked by an eviction (the API server's
+    `DisruptionTarget` condition, set before it deletes). Deleting without the mark, it
+    was deleted by someone else."""
     for pod in pods:
         meta = pod.get("metadata") or {}
         if meta.get("name") != intent.pod_name:
             continue
-        return bool(meta.get("deletionTimestamp")) or meta.get("uid") != intent.pod_uid
+        return meta.get("uid") != intent.pod_uid or evicted_by_the_api(pod)
     return True
+
+
+def evicted_by_the_api(pod: Mapping[str, Any]) -> bool:
+    """The Eviction API has taken the pod: its `DisruptionTarget` condition says so."""
+    return any(
+        c.get("type") == "DisruptionTarget"
+        and c.get("status") == "True"
+        and c.get("reason") == "EvictionByEvictionAPI"
+        for c in (pod.get("status") or {}).get("conditions") or []
+    )
 
 
 def applied_by(intent: PendingEviction) -> dict[str, Any] | None:

@@ -263,3 +263,32 @@ def test_kerfs_schema_refuses_a_zero_quantity_and_an_unbounded_weight(
     assert "created" in kubectl(
         "create", "-f", "-", stdin=static_policy("good", {"memory": "1Gi", "cpu": 200000})
     )
+
+
+def disruption_target(kubectl: NamespacedKubectl, name: str) -> dict[str, Any] | None:
+    """The pod's `DisruptionTarget` condition, once it is deleting (its finalizer holds
+    it), then lets it go."""
+    found = json.loads(kubectl("get", "pod", name, "-o", "json"))
+    assert found["metadata"].get("deletionTimestamp"), found["metadata"]
+    kubectl("patch", "pod", name, "--type", "merge", "-p", '{"metadata":{"finalizers":null}}')
+    conditions = (found.get("status") or {}).get("conditions") or []
+    return next((c for c in conditions if c["type"] == "DisruptionTarget"), None)
+
+
+def test_an_evicted_pod_is_marked_before_it_goes_and_a_deleted_one_is_not(
+    kubectl: NamespacedKubectl,
+) -> None:
+    """What tells a successor whether an eviction recorded before it was asked for went
+    out (reconciler/intent.py): the Eviction API marks the pod, a delete does not."""
+    for name in ("evicted", "deleted"):
+        body = pod(name)
+        body["metadata"]["finalizers"] = ["kerf.dev/conformance"]
+        running(kubectl, body)
+    eviction = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "evicted"}}
+    path = f"/api/v1/namespaces/{kubectl.namespace}/pods/evicted/eviction"
+    kubectl("create", "--raw", path, "-f", "-", stdin=json.dumps(eviction))
+    kubectl("delete", "pod", "deleted", "--wait=false")
+    marked = disruption_target(kubectl, "evicted")
+    assert marked is not None
+    assert (marked["status"], marked["reason"]) == ("True", "EvictionByEvictionAPI")
+    assert disruption_target(kubectl, "deleted") is None

@@ -13,7 +13,7 @@ import pytest
 from app.kube.errors import ApiStatusError
 from app.model.annotations import ARGS_KEY, ROLLBACK_STATE, fixed_key
 from app.model.apitime import micro_time, rfc3339
-from app.model.crd import parse_object
+from app.model.crd import PendingEviction, parse_object
 from app.model.horizon import Horizon
 from app.model.owners import WorkloadRef
 from app.model.workloads import Workload
@@ -23,6 +23,7 @@ from app.store.view import ClusterView
 from reconciler.act import Actuator
 from reconciler.events import dedup_key, event_body, is_repeat, merged, note_within, pending_event
 from reconciler.execution import ExecutionConfig
+from reconciler.intent import happened
 from reconciler.memory import Inventory, WorkloadMemory
 from reconciler.metrics import reconciler_metrics
 from reconciler.outcome import Outcome
@@ -577,3 +578,21 @@ def test_the_inventory_forgets_workloads_gone_from_the_view() -> None:
     inventory.forget(("Deployment", "shop", "db"))
     inventory.keep([("Deployment", "shop", "web")])
     assert list(inventory) == [("Deployment", "shop", "web")]
+
+
+def test_an_eviction_recorded_went_out_if_its_pod_is_gone_replaced_or_marked() -> None:
+    intent = PendingEviction(pod_uid="u1", pod_name="web-1")
+    mark = {"type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI"}
+
+    def pod(uid: str = "u1", *, deleting: bool = False, marked: bool = False) -> dict[str, Any]:
+        meta: dict[str, Any] = {"name": "web-1", "uid": uid}
+        if deleting:
+            meta["deletionTimestamp"] = "2026-12-07T10:00:00Z"
+        return {"metadata": meta, "status": {"conditions": [mark] if marked else []}}
+
+    assert happened(intent, [])
+    assert happened(intent, [pod("u2")])  # a StatefulSet's replacement keeps the name
+    assert happened(intent, [pod(deleting=True, marked=True)])
+    assert happened(intent, [pod(marked=True)])  # marked, not deleting yet
+    assert not happened(intent, [pod()])
+    assert not happened(intent, [pod(deleting=True)])  # someone else deleted it

@@ -303,3 +303,38 @@ async def test_an_eviction_recorded_but_not_asked_for_is_not_told_when_its_pod_g
             if w.subresource == "eviction" and w.status < 300
         ]
         assert len(told) == len(evicted)
+
+
+async def test_a_successor_drops_an_eviction_record_whose_pod_someone_else_deletes(
+    tmp_path: Path,
+) -> None:
+    # The first replica records the eviction, which is not carried out, and dies before it
+    # hears so; someone else deletes the pod, which a finalizer holds terminating. The
+    # successor finds the record and the pod going, without the mark an eviction leaves.
+    async with running_kerf(tmp_path, strategy_spec=EVICT_ONLY) as kerf:
+        await start_web(kerf)
+        release, rule = held_eviction_refusal(kerf)
+        first = await kerf.start_reconciler(identity="first")
+        await create(kerf, "staticpolicies", policy())
+
+        async def refused() -> dict[str, Any] | None:
+            intent = (await status_of(kerf)).get("pendingEviction")
+            return intent if intent and rule.times == 0 else None
+
+        intent = await wait_for(kerf, refused, "an eviction recorded, then asked for")
+        await first.kill()
+        release.set()
+        core = client.CoreV1Api(kerf.api)
+        name = intent["podName"]
+        await core.patch_namespaced_pod(name, "shop", {"metadata": {"finalizers": ["test/hold"]}})
+        await core.delete_namespaced_pod(name, "shop")
+        second = await kerf.start_reconciler(identity="second")
+
+        async def dropped() -> bool:
+            return "pendingEviction" not in await status_of(kerf)
+
+        await wait_for(kerf, dropped, "the record dropped")
+        await core.patch_namespaced_pod(name, "shop", {"metadata": {"finalizers": None}})
+        await finish(kerf, second, ["Evicted"])  # the other pod's, by the successor
+        names = {e["metadata"]["name"] for e in await kerf_events(kerf)}
+        assert intent["events"][0]["name"] not in names
