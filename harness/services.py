@@ -88,7 +88,11 @@ class Kerf:
 def spawn(name: str, argv: list[str], workdir: Path, port: int) -> Service:
     """Start a kerf process in its own session, logging to `workdir/name.log`."""
     log = workdir / f"{name}.log"
-    env = {**os.environ, "POD_NAMESPACE": NAMESPACE, "POD_NAME": f"kerf-{name}"}
+    # The client library writes the kubeconfig's CA to a temporary file and removes it at
+    # exit, which a SIGKILL skips: it stays in the run's directory, not in /tmp.
+    tmp = workdir / f"{name}.tmp"
+    tmp.mkdir(exist_ok=True)
+    env = {**os.environ, "POD_NAMESPACE": NAMESPACE, "POD_NAME": f"kerf-{name}", "TMPDIR": str(tmp)}
     with open(log, "wb") as out:
         process = subprocess.Popen(
             argv,
