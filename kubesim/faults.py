@@ -237,14 +237,16 @@ class Faults:
         resource: str | None = None,
         subresource: str | None = None,
         times: int | None = 1,
+        status: int = 0,
     ) -> asyncio.Event:
         """Carry out the next `times` matching writes, then hold their answers until the
         returned event is set: the change is stored and seen by watches while its client
-        still waits (and can be killed, or lose its Lease, before it hears back)."""
+        still waits (and can be killed, or lose its Lease, before it hears back). With a
+        `status`, the answer it then hears is that error (its answer lost)."""
         release = asyncio.Event()
         self.add(
             FaultRule(
-                status=0,
+                status=status,
                 times=times,
                 verbs=frozenset(verbs or WRITES),
                 resource=resource,

@@ -240,7 +240,8 @@ class Actuator:
         note = action.note or f"evicted pod {name}; its replacement is sized at admission"
         told = [("Evicted", note, False), *(also or [])]
         events = [pending_event(plan.ref, r, n, warning=w, now=plan.now) for r, n, w in told]
-        memory.unsent_eviction = events[0]["name"]
+        recorded = events[0]["name"]  # what names the record (`intent_name`)
+        memory.unsent_eviction = recorded
         await self._record_intent(plan, eviction_intent(pod, applied, events), memory, done)
         memory.unsent_eviction = None  # asked for: an answer lost leaves it to the pod to tell
         result = await self.writer.evict(pod)
@@ -248,7 +249,7 @@ class Actuator:
         if result == "evicted":
             memory.mark_sent(pod)
         else:
-            memory.unsent_eviction = events[0]["name"]
+            memory.unsent_eviction = recorded
         done.busy = True
         if result == "refused":
             count = memory.refused(pod)

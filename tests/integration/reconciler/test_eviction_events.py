@@ -176,22 +176,28 @@ def held_eviction_refusal(kerf: Any) -> tuple[asyncio.Event, FaultRule]:
     return release, rule
 
 
+async def an_eviction_left_refused(kerf: Kerf) -> dict[str, Any]:
+    """The first replica records an eviction, which is refused before it is carried out,
+    and is killed before it hears so (it makes that one attempt and no other): the
+    record it leaves."""
+    release, rule = held_eviction_refusal(kerf)
+    first = await kerf.start_reconciler(identity="first")
+    await create(kerf, "staticpolicies", policy())
+
+    async def refused() -> dict[str, Any] | None:
+        intent = (await status_of(kerf)).get("pendingEviction")
+        return intent if intent and rule.times == 0 else None
+
+    intent = await wait_for(kerf, refused, "an eviction recorded, then asked for")
+    await first.kill()
+    release.set()
+    return dict(intent)
+
+
 async def test_an_eviction_that_never_went_out_is_dropped_untold(tmp_path: Path) -> None:
     async with running_kerf(tmp_path, strategy_spec=EVICT_ONLY) as kerf:
         before = await start_web(kerf)
-        # The first eviction is refused before it is carried out, and its answer is held
-        # until the replica is dead: it makes that one attempt and no other.
-        release, rule = held_eviction_refusal(kerf)
-        first = await kerf.start_reconciler(identity="first")
-        await create(kerf, "staticpolicies", policy())
-
-        async def refused() -> dict[str, Any] | None:
-            intent = (await status_of(kerf)).get("pendingEviction")
-            return intent if intent and rule.times == 0 else None
-
-        intent = await wait_for(kerf, refused, "an eviction recorded, then asked for")
-        await first.kill()
-        release.set()
+        intent = await an_eviction_left_refused(kerf)
         assert intent["podUid"] in {p["metadata"]["uid"] for p in before}
         second = await kerf.start_reconciler(identity="second")
         await finish(kerf, second, ["Evicted", "Evicted"])
@@ -260,17 +266,8 @@ async def test_an_eviction_recorded_but_not_asked_for_is_not_told_when_its_pod_g
     async with running_kerf(tmp_path, strategy_spec=EVICT_ONLY) as kerf:
         await start_web(kerf)
         kerf.sim.writes.enabled = True
-        release = asyncio.Event()
-        kerf.sim.faults.add(
-            FaultRule(
-                status=504,
-                times=1,
-                verbs=frozenset({"patch"}),
-                resource="rightsizingrecommendations",
-                subresource="status",
-                after_commit=True,
-                release=release,
-            )
+        release = kerf.sim.faults.hold_answers(
+            verbs={"patch"}, resource="rightsizingrecommendations", subresource="status", status=504
         )
         replica = await kerf.start_reconciler()
         await create(kerf, "staticpolicies", policy())
@@ -313,17 +310,7 @@ async def test_a_successor_drops_an_eviction_record_whose_pod_someone_else_delet
     # successor finds the record and the pod going, without the mark an eviction leaves.
     async with running_kerf(tmp_path, strategy_spec=EVICT_ONLY) as kerf:
         await start_web(kerf)
-        release, rule = held_eviction_refusal(kerf)
-        first = await kerf.start_reconciler(identity="first")
-        await create(kerf, "staticpolicies", policy())
-
-        async def refused() -> dict[str, Any] | None:
-            intent = (await status_of(kerf)).get("pendingEviction")
-            return intent if intent and rule.times == 0 else None
-
-        intent = await wait_for(kerf, refused, "an eviction recorded, then asked for")
-        await first.kill()
-        release.set()
+        intent = await an_eviction_left_refused(kerf)
         core = client.CoreV1Api(kerf.api)
         name = intent["podName"]
         await core.patch_namespaced_pod(name, "shop", {"metadata": {"finalizers": ["test/hold"]}})
